@@ -1,0 +1,33 @@
+//! A fast, validating view of DNS messages on the wire, their presentation format, and in-place
+//! editing.
+//!
+//! This crate is the hot path of ldplayer's trace pipeline: every captured packet that might be
+//! DNS goes through [`Message::parse`], so the parser reads only what the trace formats need (the
+//! header, the first question and the EDNS OPT record) while still walking every record so that
+//! malformed messages (bad labels, compression loops, absurd counts) are rejected with a reason.
+//! A general-purpose crate such as `domain` takes about 1 µs for a full walk of a 214-byte
+//! response; this walker takes well under 100 ns, which is what the 2 million messages per second
+//! goal of `ldplayer convert` needs.
+//!
+//! Editing goes through one mechanism: [`Fields`] is everything the text format's columns express;
+//! [`Fields::of`] reads them off a message and [`apply`] rewrites a message so it carries a given
+//! set of fields, touching only what differs, so an unedited message stays byte-identical.
+
+mod edit;
+mod edns;
+mod error;
+mod message;
+mod mnemonic;
+mod name;
+mod wire;
+
+pub use edit::{apply, build, EditError, EdnsFields, Fields, Question};
+pub use edns::{code as option_code, parse_options, render_options, OptionsError};
+pub use error::DnsError;
+pub use message::{flag, Edns, Header, Message, HEADER_LEN};
+pub use mnemonic::{
+    class_from_str, class_to_string, opcode_from_str, opcode_to_string, rcode_from_str,
+    rcode_to_string, rtype, rtype_from_str, rtype_to_string,
+};
+pub use name::{name_from_presentation, name_to_presentation, NameError, MAX_NAME_LEN};
+pub use wire::decompress;

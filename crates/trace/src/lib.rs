@@ -1,0 +1,24 @@
+//! The trace model of ldplayer and its two native formats.
+//!
+//! A trace is a sequence of [`Record`]s: one DNS message each, with its capture time, endpoints,
+//! transport and connection. Every reader is a [`Source`] that pushes records into a [`Sink`]
+//! (and tells it what it had to skip and why); every writer, the inspector and the replay engine
+//! are sinks. This keeps readers and consumers independent: any source feeds any sink.
+//!
+//! Formats defined here:
+//! - [`text`]: one tab-separated line per message, for people and scripts (awk, Python);
+//! - [`binary`]: a versioned, length-prefixed record stream for the replay hot path.
+//!
+//! Packet captures (pcap, pcapng) live in the `ldplayer-pcap` crate.
+
+pub mod binary;
+mod record;
+mod sink;
+mod skip;
+pub mod text;
+mod time;
+
+pub use record::{Proto, Record, RecordBuf};
+pub use sink::{drive, Collect, Sink, SinkError, Source, TraceError};
+pub use skip::{SkipCounts, SkipReason};
+pub use time::{format_time, parse_time};

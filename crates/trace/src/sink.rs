@@ -1,0 +1,111 @@
+use crate::record::{Record, RecordBuf};
+use crate::skip::{SkipCounts, SkipReason};
+use std::io;
+use thiserror::Error;
+
+/// Why a sink could not take a record.
+#[derive(Debug, Error)]
+pub enum SinkError {
+    /// Writing the output failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The sink wants no more records (a limit was reached, the user pressed Ctrl-C). Sources stop
+    /// quietly on it.
+    #[error("stopped")]
+    Stopped,
+    /// The record cannot be taken for another reason.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Why reading a trace failed as a whole.
+#[derive(Debug, Error)]
+pub enum TraceError {
+    /// Reading the input failed.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    /// The input is not a trace of the expected format, or is damaged beyond skipping.
+    #[error("{0}")]
+    Format(String),
+    /// The sink failed.
+    #[error(transparent)]
+    Sink(SinkError),
+}
+
+impl From<SinkError> for TraceError {
+    fn from(e: SinkError) -> Self {
+        TraceError::Sink(e)
+    }
+}
+
+/// A consumer of records: a writer, the inspector, the replay engine.
+///
+/// Sources call [`Sink::record`] once per message in trace order, [`Sink::skipped`] for each item
+/// they could not use, and [`Sink::finish`] once at the end, also after a sink error, so that
+/// what was written is flushed.
+pub trait Sink {
+    /// Takes one record.
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError>;
+
+    /// Notes that the source skipped an item (a packet, message, line or record) for `reason`;
+    /// `location` is the item's position in the input (packet, line or record number, from 1).
+    fn skipped(&mut self, reason: SkipReason, location: u64) {
+        let _ = (reason, location);
+    }
+
+    /// Flushes whatever is buffered; called once when the source is done.
+    fn finish(&mut self) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+impl<S: Sink + ?Sized> Sink for &mut S {
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+        (**self).record(record)
+    }
+    fn skipped(&mut self, reason: SkipReason, location: u64) {
+        (**self).skipped(reason, location)
+    }
+    fn finish(&mut self) -> Result<(), SinkError> {
+        (**self).finish()
+    }
+}
+
+/// A producer of records: a capture reader, a trace-format reader, the synthesizer.
+pub trait Source {
+    /// Pushes every record into `sink`, then calls [`Sink::finish`]. A [`SinkError::Stopped`]
+    /// from the sink ends the run without error.
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError>;
+}
+
+/// Drives `sink` to the end: runs `body`, then always calls `finish`, and maps `Stopped` to success.
+pub fn drive(
+    sink: &mut dyn Sink,
+    body: impl FnOnce(&mut dyn Sink) -> Result<(), TraceError>,
+) -> Result<(), TraceError> {
+    let result = body(sink);
+    let finished = sink.finish();
+    match result {
+        Err(TraceError::Sink(SinkError::Stopped)) | Ok(()) => finished.map_err(TraceError::Sink),
+        Err(e) => Err(e),
+    }
+}
+
+/// A sink that keeps every record and counts skips; handy for tests and small traces.
+#[derive(Debug, Default)]
+pub struct Collect {
+    /// The records, in order.
+    pub records: Vec<RecordBuf>,
+    /// What the source skipped.
+    pub skipped: SkipCounts,
+}
+
+impl Sink for Collect {
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+        self.records.push(record.to_owned_record());
+        Ok(())
+    }
+    fn skipped(&mut self, reason: SkipReason, _location: u64) {
+        self.skipped.add(reason);
+    }
+}
