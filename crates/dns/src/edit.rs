@@ -184,7 +184,11 @@ fn set_edns(wire: &mut Vec<u8>, want: Option<&EdnsFields>, ext_rcode: u8) -> Res
     match (msg.edns().copied(), want) {
         (None, None) => {}
         (Some(e), None) => {
-            let e = if make_movable(wire, e.offset)? { reparse_edns(wire)? } else { e };
+            let e = if make_movable(wire, e.offset)? {
+                reparse_edns(wire)?
+            } else {
+                e
+            };
             wire.drain(e.offset..e.end);
             bump_count(wire, 10, -1);
         }
@@ -212,7 +216,11 @@ fn set_edns(wire: &mut Vec<u8>, want: Option<&EdnsFields>, ext_rcode: u8) -> Res
             wire[fixed + 6..fixed + 8].copy_from_slice(&flags.to_be_bytes());
             if wire[e.rdata..e.end] != w.options[..] {
                 let len = u16::try_from(w.options.len()).map_err(|_| EditError::TooLarge)?;
-                let e = if make_movable(wire, e.rdata)? { reparse_edns(wire)? } else { e };
+                let e = if make_movable(wire, e.rdata)? {
+                    reparse_edns(wire)?
+                } else {
+                    e
+                };
                 wire[e.rdata - 2..e.rdata].copy_from_slice(&len.to_be_bytes());
                 wire.splice(e.rdata..e.end, w.options.iter().copied());
             }

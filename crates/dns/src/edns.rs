@@ -82,7 +82,11 @@ fn render_one(code: u16, data: &[u8], out: &mut String) {
         }
         (code::EXPIRE, 0) => out.push_str("expire"),
         (code::EXPIRE, 4) => {
-            let _ = write!(out, "expire={}", u32::from_be_bytes([data[0], data[1], data[2], data[3]]));
+            let _ = write!(
+                out,
+                "expire={}",
+                u32::from_be_bytes([data[0], data[1], data[2], data[3]])
+            );
         }
         (code::COOKIE, 8..=40) => {
             out.push_str("cookie=");
@@ -156,17 +160,42 @@ pub fn parse_options(text: &str) -> Result<Vec<u8>, OptionsError> {
                 out.extend(parse_hex(v).ok_or_else(|| bad(item))?);
                 continue;
             }
-            ("nsid", v) => (code::NSID, v.map(parse_hex).unwrap_or(Some(vec![])).ok_or_else(|| bad(item))?),
+            ("nsid", v) => (
+                code::NSID,
+                v.map(parse_hex)
+                    .unwrap_or(Some(vec![]))
+                    .ok_or_else(|| bad(item))?,
+            ),
             ("ecs", Some(v)) => (code::ECS, parse_ecs(v).ok_or_else(|| bad(item))?),
             ("expire", None) => (code::EXPIRE, vec![]),
-            ("expire", Some(v)) => (code::EXPIRE, v.parse::<u32>().map_err(|_| bad(item))?.to_be_bytes().to_vec()),
+            ("expire", Some(v)) => (
+                code::EXPIRE,
+                v.parse::<u32>()
+                    .map_err(|_| bad(item))?
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
             ("cookie", Some(v)) => (code::COOKIE, parse_hex(v).ok_or_else(|| bad(item))?),
             ("keepalive", None) => (code::KEEPALIVE, vec![]),
-            ("keepalive", Some(v)) => (code::KEEPALIVE, v.parse::<u16>().map_err(|_| bad(item))?.to_be_bytes().to_vec()),
-            ("padding", Some(v)) => (code::PADDING, vec![0; v.parse::<u16>().map_err(|_| bad(item))? as usize]),
+            ("keepalive", Some(v)) => (
+                code::KEEPALIVE,
+                v.parse::<u16>()
+                    .map_err(|_| bad(item))?
+                    .to_be_bytes()
+                    .to_vec(),
+            ),
+            ("padding", Some(v)) => (
+                code::PADDING,
+                vec![0; v.parse::<u16>().map_err(|_| bad(item))? as usize],
+            ),
             (k, v) => {
                 let code = k.parse::<u16>().map_err(|_| bad(item))?;
-                (code, v.map(parse_hex).unwrap_or(Some(vec![])).ok_or_else(|| bad(item))?)
+                (
+                    code,
+                    v.map(parse_hex)
+                        .unwrap_or(Some(vec![]))
+                        .ok_or_else(|| bad(item))?,
+                )
             }
         };
         let len = u16::try_from(data.len()).map_err(|_| bad(item))?;
@@ -240,7 +269,13 @@ mod tests {
         assert_eq!(show(&ka), "keepalive,padding=3");
         assert_eq!(show(&[0xfd, 0xe9, 0, 1, 0xab]), "65001=ab");
         assert_eq!(show(&[0, 8, 0, 9]), "raw=00080009");
-        for s in ["ecs=192.0.2.0/24/0", "keepalive,padding=3", "65001=ab", "raw=00080009", "cookie=0011223344556677"] {
+        for s in [
+            "ecs=192.0.2.0/24/0",
+            "keepalive,padding=3",
+            "65001=ab",
+            "raw=00080009",
+            "cookie=0011223344556677",
+        ] {
             assert_eq!(show(&parse_options(s).unwrap()), s);
         }
     }

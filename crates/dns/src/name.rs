@@ -93,7 +93,8 @@ pub fn name_from_presentation(s: &str) -> Result<Vec<u8>, NameError> {
                 let rest = &bytes[i + 1..];
                 match rest {
                     [d0 @ b'0'..=b'9', d1 @ b'0'..=b'9', d2 @ b'0'..=b'9', ..] => {
-                        let v = (d0 - b'0') as u32 * 100 + (d1 - b'0') as u32 * 10 + (d2 - b'0') as u32;
+                        let v =
+                            (d0 - b'0') as u32 * 100 + (d1 - b'0') as u32 * 10 + (d2 - b'0') as u32;
                         let v = u8::try_from(v).map_err(|_| NameError::BadEscape)?;
                         out.push(v);
                         i += 4;
@@ -152,13 +153,25 @@ mod tests {
         assert_eq!(show(b"\0"), ".");
         assert_eq!(show(b"\x03www\x07example\x03com\0"), "www.example.com.");
         assert_eq!(show(b"\x03a.b\x02\t \0"), "a\\.b.\\009\\032.");
-        assert_eq!(name_from_presentation("www.example.com").unwrap(), b"\x03www\x07example\x03com\0");
-        assert_eq!(name_from_presentation("www.example.com.").unwrap(), b"\x03www\x07example\x03com\0");
+        assert_eq!(
+            name_from_presentation("www.example.com").unwrap(),
+            b"\x03www\x07example\x03com\0"
+        );
+        assert_eq!(
+            name_from_presentation("www.example.com.").unwrap(),
+            b"\x03www\x07example\x03com\0"
+        );
         assert_eq!(name_from_presentation(".").unwrap(), b"\0");
-        assert_eq!(name_from_presentation("a\\.b.\\009\\032").unwrap(), b"\x03a.b\x02\t \0");
+        assert_eq!(
+            name_from_presentation("a\\.b.\\009\\032").unwrap(),
+            b"\x03a.b\x02\t \0"
+        );
         assert_eq!(name_from_presentation("a..b"), Err(NameError::EmptyLabel));
         assert_eq!(name_from_presentation("a\\256"), Err(NameError::BadEscape));
-        assert_eq!(name_from_presentation(&"a".repeat(64)), Err(NameError::LongLabel));
+        assert_eq!(
+            name_from_presentation(&"a".repeat(64)),
+            Err(NameError::LongLabel)
+        );
     }
 
     fn wire_name() -> impl Strategy<Value = Vec<u8>> {

@@ -97,8 +97,15 @@ pub(crate) enum RdataNames {
 
 pub(crate) fn rdata_names(rr_type: u16) -> RdataNames {
     match rr_type {
-        rtype::NS | rtype::MD | rtype::MF | rtype::CNAME | rtype::MB | rtype::MG | rtype::MR
-        | rtype::PTR | rtype::DNAME => RdataNames::At(0),
+        rtype::NS
+        | rtype::MD
+        | rtype::MF
+        | rtype::CNAME
+        | rtype::MB
+        | rtype::MG
+        | rtype::MR
+        | rtype::PTR
+        | rtype::DNAME => RdataNames::At(0),
         rtype::SOA | rtype::MINFO | rtype::RP => RdataNames::Two,
         rtype::MX | rtype::AFSDB | rtype::RT | rtype::KX => RdataNames::At(2),
         rtype::SRV => RdataNames::At(6),
@@ -142,7 +149,8 @@ pub(crate) fn walk(
     ];
     // Every question takes at least 5 bytes and every record at least 11: reject counts the
     // message cannot hold before walking, so absurd counts cost nothing.
-    let min = counts[0] as usize * 5 + (counts[1] as usize + counts[2] as usize + counts[3] as usize) * 11;
+    let min = counts[0] as usize * 5
+        + (counts[1] as usize + counts[2] as usize + counts[3] as usize) * 11;
     if HEADER_LEN + min > wire.len() {
         return Err(DnsError::AbsurdCounts);
     }

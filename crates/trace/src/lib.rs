@@ -12,6 +12,7 @@
 //! Packet captures (pcap, pcapng) live in the `ldplayer-pcap` crate.
 
 pub mod binary;
+pub mod input;
 mod record;
 mod sink;
 mod skip;

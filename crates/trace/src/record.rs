@@ -20,7 +20,13 @@ pub enum Proto {
 
 impl Proto {
     /// Every transport, in code order.
-    pub const ALL: [Proto; 5] = [Proto::Udp, Proto::Tcp, Proto::Tls, Proto::Https, Proto::Quic];
+    pub const ALL: [Proto; 5] = [
+        Proto::Udp,
+        Proto::Tcp,
+        Proto::Tls,
+        Proto::Https,
+        Proto::Quic,
+    ];
 
     /// The lower-case name used in the text format (`udp`, `tcp`, `tls`, `https`, `quic`).
     pub fn as_str(self) -> &'static str {

@@ -1,1 +1,570 @@
-//! Text format.
+//! The text trace format: one tab-separated line per DNS message.
+//!
+//! The first line names the format version and the columns:
+//!
+//! ```text
+//! #ldplayer-text/1	time	src	sport	dst	dport	proto	conn	id	qr	opcode	rcode	flags	qname	qclass	qtype	edns	bufsize	do	ednsopts	wire
+//! ```
+//!
+//! Every other line is one message; lines starting with `#` and empty lines are ignored. `-`
+//! stands for "none". The `wire` column holds the whole DNS message as captured (base64), so
+//! nothing is lost; the other columns are a readable view of it *and* a way to edit it: when a
+//! line is read, every column whose value differs from what the `wire` message says is written
+//! into the message (changing only those bytes), so `awk` can set `do` to 1 or `proto` to `tcp`
+//! and the rebuilt message follows. A line whose `wire` is `-` is built from the columns alone,
+//! so traces can also be written by hand. Columns may come in any order; unknown columns are
+//! ignored; missing DNS columns keep what `wire` says. See docs/formats.md for every column.
+
+use crate::record::{Proto, Record, RecordBuf};
+use crate::sink::{drive, Sink, SinkError, Source, TraceError};
+use crate::skip::SkipReason;
+use crate::time::{format_time, parse_time};
+use base64::engine::general_purpose::STANDARD as BASE64;
+use base64::Engine;
+use ldplayer_dns::{
+    class_from_str, class_to_string, flag, name_from_presentation, name_to_presentation,
+    opcode_from_str, opcode_to_string, parse_options, rcode_from_str, rcode_to_string,
+    render_options, rtype_from_str, rtype_to_string, EdnsFields, Fields, Message, Question,
+};
+use std::fmt::Write as _;
+use std::io::{self, BufRead, Write};
+use std::net::{IpAddr, SocketAddr};
+
+/// The first field of the header line: format name and version.
+pub const MAGIC: &str = "#ldplayer-text/1";
+
+/// The columns this version writes, in order.
+pub const COLUMNS: [&str; 20] = [
+    "time", "src", "sport", "dst", "dport", "proto", "conn", "id", "qr", "opcode", "rcode",
+    "flags", "qname", "qclass", "qtype", "edns", "bufsize", "do", "ednsopts", "wire",
+];
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Col {
+    Time,
+    Src,
+    Sport,
+    Dst,
+    Dport,
+    Proto,
+    Conn,
+    Id,
+    Qr,
+    Opcode,
+    Rcode,
+    Flags,
+    Qname,
+    Qclass,
+    Qtype,
+    Edns,
+    Bufsize,
+    Do,
+    Ednsopts,
+    Wire,
+}
+
+/// True when `head` starts like a text trace.
+pub fn sniff(head: &[u8]) -> bool {
+    head.starts_with(MAGIC.as_bytes())
+}
+
+/// The header line, newline included.
+pub fn header_line() -> String {
+    let mut s = String::from(MAGIC);
+    for c in COLUMNS {
+        s.push('\t');
+        s.push_str(c);
+    }
+    s.push('\n');
+    s
+}
+
+/// Appends the line for `r` (no newline) to `out`, columns in [`COLUMNS`] order.
+pub fn render_line(r: &Record<'_>, out: &mut String) {
+    format_time(r.time_ns, out);
+    let _ = write!(
+        out,
+        "\t{}\t{}\t{}\t{}\t{}\t",
+        r.src.ip(),
+        r.src.port(),
+        r.dst.ip(),
+        r.dst.port(),
+        r.proto
+    );
+    if r.conn == 0 {
+        out.push('-');
+    } else {
+        let _ = write!(out, "{}", r.conn);
+    }
+    out.push('\t');
+    render_dns(r.wire, out);
+    out.push('\t');
+    // An empty message is an empty column; `-` means "build the message from the columns".
+    BASE64.encode_string(r.wire, out);
+}
+
+/// Appends the DNS columns (`id` to `ednsopts`) of a message.
+fn render_dns(wire: &[u8], out: &mut String) {
+    match Message::parse(wire) {
+        Ok(msg) => render_fields(&Fields::of(&msg), out),
+        // Not a DNS message: every DNS column is "none"; the wire column keeps the bytes.
+        Err(_) => out.push_str("-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-"),
+    }
+}
+
+/// Appends the DNS columns (`id` to `ednsopts`) that show `f`.
+fn render_fields(f: &Fields, out: &mut String) {
+    let _ = write!(
+        out,
+        "{}\t{}\t{}\t{}\t",
+        f.id,
+        f.qr as u8,
+        opcode_to_string(f.opcode),
+        rcode_to_string(f.rcode)
+    );
+    let start = out.len();
+    for (bit, name) in flag::NAMED {
+        if f.flags & bit != 0 {
+            if out.len() > start {
+                out.push(',');
+            }
+            out.push_str(name);
+        }
+    }
+    if out.len() == start {
+        out.push('-');
+    }
+    out.push('\t');
+    match &f.question {
+        Some(q) => {
+            name_to_presentation(&q.name, out);
+            let _ = write!(
+                out,
+                "\t{}\t{}\t",
+                class_to_string(q.qclass),
+                rtype_to_string(q.qtype)
+            );
+        }
+        None => out.push_str("-\t-\t-\t"),
+    }
+    match &f.edns {
+        Some(e) => {
+            let _ = write!(
+                out,
+                "{}\t{}\t{}\t",
+                e.version, e.udp_size, e.dnssec_ok as u8
+            );
+            let start = out.len();
+            render_options(&e.options, out);
+            if out.len() == start {
+                out.push('-');
+            }
+        }
+        None => out.push_str("-\t-\t0\t-"),
+    }
+}
+
+/// Writes records as a text trace.
+pub struct TextWriter<W: Write> {
+    out: W,
+    line: String,
+}
+
+impl<W: Write> TextWriter<W> {
+    /// Starts a trace on `out` (writes the header line). Give it a buffered writer.
+    pub fn new(mut out: W) -> io::Result<Self> {
+        out.write_all(header_line().as_bytes())?;
+        Ok(TextWriter {
+            out,
+            line: String::with_capacity(512),
+        })
+    }
+
+    /// Writes one record.
+    pub fn write(&mut self, r: &Record<'_>) -> io::Result<()> {
+        self.line.clear();
+        render_line(r, &mut self.line);
+        self.line.push('\n');
+        self.out.write_all(self.line.as_bytes())
+    }
+
+    /// Flushes and returns the inner writer.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write> Sink for TextWriter<W> {
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+        Ok(self.write(record)?)
+    }
+    fn finish(&mut self) -> Result<(), SinkError> {
+        Ok(self.out.flush()?)
+    }
+}
+
+/// Why a text line could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("column `{column}`: {message}")]
+pub struct LineError {
+    /// The column at fault.
+    pub column: &'static str,
+    /// What is wrong with it.
+    pub message: String,
+}
+
+fn err(column: &'static str, message: impl Into<String>) -> LineError {
+    LineError {
+        column,
+        message: message.into(),
+    }
+}
+
+/// Maps the columns of a header line to their positions.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    /// Position of each known column in a line, by [`COLUMNS`] index.
+    positions: [Option<usize>; 20],
+}
+
+impl Layout {
+    /// Reads a header line (with or without its newline).
+    pub fn from_header(line: &str) -> Result<Layout, TraceError> {
+        let line = line.trim_end_matches(['\n', '\r']);
+        let mut fields = line.split('\t');
+        let magic = fields.next().unwrap_or("");
+        if magic != MAGIC {
+            let what = if magic.starts_with("#ldplayer-text/") {
+                format!("text trace version `{magic}` is not supported (this build reads {MAGIC})")
+            } else {
+                "not an ldplayer text trace (the first line must start with #ldplayer-text/1)"
+                    .into()
+            };
+            return Err(TraceError::Format(what));
+        }
+        let mut positions = [None; 20];
+        for (i, name) in fields.enumerate() {
+            if let Some(c) = COLUMNS.iter().position(|c| *c == name) {
+                positions[c] = Some(i);
+            }
+        }
+        for required in [Col::Time, Col::Src, Col::Dst] {
+            if positions[required as usize].is_none() {
+                return Err(TraceError::Format(format!(
+                    "text trace header lacks the `{}` column",
+                    COLUMNS[required as usize]
+                )));
+            }
+        }
+        Ok(Layout { positions })
+    }
+
+    /// The layout of lines written by [`TextWriter`].
+    pub fn standard() -> Layout {
+        let mut positions = [None; 20];
+        for (i, p) in positions.iter_mut().enumerate() {
+            *p = Some(i);
+        }
+        Layout { positions }
+    }
+
+    /// Parses one data line (without its newline) into a record.
+    pub fn parse_line(&self, line: &str) -> Result<RecordBuf, LineError> {
+        let fields: Vec<&str> = line.split('\t').collect();
+        let get = |c: Col| -> Option<&str> {
+            self.positions[c as usize].and_then(|i| fields.get(i).copied())
+        };
+        let need = |c: Col| get(c).ok_or_else(|| err(COLUMNS[c as usize], "missing"));
+
+        let time_ns = parse_time(need(Col::Time)?)
+            .ok_or_else(|| err("time", "expected seconds with up to 9 decimals"))?;
+        let ip = |c: Col| -> Result<IpAddr, LineError> {
+            need(c)?
+                .parse()
+                .map_err(|_| err(COLUMNS[c as usize], "expected an IPv4 or IPv6 address"))
+        };
+        let port = |c: Col| -> Result<u16, LineError> {
+            match get(c) {
+                None | Some("-") => Ok(0),
+                Some(s) => s
+                    .parse()
+                    .map_err(|_| err(COLUMNS[c as usize], "expected a port number")),
+            }
+        };
+        let src = SocketAddr::new(ip(Col::Src)?, port(Col::Sport)?);
+        let dst = SocketAddr::new(ip(Col::Dst)?, port(Col::Dport)?);
+        let proto = match get(Col::Proto) {
+            None | Some("-") => Proto::Udp,
+            Some(s) => s.parse().map_err(|e: String| err("proto", e))?,
+        };
+        let conn = match get(Col::Conn) {
+            None | Some("-") => 0,
+            Some(s) => s
+                .parse()
+                .map_err(|_| err("conn", "expected a number or -"))?,
+        };
+        let mut wire = match get(Col::Wire) {
+            None | Some("-") => None,
+            Some(s) => Some(
+                BASE64
+                    .decode(s)
+                    .map_err(|e| err("wire", format!("bad base64: {e}")))?,
+            ),
+        };
+        let wire = match wire.as_mut() {
+            Some(wire) => {
+                self.edit_dns(&fields, wire, false)?;
+                std::mem::take(wire)
+            }
+            None => {
+                let mut wire = Vec::new();
+                self.edit_dns(&fields, &mut wire, true)?;
+                wire
+            }
+        };
+        Ok(RecordBuf {
+            time_ns,
+            src,
+            dst,
+            proto,
+            conn,
+            wire,
+        })
+    }
+
+    /// Writes into `wire` every DNS column of the line that differs from what `wire` says, or
+    /// builds the message from the columns alone when `from_columns`.
+    fn edit_dns(
+        &self,
+        fields: &[&str],
+        wire: &mut Vec<u8>,
+        from_columns: bool,
+    ) -> Result<(), LineError> {
+        let baseline = if from_columns {
+            Some(empty_fields())
+        } else {
+            Message::parse(wire).ok().map(|m| Fields::of(&m))
+        };
+        let Some(baseline) = baseline else {
+            // Not DNS: the bytes pass through untouched.
+            return Ok(());
+        };
+        let mut rendered = String::new();
+        render_fields(&baseline, &mut rendered);
+        let base: Vec<&str> = rendered.split('\t').collect();
+        // A column differs when it is there, says something else than the message, and is not
+        // `-` where `-` cannot be a value (so `-` means "as the message says").
+        let changed = |c: Col| -> Option<&str> {
+            let v = self.positions[c as usize].and_then(|i| fields.get(i).copied())?;
+            let b = base
+                .get(c as usize - Col::Id as usize)
+                .copied()
+                .unwrap_or("-");
+            let dash_is_value = matches!(c, Col::Flags | Col::Qname | Col::Edns | Col::Ednsopts);
+            (v != b && (v != "-" || dash_is_value)).then_some(v)
+        };
+        let mut f = baseline.clone();
+        if let Some(v) = changed(Col::Id) {
+            f.id = v.parse().map_err(|_| err("id", "expected 0-65535"))?;
+        }
+        if let Some(v) = changed(Col::Qr) {
+            f.qr = parse_bool(v).ok_or_else(|| err("qr", "expected 0 or 1"))?;
+        }
+        if let Some(v) = changed(Col::Opcode) {
+            f.opcode = opcode_from_str(v)
+                .or_else(|| v.parse().ok().filter(|n| *n < 16))
+                .ok_or_else(|| err("opcode", "expected a mnemonic such as QUERY, or 0-15"))?;
+        }
+        if let Some(v) = changed(Col::Rcode) {
+            f.rcode = rcode_from_str(v)
+                .or_else(|| v.parse().ok().filter(|n| *n < 4096))
+                .ok_or_else(|| err("rcode", "expected a mnemonic such as NXDOMAIN, or 0-4095"))?;
+        }
+        if let Some(v) = changed(Col::Flags) {
+            f.flags = parse_flags(v)?;
+        }
+        let qname = changed(Col::Qname);
+        let qclass = changed(Col::Qclass);
+        let qtype = changed(Col::Qtype);
+        if qname.is_some() || qclass.is_some() || qtype.is_some() {
+            if qname == Some("-") {
+                f.question = None;
+            } else {
+                let mut q = f.question.clone().unwrap_or(Question {
+                    name: vec![0],
+                    qtype: 1,
+                    qclass: 1,
+                });
+                if let Some(v) = qname {
+                    q.name = name_from_presentation(v).map_err(|e| err("qname", e.to_string()))?;
+                }
+                if let Some(v) = qclass {
+                    q.qclass = class_from_str(v)
+                        .ok_or_else(|| err("qclass", "expected a class such as IN or CLASSnnn"))?;
+                }
+                if let Some(v) = qtype {
+                    q.qtype = rtype_from_str(v)
+                        .ok_or_else(|| err("qtype", "expected a type such as AAAA or TYPEnnn"))?;
+                }
+                f.question = Some(q);
+            }
+        }
+        let default_edns = || EdnsFields {
+            version: 0,
+            udp_size: 1232,
+            dnssec_ok: false,
+            options: Vec::new(),
+        };
+        match changed(Col::Edns) {
+            Some("-") => f.edns = None,
+            edns_col => {
+                if let Some(v) = edns_col {
+                    f.edns.get_or_insert_with(default_edns).version = v
+                        .parse()
+                        .map_err(|_| err("edns", "expected a version 0-255 or -"))?;
+                }
+                if let Some(v) = changed(Col::Bufsize).filter(|v| *v != "-") {
+                    f.edns.get_or_insert_with(default_edns).udp_size = v
+                        .parse()
+                        .map_err(|_| err("bufsize", "expected 0-65535 or -"))?;
+                }
+                if let Some(v) = changed(Col::Do) {
+                    let on = parse_bool(v).ok_or_else(|| err("do", "expected 0 or 1"))?;
+                    if on {
+                        f.edns.get_or_insert_with(default_edns).dnssec_ok = true;
+                    } else if let Some(e) = f.edns.as_mut() {
+                        e.dnssec_ok = false;
+                    }
+                }
+                if let Some(v) = changed(Col::Ednsopts) {
+                    let opts = if v == "-" {
+                        Vec::new()
+                    } else {
+                        parse_options(v).map_err(|e| err("ednsopts", e.to_string()))?
+                    };
+                    if !opts.is_empty() {
+                        f.edns.get_or_insert_with(default_edns).options = opts;
+                    } else if let Some(e) = f.edns.as_mut() {
+                        e.options.clear();
+                    }
+                }
+            }
+        }
+        if f != baseline || from_columns {
+            if from_columns {
+                *wire = ldplayer_dns::build(&f).map_err(|e| err("wire", e.to_string()))?;
+            } else {
+                ldplayer_dns::apply(wire, &f).map_err(|e| err("wire", e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The fields of a line built from nothing: a query with ID 0 and no question.
+fn empty_fields() -> Fields {
+    Fields {
+        id: 0,
+        qr: false,
+        opcode: 0,
+        flags: 0,
+        rcode: 0,
+        question: None,
+        edns: None,
+    }
+}
+
+fn parse_bool(v: &str) -> Option<bool> {
+    match v {
+        "0" => Some(false),
+        "1" => Some(true),
+        _ => None,
+    }
+}
+
+fn parse_flags(v: &str) -> Result<u16, LineError> {
+    if v == "-" || v.is_empty() {
+        return Ok(0);
+    }
+    let mut bits = 0;
+    for name in v.split(',') {
+        let (bit, _) = flag::NAMED
+            .iter()
+            .find(|(_, n)| n.eq_ignore_ascii_case(name))
+            .ok_or_else(|| {
+                err(
+                    "flags",
+                    format!("unknown flag `{name}` (aa, tc, rd, ra, z, ad, cd)"),
+                )
+            })?;
+        bits |= bit;
+    }
+    Ok(bits)
+}
+
+/// Reads a text trace.
+pub struct TextReader<R: BufRead> {
+    input: R,
+    layout: Layout,
+    line_no: u64,
+    errors: Vec<(u64, LineError)>,
+}
+
+/// How many line errors a reader keeps for the user to see (all are counted).
+pub const KEPT_ERRORS: usize = 20;
+
+impl<R: BufRead> TextReader<R> {
+    /// Reads the header line.
+    pub fn new(mut input: R) -> Result<Self, TraceError> {
+        let mut header = String::new();
+        input.read_line(&mut header)?;
+        let layout = Layout::from_header(&header)?;
+        Ok(TextReader {
+            input,
+            layout,
+            line_no: 1,
+            errors: Vec::new(),
+        })
+    }
+
+    /// The first [`KEPT_ERRORS`] lines that could not be read, with their line numbers.
+    pub fn errors(&self) -> &[(u64, LineError)] {
+        &self.errors
+    }
+}
+
+impl<R: BufRead> Source for TextReader<R> {
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
+        let mut line = String::new();
+        drive(sink, |sink| loop {
+            line.clear();
+            let n = match self.input.read_line(&mut line) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                    self.line_no += 1;
+                    sink.skipped(SkipReason::TextLine, self.line_no);
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            };
+            if n == 0 {
+                return Ok(());
+            }
+            self.line_no += 1;
+            let text = line.trim_end_matches(['\n', '\r']);
+            if text.is_empty() || text.starts_with('#') {
+                continue;
+            }
+            match self.layout.parse_line(text) {
+                Ok(r) => sink.record(&r.as_record())?,
+                Err(e) => {
+                    if self.errors.len() < KEPT_ERRORS {
+                        self.errors.push((self.line_no, e));
+                    }
+                    sink.skipped(SkipReason::TextLine, self.line_no);
+                }
+            }
+        })
+    }
+}

@@ -5,7 +5,12 @@ pub fn format_time(time_ns: i64, out: &mut String) {
     use std::fmt::Write;
     let sign = if time_ns < 0 { "-" } else { "" };
     let abs = time_ns.unsigned_abs();
-    let _ = write!(out, "{sign}{}.{:09}", abs / 1_000_000_000, abs % 1_000_000_000);
+    let _ = write!(
+        out,
+        "{sign}{}.{:09}",
+        abs / 1_000_000_000,
+        abs % 1_000_000_000
+    );
 }
 
 /// Parses seconds with up to nine decimals into nanoseconds; `None` when malformed or out of range.
@@ -15,7 +20,11 @@ pub fn parse_time(s: &str) -> Option<i64> {
         None => (false, s),
     };
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() || frac.len() > 9 || !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+    if int.is_empty()
+        || frac.len() > 9
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
         return None;
     }
     let secs: i64 = int.parse().ok()?;
@@ -33,7 +42,14 @@ mod tests {
 
     #[test]
     fn times_round_trip() {
-        for t in [0i64, 1, 999_999_999, 1_520_000_000_123_456_789, -1, -1_500_000_000] {
+        for t in [
+            0i64,
+            1,
+            999_999_999,
+            1_520_000_000_123_456_789,
+            -1,
+            -1_500_000_000,
+        ] {
             let mut s = String::new();
             format_time(t, &mut s);
             assert_eq!(parse_time(&s), Some(t), "{s}");

@@ -1,0 +1,329 @@
+//! The text format: round trips, edits through columns, hand-written lines and bad lines.
+
+use ldplayer_dns::{build, name_from_presentation, EdnsFields, Fields, Message, Question};
+use ldplayer_trace::text::{Layout, TextReader, TextWriter};
+use ldplayer_trace::{Collect, Proto, RecordBuf, SkipReason, Source};
+use proptest::prelude::*;
+use std::net::SocketAddr;
+
+/// A response for www.example.com A with compressed names: an answer whose owner points at the
+/// question, and an NS record in the authority section whose RDATA points into the question.
+fn compressed_response() -> Vec<u8> {
+    let mut m = vec![0x12, 0x34, 0x81, 0x80, 0, 1, 0, 1, 0, 1, 0, 1];
+    m.extend_from_slice(b"\x03www\x07example\x03com\x00\x00\x01\x00\x01");
+    m.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0x0e, 0x10, 0, 4, 192, 0, 2, 1]);
+    m.extend_from_slice(&[
+        0xc0, 16, 0, 2, 0, 1, 0, 0, 0x0e, 0x10, 0, 6, 3, b'n', b's', b'1', 0xc0, 16,
+    ]);
+    m.extend_from_slice(&[0, 0, 41, 0x10, 0, 0, 0, 0x80, 0, 0, 0]);
+    m
+}
+
+fn record(wire: Vec<u8>) -> RecordBuf {
+    RecordBuf {
+        time_ns: 1_520_000_000_123_456_789,
+        src: "192.0.2.53:53".parse().unwrap(),
+        dst: "[2001:db8::1]:40000".parse().unwrap(),
+        proto: Proto::Udp,
+        conn: 0,
+        wire,
+    }
+}
+
+fn to_text(records: &[RecordBuf]) -> String {
+    let mut w = TextWriter::new(Vec::new()).unwrap();
+    for r in records {
+        w.write(&r.as_record()).unwrap();
+    }
+    String::from_utf8(w.into_inner().unwrap()).unwrap()
+}
+
+fn from_text(text: &str) -> Collect {
+    let mut got = Collect::default();
+    TextReader::new(text.as_bytes())
+        .unwrap()
+        .run(&mut got)
+        .unwrap();
+    got
+}
+
+/// Replaces column `name` of every data line.
+fn set_column(text: &str, name: &str, value: &str) -> String {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap();
+    let idx = header.split('\t').skip(1).position(|c| c == name).unwrap();
+    let mut out = format!("{header}\n");
+    for line in lines {
+        let mut f: Vec<&str> = line.split('\t').collect();
+        f[idx] = value;
+        out.push_str(&f.join("\t"));
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn renders_the_documented_columns() {
+    let text = to_text(&[record(compressed_response())]);
+    let line = text.lines().nth(1).unwrap();
+    let cols: Vec<&str> = line.split('\t').collect();
+    assert_eq!(
+        &cols[..19],
+        &[
+            "1520000000.123456789",
+            "192.0.2.53",
+            "53",
+            "2001:db8::1",
+            "40000",
+            "udp",
+            "-",
+            "4660",
+            "1",
+            "QUERY",
+            "NOERROR",
+            "rd,ra",
+            "www.example.com.",
+            "IN",
+            "A",
+            "0",
+            "4096",
+            "1",
+            "-"
+        ]
+    );
+}
+
+#[test]
+fn unedited_lines_give_identical_bytes() {
+    let records = vec![
+        record(compressed_response()),
+        record(b"not dns at all".to_vec()),
+    ];
+    assert_eq!(from_text(&to_text(&records)).records, records);
+}
+
+#[test]
+fn edits_take_effect_in_the_message() {
+    let text = to_text(&[record(compressed_response())]);
+    let cases: Vec<(&str, &str, Box<dyn Fn(&RecordBuf)>)> = vec![
+        (
+            "do",
+            "0",
+            Box::new(|r| assert!(!Message::parse(&r.wire).unwrap().edns().unwrap().dnssec_ok())),
+        ),
+        (
+            "proto",
+            "tcp",
+            Box::new(|r| assert_eq!(r.proto, Proto::Tcp)),
+        ),
+        (
+            "edns",
+            "-",
+            Box::new(|r| assert!(Message::parse(&r.wire).unwrap().edns().is_none())),
+        ),
+        (
+            "bufsize",
+            "1232",
+            Box::new(|r| {
+                assert_eq!(
+                    Message::parse(&r.wire).unwrap().edns().unwrap().udp_size,
+                    1232
+                )
+            }),
+        ),
+        (
+            "rcode",
+            "BADVERS",
+            Box::new(|r| assert_eq!(Message::parse(&r.wire).unwrap().rcode(), 16)),
+        ),
+        (
+            "flags",
+            "aa,cd",
+            Box::new(|r| {
+                assert_eq!(
+                    Message::parse(&r.wire).unwrap().header().flags & 0x07f0,
+                    0x0410
+                )
+            }),
+        ),
+        (
+            "qtype",
+            "AAAA",
+            Box::new(|r| assert_eq!(Message::parse(&r.wire).unwrap().qtype(), Some(28))),
+        ),
+        (
+            "ednsopts",
+            "ecs=198.51.100.0/24/0,keepalive",
+            Box::new(|r| {
+                let m = Message::parse(&r.wire).unwrap();
+                assert_eq!(
+                    m.edns_options(),
+                    &[0, 8, 0, 7, 0, 1, 24, 0, 198, 51, 100, 0, 11, 0, 0][..]
+                );
+            }),
+        ),
+        (
+            "qname",
+            "x1.www.example.com.",
+            Box::new(|r| {
+                // The question grew in front of compressed names: they must still read the same.
+                let m = Message::parse(&r.wire).unwrap();
+                let f = Fields::of(&m);
+                assert_eq!(
+                    f.question.unwrap().name,
+                    name_from_presentation("x1.www.example.com").unwrap()
+                );
+                let text = to_text(&[r.clone()]);
+                assert!(text.contains("x1.www.example.com."));
+                // Answer and authority unchanged: compare with the original after the same expansion.
+                let orig = ldplayer_dns::decompress(&compressed_response()).unwrap();
+                let q_end = 12 + 17 + 4;
+                assert_eq!(&r.wire[q_end + 3..], &orig[q_end..]);
+            }),
+        ),
+    ];
+    for (column, value, check) in cases {
+        let edited = from_text(&set_column(&text, column, value));
+        assert_eq!(edited.records.len(), 1, "{column}");
+        check(&edited.records[0]);
+        // Everything else unchanged: the edited record renders with only that column changed.
+        let again = to_text(&edited.records);
+        let a: Vec<&str> = text.lines().nth(1).unwrap().split('\t').collect();
+        let b: Vec<&str> = again.lines().nth(1).unwrap().split('\t').collect();
+        let header: Vec<&str> = text.lines().next().unwrap().split('\t').skip(1).collect();
+        for (i, name) in header.iter().enumerate() {
+            if *name != column
+                && *name != "wire"
+                && !(column == "edns" && ["bufsize", "do"].contains(name))
+                && !(column == "rcode" && *name == "edns")
+            {
+                assert_eq!(a[i], b[i], "editing {column} changed {name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn lines_written_by_hand_build_messages() {
+    let text = "#ldplayer-text/1\ttime\tsrc\tdst\tdport\tqname\tqtype\tdo\n\
+                10.5\t10.0.0.1\t192.0.2.1\t53\texample.org\tMX\t1\n";
+    let got = from_text(text);
+    assert_eq!(got.skipped.total(), 0);
+    let r = &got.records[0];
+    assert_eq!(r.time_ns, 10_500_000_000);
+    let m = Message::parse(&r.wire).unwrap();
+    assert_eq!(m.qtype(), Some(15));
+    assert!(m.edns().unwrap().dnssec_ok());
+    assert!(!m.header().qr());
+}
+
+#[test]
+fn bad_lines_are_skipped_and_explained() {
+    let text = "#ldplayer-text/1\ttime\tsrc\tdst\tqtype\n\
+                1\t10.0.0.1\t192.0.2.1\tA\n\
+                x\t10.0.0.1\t192.0.2.1\tA\n\
+                2\tnot-an-ip\t192.0.2.1\tA\n\
+                3\t10.0.0.1\t192.0.2.1\tNOSUCHTYPE\n\
+                # a comment\n\
+                \n\
+                4\t10.0.0.1\t192.0.2.1\tAAAA\n";
+    let mut reader = TextReader::new(text.as_bytes()).unwrap();
+    let mut got = Collect::default();
+    reader.run(&mut got).unwrap();
+    assert_eq!(got.records.len(), 2);
+    assert_eq!(got.skipped.get(SkipReason::TextLine), 3);
+    let lines: Vec<u64> = reader.errors().iter().map(|(l, _)| *l).collect();
+    assert_eq!(lines, vec![3, 4, 5]);
+    assert_eq!(reader.errors()[2].1.column, "qtype");
+}
+
+#[test]
+fn other_files_are_refused() {
+    assert!(TextReader::new(&b"time\tsrc\n"[..]).is_err());
+    assert!(TextReader::new(&b"#ldplayer-text/9\ttime\tsrc\tdst\n"[..]).is_err());
+    assert!(TextReader::new(&b"#ldplayer-text/1\tsrc\tdst\n"[..]).is_err());
+}
+
+fn fields_strategy() -> impl Strategy<Value = Fields> {
+    let name =
+        prop::collection::vec(prop::collection::vec(any::<u8>(), 1..12), 0..5).prop_map(|labels| {
+            let mut out = Vec::new();
+            for l in labels {
+                out.push(l.len() as u8);
+                out.extend(l);
+            }
+            out.push(0);
+            out
+        });
+    let question = prop::option::of((name, any::<u16>(), any::<u16>()).prop_map(
+        |(name, qtype, qclass)| Question {
+            name,
+            qtype,
+            qclass,
+        },
+    ));
+    let edns = prop::option::of(
+        (
+            any::<u8>(),
+            any::<u16>(),
+            any::<bool>(),
+            prop::collection::vec(any::<u8>(), 0..20),
+        )
+            .prop_map(|(version, udp_size, dnssec_ok, options)| EdnsFields {
+                version,
+                udp_size,
+                dnssec_ok,
+                options,
+            }),
+    );
+    (
+        any::<u16>(),
+        any::<bool>(),
+        0u8..16,
+        any::<u16>(),
+        0u16..4096,
+        question,
+        edns,
+    )
+        .prop_map(|(id, qr, opcode, flags, rcode, question, edns)| {
+            let rcode = if edns.is_some() { rcode } else { rcode & 15 };
+            Fields {
+                id,
+                qr,
+                opcode,
+                flags: flags & ldplayer_dns::flag::NAMED_MASK,
+                rcode,
+                question,
+                edns,
+            }
+        })
+}
+
+proptest! {
+    #[test]
+    fn built_messages_round_trip_through_text(fields in prop::collection::vec(fields_strategy(), 1..8), tcp in any::<bool>()) {
+        let records: Vec<RecordBuf> = fields.iter().enumerate().map(|(i, f)| RecordBuf {
+            time_ns: i as i64 * 1_000_003,
+            src: SocketAddr::from(([10, 0, 0, i as u8], 1000 + i as u16)),
+            dst: "[::1]:53".parse().unwrap(),
+            proto: if tcp { Proto::Tcp } else { Proto::Udp },
+            conn: if tcp { 7 } else { 0 },
+            wire: build(f).unwrap(),
+        }).collect();
+        for (r, f) in records.iter().zip(&fields) {
+            prop_assert_eq!(&Fields::of(&Message::parse(&r.wire).unwrap()), f);
+        }
+        let text = to_text(&records);
+        prop_assert_eq!(&from_text(&text).records, &records);
+        // A line without its wire column rebuilds the same message from the columns alone.
+        let rebuilt = from_text(&set_column(&text, "wire", "-")).records;
+        prop_assert_eq!(rebuilt, records);
+    }
+
+    #[test]
+    fn any_bytes_survive_a_text_round_trip(wire in prop::collection::vec(any::<u8>(), 0..300)) {
+        let r = record(wire);
+        let got = Layout::standard().parse_line(to_text(std::slice::from_ref(&r)).lines().nth(1).unwrap());
+        prop_assert_eq!(got.unwrap(), r);
+    }
+}
