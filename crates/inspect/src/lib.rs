@@ -1,1 +1,238 @@
-//! ldplayer-inspect
+//! Summary statistics of a DNS trace, in the spirit of Table 1 of the LDplayer paper: when the
+//! trace starts and how long it lasts, how many queries and responses it holds, how many clients
+//! send them and how unevenly, how fast they arrive, and which transports, EDNS options, types and
+//! response codes it carries.
+//!
+//! [`Inspector`] is a [`Sink`]: feed it from any trace source, then call
+//! [`Inspector::summary`].
+
+mod summary;
+
+pub use summary::{Count, Rate, Summary};
+
+use ldplayer_dns::Message;
+use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipCounts, SkipReason};
+use rustc_hash::{FxHashMap, FxHashSet};
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+/// How many entries the top-qtype and top-rcode lists keep.
+pub const TOP: usize = 10;
+
+/// Accumulates the statistics of a trace, one record at a time.
+///
+/// Memory grows with the number of distinct clients, connections and seconds, never with the
+/// number of messages.
+#[derive(Debug, Default)]
+pub struct Inspector {
+    messages: u64,
+    queries: u64,
+    responses: u64,
+    not_dns: u64,
+    first_ns: Option<i64>,
+    last_ns: Option<i64>,
+    min_ns: Option<i64>,
+    max_ns: Option<i64>,
+    /// Queries per client (source of queries).
+    clients: FxHashMap<IpAddr, u64>,
+    /// Clients that only appear as destinations of responses.
+    response_clients: FxHashSet<IpAddr>,
+    connections: FxHashSet<u64>,
+    /// Welford's running mean and variance of query inter-arrival times, in seconds.
+    gap_n: u64,
+    gap_mean: f64,
+    gap_m2: f64,
+    last_query_ns: Option<i64>,
+    /// Queries per whole second since the epoch.
+    per_second: BTreeMap<i64, u64>,
+    query_proto: [u64; 5],
+    response_proto: [u64; 5],
+    edns_queries: u64,
+    do_queries: u64,
+    qtypes: FxHashMap<u16, u64>,
+    rcodes: FxHashMap<u16, u64>,
+    skipped: SkipCounts,
+}
+
+impl Inspector {
+    /// An empty inspector.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds one record.
+    pub fn add(&mut self, r: &Record<'_>) {
+        self.messages += 1;
+        self.first_ns.get_or_insert(r.time_ns);
+        self.last_ns = Some(r.time_ns);
+        self.min_ns = Some(self.min_ns.map_or(r.time_ns, |m| m.min(r.time_ns)));
+        self.max_ns = Some(self.max_ns.map_or(r.time_ns, |m| m.max(r.time_ns)));
+        if r.conn != 0 {
+            self.connections.insert(r.conn);
+        }
+        let Ok(msg) = Message::parse(r.wire) else {
+            self.not_dns += 1;
+            return;
+        };
+        if msg.header().qr() {
+            self.responses += 1;
+            self.response_proto[r.proto as usize] += 1;
+            *self.rcodes.entry(msg.rcode()).or_insert(0) += 1;
+            self.response_clients.insert(r.dst.ip());
+            return;
+        }
+        self.queries += 1;
+        self.query_proto[r.proto as usize] += 1;
+        *self.clients.entry(r.src.ip()).or_insert(0) += 1;
+        if let Some(t) = msg.qtype() {
+            *self.qtypes.entry(t).or_insert(0) += 1;
+        }
+        if let Some(e) = msg.edns() {
+            self.edns_queries += 1;
+            self.do_queries += e.dnssec_ok() as u64;
+        }
+        *self
+            .per_second
+            .entry(r.time_ns.div_euclid(1_000_000_000))
+            .or_insert(0) += 1;
+        if let Some(prev) = self.last_query_ns {
+            let gap = (r.time_ns - prev) as f64 / 1e9;
+            self.gap_n += 1;
+            let delta = gap - self.gap_mean;
+            self.gap_mean += delta / self.gap_n as f64;
+            self.gap_m2 += delta * (gap - self.gap_mean);
+        }
+        self.last_query_ns = Some(r.time_ns);
+    }
+
+    /// The summary of everything added so far.
+    pub fn summary(&self) -> Summary {
+        let duration_s = match (self.min_ns, self.max_ns) {
+            (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+            _ => 0.0,
+        };
+        let mut per_client: Vec<u64> = self.clients.values().copied().collect();
+        per_client.sort_unstable_by(|a, b| b.cmp(a));
+        let busiest = per_client.len().div_ceil(100);
+        let busiest_share = if self.queries > 0 {
+            per_client[..busiest].iter().sum::<u64>() as f64 / self.queries as f64
+        } else {
+            0.0
+        };
+        let median_client = if per_client.is_empty() {
+            0
+        } else {
+            per_client[per_client.len() / 2]
+        };
+        let unique_clients = if self.clients.is_empty() {
+            self.response_clients.len()
+        } else {
+            self.clients.len()
+        } as u64;
+        let share = |n: u64| {
+            if self.queries > 0 {
+                n as f64 / self.queries as f64
+            } else {
+                0.0
+            }
+        };
+        let top = |m: &FxHashMap<u16, u64>, show: fn(u16) -> String| {
+            let mut v: Vec<(u16, u64)> = m.iter().map(|(k, c)| (*k, *c)).collect();
+            v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            v.into_iter()
+                .take(TOP)
+                .map(|(k, count)| Count {
+                    name: show(k),
+                    count,
+                })
+                .collect::<Vec<_>>()
+        };
+        let protos = |counts: &[u64; 5]| {
+            Proto::ALL
+                .iter()
+                .filter(|p| counts[**p as usize] > 0)
+                .map(|p| Count {
+                    name: p.as_str().to_string(),
+                    count: counts[*p as usize],
+                })
+                .collect::<Vec<_>>()
+        };
+        Summary {
+            start: self.min_ns.map(|t| t as f64 / 1e9),
+            end: self.max_ns.map(|t| t as f64 / 1e9),
+            duration_s,
+            messages: self.messages,
+            queries: self.queries,
+            responses: self.responses,
+            not_dns: self.not_dns,
+            unique_clients,
+            connections: self.connections.len() as u64,
+            interarrival_mean_s: (self.gap_n > 0).then_some(self.gap_mean),
+            interarrival_std_s: (self.gap_n > 1)
+                .then(|| (self.gap_m2 / (self.gap_n - 1) as f64).sqrt()),
+            mean_qps: if duration_s > 0.0 {
+                Some(self.queries as f64 / duration_s)
+            } else {
+                None
+            },
+            qps_1s: self.rate(),
+            query_transports: protos(&self.query_proto),
+            response_transports: protos(&self.response_proto),
+            edns_share: share(self.edns_queries),
+            do_share: share(self.do_queries),
+            top_qtypes: top(&self.qtypes, ldplayer_dns::rtype_to_string),
+            top_rcodes: top(&self.rcodes, ldplayer_dns::rcode_to_string),
+            busiest_1pct_clients: busiest as u64,
+            busiest_1pct_share: busiest_share,
+            median_queries_per_client: median_client,
+            skipped: self
+                .skipped
+                .iter()
+                .map(|(r, c)| Count {
+                    name: r.name().to_string(),
+                    count: c,
+                })
+                .collect(),
+        }
+    }
+
+    /// Queries per second over whole one-second bins, empty seconds included; the first and last
+    /// second are left out when the trace spans more than two, as they are only partly covered.
+    fn rate(&self) -> Option<Rate> {
+        let (&first, _) = self.per_second.first_key_value()?;
+        let (&last, _) = self.per_second.last_key_value()?;
+        let (lo, hi) = if last - first >= 2 {
+            (first + 1, last - 1)
+        } else {
+            (first, last)
+        };
+        let span = (hi - lo + 1) as u64;
+        let mut counts: Vec<u64> = self.per_second.range(lo..=hi).map(|(_, c)| *c).collect();
+        let empty = span - counts.len() as u64;
+        counts.sort_unstable();
+        // The empty seconds sort first: the k-th smallest bin is 0 while k < empty.
+        let kth = |k: u64| {
+            if k < empty {
+                0
+            } else {
+                counts[(k - empty) as usize]
+            }
+        };
+        Some(Rate {
+            bins: span,
+            min: kth(0),
+            median: kth(span / 2),
+            max: kth(span - 1),
+        })
+    }
+}
+
+impl Sink for Inspector {
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+        self.add(record);
+        Ok(())
+    }
+    fn skipped(&mut self, reason: SkipReason, _location: u64) {
+        self.skipped.add(reason);
+    }
+}

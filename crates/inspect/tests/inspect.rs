@@ -1,0 +1,152 @@
+use ldplayer_dns::{build, EdnsFields, Fields, Question};
+use ldplayer_inspect::Inspector;
+use ldplayer_trace::{Proto, Record, Sink, SkipReason};
+use std::net::SocketAddr;
+
+fn query(qtype: u16, dnssec_ok: Option<bool>) -> Vec<u8> {
+    build(&Fields {
+        id: 1,
+        qr: false,
+        opcode: 0,
+        flags: 0,
+        rcode: 0,
+        question: Some(Question {
+            name: b"\x07example\x00".to_vec(),
+            qtype,
+            qclass: 1,
+        }),
+        edns: dnssec_ok.map(|d| EdnsFields {
+            version: 0,
+            udp_size: 1232,
+            dnssec_ok: d,
+            options: vec![],
+        }),
+    })
+    .unwrap()
+}
+
+fn response(rcode: u16) -> Vec<u8> {
+    let mut f = ldplayer_dns::Fields::of(&ldplayer_dns::Message::parse(&query(1, None)).unwrap());
+    f.qr = true;
+    f.rcode = rcode;
+    build(&f).unwrap()
+}
+
+fn feed(ins: &mut Inspector, t_ns: i64, client: u8, proto: Proto, wire: &[u8], qr: bool) {
+    let c = SocketAddr::from(([10, 0, 0, client], 5000));
+    let s = SocketAddr::from(([192, 0, 2, 1], 53));
+    let (src, dst) = if qr { (s, c) } else { (c, s) };
+    ins.record(&Record {
+        time_ns: t_ns,
+        src,
+        dst,
+        proto,
+        conn: if proto == Proto::Udp {
+            0
+        } else {
+            client as u64
+        },
+        wire,
+    })
+    .unwrap();
+}
+
+#[test]
+fn counts_rates_shares_and_clients() {
+    let mut ins = Inspector::new();
+    // 200 clients; client 0 sends 300 queries, the others 1 each: 500 queries over 5 seconds,
+    // 100 per second, one every 10 ms.
+    let a = query(1, Some(true));
+    let aaaa = query(28, Some(false));
+    let plain = query(2, None);
+    let mut n = 0i64;
+    for i in 0..500 {
+        let (client, wire) = if i % 5 < 3 {
+            (0u8, &a)
+        } else {
+            ((i % 199 + 1) as u8, if i % 5 == 3 { &aaaa } else { &plain })
+        };
+        let client = if client == 0 { 0 } else { client };
+        feed(
+            &mut ins,
+            1_000_000_000_000 + n * 10_000_000,
+            client,
+            if i % 10 == 0 { Proto::Tcp } else { Proto::Udp },
+            wire,
+            false,
+        );
+        n += 1;
+    }
+    for i in 0..50 {
+        feed(
+            &mut ins,
+            1_000_000_000_000 + i * 100_000_000,
+            1,
+            Proto::Udp,
+            &response(if i < 40 { 0 } else { 3 }),
+            true,
+        );
+    }
+    ins.skipped(SkipReason::TcpGap, 7);
+    let s = ins.summary();
+    assert_eq!((s.messages, s.queries, s.responses), (550, 500, 50));
+    assert_eq!(s.start, Some(1000.0));
+    assert!((s.duration_s - 4.99).abs() < 1e-9);
+    assert!((s.interarrival_mean_s.unwrap() - 0.01).abs() < 1e-9);
+    assert!(s.interarrival_std_s.unwrap() < 1e-9);
+    let rate = s.qps_1s.unwrap();
+    assert_eq!(
+        (rate.bins, rate.min, rate.median, rate.max),
+        (3, 100, 100, 100)
+    );
+    assert_eq!(s.edns_share, 0.8);
+    assert_eq!(s.do_share, 0.6);
+    assert_eq!(s.top_qtypes[0].name, "A");
+    assert_eq!(s.top_qtypes[0].count, 300);
+    assert_eq!(s.top_rcodes[0].name, "NOERROR");
+    assert_eq!(s.top_rcodes[1].name, "NXDOMAIN");
+    assert_eq!(s.query_transports[0].name, "udp");
+    assert_eq!(s.query_transports[1].count, 50);
+    // Clients: 0 plus 1..=199 minus those never drawn.
+    assert!(s.unique_clients > 100);
+    let busiest = s.unique_clients.div_ceil(100);
+    assert_eq!(s.busiest_1pct_clients, busiest);
+    assert!(s.busiest_1pct_share >= 0.6, "{}", s.busiest_1pct_share);
+    assert_eq!(s.skipped[0].name, "tcp-gap");
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["queries"], 500);
+    assert_eq!(json["responses"], 50);
+    // The human summary names every figure.
+    let text = s.to_string();
+    for key in [
+        "queries",
+        "responses",
+        "unique clients",
+        "qps min/median/max",
+        "DO share",
+        "busiest 1%",
+    ] {
+        assert!(text.contains(key), "{key} missing from\n{text}");
+    }
+}
+
+#[test]
+fn empty_seconds_count_as_zero() {
+    let mut ins = Inspector::new();
+    let q = query(1, None);
+    for t in [0i64, 1, 5, 9] {
+        for k in 0..3 {
+            feed(&mut ins, t * 1_000_000_000 + k, 1, Proto::Udp, &q, false);
+        }
+    }
+    let r = ins.summary().qps_1s.unwrap();
+    // Seconds 1..=8 (edges left out): 1 and 5 have 3 queries, six are empty.
+    assert_eq!((r.bins, r.min, r.median, r.max), (8, 0, 0, 3));
+}
+
+#[test]
+fn empty_trace_has_no_rates() {
+    let s = Inspector::new().summary();
+    assert_eq!(s.messages, 0);
+    assert!(s.qps_1s.is_none() && s.start.is_none() && s.interarrival_mean_s.is_none());
+}

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The project's test command (README.md, .ci/run): installs what the tests need when it is
+# missing, then checks formatting and lints and runs every test, including the docs' examples.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Real tools the tests use as independent witnesses.
+packages=()
+command -v tshark >/dev/null 2>&1 || packages+=(tshark)
+command -v tcpdump >/dev/null 2>&1 || packages+=(tcpdump)
+[ -x /usr/bin/time ] || packages+=(time)
+command -v xz >/dev/null 2>&1 || packages+=(xz-utils)
+command -v zstd >/dev/null 2>&1 || packages+=(zstd)
+if [ ${#packages[@]} -gt 0 ]; then
+  echo "test.sh: installing ${packages[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+fi
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
