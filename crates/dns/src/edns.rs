@@ -70,7 +70,7 @@ fn split(rdata: &[u8]) -> Option<Vec<(u16, &[u8])>> {
 
 fn render_one(code: u16, data: &[u8], out: &mut String) {
     use std::fmt::Write;
-    let named = match (code, data.len()) {
+    match (code, data.len()) {
         (code::NSID, 0) => out.push_str("nsid"),
         (code::NSID, _) => {
             out.push_str("nsid=");
@@ -106,8 +106,7 @@ fn render_one(code: u16, data: &[u8], out: &mut String) {
                 push_hex(data, out);
             }
         }
-    };
-    named
+    }
 }
 
 /// `ADDRESS/SOURCE/SCOPE` when the option is canonical (address exactly as long as the source
@@ -125,7 +124,7 @@ fn ecs_text(data: &[u8]) -> Option<String> {
     if source > max || addr.len() != (source as usize).div_ceil(8) {
         return None;
     }
-    if source % 8 != 0 {
+    if !source.is_multiple_of(8) {
         let last = *addr.last()?;
         if last & (0xFFu8 >> (source % 8)) != 0 {
             return None;
@@ -224,7 +223,7 @@ fn parse_ecs(v: &str) -> Option<Vec<u8>> {
     out.push(source);
     out.push(scope);
     out.extend_from_slice(&bytes[..n]);
-    if source % 8 != 0 {
+    if !source.is_multiple_of(8) {
         if let Some(last) = out.last_mut() {
             *last &= !(0xFFu8 >> (source % 8));
         }
@@ -241,7 +240,7 @@ fn push_hex(data: &[u8], out: &mut String) {
 }
 
 fn parse_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())

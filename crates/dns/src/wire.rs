@@ -23,6 +23,14 @@ pub(crate) fn u16_at(wire: &[u8], pos: usize) -> Result<u16, DnsError> {
 /// expanded name must fit in 255 bytes.
 #[inline]
 pub(crate) fn skip_name(wire: &[u8], pos: usize) -> Result<usize, DnsError> {
+    skip_name_reach(wire, pos).map(|(next, _)| next)
+}
+
+/// Like [`skip_name`], also returning how far into the message the name's bytes reach (a pointer
+/// may lead into the middle of a later record, or past the last one).
+#[inline]
+pub(crate) fn skip_name_reach(wire: &[u8], pos: usize) -> Result<(usize, usize), DnsError> {
+    let mut reach = pos;
     let mut p = pos;
     let mut run_start = pos;
     let mut len = 0usize;
@@ -36,9 +44,11 @@ pub(crate) fn skip_name(wire: &[u8], pos: usize) -> Result<usize, DnsError> {
                     return Err(DnsError::NameTooLong);
                 }
                 if b == 0 {
-                    return Ok(end.unwrap_or(p + 1));
+                    reach = reach.max(p + 1);
+                    return Ok((end.unwrap_or(p + 1), reach));
                 }
                 p += 1 + b as usize;
+                reach = reach.max(p);
                 if p > wire.len() {
                     return Err(DnsError::Truncated);
                 }
@@ -154,9 +164,13 @@ pub(crate) fn walk(
     if HEADER_LEN + min > wire.len() {
         return Err(DnsError::AbsurdCounts);
     }
+    // The furthest byte any name reaches: a pointer into the middle of a label can make a name
+    // read past the last record, where its meaning would change with any byte added there.
+    let mut reach = 0usize;
     let mut p = HEADER_LEN;
     for _ in 0..counts[0] {
-        let fixed = skip_name(wire, p)?;
+        let (fixed, r) = skip_name_reach(wire, p)?;
+        reach = reach.max(r);
         if fixed + 4 > wire.len() {
             return Err(DnsError::Truncated);
         }
@@ -175,7 +189,8 @@ pub(crate) fn walk(
     }
     for (section, &count) in counts[1..].iter().enumerate() {
         for _ in 0..count {
-            let fixed = skip_name(wire, p)?;
+            let (fixed, r) = skip_name_reach(wire, p)?;
+            reach = reach.max(r);
             if fixed + 10 > wire.len() {
                 return Err(DnsError::Truncated);
             }
@@ -187,10 +202,11 @@ pub(crate) fn walk(
                 return Err(DnsError::Truncated);
             }
             for name in rdata_name_positions(wire, rr_type, rdata, end) {
-                let after = skip_name(wire, name?)?;
+                let (after, r) = skip_name_reach(wire, name?)?;
                 if after > end {
                     return Err(DnsError::Truncated);
                 }
+                reach = reach.max(r);
             }
             visit(
                 section as u8 + 1,
@@ -204,6 +220,9 @@ pub(crate) fn walk(
             )?;
             p = end;
         }
+    }
+    if reach > p {
+        return Err(DnsError::BadPointer);
     }
     Ok(p)
 }
@@ -244,12 +263,10 @@ fn rdata_name_positions(
                     _ => res = Err(DnsError::Truncated),
                 }
             }
-            out[0] = Some(res.and_then(|_| {
-                if p < end {
-                    Ok(p)
-                } else {
-                    Err(DnsError::Truncated)
-                }
+            out[0] = Some(res.and(if p < end {
+                Ok(p)
+            } else {
+                Err(DnsError::Truncated)
             }));
         }
     }

@@ -221,3 +221,16 @@ proptest! {
         }
     }
 }
+
+/// Found by the fuzzer: a pointer into the middle of a label makes a name read past the last
+/// record into trailing bytes; such a message is rejected, since appending to it (an OPT record)
+/// would change the name.
+#[test]
+fn names_reaching_past_the_last_record_are_rejected() {
+    let mut m = header(0, 1, 0, 0);
+    // Answer: owner = label "0bcde" at 12, the NS RDATA points at 13 (inside that label),
+    // whose "length" byte `0` (48) reads far past the end.
+    m.extend_from_slice(b"\x050bcde\x00\x00\x02\x00\x01\x00\x00\x00\x3c\x00\x02\xc0\x0d");
+    m.extend_from_slice(&[0; 120]);
+    assert_eq!(Message::parse(&m).unwrap_err(), DnsError::BadPointer);
+}

@@ -59,23 +59,20 @@ fn counts_rates_shares_and_clients() {
     let a = query(1, Some(true));
     let aaaa = query(28, Some(false));
     let plain = query(2, None);
-    let mut n = 0i64;
-    for i in 0..500 {
+    for i in 0..500i64 {
         let (client, wire) = if i % 5 < 3 {
             (0u8, &a)
         } else {
             ((i % 199 + 1) as u8, if i % 5 == 3 { &aaaa } else { &plain })
         };
-        let client = if client == 0 { 0 } else { client };
         feed(
             &mut ins,
-            1_000_000_000_000 + n * 10_000_000,
+            1_000_000_000_000 + i * 10_000_000,
             client,
             if i % 10 == 0 { Proto::Tcp } else { Proto::Udp },
             wire,
             false,
         );
-        n += 1;
     }
     for i in 0..50 {
         feed(

@@ -270,7 +270,7 @@ impl<R: Read> BinaryReader<R> {
         let b = &self.buf[self.start..];
         let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
         if len < RECORD_HEADER_LEN
-            || len % 8 != 0
+            || !len.is_multiple_of(8)
             || len > RECORD_HEADER_LEN + u16::MAX as usize + 8
         {
             return Err(TraceError::Format(format!(
@@ -342,7 +342,7 @@ impl MappedTrace {
                 return Some(Err(SkipReason::TruncatedFile));
             }
             let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            if len < RECORD_HEADER_LEN || len % 8 != 0 {
+            if len < RECORD_HEADER_LEN || !len.is_multiple_of(8) {
                 pos = data.len();
                 return Some(Err(SkipReason::BinaryRecord));
             }

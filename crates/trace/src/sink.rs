@@ -109,3 +109,15 @@ impl Sink for Collect {
         self.skipped.add(reason);
     }
 }
+
+impl<S: Sink + ?Sized> Sink for Box<S> {
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+        (**self).record(record)
+    }
+    fn skipped(&mut self, reason: SkipReason, location: u64) {
+        (**self).skipped(reason, location)
+    }
+    fn finish(&mut self) -> Result<(), SinkError> {
+        (**self).finish()
+    }
+}

@@ -1,9 +1,9 @@
 //! The text trace format: one tab-separated line per DNS message.
 //!
-//! The first line names the format version and the columns:
+//! The first line names the format version and the columns (tab-separated; spaces here):
 //!
 //! ```text
-//! #ldplayer-text/1	time	src	sport	dst	dport	proto	conn	id	qr	opcode	rcode	flags	qname	qclass	qtype	edns	bufsize	do	ednsopts	wire
+//! #ldplayer-text/1 time src sport dst dport proto conn id qr opcode rcode flags qname qclass qtype edns bufsize do ednsopts wire
 //! ```
 //!
 //! Every other line is one message; lines starting with `#` and empty lines are ignored. `-`

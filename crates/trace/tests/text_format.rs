@@ -105,7 +105,8 @@ fn unedited_lines_give_identical_bytes() {
 #[test]
 fn edits_take_effect_in_the_message() {
     let text = to_text(&[record(compressed_response())]);
-    let cases: Vec<(&str, &str, Box<dyn Fn(&RecordBuf)>)> = vec![
+    type Check = Box<dyn Fn(&RecordBuf)>;
+    let cases: Vec<(&str, &str, Check)> = vec![
         (
             "do",
             "0",
@@ -173,7 +174,7 @@ fn edits_take_effect_in_the_message() {
                     f.question.unwrap().name,
                     name_from_presentation("x1.www.example.com").unwrap()
                 );
-                let text = to_text(&[r.clone()]);
+                let text = to_text(std::slice::from_ref(r));
                 assert!(text.contains("x1.www.example.com."));
                 // Answer and authority unchanged: compare with the original after the same expansion.
                 let orig = ldplayer_dns::decompress(&compressed_response()).unwrap();

@@ -1,0 +1,279 @@
+//! From captured frames to DNS messages: link layer, IP (with fragment reassembly), UDP, TCP.
+
+use crate::frag::{Defrag, FragKey, Fragment};
+use crate::net::{link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
+use crate::options::{CaptureOptions, Keep, PortSet};
+use crate::tcp::{Out, TcpLimits, TcpTable};
+use ldplayer_dns::Message;
+use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason};
+use std::net::{IpAddr, SocketAddr};
+
+const UDP: u8 = 17;
+const TCP: u8 = 6;
+/// Housekeeping (timeouts) runs at most this often, in capture time.
+const SWEEP_INTERVAL_NS: i64 = 1_000_000_000;
+
+/// Decodes captured frames into DNS messages, one frame at a time.
+///
+/// This is the capture-format-independent part of [`CaptureReader`](crate::CaptureReader): feed
+/// it frames with [`PacketDecoder::packet`] in capture order, then call
+/// [`PacketDecoder::finish`] once to release what TCP reassembly still holds and to count what
+/// could not be completed.
+pub struct PacketDecoder {
+    ports: PortSet,
+    keep: Keep,
+    defrag: Defrag,
+    tcp: TcpTable,
+    next_sweep: Option<i64>,
+    last_time: i64,
+}
+
+impl PacketDecoder {
+    /// A decoder with these options.
+    pub fn new(options: &CaptureOptions) -> Self {
+        PacketDecoder {
+            ports: PortSet::new(&options.dns_ports),
+            keep: options.keep,
+            defrag: Defrag::new(options.max_frag_bytes, options.frag_timeout_ns),
+            tcp: TcpTable::new(TcpLimits {
+                max_flows: options.max_tcp_flows,
+                max_buffer: options.max_tcp_buffer_per_flow,
+                gap_timeout_ns: options.tcp_gap_timeout_ns,
+                idle_timeout_ns: options.tcp_idle_timeout_ns,
+            }),
+            next_sweep: None,
+            last_time: 0,
+        }
+    }
+
+    /// Decodes one frame of link type `link` (a `LINKTYPE_*` value) captured at `time_ns`;
+    /// `packet` is its number in the capture (from 1), used as the location of skips. Messages
+    /// go to `sink`; only the sink's errors are returned.
+    pub fn packet(
+        &mut self,
+        link: u32,
+        time_ns: i64,
+        frame: &[u8],
+        packet: u64,
+        sink: &mut dyn Sink,
+    ) -> Result<(), SinkError> {
+        let mut out = Out {
+            sink,
+            packet,
+            keep: self.keep,
+        };
+        self.last_time = time_ns;
+        match self.next_sweep {
+            Some(t) if time_ns < t => {}
+            _ => {
+                self.next_sweep = Some(time_ns.saturating_add(SWEEP_INTERVAL_NS));
+                self.defrag.expire(time_ns, &mut |r| out.skip(r));
+                self.tcp.sweep(time_ns, &mut out)?;
+            }
+        }
+        let ip = match link_payload(link, frame) {
+            Ok(Some(ip)) => ip,
+            Ok(None) => return Ok(()),
+            Err(r) => {
+                out.skip(r);
+                return Ok(());
+            }
+        };
+        let ip = match parse_ip(ip) {
+            Ok(ip) => ip,
+            Err(r) => {
+                out.skip(r);
+                return Ok(());
+            }
+        };
+        match ip {
+            Ip::Whole {
+                src,
+                dst,
+                proto,
+                payload,
+                truncated,
+            } => self.transport(src, dst, proto, payload, truncated, time_ns, &mut out),
+            Ip::Fragment {
+                src,
+                dst,
+                id,
+                proto,
+                offset,
+                more,
+                payload,
+                truncated,
+            } => {
+                // IPv6 may have more extension headers after the fragment header.
+                let v6_ext = src.is_ipv6() && matches!(proto, 0 | 43 | 51 | 60 | 135 | 139 | 140);
+                if proto != UDP && proto != TCP && !v6_ext {
+                    return Ok(());
+                }
+                if truncated {
+                    out.skip(SkipReason::TruncatedPacket);
+                    return Ok(());
+                }
+                let frag = Fragment {
+                    key: FragKey {
+                        src,
+                        dst,
+                        id,
+                        proto,
+                    },
+                    offset,
+                    more,
+                    payload,
+                };
+                let Some(data) = self.defrag.add(frag, time_ns, &mut |r| out.skip(r)) else {
+                    return Ok(());
+                };
+                let (proto, body) = if src.is_ipv6() {
+                    match skip_ipv6_extensions(proto, &data) {
+                        Some(x) => x,
+                        None => {
+                            self.defrag.recycle(data);
+                            return Ok(());
+                        }
+                    }
+                } else {
+                    (proto, &data[..])
+                };
+                let r = self.transport(src, dst, proto, body, false, time_ns, &mut out);
+                self.defrag.recycle(data);
+                r
+            }
+            Ip::Opaque => Ok(()),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    fn transport(
+        &mut self,
+        src: IpAddr,
+        dst: IpAddr,
+        proto: u8,
+        payload: &[u8],
+        truncated: bool,
+        time: i64,
+        out: &mut Out<'_>,
+    ) -> Result<(), SinkError> {
+        match proto {
+            UDP => {
+                if payload.len() < 8 {
+                    if payload.len() < 4
+                        || self.is_dns(
+                            u16::from_be_bytes([payload[0], payload[1]]),
+                            u16::from_be_bytes([payload[2], payload[3]]),
+                        )
+                    {
+                        out.skip(if truncated {
+                            SkipReason::TruncatedPacket
+                        } else {
+                            SkipReason::MalformedIp
+                        });
+                    }
+                    return Ok(());
+                }
+                let sport = u16::from_be_bytes([payload[0], payload[1]]);
+                let dport = u16::from_be_bytes([payload[2], payload[3]]);
+                if !self.is_dns(sport, dport) {
+                    return Ok(());
+                }
+                if truncated {
+                    out.skip(SkipReason::TruncatedPacket);
+                    return Ok(());
+                }
+                let ulen = u16::from_be_bytes([payload[4], payload[5]]) as usize;
+                let end = if ulen == 0 {
+                    // Jumbogram or offload: trust the IP length.
+                    payload.len()
+                } else if ulen < 8 {
+                    out.skip(SkipReason::MalformedIp);
+                    return Ok(());
+                } else if ulen > payload.len() {
+                    out.skip(SkipReason::TruncatedPacket);
+                    return Ok(());
+                } else {
+                    ulen
+                };
+                let wire = &payload[8..end];
+                match Message::parse(wire) {
+                    Ok(_) => {
+                        if out.keep.keeps(wire) {
+                            out.sink.record(&Record {
+                                time_ns: time,
+                                src: SocketAddr::new(src, sport),
+                                dst: SocketAddr::new(dst, dport),
+                                proto: Proto::Udp,
+                                conn: 0,
+                                wire,
+                            })?;
+                        }
+                    }
+                    Err(e) => out.skip(SkipReason::Dns(e)),
+                }
+                Ok(())
+            }
+            TCP => {
+                if payload.len() < 4 {
+                    out.skip(if truncated {
+                        SkipReason::TruncatedPacket
+                    } else {
+                        SkipReason::MalformedIp
+                    });
+                    return Ok(());
+                }
+                let sport = u16::from_be_bytes([payload[0], payload[1]]);
+                let dport = u16::from_be_bytes([payload[2], payload[3]]);
+                if !self.is_dns(sport, dport) {
+                    return Ok(());
+                }
+                let Some(h) = parse_tcp(payload) else {
+                    out.skip(if truncated {
+                        SkipReason::TruncatedPacket
+                    } else {
+                        SkipReason::MalformedIp
+                    });
+                    return Ok(());
+                };
+                if truncated {
+                    out.skip(SkipReason::TruncatedPacket);
+                    return Ok(());
+                }
+                self.tcp.segment(
+                    SocketAddr::new(src, sport),
+                    SocketAddr::new(dst, dport),
+                    &h,
+                    &payload[h.header_len..],
+                    time,
+                    out,
+                )
+            }
+            _ => Ok(()),
+        }
+    }
+
+    #[inline]
+    fn is_dns(&self, a: u16, b: u16) -> bool {
+        self.ports.contains(a) || self.ports.contains(b)
+    }
+
+    /// Ends the capture: frames what TCP reassembly still holds (skipping holes) and counts the
+    /// fragments that never completed. `packet` is the location reported for those skips (the
+    /// number of the last packet).
+    pub fn finish(&mut self, packet: u64, sink: &mut dyn Sink) -> Result<(), SinkError> {
+        let mut out = Out {
+            sink,
+            packet,
+            keep: self.keep,
+        };
+        self.defrag.flush(&mut |r| out.skip(r));
+        self.tcp.finish(&mut out)
+    }
+
+    /// Capture time of the last frame decoded.
+    pub fn last_time(&self) -> i64 {
+        self.last_time
+    }
+}

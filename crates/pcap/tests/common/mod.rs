@@ -1,0 +1,129 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use ldplayer_dns::{name_to_presentation, Message};
+use ldplayer_pcap::{CaptureOptions, CaptureReader};
+use ldplayer_trace::{Collect, Proto, RecordBuf, Source};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The shared sample captures.
+pub fn data_dir() -> PathBuf {
+    PathBuf::from(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../../shared/data/pcap"
+    ))
+}
+
+/// What the tests compare of a DNS message: QR, first question name (as tshark shows it), type,
+/// transport.
+pub type Key = (bool, String, u16, &'static str);
+
+/// Reads a capture with our reader.
+pub fn read(path: &Path, options: CaptureOptions) -> Collect {
+    let file = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut sink = Collect::default();
+    CaptureReader::new(file, options)
+        .unwrap()
+        .run(&mut sink)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    sink
+}
+
+/// The comparison key of one of our records.
+pub fn key(r: &RecordBuf) -> Key {
+    let m = Message::parse(&r.wire).expect("records hold valid messages");
+    let mut wire = Vec::new();
+    let mut name = String::new();
+    if m.qname_wire(&mut wire) {
+        name_to_presentation(&wire, &mut name);
+    }
+    let name = if name == "." {
+        "<Root>".to_string()
+    } else {
+        name.trim_end_matches('.').to_string()
+    };
+    let transport = match r.proto {
+        Proto::Udp => "udp",
+        _ => "tcp",
+    };
+    (m.header().qr(), name, m.qtype().unwrap_or(0), transport)
+}
+
+/// Multiset of keys.
+pub fn multiset(keys: impl IntoIterator<Item = Key>) -> BTreeMap<Key, usize> {
+    let mut m = BTreeMap::new();
+    for k in keys {
+        *m.entry(k).or_insert(0) += 1;
+    }
+    m
+}
+
+/// Runs tshark and returns the DNS messages it decodes in `path`. Panics (failing the test)
+/// when tshark is not installed.
+pub fn tshark_messages(path: &Path) -> Vec<Key> {
+    let output = Command::new("tshark")
+        .arg("-r")
+        .arg(path)
+        .args(["-o", "tcp.desegment_tcp_streams:TRUE"])
+        .args([
+            "-Y",
+            "dns",
+            "-T",
+            "fields",
+            "-E",
+            "separator=/t",
+            "-E",
+            "occurrence=a",
+        ])
+        .args([
+            "-e",
+            "frame.number",
+            "-e",
+            "dns.flags.response",
+            "-e",
+            "dns.qry.name",
+        ])
+        .args(["-e", "dns.qry.type", "-e", "ip.proto", "-e", "ipv6.nxt"])
+        .args(["-e", "udp.srcport", "-e", "tcp.srcport"])
+        .env("LC_ALL", "C")
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "tshark is required by this test and could not be run ({e}); \
+                 install it (apt-get install tshark) — the project's test script does"
+            )
+        });
+    assert!(
+        output.status.success(),
+        "tshark failed on {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let text = String::from_utf8(output.stdout).expect("tshark output is UTF-8");
+    let mut keys = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        assert!(f.len() >= 8, "unexpected tshark line {line:?}");
+        let transport = if !f[7].is_empty() { "tcp" } else { "udp" };
+        let qrs: Vec<&str> = f[1].split(',').filter(|s| !s.is_empty()).collect();
+        let names: Vec<&str> = f[2].split(',').collect();
+        let types: Vec<&str> = f[3].split(',').collect();
+        assert!(
+            names.len() == qrs.len() && types.len() == qrs.len(),
+            "frame {}: messages without exactly one question are not compared: {line:?}",
+            f[0]
+        );
+        for i in 0..qrs.len() {
+            let qr = match qrs[i] {
+                "1" | "True" => true,
+                "0" | "False" => false,
+                other => panic!("unexpected dns.flags.response {other:?}"),
+            };
+            let t: u16 = types[i].parse().expect("numeric qtype");
+            keys.push((qr, names[i].to_string(), t, transport));
+        }
+    }
+    keys
+}

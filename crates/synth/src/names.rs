@@ -1,0 +1,186 @@
+//! Query names: unique names under a zone, and the root-like mix of real TLDs and junk.
+
+use crate::encode;
+use crate::error::SynthError;
+use crate::rng::{below, Chance, Rng};
+use ldplayer_dns::{name_from_presentation, MAX_NAME_LEN};
+use rand_chacha::rand_core::RngCore;
+
+/// Top-level domains asked for at the root, with rough relative query weights.
+const TLDS: &[(&str, u32)] = &[
+    ("com", 300),
+    ("net", 100),
+    ("arpa", 60),
+    ("org", 50),
+    ("de", 30),
+    ("uk", 20),
+    ("cn", 20),
+    ("ru", 20),
+    ("jp", 20),
+    ("br", 20),
+    ("fr", 10),
+    ("it", 10),
+    ("nl", 10),
+    ("au", 10),
+    ("info", 10),
+    ("io", 10),
+    ("in", 10),
+    ("pl", 10),
+    ("eu", 10),
+    ("ca", 10),
+    ("es", 10),
+    ("kr", 10),
+    ("tw", 10),
+    ("xyz", 10),
+    ("edu", 10),
+    ("gov", 10),
+    ("co", 10),
+    ("me", 10),
+    ("us", 10),
+    ("ch", 10),
+];
+
+/// Suffixes that leak to the root from private networks and misconfigured software.
+const JUNK_SUFFIXES: &[&str] = &[
+    "local",
+    "home",
+    "lan",
+    "corp",
+    "internal",
+    "localdomain",
+    "domain",
+    "router",
+    "belkin",
+    "invalid",
+    "dlink",
+    "workgroup",
+];
+
+/// Writes the unique names `<n in hex>.<zone>` of the fixed and Poisson workloads.
+#[derive(Debug, Clone)]
+pub struct UniqueNames {
+    zone: Vec<u8>,
+}
+
+impl UniqueNames {
+    /// Names under `zone` (presentation form); checks that a 16-digit label still fits.
+    pub fn new(zone: &str) -> Result<UniqueNames, SynthError> {
+        let zone = name_from_presentation(zone)?;
+        if zone.len() + 17 > MAX_NAME_LEN {
+            return Err(SynthError::ZoneTooLong);
+        }
+        Ok(UniqueNames { zone })
+    }
+
+    /// Appends the labels of name `n`, and returns the zone to finish the name with.
+    pub fn write(&self, out: &mut Vec<u8>, n: u64) -> &[u8] {
+        encode::hex_label(out, n);
+        &self.zone
+    }
+}
+
+/// Draws root-like names: junk (nonexistent TLDs) with probability `junk_share`, otherwise an
+/// existing TLD by weight, bare or under a random second-level label.
+#[derive(Debug, Clone)]
+pub struct RootNames {
+    junk: Chance,
+    tlds: Vec<(Vec<u8>, u64)>,
+    tld_total: u64,
+    junk_suffixes: Vec<Vec<u8>>,
+}
+
+impl RootNames {
+    /// The mix with `junk_share` junk.
+    pub fn new(junk_share: f64) -> RootNames {
+        let wire = |s: &str| {
+            let mut v = vec![s.len() as u8];
+            v.extend_from_slice(s.as_bytes());
+            v.push(0);
+            v
+        };
+        let mut cum = 0;
+        let tlds = TLDS
+            .iter()
+            .map(|&(t, w)| {
+                cum += w as u64;
+                (wire(t), cum)
+            })
+            .collect();
+        RootNames {
+            junk: Chance::new(junk_share),
+            tlds,
+            tld_total: cum,
+            junk_suffixes: JUNK_SUFFIXES.iter().map(|s| wire(s)).collect(),
+        }
+    }
+
+    /// Appends the leading labels of a name and returns the suffix (ending with the root label)
+    /// to finish it with.
+    pub fn write<'a>(&'a self, out: &mut Vec<u8>, rng: &mut Rng) -> &'a [u8] {
+        let kind = rng.next_u64();
+        if self.junk.hit(rng.next_u64()) {
+            if kind & 0xff < 154 {
+                // About 60%: a random single label like Chromium's 7-to-15-letter probes.
+                random_label(out, rng, 7, 15);
+                &[0]
+            } else {
+                random_label(out, rng, 3, 12);
+                let i = below(rng, self.junk_suffixes.len() as u64) as usize;
+                &self.junk_suffixes[i]
+            }
+        } else {
+            let r = below(rng, self.tld_total);
+            let i = self.tlds.partition_point(|&(_, c)| c <= r);
+            let tld = &self.tlds[i.min(self.tlds.len() - 1)].0;
+            if kind & 1 == 0 {
+                random_label(out, rng, 3, 12);
+            }
+            tld
+        }
+    }
+}
+
+/// Appends a label of `min..=max` random lower-case letters.
+fn random_label(out: &mut Vec<u8>, rng: &mut Rng, min: u64, max: u64) {
+    let len = min + below(rng, max - min + 1);
+    out.push(len as u8);
+    let mut bits = 0u64;
+    for i in 0..len {
+        if i % 12 == 0 {
+            bits = rng.next_u64();
+        }
+        out.push(b'a' + (bits % 26) as u8);
+        bits /= 26;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::rng;
+
+    #[test]
+    fn zone_length_checked() {
+        assert!(UniqueNames::new("example.").is_ok());
+        let long = format!("{}.", vec!["a".repeat(60); 4].join("."));
+        assert_eq!(
+            UniqueNames::new(&long).unwrap_err(),
+            SynthError::ZoneTooLong
+        );
+        assert!(UniqueNames::new("a..b").is_err());
+    }
+
+    #[test]
+    fn root_names_are_names() {
+        let names = RootNames::new(0.5);
+        let mut r = rng(9);
+        for _ in 0..1000 {
+            let mut out = Vec::new();
+            let suffix = names.write(&mut out, &mut r);
+            out.extend_from_slice(suffix);
+            let mut s = String::new();
+            ldplayer_dns::name_to_presentation(&out, &mut s);
+            assert_eq!(name_from_presentation(&s).unwrap(), out);
+        }
+    }
+}
