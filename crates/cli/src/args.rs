@@ -1,0 +1,228 @@
+//! Command-line arguments. The subcommands, flags and their names are an interface contract:
+//! users' scripts rely on them, so add options freely but never rename or remove one.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// DNS experimentation at scale: read, convert, inspect, mutate and synthesize DNS traces.
+#[derive(Debug, Parser)]
+#[command(name = "ldplayer", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Convert a trace (pcap, pcapng, text or binary; gzip/xz/zstd read transparently) to text,
+    /// binary or pcap.
+    Convert(ConvertArgs),
+    /// Summarize a trace: duration, queries, responses, clients, rates, transports, EDNS, DO,
+    /// top types and rcodes, skipped records.
+    Inspect(InspectArgs),
+    /// Write a seeded synthetic trace.
+    Synth(SynthArgs),
+    /// Apply seeded, reproducible what-if changes to a trace.
+    Mutate(MutateArgs),
+    /// Run the main job on the embedded default: synthesize a trace, convert it, inspect it.
+    Demo(DemoArgs),
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OutFormat {
+    /// Tab-separated text, one line per message.
+    Text,
+    /// Length-prefixed binary records.
+    Binary,
+    /// A pcap capture (opens in Wireshark).
+    Pcap,
+}
+
+/// Options for reading captures.
+#[derive(Debug, Clone, Args)]
+pub struct ReadArgs {
+    /// UDP/TCP port carrying DNS in captures (repeat for several).
+    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16])]
+    pub dns_ports: Vec<u16>,
+    /// Keep only queries.
+    #[arg(long, conflicts_with = "responses_only")]
+    pub queries_only: bool,
+    /// Keep only responses.
+    #[arg(long)]
+    pub responses_only: bool,
+}
+
+/// Output options shared by commands that write traces.
+#[derive(Debug, Clone, Args)]
+pub struct WriteArgs {
+    /// Output file (`-` for standard output). A `.gz`, `.xz` or `.zst` suffix compresses it.
+    #[arg(short, long, value_name = "OUTPUT")]
+    pub output: PathBuf,
+    /// Do not show progress or the final summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ConvertArgs {
+    /// Input trace (`-` for standard input).
+    pub input: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum)]
+    pub to: OutFormat,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct InspectArgs {
+    /// Input trace (`-` for standard input).
+    pub input: PathBuf,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
+}
+
+/// Synthetic workloads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Fixed inter-arrival time (`--interval`) and unique names: the paper's syn-0..syn-4.
+    Fixed,
+    /// Poisson arrivals at `--rate` queries per second.
+    Poisson,
+    /// A root-server-like workload at `--rate`: heavy-tailed clients, junk names, a qtype mix.
+    Root,
+}
+
+#[derive(Debug, Args)]
+pub struct SynthArgs {
+    /// Output format (default: from the output's extension: .txt/.tsv text, .pcap pcap, else binary).
+    #[arg(long, value_enum)]
+    pub to: Option<OutFormat>,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    /// Workload shape.
+    #[arg(long, value_enum, default_value_t = Workload::Fixed)]
+    pub workload: Workload,
+    /// Inter-arrival time of the fixed workload, seconds (syn-0..syn-4: 1, 0.1, 0.01, 0.001, 0.0001).
+    #[arg(long, default_value_t = 0.001)]
+    pub interval: f64,
+    /// Queries per second of the Poisson and root workloads.
+    #[arg(long, default_value_t = 10_000.0)]
+    pub rate: f64,
+    /// Number of queries.
+    #[arg(long, short = 'n', default_value_t = 10_000)]
+    pub count: u64,
+    /// Stop after this many seconds of trace time, if sooner than `--count`.
+    #[arg(long)]
+    pub duration: Option<f64>,
+    /// Random seed: the same seed gives the same trace.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Number of distinct clients.
+    #[arg(long)]
+    pub clients: Option<u64>,
+    /// Share of queries with the DO bit set (0..1).
+    #[arg(long)]
+    pub do_share: Option<f64>,
+    /// Share of clients that use TCP (0..1).
+    #[arg(long)]
+    pub tcp_share: Option<f64>,
+    /// Query type mix, e.g. `A=45,AAAA=20,NS=5` (weights).
+    #[arg(long)]
+    pub qtypes: Option<String>,
+    /// Zone under which unique names are made.
+    #[arg(long)]
+    pub zone: Option<String>,
+    /// Server address the queries go to.
+    #[arg(long)]
+    pub server: Option<std::net::SocketAddr>,
+    /// Start time, seconds since the epoch.
+    #[arg(long)]
+    pub start: Option<f64>,
+    /// Set the RD bit (queries from stubs rather than from resolvers).
+    #[arg(long)]
+    pub rd: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MutateArgs {
+    /// Input trace (`-` for standard input).
+    pub input: PathBuf,
+    /// Output format (default: from the output's extension, else binary).
+    #[arg(long, value_enum)]
+    pub to: Option<OutFormat>,
+    #[command(flatten)]
+    pub write: WriteArgs,
+    #[command(flatten)]
+    pub read: ReadArgs,
+    /// Seed of every random or keyed choice.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Set the transport: udp, tcp, tls, or keep.
+    #[arg(long, value_name = "PROTO")]
+    pub proto: Option<String>,
+    /// Change the transport of only this fraction of clients (chosen per client).
+    #[arg(long, value_name = "FRACTION", requires = "proto")]
+    pub proto_fraction: Option<f64>,
+    /// Set the DO bit, on all queries or on this fraction of them.
+    #[arg(long, value_name = "FRACTION", num_args = 0..=1, default_missing_value = "1")]
+    pub set_do: Option<f64>,
+    /// Clear the DO bit.
+    #[arg(long, conflicts_with = "set_do")]
+    pub clear_do: bool,
+    /// Set the EDNS UDP payload size (where there is EDNS).
+    #[arg(long, value_name = "BYTES")]
+    pub bufsize: Option<u16>,
+    /// Add EDNS (version 0) where missing.
+    #[arg(long)]
+    pub add_edns: bool,
+    /// Remove EDNS.
+    #[arg(long, conflicts_with_all = ["add_edns", "set_do", "bufsize"])]
+    pub strip_edns: bool,
+    /// Prefix a unique label (PREFIX + sequence number in hex) to every qname.
+    #[arg(long, value_name = "PREFIX", num_args = 0..=1, default_missing_value = "ldp")]
+    pub unique_names: Option<String>,
+    /// Multiply time offsets from the trace start by K (2 = half the rate).
+    #[arg(long, value_name = "K")]
+    pub time_scale: Option<f64>,
+    /// Shift all times by this many seconds.
+    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
+    pub time_shift: Option<f64>,
+    /// Keep only messages at or after this many seconds from the trace start.
+    #[arg(long, value_name = "SECONDS")]
+    pub from: Option<f64>,
+    /// Keep only messages before this many seconds from the trace start.
+    #[arg(long, value_name = "SECONDS")]
+    pub until: Option<f64>,
+    /// Keep only clients in this prefix (repeat for several), e.g. 10.0.0.0/8.
+    #[arg(long = "client", value_name = "CIDR")]
+    pub clients: Vec<String>,
+    /// Keep only these query types (repeat or comma-separate).
+    #[arg(long = "qtype", value_name = "TYPE", value_delimiter = ',')]
+    pub qtypes: Vec<String>,
+    /// Keep only names at or under this suffix (repeat for several).
+    #[arg(long = "qname-suffix", value_name = "NAME")]
+    pub qname_suffixes: Vec<String>,
+    /// Keep this fraction of clients (chosen per client).
+    #[arg(long, value_name = "FRACTION")]
+    pub keep_clients: Option<f64>,
+    /// Anonymize client addresses, prefix-preserving, keyed with KEY.
+    #[arg(long, value_name = "KEY")]
+    pub anonymize: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// Directory for the demo's files (default: a temporary directory, removed afterwards).
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// Number of queries to synthesize.
+    #[arg(long, short = 'n', default_value_t = 100_000)]
+    pub count: u64,
+}

@@ -1,0 +1,75 @@
+//! Runs the examples of docs/*.md: every ```sh block, in order, in one scratch directory per
+//! document, with `ldplayer` on PATH and `$DATA` pointing at the shared test data. A block fails
+//! the test when it exits non-zero; blocks check their own results (grep, test, ...).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn sh_blocks(markdown: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in markdown.lines() {
+        match (&mut current, line.trim_start()) {
+            (None, l) if l == "```sh" => current = Some(String::new()),
+            (Some(_), "```") => blocks.extend(current.take()),
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+fn run_document(name: &str) {
+    let doc = workspace().join("docs").join(name);
+    let text = std::fs::read_to_string(&doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
+    let blocks = sh_blocks(&text);
+    assert!(!blocks.is_empty(), "{name} has no ```sh examples");
+    let dir = tempfile::tempdir().expect("scratch directory");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .parent()
+        .expect("binary directory")
+        .to_path_buf();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let data = workspace().join("../shared/data");
+    for (i, block) in blocks.iter().enumerate() {
+        let out = Command::new("bash")
+            .arg("-euo")
+            .arg("pipefail")
+            .arg("-c")
+            .arg(block)
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("DATA", &data)
+            .output()
+            .expect("bash runs");
+        assert!(
+            out.status.success(),
+            "{name}, example {} failed ({}):\n{block}\n--- stdout\n{}\n--- stderr\n{}",
+            i + 1,
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn cli_examples_run() {
+    run_document("cli.md");
+}
+
+#[test]
+fn format_examples_run() {
+    run_document("formats.md");
+}
