@@ -114,7 +114,7 @@ impl<S> Watch<'_, S> {
 impl<S: Sink> Sink for Watch<'_, S> {
     fn record(&mut self, r: &Record<'_>) -> Result<(), SinkError> {
         self.records += 1;
-        if self.records % 65536 == 0 {
+        if self.records.is_multiple_of(65536) {
             if self.stop.load(Ordering::Relaxed) {
                 self.interrupted = true;
                 return Err(SinkError::Stopped);

@@ -14,7 +14,7 @@ fn sh_blocks(markdown: &str) -> Vec<String> {
     let mut current: Option<String> = None;
     for line in markdown.lines() {
         match (&mut current, line.trim_start()) {
-            (None, l) if l == "```sh" => current = Some(String::new()),
+            (None, "```sh") => current = Some(String::new()),
             (Some(_), "```") => blocks.extend(current.take()),
             (Some(block), _) => {
                 block.push_str(line);
