@@ -13,7 +13,8 @@ mkdir -p "$out"
 core=${BENCH_CORE:-1}
 pin="taskset -c $core"
 
-cargo build --release -q -p ldplayer -p ldplayer-trace --example read_speed
+cargo build --release -q -p ldplayer
+cargo build --release -q -p ldplayer-trace --example read_speed
 bin=target/release/ldplayer
 reader=target/release/examples/read_speed
 
@@ -28,7 +29,8 @@ measure() { # label, command...: prints wall, user+sys CPU and max RSS
 echo "== inputs"
 [ -s "$out/1m.pcap" ] || $bin synth --workload root --rate 100000 -n 1000000 --do-share 0.7 --seed 7 -o "$out/1m.pcap" -q
 [ -s "$out/10m.pcap" ] || $bin synth --workload root --rate 100000 -n 10000000 --do-share 0.7 --seed 7 -o "$out/10m.pcap" -q
-ls -l "$out/1m.pcap" "$out/10m.pcap"
+[ -s "$out/1m-tcp.pcap" ] || $bin synth --workload root --rate 100000 -n 1000000 --tcp-share 0.5 --seed 7 -o "$out/1m-tcp.pcap" -q
+ls -l "$out/1m.pcap" "$out/10m.pcap" "$out/1m-tcp.pcap"
 
 echo "== pcap -> binary, 1M messages, pinned to core $core"
 best=""
@@ -40,6 +42,11 @@ measure "tshark -T fields" $pin tshark -r "$out/1m.pcap" -T fields -e frame.time
   -e udp.srcport -e udp.dstport -e dns.id -e dns.flags.response -e dns.qry.name -e dns.qry.type
 tshark_wall=$(cat "$out/last_wall.txt")
 echo "ldplayer best: $best s = $(echo "scale=2; 1000000 / $best / 1000000" | bc) M messages/s; tshark: $tshark_wall s; ratio: $(echo "scale=1; $tshark_wall / $best" | bc)x"
+
+echo "== the same with half of the clients on TCP (stream reassembly), pinned to core $core"
+measure "ldplayer convert, 50% TCP clients" $pin $bin convert "$out/1m-tcp.pcap" --to binary -o "$out/1m-tcp.bin" -q
+measure "tshark -T fields, 50% TCP clients" $pin tshark -r "$out/1m-tcp.pcap" -T fields -e frame.time_epoch -e ip.src -e ip.dst \
+  -e tcp.srcport -e tcp.dstport -e dns.id -e dns.flags.response -e dns.qry.name -e dns.qry.type
 
 echo "== binary read, 1M records"
 $pin $reader "$out/1m.bin"

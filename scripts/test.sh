@@ -11,6 +11,11 @@ command -v tcpdump >/dev/null 2>&1 || packages+=(tcpdump)
 [ -x /usr/bin/time ] || packages+=(time)
 command -v xz >/dev/null 2>&1 || packages+=(xz-utils)
 command -v zstd >/dev/null 2>&1 || packages+=(zstd)
+# Real DNS servers the replay tests talk to, on loopback ports the tests choose.
+command -v knotd >/dev/null 2>&1 || packages+=(knot)
+command -v nsd >/dev/null 2>&1 || packages+=(nsd)
+command -v unbound >/dev/null 2>&1 || packages+=(unbound)
+command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 if [ ${#packages[@]} -gt 0 ]; then
   echo "test.sh: installing ${packages[*]}"
   sudo=""
