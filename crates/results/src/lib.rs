@@ -3,7 +3,22 @@
 //! The replay engine pushes one [`QueryResult`] per query into a [`ResultSink`]; the results
 //! file writer, the live summary and tests are sinks. Times are nanoseconds of `CLOCK_REALTIME`
 //! so that they compare directly with capture timestamps of an independent witness (tcpdump).
+//!
+//! - [`ResultsWriter`] / [`ResultsReader`]: the compact binary results file (layout in
+//!   [`file`](mod@file)), readable up to its last complete block after the writer is killed.
+//! - [`export_csv`] / [`export_jsonl`] (and the [`CsvWriter`] / [`JsonlWriter`] sinks): text
+//!   exports with stable columns ([`export`]).
+//! - [`Summary`]: counts, latency percentiles, timing error and per-second rate error in
+//!   bounded memory, reported as a [`SummaryReport`] (JSON or text).
 
+pub mod export;
+pub mod file;
 mod result;
+pub mod summary;
 
+pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS};
+pub use file::{read_all, sniff, ResultsError, ResultsReader, ResultsWriter, Tail};
 pub use result::{ErrorKind, Outcome, QueryResult, ResultSink};
+pub use summary::{
+    ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
+};

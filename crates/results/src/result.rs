@@ -19,6 +19,21 @@ pub enum ErrorKind {
 }
 
 impl ErrorKind {
+    /// Every kind, in declaration order (the order of summaries).
+    pub const ALL: [ErrorKind; 6] = [
+        ErrorKind::Refused,
+        ErrorKind::Reset,
+        ErrorKind::Tls,
+        ErrorKind::Send,
+        ErrorKind::BadQuery,
+        ErrorKind::Stopped,
+    ];
+
+    /// The kind with this [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+
     /// Stable kebab-case key for summaries and exports.
     pub fn name(self) -> &'static str {
         match self {
@@ -41,6 +56,26 @@ pub enum Outcome {
     Timeout,
     /// The query failed.
     Error(ErrorKind),
+}
+
+impl Outcome {
+    /// Stable key for exports: `answered`, `timeout`, or the error kind's [`name`](ErrorKind::name).
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Answered => "answered",
+            Outcome::Timeout => "timeout",
+            Outcome::Error(k) => k.name(),
+        }
+    }
+
+    /// The outcome with this [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<Outcome> {
+        match name {
+            "answered" => Some(Outcome::Answered),
+            "timeout" => Some(Outcome::Timeout),
+            _ => ErrorKind::from_name(name).map(Outcome::Error),
+        }
+    }
 }
 
 /// Everything recorded about one replayed query.

@@ -1,0 +1,207 @@
+//! Text exports of results: CSV and JSON lines, with the same stable columns.
+//!
+//! | column / key      | CSV                          | JSONL                |
+//! |-------------------|------------------------------|----------------------|
+//! | `index`           | integer                      | number               |
+//! | `trace_ns`        | integer                      | number               |
+//! | `intended_ns`     | integer                      | number               |
+//! | `sent_ns`         | integer, 0 if never sent     | number               |
+//! | `received_ns`     | integer, 0 if no response    | number               |
+//! | `latency_ns`      | integer, empty if unanswered | number or `null`     |
+//! | `timing_error_ns` | sent − intended, empty if never sent | number or `null` |
+//! | `proto`           | `udp`, `tcp`, `tls`, `https`, `quic` | string       |
+//! | `new_connection`  | `0` / `1`                    | `false` / `true`     |
+//! | `rcode`           | number (extended), empty if unanswered | number or `null` |
+//! | `rcode_name`      | mnemonic (`NOERROR`, `NXDOMAIN`, `RCODE4000`...), empty if unanswered | string or `null` |
+//! | `response_len`    | integer, 0 if none           | number               |
+//! | `truncated`       | `0` / `1`                    | `false` / `true`     |
+//! | `outcome`         | `answered`, `timeout`, or the error kind (`refused`, `reset`, `tls`, `send`, `bad-query`, `stopped`) | string |
+//!
+//! The CSV starts with a header line of the column names; no value needs quoting. Lines end
+//! with `\n`.
+
+use crate::file::ResultsError;
+use crate::result::{Outcome, QueryResult, ResultSink};
+use serde::Serialize;
+use std::io::{self, Write};
+
+/// The column names, in order (the CSV header line and the JSONL keys).
+pub const COLUMNS: [&str; 14] = [
+    "index",
+    "trace_ns",
+    "intended_ns",
+    "sent_ns",
+    "received_ns",
+    "latency_ns",
+    "timing_error_ns",
+    "proto",
+    "new_connection",
+    "rcode",
+    "rcode_name",
+    "response_len",
+    "truncated",
+    "outcome",
+];
+
+/// One exported row; field order is the column order.
+#[derive(Serialize)]
+struct Row {
+    index: u64,
+    trace_ns: i64,
+    intended_ns: i64,
+    sent_ns: i64,
+    received_ns: i64,
+    latency_ns: Option<i64>,
+    timing_error_ns: Option<i64>,
+    proto: &'static str,
+    new_connection: bool,
+    rcode: Option<u16>,
+    rcode_name: Option<String>,
+    response_len: u16,
+    truncated: bool,
+    outcome: &'static str,
+}
+
+impl Row {
+    fn new(r: &QueryResult) -> Row {
+        let answered = r.outcome == Outcome::Answered;
+        Row {
+            index: r.index,
+            trace_ns: r.trace_ns,
+            intended_ns: r.intended_ns,
+            sent_ns: r.sent_ns,
+            received_ns: r.received_ns,
+            latency_ns: r.latency_ns(),
+            timing_error_ns: r.timing_error_ns(),
+            proto: r.proto.as_str(),
+            new_connection: r.new_connection,
+            rcode: answered.then_some(r.rcode),
+            rcode_name: answered.then(|| ldplayer_dns::rcode_to_string(r.rcode)),
+            response_len: r.response_len,
+            truncated: r.truncated,
+            outcome: r.outcome.name(),
+        }
+    }
+}
+
+fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
+    v.as_ref().map(|v| v.to_string()).unwrap_or_default()
+}
+
+/// A [`ResultSink`] writing CSV: the header line first, then one line per result.
+pub struct CsvWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> CsvWriter<W> {
+    /// Writes the header line. Give it a buffered writer.
+    pub fn new(mut out: W) -> io::Result<Self> {
+        writeln!(out, "{}", COLUMNS.join(","))?;
+        Ok(CsvWriter { out })
+    }
+
+    /// Writes one result as a line.
+    pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
+        let x = Row::new(r);
+        writeln!(
+            self.out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            x.index,
+            x.trace_ns,
+            x.intended_ns,
+            x.sent_ns,
+            x.received_ns,
+            opt(&x.latency_ns),
+            opt(&x.timing_error_ns),
+            x.proto,
+            x.new_connection as u8,
+            opt(&x.rcode),
+            opt(&x.rcode_name),
+            x.response_len,
+            x.truncated as u8,
+            x.outcome,
+        )
+    }
+
+    /// Flushes and returns the inner writer.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write + Send> ResultSink for CsvWriter<W> {
+    fn result(&mut self, r: &QueryResult) -> io::Result<()> {
+        self.write(r)
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// A [`ResultSink`] writing JSON lines: one object per result, keys in column order.
+pub struct JsonlWriter<W: Write> {
+    out: W,
+}
+
+impl<W: Write> JsonlWriter<W> {
+    /// Starts the export (writes nothing yet). Give it a buffered writer.
+    pub fn new(out: W) -> Self {
+        JsonlWriter { out }
+    }
+
+    /// Writes one result as a line.
+    pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, &Row::new(r))?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Flushes and returns the inner writer.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write + Send> ResultSink for JsonlWriter<W> {
+    fn result(&mut self, r: &QueryResult) -> io::Result<()> {
+        self.write(r)
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+/// Writes `results` (a [`ResultsReader`](crate::ResultsReader), `&mut` one, or any iterator of
+/// results) as CSV to `out`; returns the number of results written. Stops at the first error.
+pub fn export_csv<I, W>(results: I, out: W) -> Result<u64, ResultsError>
+where
+    I: IntoIterator<Item = Result<QueryResult, ResultsError>>,
+    W: Write,
+{
+    let mut w = CsvWriter::new(out)?;
+    let mut n = 0;
+    for r in results {
+        w.write(&r?)?;
+        n += 1;
+    }
+    w.into_inner()?;
+    Ok(n)
+}
+
+/// Writes `results` as JSON lines to `out`; returns the number of results written. Stops at
+/// the first error.
+pub fn export_jsonl<I, W>(results: I, out: W) -> Result<u64, ResultsError>
+where
+    I: IntoIterator<Item = Result<QueryResult, ResultsError>>,
+    W: Write,
+{
+    let mut w = JsonlWriter::new(out);
+    let mut n = 0;
+    for r in results {
+        w.write(&r?)?;
+        n += 1;
+    }
+    w.into_inner()?;
+    Ok(n)
+}

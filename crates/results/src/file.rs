@@ -1,0 +1,514 @@
+//! The binary results file: a versioned stream of checksummed blocks of fixed-size results.
+//!
+//! Layout (all integers little-endian):
+//!
+//! ```text
+//! file header, 16 bytes:
+//!   0  [8] magic "LDPRSLTS"
+//!   8  u16 version = 1
+//!  10  u16 header length = 16 (readers skip what they do not know)
+//!  12  u16 result length = 48 (readers decode the first 48 bytes of each result, skip the rest)
+//!  14  u16 reserved (0)
+//! then blocks until the end of the file; block header, 16 bytes:
+//!   0  [4] block magic "RBLK"
+//!   4  u32 result count (1..=65536)
+//!   8  u32 payload length in bytes = count × result length
+//!  12  u32 CRC-32 (IEEE, as zlib) of the block header's first 12 bytes followed by the payload
+//! then the payload: `count` results, each:
+//!   0  u64 index (position of the query's record in the trace)
+//!   8  i64 trace_ns
+//!  16  i64 intended_ns
+//!  24  i64 sent_ns (0: never sent)
+//!  32  i64 received_ns (0: no response)
+//!  40  u16 rcode
+//!  42  u16 response length
+//!  44  u8  transport (0 udp, 1 tcp, 2 tls, 3 https, 4 quic)
+//!  45  u8  flags: 1 = new connection, 2 = truncated (TC)
+//!  46  u8  outcome: 0 answered, 1 timeout, 2 refused, 3 reset, 4 tls, 5 send, 6 bad-query,
+//!          7 stopped
+//!  47  u8  reserved (0)
+//! ```
+//!
+//! The writer emits a block every [`DEFAULT_BLOCK_RESULTS`] results or when the oldest buffered
+//! result is [`DEFAULT_BLOCK_AGE`] old (checked as results arrive), and flushes its output after
+//! each block, so a writer that is killed leaves a file that reads back up to its last complete
+//! block. The reader stops at the first block that is cut short or fails its checks and reports
+//! how many bytes it ignored ([`ResultsReader::ignored_bytes`]).
+
+use crate::result::{ErrorKind, Outcome, QueryResult, ResultSink};
+use ldplayer_trace::Proto;
+use std::fs::File;
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The first eight bytes of every results file.
+pub const MAGIC: &[u8; 8] = b"LDPRSLTS";
+/// The format version this crate writes and reads.
+pub const VERSION: u16 = 1;
+/// Length of the file header this crate writes.
+pub const FILE_HEADER_LEN: usize = 16;
+/// The magic at the start of every block.
+pub const BLOCK_MAGIC: &[u8; 4] = b"RBLK";
+/// Length of a block header.
+pub const BLOCK_HEADER_LEN: usize = 16;
+/// Length of one encoded result in this version.
+pub const RESULT_LEN: usize = 48;
+/// Most results in one block (writers and readers refuse more).
+pub const MAX_BLOCK_RESULTS: usize = 65536;
+/// Results per block the writer aims for.
+pub const DEFAULT_BLOCK_RESULTS: usize = 4096;
+/// Age of the oldest buffered result after which the writer emits a block.
+pub const DEFAULT_BLOCK_AGE: Duration = Duration::from_secs(1);
+
+/// What went wrong reading a results file.
+#[derive(Debug, thiserror::Error)]
+pub enum ResultsError {
+    /// Reading failed.
+    #[error("reading results: {0}")]
+    Io(#[from] io::Error),
+    /// The input does not start with a results file header.
+    #[error("not an ldplayer results file ({0})")]
+    NotResults(&'static str),
+    /// A results file of a version this build does not read.
+    #[error("results file version {0} is not supported (this build reads version {VERSION})")]
+    Version(u16),
+    /// A block passed its checksum but holds a value this build does not know.
+    #[error("bad result in results file: {0}")]
+    Format(String),
+}
+
+/// How the stream of blocks ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// Not at the end yet.
+    Reading,
+    /// Every byte was part of a complete, valid block.
+    Clean,
+    /// The last block was cut short (a writer that was killed or is still writing).
+    Truncated,
+    /// A block failed its checks (bad magic, bad length or bad checksum); it and everything
+    /// after it were ignored.
+    Corrupt,
+    /// Reading failed (an I/O error); the iterator yielded the error and ended.
+    Error,
+}
+
+fn file_header() -> [u8; FILE_HEADER_LEN] {
+    let mut h = [0u8; FILE_HEADER_LEN];
+    h[..8].copy_from_slice(MAGIC);
+    h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+    h[10..12].copy_from_slice(&(FILE_HEADER_LEN as u16).to_le_bytes());
+    h[12..14].copy_from_slice(&(RESULT_LEN as u16).to_le_bytes());
+    h
+}
+
+/// True when `head` starts like a results file.
+pub fn sniff(head: &[u8]) -> bool {
+    head.starts_with(MAGIC)
+}
+
+fn outcome_code(o: Outcome) -> u8 {
+    match o {
+        Outcome::Answered => 0,
+        Outcome::Timeout => 1,
+        Outcome::Error(k) => match k {
+            ErrorKind::Refused => 2,
+            ErrorKind::Reset => 3,
+            ErrorKind::Tls => 4,
+            ErrorKind::Send => 5,
+            ErrorKind::BadQuery => 6,
+            ErrorKind::Stopped => 7,
+        },
+    }
+}
+
+fn outcome_from_code(c: u8) -> Option<Outcome> {
+    Some(match c {
+        0 => Outcome::Answered,
+        1 => Outcome::Timeout,
+        2 => Outcome::Error(ErrorKind::Refused),
+        3 => Outcome::Error(ErrorKind::Reset),
+        4 => Outcome::Error(ErrorKind::Tls),
+        5 => Outcome::Error(ErrorKind::Send),
+        6 => Outcome::Error(ErrorKind::BadQuery),
+        7 => Outcome::Error(ErrorKind::Stopped),
+        _ => return None,
+    })
+}
+
+/// Encodes one result in [`RESULT_LEN`] bytes.
+pub fn encode_result(r: &QueryResult) -> [u8; RESULT_LEN] {
+    let mut b = [0u8; RESULT_LEN];
+    b[0..8].copy_from_slice(&r.index.to_le_bytes());
+    b[8..16].copy_from_slice(&r.trace_ns.to_le_bytes());
+    b[16..24].copy_from_slice(&r.intended_ns.to_le_bytes());
+    b[24..32].copy_from_slice(&r.sent_ns.to_le_bytes());
+    b[32..40].copy_from_slice(&r.received_ns.to_le_bytes());
+    b[40..42].copy_from_slice(&r.rcode.to_le_bytes());
+    b[42..44].copy_from_slice(&r.response_len.to_le_bytes());
+    b[44] = r.proto as u8;
+    b[45] = r.new_connection as u8 | (r.truncated as u8) << 1;
+    b[46] = outcome_code(r.outcome);
+    b
+}
+
+/// Decodes one result from the first [`RESULT_LEN`] bytes of `b`.
+pub fn decode_result(b: &[u8]) -> Result<QueryResult, ResultsError> {
+    if b.len() < RESULT_LEN {
+        return Err(ResultsError::Format(format!(
+            "result of {} bytes, need {RESULT_LEN}",
+            b.len()
+        )));
+    }
+    let num = |at: usize| {
+        let mut x = [0u8; 8];
+        x.copy_from_slice(&b[at..at + 8]);
+        u64::from_le_bytes(x)
+    };
+    let proto = Proto::from_code(b[44])
+        .ok_or_else(|| ResultsError::Format(format!("unknown transport code {}", b[44])))?;
+    let outcome = outcome_from_code(b[46])
+        .ok_or_else(|| ResultsError::Format(format!("unknown outcome code {}", b[46])))?;
+    Ok(QueryResult {
+        index: num(0),
+        trace_ns: num(8) as i64,
+        intended_ns: num(16) as i64,
+        sent_ns: num(24) as i64,
+        received_ns: num(32) as i64,
+        rcode: u16::from_le_bytes([b[40], b[41]]),
+        response_len: u16::from_le_bytes([b[42], b[43]]),
+        proto,
+        new_connection: b[45] & 1 != 0,
+        truncated: b[45] & 2 != 0,
+        outcome,
+    })
+}
+
+fn block_crc(header12: &[u8], payload: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(header12);
+    h.update(payload);
+    h.finalize()
+}
+
+/// Writes results as a results file (see the [module docs](self) for the layout).
+///
+/// Results are buffered into blocks; call [`finish`](ResultSink::finish) (or
+/// [`into_inner`](Self::into_inner)) at the end, or the last block is lost.
+pub struct ResultsWriter<W: Write> {
+    out: W,
+    block: Vec<u8>,
+    count: usize,
+    oldest: Option<Instant>,
+    max_results: usize,
+    max_age: Duration,
+    written: u64,
+    blocks: u64,
+}
+
+impl ResultsWriter<BufWriter<File>> {
+    /// Creates (or truncates) the file at `path` and writes the file header.
+    pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
+        ResultsWriter::new(BufWriter::with_capacity(
+            1 << 18,
+            File::create(path.as_ref())?,
+        ))
+    }
+}
+
+impl<W: Write> ResultsWriter<W> {
+    /// Starts a results file on `out`: writes and flushes the file header. Blocks of up to
+    /// [`DEFAULT_BLOCK_RESULTS`] results or [`DEFAULT_BLOCK_AGE`] of age.
+    pub fn new(out: W) -> io::Result<Self> {
+        Self::with_block_limits(out, DEFAULT_BLOCK_RESULTS, DEFAULT_BLOCK_AGE)
+    }
+
+    /// Like [`new`](Self::new) with other block limits: a block is written when it holds
+    /// `max_results` results (clamped to 1..=[`MAX_BLOCK_RESULTS`]) or, when a result arrives,
+    /// if the block's first result arrived `max_age` ago or more.
+    pub fn with_block_limits(
+        mut out: W,
+        max_results: usize,
+        max_age: Duration,
+    ) -> io::Result<Self> {
+        out.write_all(&file_header())?;
+        out.flush()?;
+        let max_results = max_results.clamp(1, MAX_BLOCK_RESULTS);
+        let mut block = Vec::with_capacity(BLOCK_HEADER_LEN + max_results * RESULT_LEN);
+        block.resize(BLOCK_HEADER_LEN, 0);
+        Ok(ResultsWriter {
+            out,
+            block,
+            count: 0,
+            oldest: None,
+            max_results,
+            max_age,
+            written: 0,
+            blocks: 0,
+        })
+    }
+
+    /// Adds one result; writes the block when it is full or old enough.
+    pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
+        self.block.extend_from_slice(&encode_result(r));
+        self.count += 1;
+        self.written += 1;
+        let now = Instant::now();
+        let oldest = *self.oldest.get_or_insert(now);
+        if self.count >= self.max_results || now.duration_since(oldest) >= self.max_age {
+            self.write_block()?;
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered results as one block (if any) and flushes the output.
+    pub fn write_block(&mut self) -> io::Result<()> {
+        if self.count == 0 {
+            return Ok(());
+        }
+        let payload_len = self.count * RESULT_LEN;
+        let (head, payload) = self.block.split_at_mut(BLOCK_HEADER_LEN);
+        head[0..4].copy_from_slice(BLOCK_MAGIC);
+        head[4..8].copy_from_slice(&(self.count as u32).to_le_bytes());
+        head[8..12].copy_from_slice(&(payload_len as u32).to_le_bytes());
+        let crc = block_crc(&head[..12], payload);
+        head[12..16].copy_from_slice(&crc.to_le_bytes());
+        let res = self
+            .out
+            .write_all(&self.block)
+            .and_then(|()| self.out.flush());
+        // The block is dropped even on error: retrying would duplicate a partial write.
+        self.block.truncate(BLOCK_HEADER_LEN);
+        self.count = 0;
+        self.oldest = None;
+        self.blocks += 1;
+        res
+    }
+
+    /// Results taken so far (written or buffered).
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Blocks written so far.
+    pub fn blocks(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Writes the last block, flushes, and returns the inner writer.
+    pub fn into_inner(mut self) -> io::Result<W> {
+        self.write_block()?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+impl<W: Write + Send> ResultSink for ResultsWriter<W> {
+    fn result(&mut self, r: &QueryResult) -> io::Result<()> {
+        self.write(r)
+    }
+    fn finish(&mut self) -> io::Result<()> {
+        self.write_block()?;
+        self.out.flush()
+    }
+}
+
+/// Reads a results file, as an iterator of results.
+///
+/// The iterator ends at the end of the file or at the first block that is cut short or fails
+/// its checks; [`tail`](Self::tail) then says which and [`ignored_bytes`](Self::ignored_bytes)
+/// how many bytes were left unread. It yields an error (and then ends) when reading fails or a
+/// block that passed its checksum holds a value this build does not know.
+pub struct ResultsReader<R: Read> {
+    input: R,
+    result_len: usize,
+    payload: Vec<u8>,
+    pos: usize,
+    tail: Tail,
+    ignored: u64,
+    read_results: u64,
+    blocks: u64,
+}
+
+impl ResultsReader<BufReader<File>> {
+    /// Opens the results file at `path` and checks its header.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ResultsError> {
+        ResultsReader::new(BufReader::with_capacity(
+            1 << 18,
+            File::open(path.as_ref())?,
+        ))
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+impl<R: Read> ResultsReader<R> {
+    /// Reads and checks the file header.
+    pub fn new(mut input: R) -> Result<Self, ResultsError> {
+        let mut head = [0u8; FILE_HEADER_LEN];
+        let n = read_full(&mut input, &mut head)?;
+        if !head[..n.min(8)].iter().eq(MAGIC[..n.min(8)].iter()) {
+            return Err(ResultsError::NotResults("bad magic"));
+        }
+        if n < FILE_HEADER_LEN {
+            return Err(ResultsError::NotResults("file shorter than its header"));
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version != VERSION {
+            return Err(ResultsError::Version(version));
+        }
+        let header_len = u16::from_le_bytes([head[10], head[11]]) as usize;
+        let result_len = u16::from_le_bytes([head[12], head[13]]) as usize;
+        if header_len < FILE_HEADER_LEN {
+            return Err(ResultsError::NotResults("header length too short"));
+        }
+        if result_len < RESULT_LEN {
+            return Err(ResultsError::NotResults("result length too short"));
+        }
+        let extra = (header_len - FILE_HEADER_LEN) as u64;
+        let skipped = io::copy(&mut (&mut input).take(extra), &mut io::sink())?;
+        if skipped < extra {
+            return Err(ResultsError::NotResults("file shorter than its header"));
+        }
+        Ok(ResultsReader {
+            input,
+            result_len,
+            payload: Vec::new(),
+            pos: 0,
+            tail: Tail::Reading,
+            ignored: 0,
+            read_results: 0,
+            blocks: 0,
+        })
+    }
+
+    /// How the file ended ([`Tail::Reading`] until the iterator has ended).
+    pub fn tail(&self) -> Tail {
+        self.tail
+    }
+
+    /// Bytes at the end of the file that were not read as results: a block cut short, a
+    /// corrupt block and everything after it.
+    pub fn ignored_bytes(&self) -> u64 {
+        self.ignored
+    }
+
+    /// Results read so far.
+    pub fn results_read(&self) -> u64 {
+        self.read_results
+    }
+
+    /// Complete blocks read so far.
+    pub fn blocks_read(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Ends the stream: counts what is left of the input as ignored.
+    fn stop(&mut self, tail: Tail, already: usize) -> Result<(), ResultsError> {
+        self.tail = tail;
+        self.payload.clear();
+        self.pos = 0;
+        let rest = io::copy(&mut self.input, &mut io::sink())?;
+        self.ignored = already as u64 + rest;
+        Ok(())
+    }
+
+    /// Loads the next block into `payload`; false at the end of the stream.
+    fn next_block(&mut self) -> Result<bool, ResultsError> {
+        let mut head = [0u8; BLOCK_HEADER_LEN];
+        let n = read_full(&mut self.input, &mut head)?;
+        if n == 0 {
+            self.tail = Tail::Clean;
+            return Ok(false);
+        }
+        if n < BLOCK_HEADER_LEN {
+            self.stop(Tail::Truncated, n)?;
+            return Ok(false);
+        }
+        let count = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
+        let len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
+        let crc = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
+        if &head[0..4] != BLOCK_MAGIC
+            || count == 0
+            || count > MAX_BLOCK_RESULTS
+            || len != count * self.result_len
+        {
+            self.stop(Tail::Corrupt, n)?;
+            return Ok(false);
+        }
+        self.payload.resize(len, 0);
+        let got = read_full(&mut self.input, &mut self.payload)?;
+        if got < len {
+            self.stop(Tail::Truncated, n + got)?;
+            return Ok(false);
+        }
+        if block_crc(&head[..12], &self.payload) != crc {
+            self.stop(Tail::Corrupt, n + got)?;
+            return Ok(false);
+        }
+        self.pos = 0;
+        self.blocks += 1;
+        Ok(true)
+    }
+
+    /// The next result, `Ok(None)` at the end of the readable results.
+    pub fn next_result(&mut self) -> Result<Option<QueryResult>, ResultsError> {
+        if self.pos >= self.payload.len() {
+            if self.tail != Tail::Reading {
+                return Ok(None);
+            }
+            self.payload.clear();
+            self.pos = 0;
+            if !self.next_block()? {
+                return Ok(None);
+            }
+        }
+        let r = match decode_result(&self.payload[self.pos..self.pos + self.result_len]) {
+            Ok(r) => r,
+            Err(e) => {
+                let rest = self.payload.len() - self.pos;
+                self.stop(Tail::Corrupt, rest)?;
+                return Err(e);
+            }
+        };
+        self.pos += self.result_len;
+        self.read_results += 1;
+        Ok(Some(r))
+    }
+}
+
+impl<R: Read> Iterator for ResultsReader<R> {
+    type Item = Result<QueryResult, ResultsError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self.next_result() {
+            Ok(r) => r.map(Ok),
+            Err(e) => {
+                // End the stream after an error.
+                if self.tail == Tail::Reading {
+                    self.tail = Tail::Error;
+                }
+                self.payload.clear();
+                self.pos = 0;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Reads every result of a results file in memory (for tests and small files).
+pub fn read_all(input: impl Read) -> Result<Vec<QueryResult>, ResultsError> {
+    ResultsReader::new(input)?.collect()
+}
