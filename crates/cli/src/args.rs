@@ -24,8 +24,108 @@ pub enum Command {
     Synth(SynthArgs),
     /// Apply seeded, reproducible what-if changes to a trace.
     Mutate(MutateArgs),
+    /// Replay a trace against a DNS server with the trace's timing (or scaled, paced, or as fast
+    /// as it answers) over UDP, TCP or TLS, recording every query's outcome.
+    Replay(ReplayArgs),
+    /// Work with replay results files.
+    #[command(subcommand)]
+    Results(ResultsCommand),
     /// Run the main job on the embedded default: synthesize a trace, convert it, inspect it.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Trace to replay: pcap, pcapng, text or binary (`-` for standard input).
+    pub trace: PathBuf,
+    /// Server to query: HOST[:PORT] (port 53, or 853 for TLS, when left out).
+    #[arg(long)]
+    pub server: String,
+    /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp or tls.
+    #[arg(long, default_value = "keep")]
+    pub proto: String,
+    /// Scale the trace's timing: 2 replays twice as fast.
+    #[arg(long, value_name = "K", conflicts_with_all = ["rate", "fast"])]
+    pub speed: Option<f64>,
+    /// Pace queries evenly at this rate, ignoring the trace's times.
+    #[arg(long, value_name = "QPS", conflicts_with = "fast")]
+    pub rate: Option<f64>,
+    /// Send as fast as the server answers, with a bounded number of queries in flight.
+    #[arg(long)]
+    pub fast: bool,
+    /// Queries in flight with --fast.
+    #[arg(long, default_value_t = 1000)]
+    pub max_in_flight: usize,
+    /// Write every query's result to this file (read it with `ldplayer results export`).
+    #[arg(long, value_name = "FILE")]
+    pub results: Option<PathBuf>,
+    /// Print the end-of-run summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Querier threads (each original client always goes to the same one).
+    #[arg(long)]
+    pub queriers: Option<usize>,
+    /// Pin querier threads to these cores, e.g. 1 or 0,1.
+    #[arg(long, value_delimiter = ',')]
+    pub pin: Vec<usize>,
+    /// Seconds to wait for an answer.
+    #[arg(long, default_value_t = 2.0)]
+    pub timeout: f64,
+    /// Retries of a UDP query that timed out.
+    #[arg(long, default_value_t = 0)]
+    pub udp_retries: u32,
+    /// Seconds a TCP/TLS connection may stay idle before it is closed.
+    #[arg(long, default_value_t = 20.0)]
+    pub idle_timeout: f64,
+    /// Do not retry truncated (TC=1) UDP answers over TCP.
+    #[arg(long)]
+    pub no_tc_retry: bool,
+    /// Ignore the EDNS TCP keepalive timeouts servers send.
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Give each original client its own local address from this prefix (e.g. 127.0.0.0/8),
+    /// lifting the 64k-port limit.
+    #[arg(long, value_name = "CIDR")]
+    pub source_prefix: Option<String>,
+    /// PEM file of the CA that signed the TLS server's certificate.
+    #[arg(long, value_name = "PEM")]
+    pub tls_ca: Option<PathBuf>,
+    /// Accept any TLS certificate (test servers only).
+    #[arg(long)]
+    pub tls_insecure: bool,
+    /// Server name to send and verify in TLS (default: the --server host).
+    #[arg(long)]
+    pub tls_name: Option<String>,
+    /// Do not resume TLS sessions.
+    #[arg(long)]
+    pub no_tls_resume: bool,
+    /// UDP/TCP port carrying DNS in captures (repeat for several).
+    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16])]
+    pub dns_ports: Vec<u16>,
+    /// Do not show progress.
+    #[arg(short, long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ResultsCommand {
+    /// Export a results file as CSV or JSON Lines.
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Results file written by `ldplayer replay --results`.
+    pub file: PathBuf,
+    /// CSV with a header line.
+    #[arg(long, conflicts_with = "jsonl")]
+    pub csv: bool,
+    /// One JSON object per line.
+    #[arg(long)]
+    pub jsonl: bool,
+    /// Output file (default: standard output).
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
 }
 
 /// Output formats.

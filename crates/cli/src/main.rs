@@ -18,6 +18,8 @@ fn main() {
         args::Command::Inspect(a) => cmd::inspect::run(a),
         args::Command::Synth(a) => cmd::synth::run(a),
         args::Command::Mutate(a) => cmd::mutate::run(a),
+        args::Command::Replay(a) => cmd::replay::run(a),
+        args::Command::Results(c) => cmd::results::run(c),
         args::Command::Demo(a) => cmd::demo::run(a),
     };
     if let Err(e) = result {

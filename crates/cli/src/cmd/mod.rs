@@ -4,6 +4,8 @@ pub mod convert;
 pub mod demo;
 pub mod inspect;
 pub mod mutate;
+pub mod replay;
+pub mod results;
 pub mod synth;
 
 use ldplayer_trace::SkipCounts;

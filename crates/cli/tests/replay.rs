@@ -1,0 +1,254 @@
+//! `ldplayer replay` against a real knotd on loopback, with tcpdump and tshark as independent
+//! witnesses of what went on the wire and when.
+
+use ldplayer_testbed::knot;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn ldplayer(args: &[&str]) -> std::process::Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(args)
+        .output()
+        .expect("ldplayer runs");
+    assert!(
+        out.status.success(),
+        "ldplayer {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn replays_udp_and_tcp_and_records_every_query() {
+    let server = knot();
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    let results = dir.path().join("r.res");
+    ldplayer(&[
+        "synth",
+        "--workload",
+        "poisson",
+        "--rate",
+        "2000",
+        "-n",
+        "2000",
+        "--clients",
+        "50",
+        "--tcp-share",
+        "0.3",
+        "--zone",
+        "example.",
+        "--seed",
+        "5",
+        "-o",
+        &s(&trace),
+        "-q",
+    ]);
+    let out = ldplayer(&[
+        "replay",
+        &s(&trace),
+        "--server",
+        &server.addr.to_string(),
+        "--json",
+        "--results",
+        &s(&results),
+        "--speed",
+        "4",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(summary["sent"], 2000, "{summary}");
+    assert_eq!(summary["answered"], 2000, "{summary}");
+    assert_eq!(summary["timeouts"], 0, "{summary}");
+    assert!(summary["qps"].as_f64().unwrap_or(0.0) > 0.0, "{summary}");
+    // 30% of 50 clients over TCP, each with one connection reused for all its queries.
+    let opened = summary["connections"]["opened"].as_u64().unwrap_or(0);
+    assert!((5..=25).contains(&opened), "{summary}");
+    assert!(
+        summary["connections"]["reused"].as_u64().unwrap_or(0) > 200,
+        "{summary}"
+    );
+    assert!(
+        summary["latency_ms"]["udp"]["p50"].as_f64().is_some(),
+        "{summary}"
+    );
+    assert!(
+        summary["latency_ms"]["tcp"]["p50"].as_f64().is_some(),
+        "{summary}"
+    );
+
+    let csv = ldplayer(&["results", "export", &s(&results), "--csv"]).stdout;
+    let csv = String::from_utf8(csv).expect("utf-8");
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome")
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), 2000);
+    // Every synthetic name is absent from the zone: NXDOMAIN, answered.
+    assert!(
+        rows.iter()
+            .all(|r| r.ends_with(",3,NXDOMAIN,") || r.contains(",3,NXDOMAIN,")),
+        "{}",
+        rows[0]
+    );
+    assert!(rows.iter().all(|r| r.ends_with(",answered")));
+    let jsonl = String::from_utf8(ldplayer(&["results", "export", &s(&results), "--jsonl"]).stdout)
+        .expect("utf-8");
+    assert_eq!(jsonl.lines().count(), 2000);
+}
+
+#[test]
+fn a_silent_server_gives_timeouts_not_a_hang() {
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.txt");
+    ldplayer(&[
+        "synth",
+        "--workload",
+        "fixed",
+        "--interval",
+        "0.01",
+        "-n",
+        "20",
+        "-o",
+        &s(&trace),
+        "-q",
+    ]);
+    let started = Instant::now();
+    let out = ldplayer(&[
+        "replay",
+        &s(&trace),
+        "--server",
+        &silent.local_addr().expect("addr").to_string(),
+        "--json",
+        "--timeout",
+        "0.3",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(summary["sent"], 20);
+    assert_eq!(summary["timeouts"], 20);
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+/// tcpdump captures the queries on loopback while a 1 ms fixed-interval trace is replayed with
+/// its own timing; tshark reads the capture. The gaps between queries on the wire follow the
+/// trace's gaps (loose bounds: the machine is shared).
+#[test]
+fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
+    let server = knot();
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.txt");
+    let capture = dir.path().join("wire.pcap");
+    ldplayer(&[
+        "synth",
+        "--workload",
+        "fixed",
+        "--interval",
+        "0.001",
+        "-n",
+        "1000",
+        "--clients",
+        "20",
+        "-o",
+        &s(&trace),
+        "-q",
+    ]);
+    let port = server.addr.port().to_string();
+    let mut tcpdump = Command::new("tcpdump")
+        // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
+        .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-w"])
+        .arg(&capture)
+        .args(["udp", "and", "dst", "port", &port])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tcpdump must be installed (scripts/test.sh installs it)");
+    // Wait for "listening on lo".
+    let mut err = BufReader::new(tcpdump.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    assert!(line.contains("listening"), "tcpdump: {line}");
+    std::thread::sleep(Duration::from_millis(200));
+    ldplayer(&[
+        "replay",
+        &s(&trace),
+        "--server",
+        &server.addr.to_string(),
+        "-q",
+    ]);
+    std::thread::sleep(Duration::from_millis(300));
+    // Ask tcpdump to stop and write what it has.
+    let _ = Command::new("kill")
+        .args(["-INT", &tcpdump.id().to_string()])
+        .status();
+    let _ = tcpdump.wait();
+
+    let fields = |path: &Path, extra: &[&str]| -> Vec<(f64, String)> {
+        let out = Command::new("tshark")
+            .arg("-r")
+            .arg(path)
+            .args(extra)
+            .args([
+                "-T",
+                "fields",
+                "-e",
+                "frame.time_epoch",
+                "-e",
+                "dns.qry.name",
+            ])
+            .output()
+            .expect("tshark must be installed");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter_map(|l| {
+                let (t, n) = l.split_once('\t')?;
+                Some((t.parse().ok()?, n.to_string()))
+            })
+            .collect()
+    };
+    let mut wire = fields(&capture, &["-d", &format!("udp.port=={port},dns")]);
+    assert_eq!(
+        wire.len(),
+        1000,
+        "tcpdump saw {} of 1000 queries",
+        wire.len()
+    );
+    // The trace's own schedule, as tshark reads it from the same trace written as pcap.
+    let trace_pcap = dir.path().join("t.pcap");
+    ldplayer(&[
+        "convert",
+        &s(&trace),
+        "--to",
+        "pcap",
+        "-o",
+        &s(&trace_pcap),
+        "-q",
+    ]);
+    let planned: std::collections::HashMap<String, f64> = fields(&trace_pcap, &[])
+        .into_iter()
+        .map(|(t, n)| (n, t))
+        .collect();
+    wire.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (w0, n0) = &wire[0];
+    let p0 = planned[n0];
+    let mut errors: Vec<f64> = wire
+        .iter()
+        .map(|(t, n)| ((t - w0) - (planned[n] - p0)).abs() * 1e3)
+        .collect();
+    errors.sort_by(f64::total_cmp);
+    let median = errors[errors.len() / 2];
+    let p90 = errors[errors.len() * 9 / 10];
+    eprintln!(
+        "wire timing error vs trace: median {median:.3} ms, p90 {p90:.3} ms, max {:.3} ms",
+        errors[errors.len() - 1]
+    );
+    assert!(median < 2.0, "median {median} ms");
+    assert!(p90 < 10.0, "p90 {p90} ms");
+}

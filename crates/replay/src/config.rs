@@ -1,0 +1,180 @@
+//! The engine's configuration: plain data, validated by [`ReplayConfig::validate`].
+
+use crate::error::ReplayError;
+use ldplayer_trace::Proto;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// When queries are sent.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Timing {
+    /// The trace's own timing: a query captured `d` after the first one is sent `d / speed` after
+    /// the replay's start (speed 2.0 replays twice as fast).
+    Original {
+        /// Speed factor; must be positive and finite.
+        speed: f64,
+    },
+    /// Evenly paced at `qps` queries per second, ignoring the trace's times.
+    Rate {
+        /// Queries per second over all queriers; must be positive and finite.
+        qps: f64,
+    },
+    /// Closed loop: each querier sends as fast as answers come, with at most
+    /// `max_in_flight / queriers` (at least 1) queries outstanding.
+    Fast {
+        /// Bound on outstanding queries over all queriers.
+        max_in_flight: usize,
+    },
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing::Original { speed: 1.0 }
+    }
+}
+
+/// TLS settings for DNS over TLS (RFC 7858).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsConfig {
+    /// PEM file with the certificates to trust (CA certificates or the server's self-signed
+    /// one). Without it and without `insecure`, nothing is trusted and handshakes fail.
+    pub ca_file: Option<PathBuf>,
+    /// Accept any server certificate (the handshake signature is still checked). Only for test
+    /// servers: it gives no authentication at all.
+    pub insecure: bool,
+    /// Name to send in SNI and to check the certificate against; `None` uses the server's IP
+    /// address.
+    pub server_name: Option<String>,
+    /// Resume sessions (TLS 1.3 tickets), each simulated client with its own session store.
+    pub resume: bool,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            ca_file: None,
+            insecure: false,
+            server_name: None,
+            resume: true,
+        }
+    }
+}
+
+/// Everything that shapes a replay.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReplayConfig {
+    /// The server every query goes to (the trace's destinations are ignored).
+    pub server: SocketAddr,
+    /// Send every query over this transport; `None` keeps each record's own. Only UDP, TCP and TLS
+    /// are supported; records of other transports fail with `BadQuery`.
+    pub proto_override: Option<Proto>,
+    /// When queries are sent.
+    pub timing: Timing,
+    /// Number of querier threads.
+    pub queriers: usize,
+    /// Pin querier `i` to core `pin_cores[i % len]`.
+    pub pin_cores: Option<Vec<usize>>,
+    /// How long to wait for an answer.
+    pub timeout: Duration,
+    /// How many times a UDP query is resent after a timeout before it counts as timed out.
+    pub udp_retries: u32,
+    /// Close a TCP or TLS connection after this long without queries in flight.
+    pub tcp_idle_timeout: Duration,
+    /// Open UDP sockets per querier; past it the least recently used one is closed.
+    pub max_udp_sockets: usize,
+    /// Open TCP and TLS connections per querier; past it the least recently used idle one is
+    /// closed (busy ones are kept, so this is a soft bound).
+    pub max_connections: usize,
+    /// Resend queries whose UDP answer has TC set over TCP.
+    pub retry_truncated_over_tcp: bool,
+    /// Take the idle timeout of a connection from the server's EDNS TCP keepalive option
+    /// (RFC 7828) when its answers carry one.
+    pub honor_keepalive: bool,
+    /// Give each original source address its own local address in this prefix (in order of first
+    /// appearance: the first source gets the prefix's address + 1, and so on, wrapping around).
+    /// `None` binds to the unspecified address with an ephemeral port.
+    pub source_prefix: Option<(IpAddr, u8)>,
+    /// TLS settings.
+    pub tls: TlsConfig,
+    /// How far ahead of real time the reader runs (queries buffered before they are due).
+    pub preload: Duration,
+    /// Skip responses in the trace (QR set); when false, every record is sent as a query.
+    pub queries_only: bool,
+}
+
+impl ReplayConfig {
+    /// The defaults with `server` as the target.
+    pub fn new(server: SocketAddr) -> ReplayConfig {
+        ReplayConfig {
+            server,
+            ..ReplayConfig::default()
+        }
+    }
+
+    /// Checks the settings for values the engine cannot work with.
+    pub fn validate(&self) -> Result<(), ReplayError> {
+        let bad = |m: &str| Err(ReplayError::Config(m.to_string()));
+        match self.timing {
+            Timing::Original { speed } if !(speed.is_finite() && speed > 0.0) => {
+                return bad("speed must be positive and finite")
+            }
+            Timing::Rate { qps } if !(qps.is_finite() && qps > 0.0) => {
+                return bad("rate must be positive and finite")
+            }
+            Timing::Fast { max_in_flight: 0 } => return bad("max in flight must be at least 1"),
+            _ => {}
+        }
+        if self.queriers == 0 || self.queriers > 1024 {
+            return bad("queriers must be between 1 and 1024");
+        }
+        if self.timeout.is_zero() {
+            return bad("timeout must be positive");
+        }
+        if self.max_udp_sockets == 0 || self.max_connections == 0 {
+            return bad("socket and connection limits must be at least 1");
+        }
+        if let Some(p) = self.proto_override {
+            if !matches!(p, Proto::Udp | Proto::Tcp | Proto::Tls) {
+                return bad("only udp, tcp and tls can be replayed");
+            }
+        }
+        if let Some((addr, len)) = self.source_prefix {
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            if len > max {
+                return bad("source prefix length too long");
+            }
+            if addr.is_ipv4() != self.server.is_ipv4() {
+                return bad("source prefix and server must be of the same address family");
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Default for ReplayConfig {
+    /// Original timing at speed 1 to 127.0.0.1:53, one querier per core less one (at least one),
+    /// 2 s timeout, no UDP retries, 20 s TCP idle timeout, 10 000 UDP sockets and 100 000
+    /// connections per querier, TC retries over TCP, keepalive honoured, 1 s preload.
+    fn default() -> Self {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        ReplayConfig {
+            server: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 53),
+            proto_override: None,
+            timing: Timing::default(),
+            queriers: cores.saturating_sub(1).max(1),
+            pin_cores: None,
+            timeout: Duration::from_secs(2),
+            udp_retries: 0,
+            tcp_idle_timeout: Duration::from_secs(20),
+            max_udp_sockets: 10_000,
+            max_connections: 100_000,
+            retry_truncated_over_tcp: true,
+            honor_keepalive: true,
+            source_prefix: None,
+            tls: TlsConfig::default(),
+            preload: Duration::from_secs(1),
+            queries_only: true,
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! The reader side: which querier gets which client, when each query is due, and the batches
+//! that carry queries to the queriers.
+
+use crate::config::Timing;
+use ldplayer_trace::Proto;
+use rustc_hash::FxHashMap;
+use std::net::IpAddr;
+
+/// One query on its way to a querier; its message is `bytes[off..off + len]` of its batch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct QueryMeta {
+    pub index: u64,
+    pub trace_ns: i64,
+    /// Realtime ns when it is due; 0 for the closed loop (`Timing::Fast`).
+    pub intended_ns: i64,
+    /// Global client number (order of first appearance of the source address).
+    pub client: u32,
+    pub proto: Proto,
+    pub off: u32,
+    pub len: u32,
+}
+
+/// Queries for one querier, their messages packed in one buffer (one allocation per batch, not
+/// per query).
+#[derive(Debug, Default)]
+pub(crate) struct Batch {
+    pub queries: Vec<QueryMeta>,
+    pub bytes: Vec<u8>,
+}
+
+impl Batch {
+    pub fn wire(&self, q: &QueryMeta) -> &[u8] {
+        self.bytes
+            .get(q.off as usize..(q.off as usize + q.len as usize))
+            .unwrap_or(&[])
+    }
+}
+
+/// Assigns each original source address a client number (in order of first appearance) and a
+/// querier (a stable hash of the address, so a client's queries always go to the same querier and
+/// keep their order). A future controller can use the same component to spread clients over
+/// agents on several hosts.
+#[derive(Debug)]
+pub struct Distributor {
+    queriers: usize,
+    clients: FxHashMap<IpAddr, (u32, usize)>,
+}
+
+impl Distributor {
+    /// A distributor over `queriers` queriers (at least one).
+    pub fn new(queriers: usize) -> Distributor {
+        Distributor {
+            queriers: queriers.max(1),
+            clients: FxHashMap::default(),
+        }
+    }
+
+    /// The client number and querier of source address `src`.
+    pub fn assign(&mut self, src: IpAddr) -> (u32, usize) {
+        let next = self.clients.len() as u32;
+        let queriers = self.queriers;
+        *self
+            .clients
+            .entry(src)
+            .or_insert_with(|| (next, (stable_hash(src) % queriers as u64) as usize))
+    }
+
+    /// Number of distinct clients seen.
+    pub fn clients(&self) -> usize {
+        self.clients.len()
+    }
+}
+
+/// A hash of an address that does not change between runs, versions or platforms.
+pub fn stable_hash(addr: IpAddr) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |b: &[u8]| {
+        for &x in b {
+            h ^= x as u64;
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    };
+    match addr {
+        IpAddr::V4(a) => eat(&a.octets()),
+        IpAddr::V6(a) => eat(&a.octets()),
+    }
+    // Finalise (splitmix64) so that neighbouring addresses spread evenly.
+    let mut z = h;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// When each query is due, on the shared realtime clock.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    timing: Timing,
+    t0_ns: i64,
+    trace_t0: Option<i64>,
+    n: u64,
+}
+
+impl Schedule {
+    /// A schedule starting at realtime `t0_ns`.
+    pub fn new(timing: Timing, t0_ns: i64) -> Schedule {
+        Schedule {
+            timing,
+            t0_ns,
+            trace_t0: None,
+            n: 0,
+        }
+    }
+
+    /// The replay's start (realtime ns).
+    pub fn t0_ns(&self) -> i64 {
+        self.t0_ns
+    }
+
+    /// The due time of the next query, captured at `trace_ns`; 0 means "as soon as possible".
+    /// Original timing never schedules a query before the start, even if the trace goes back in
+    /// time.
+    pub fn next(&mut self, trace_ns: i64) -> i64 {
+        let n = self.n;
+        self.n += 1;
+        match self.timing {
+            Timing::Original { speed } => {
+                let t0 = *self.trace_t0.get_or_insert(trace_ns);
+                let offset = (trace_ns.saturating_sub(t0)).max(0) as f64 / speed;
+                self.t0_ns.saturating_add(offset as i64)
+            }
+            Timing::Rate { qps } => self.t0_ns.saturating_add((n as f64 * 1e9 / qps) as i64),
+            Timing::Fast { .. } => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clients_are_numbered_in_order_and_stay_on_one_querier() {
+        let mut d = Distributor::new(4);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        let b: IpAddr = "10.0.0.2".parse().unwrap();
+        let (ca, qa) = d.assign(a);
+        let (cb, _) = d.assign(b);
+        assert_eq!((ca, cb), (0, 1));
+        assert_eq!(d.assign(a), (0, qa));
+        assert_eq!(d.clients(), 2);
+    }
+
+    #[test]
+    fn hash_spreads_clients() {
+        let mut counts = [0u32; 4];
+        for i in 0..4000u32 {
+            let a = IpAddr::V4(std::net::Ipv4Addr::from(0x0a00_0000 + i));
+            counts[(stable_hash(a) % 4) as usize] += 1;
+        }
+        assert!(counts.iter().all(|&c| c > 800), "{counts:?}");
+    }
+
+    #[test]
+    fn schedules() {
+        let mut s = Schedule::new(Timing::Original { speed: 2.0 }, 1_000);
+        assert_eq!(s.next(5_000), 1_000);
+        assert_eq!(s.next(7_000), 2_000);
+        assert_eq!(s.next(4_000), 1_000);
+        let mut r = Schedule::new(Timing::Rate { qps: 1e9 }, 10);
+        assert_eq!((r.next(99), r.next(0), r.next(0)), (10, 11, 12));
+        let mut f = Schedule::new(Timing::Fast { max_in_flight: 1 }, 10);
+        assert_eq!(f.next(5), 0);
+    }
+}

@@ -1,0 +1,375 @@
+//! The pipeline: reader/distributor (the caller's thread) → queriers (one thread each) → result
+//! writer (one thread).
+
+use crate::clock;
+use crate::config::{ReplayConfig, Timing};
+use crate::distributor::{Batch, Distributor, QueryMeta, Schedule};
+use crate::error::ReplayError;
+use crate::querier::{self, Setup, WAKER};
+use crate::stats::ReplayStats;
+use crate::tls::TlsBase;
+use crossbeam_channel::{bounded, Receiver, Sender};
+use ldplayer_dns::flag;
+use ldplayer_results::{QueryResult, ResultSink};
+use ldplayer_trace::{Proto, Record, Sink, SinkError, Source};
+use mio::{Poll, Waker};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+/// Queries per batch sent to a querier.
+const BATCH_QUERIES: usize = 64;
+/// Batches a querier's channel holds (backpressure beyond it).
+const CHANNEL_BATCHES: usize = 256;
+/// How far in the future the shared start is set, so that all threads start aligned.
+const START_DELAY_NS: i64 = 100_000_000;
+/// A batch is handed over at least this often, even when not full.
+const MAX_BATCH_AGE_NS: i64 = 5_000_000;
+
+/// The query engine. Build it with a configuration, then [`Replay::run`] a trace, or
+/// [`Replay::start`] it and feed it records as a [`Sink`].
+#[derive(Debug)]
+pub struct Replay {
+    config: Arc<ReplayConfig>,
+    tls: Option<Arc<TlsBase>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Replay {
+    /// Checks the configuration and prepares TLS.
+    pub fn new(config: ReplayConfig) -> Result<Replay, ReplayError> {
+        config.validate()?;
+        let tls_needed = config.proto_override.is_none_or(|p| p == Proto::Tls);
+        let tls = if tls_needed {
+            Some(Arc::new(TlsBase::new(&config.tls, config.server.ip())?))
+        } else {
+            None
+        };
+        Ok(Replay {
+            config: Arc::new(config),
+            tls,
+            stop: Arc::new(AtomicBool::new(false)),
+        })
+    }
+
+    /// The flag that stops the replay when set (Ctrl-C): no more queries are scheduled, queries
+    /// already handed to queriers but not sent end as `Stopped`, queries in flight get their
+    /// answer or time out, and the results are finished.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ReplayConfig {
+        &self.config
+    }
+
+    /// Replays everything `source` yields, writing one result per query to `results`.
+    pub fn run(
+        &self,
+        source: &mut dyn Source,
+        results: Box<dyn ResultSink>,
+    ) -> Result<ReplayStats, ReplayError> {
+        let mut running = self.start(results)?;
+        let read = source.run(&mut running);
+        let stats = running.finish()?;
+        read?;
+        Ok(stats)
+    }
+
+    /// Starts the queriers and the result writer; the returned [`Running`] takes records as a
+    /// [`Sink`] and must be [`Running::finish`]ed.
+    pub fn start(&self, results: Box<dyn ResultSink>) -> Result<Running, ReplayError> {
+        let config = self.config.clone();
+        let n = config.queriers;
+        let (res_tx, res_rx) = bounded::<Vec<QueryResult>>(4096);
+        let writer = std::thread::Builder::new()
+            .name("ldplayer-results".into())
+            .spawn(move || write_results(results, res_rx))
+            .map_err(|e| ReplayError::io("starting the result writer", e))?;
+        let per_querier = match config.timing {
+            Timing::Fast { max_in_flight } => max_in_flight.div_ceil(n).max(1),
+            _ => usize::MAX,
+        };
+        let mut queriers = Vec::with_capacity(n);
+        let mut spawn_error = None;
+        for i in 0..n {
+            let poll = match Poll::new() {
+                Ok(p) => p,
+                Err(e) => {
+                    spawn_error = Some(ReplayError::io("creating epoll", e));
+                    break;
+                }
+            };
+            let waker = match Waker::new(poll.registry(), WAKER) {
+                Ok(w) => Arc::new(w),
+                Err(e) => {
+                    spawn_error = Some(ReplayError::io("creating a waker", e));
+                    break;
+                }
+            };
+            let (tx, rx) = bounded::<Batch>(CHANNEL_BATCHES);
+            let (recycle_tx, recycle_rx) = bounded::<Batch>(CHANNEL_BATCHES);
+            let setup = Setup {
+                config: config.clone(),
+                poll,
+                rx,
+                recycle: recycle_tx,
+                results: res_tx.clone(),
+                stop: self.stop.clone(),
+                tls: self.tls.clone(),
+                max_in_flight: per_querier,
+            };
+            let core = config
+                .pin_cores
+                .as_ref()
+                .filter(|c| !c.is_empty())
+                .map(|c| c[i % c.len()]);
+            let handle = std::thread::Builder::new()
+                .name(format!("ldplayer-q{i}"))
+                .spawn(move || {
+                    if let Some(core) = core {
+                        clock::pin_to_core(core);
+                    }
+                    querier::run(setup)
+                });
+            match handle {
+                Ok(h) => queriers.push(QuerierHandle {
+                    tx: Some(tx),
+                    waker,
+                    recycle: recycle_rx,
+                    batch: Batch::default(),
+                    batch_started: 0,
+                    thread: Some(h),
+                }),
+                Err(e) => {
+                    spawn_error = Some(ReplayError::io("starting a querier", e));
+                    break;
+                }
+            }
+        }
+        drop(res_tx);
+        let mut running = Running {
+            config: config.clone(),
+            stop: self.stop.clone(),
+            distributor: Distributor::new(n),
+            schedule: Schedule::new(config.timing, clock::now_ns() + START_DELAY_NS),
+            queriers,
+            writer: Some(writer),
+            stats: ReplayStats::default(),
+            started: Instant::now(),
+            index: 0,
+            failed: None,
+        };
+        if let Some(e) = spawn_error {
+            let _ = running.shutdown();
+            return Err(e);
+        }
+        Ok(running)
+    }
+}
+
+struct QuerierHandle {
+    tx: Option<Sender<Batch>>,
+    waker: Arc<Waker>,
+    recycle: Receiver<Batch>,
+    batch: Batch,
+    batch_started: i64,
+    thread: Option<JoinHandle<ReplayStats>>,
+}
+
+impl QuerierHandle {
+    fn flush(&mut self) -> Result<(), SinkError> {
+        if self.batch.queries.is_empty() {
+            return Ok(());
+        }
+        let next = self.recycle.try_recv().unwrap_or_default();
+        let batch = std::mem::replace(&mut self.batch, next);
+        let tx = self.tx.as_ref().ok_or(SinkError::Stopped)?;
+        tx.send(batch)
+            .map_err(|_| SinkError::Other("a querier thread ended early".into()))?;
+        let _ = self.waker.wake();
+        Ok(())
+    }
+}
+
+/// A started replay: feed it records (it is a [`Sink`]), then call [`Running::finish`].
+pub struct Running {
+    config: Arc<ReplayConfig>,
+    stop: Arc<AtomicBool>,
+    distributor: Distributor,
+    schedule: Schedule,
+    queriers: Vec<QuerierHandle>,
+    writer: Option<JoinHandle<std::io::Result<u64>>>,
+    stats: ReplayStats,
+    started: Instant,
+    index: u64,
+    failed: Option<ReplayError>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("queriers", &self.queriers.len())
+            .field("stats", &self.stats)
+            .finish()
+    }
+}
+
+impl Running {
+    /// The realtime ns at which the schedule starts.
+    pub fn start_ns(&self) -> i64 {
+        self.schedule.t0_ns()
+    }
+
+    fn flush_all(&mut self) -> Result<(), SinkError> {
+        for q in &mut self.queriers {
+            q.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the queriers to answer or time out every query, finishes the results and
+    /// returns the counters.
+    pub fn finish(mut self) -> Result<ReplayStats, ReplayError> {
+        self.shutdown()
+    }
+
+    fn shutdown(&mut self) -> Result<ReplayStats, ReplayError> {
+        let _ = self.flush_all();
+        let mut panicked = false;
+        for q in &mut self.queriers {
+            q.tx = None;
+            let _ = q.waker.wake();
+        }
+        for q in &mut self.queriers {
+            if let Some(t) = q.thread.take() {
+                match t.join() {
+                    Ok(s) => self.stats.merge(&ReplayStats {
+                        records: 0,
+                        skipped_responses: 0,
+                        clients: 0,
+                        results: 0,
+                        ..s
+                    }),
+                    Err(_) => panicked = true,
+                }
+            }
+        }
+        let written = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r.map_err(ReplayError::Results)?,
+            Some(Err(_)) => return Err(ReplayError::Panicked("result writer")),
+            None => 0,
+        };
+        if panicked {
+            return Err(ReplayError::Panicked("querier"));
+        }
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        self.stats.results = written;
+        self.stats.clients = self.distributor.clients() as u64;
+        self.stats.duration = self.started.elapsed();
+        Ok(self.stats.clone())
+    }
+}
+
+impl Sink for Running {
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(SinkError::Stopped);
+        }
+        self.stats.records += 1;
+        let index = self.index;
+        self.index += 1;
+        if self.config.queries_only
+            && record.wire.len() >= 4
+            && u16::from_be_bytes([record.wire[2], record.wire[3]]) & flag::QR != 0
+        {
+            self.stats.skipped_responses += 1;
+            return Ok(());
+        }
+        let intended = self.schedule.next(record.time_ns);
+        if intended != 0 {
+            // Stay at most `preload` ahead of real time.
+            let preload = self.config.preload.as_nanos().min(i64::MAX as u128) as i64;
+            let now = clock::now_ns();
+            if intended - now > preload {
+                self.flush_all()?;
+                let target = intended - preload;
+                while clock::now_ns() < target {
+                    if self.stop.load(Ordering::Relaxed) {
+                        return Err(SinkError::Stopped);
+                    }
+                    let step = (target - clock::now_ns()).min(50_000_000);
+                    clock::sleep_until(clock::now_ns() + step.max(0));
+                }
+            }
+        }
+        let (client, qi) = self.distributor.assign(record.src.ip());
+        let now = clock::now_ns();
+        let Some(q) = self.queriers.get_mut(qi) else {
+            return Err(SinkError::Other("no querier".into()));
+        };
+        if q.batch.queries.is_empty() {
+            q.batch_started = now;
+        }
+        let off = q.batch.bytes.len() as u32;
+        q.batch.bytes.extend_from_slice(record.wire);
+        q.batch.queries.push(QueryMeta {
+            index,
+            trace_ns: record.time_ns,
+            intended_ns: intended,
+            client,
+            proto: record.proto,
+            off,
+            len: record.wire.len() as u32,
+        });
+        let due_soon = intended != 0 && intended - now < 2 * MAX_BATCH_AGE_NS;
+        if q.batch.queries.len() >= BATCH_QUERIES
+            || due_soon
+            || now - q.batch_started > MAX_BATCH_AGE_NS
+        {
+            q.flush()?;
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.flush_all()
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        if self.writer.is_some() {
+            let _ = self.shutdown();
+        }
+    }
+}
+
+fn write_results(
+    mut sink: Box<dyn ResultSink>,
+    rx: Receiver<Vec<QueryResult>>,
+) -> std::io::Result<u64> {
+    let mut n = 0u64;
+    let mut error = None;
+    for batch in rx {
+        if error.is_some() {
+            continue; // keep draining so queriers never block
+        }
+        for r in &batch {
+            if let Err(e) = sink.result(r) {
+                error = Some(e);
+                break;
+            }
+            n += 1;
+        }
+    }
+    let finished = sink.finish();
+    match error {
+        Some(e) => Err(e),
+        None => finished.map(|()| n),
+    }
+}

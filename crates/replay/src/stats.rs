@@ -1,0 +1,100 @@
+//! Counters of a replay.
+
+use ldplayer_results::{ErrorKind, Outcome};
+use std::time::Duration;
+
+/// The error kinds in [`ReplayStats::errors`] order.
+pub const ERROR_KINDS: [ErrorKind; 6] = [
+    ErrorKind::Refused,
+    ErrorKind::Reset,
+    ErrorKind::Tls,
+    ErrorKind::Send,
+    ErrorKind::BadQuery,
+    ErrorKind::Stopped,
+];
+
+fn kind_index(k: ErrorKind) -> usize {
+    ERROR_KINDS.iter().position(|&x| x == k).unwrap_or(0)
+}
+
+/// What a replay did. Latency and timing summaries are built from the results, not here.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplayStats {
+    /// Records read from the source.
+    pub records: u64,
+    /// Records skipped because they are responses (with `queries_only`).
+    pub skipped_responses: u64,
+    /// Queries handed to the queriers (each yields exactly one result).
+    pub queries: u64,
+    /// Distinct original source addresses.
+    pub clients: u64,
+    /// Queries sent (at least once).
+    pub sent: u64,
+    /// Queries answered.
+    pub answered: u64,
+    /// Queries timed out.
+    pub timeouts: u64,
+    /// Failed queries by kind, in [`ERROR_KINDS`] order.
+    pub errors: [u64; 6],
+    /// UDP resends after a timeout.
+    pub udp_retries: u64,
+    /// Queries resent over TCP after a truncated UDP answer.
+    pub tc_retries: u64,
+    /// UDP sockets opened.
+    pub udp_sockets_opened: u64,
+    /// TCP and TLS connections opened.
+    pub connections_opened: u64,
+    /// Queries sent over an already open connection.
+    pub connections_reused: u64,
+    /// TLS handshakes that resumed a session.
+    pub tls_resumed: u64,
+    /// Responses that matched no query in flight (late, duplicate, or wrong question).
+    pub unmatched_responses: u64,
+    /// Results written to the result sink.
+    pub results: u64,
+    /// Wall time of the replay.
+    pub duration: Duration,
+}
+
+impl ReplayStats {
+    /// Failed queries of `kind`.
+    pub fn error_count(&self, kind: ErrorKind) -> u64 {
+        self.errors[kind_index(kind)]
+    }
+
+    /// All failed queries.
+    pub fn total_errors(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    pub(crate) fn count_outcome(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Answered => self.answered += 1,
+            Outcome::Timeout => self.timeouts += 1,
+            Outcome::Error(k) => self.errors[kind_index(k)] += 1,
+        }
+    }
+
+    /// Adds `other`'s counters into `self` (durations: the longer).
+    pub fn merge(&mut self, other: &ReplayStats) {
+        self.records += other.records;
+        self.skipped_responses += other.skipped_responses;
+        self.queries += other.queries;
+        self.clients += other.clients;
+        self.sent += other.sent;
+        self.answered += other.answered;
+        self.timeouts += other.timeouts;
+        for (a, b) in self.errors.iter_mut().zip(other.errors) {
+            *a += b;
+        }
+        self.udp_retries += other.udp_retries;
+        self.tc_retries += other.tc_retries;
+        self.udp_sockets_opened += other.udp_sockets_opened;
+        self.connections_opened += other.connections_opened;
+        self.connections_reused += other.connections_reused;
+        self.tls_resumed += other.tls_resumed;
+        self.unmatched_responses += other.unmatched_responses;
+        self.results += other.results;
+        self.duration = self.duration.max(other.duration);
+    }
+}

@@ -1,0 +1,456 @@
+//! End-to-end replays against real servers on loopback.
+
+mod common;
+
+use common::*;
+use ldplayer_replay::{Replay, ReplayConfig, Timing, TlsConfig};
+use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_trace::Proto;
+use std::net::{SocketAddr, TcpListener, UdpSocket};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+const A: u16 = 1;
+const TXT: u16 = 16;
+const MS: i64 = 1_000_000;
+
+fn config(server: SocketAddr) -> ReplayConfig {
+    ReplayConfig {
+        queriers: 2,
+        timeout: Duration::from_secs(2),
+        ..ReplayConfig::new(server)
+    }
+}
+
+/// `n` queries from `clients` clients, 1 ms apart, alternating existing and missing names.
+fn trace(n: usize, clients: u8, proto: Proto) -> Vec<ldplayer_trace::RecordBuf> {
+    (0..n)
+        .map(|i| {
+            let name = if i % 2 == 0 {
+                "www.example."
+            } else {
+                "nope.example."
+            };
+            let c = (i % clients as usize) as u8 + 1;
+            record(
+                i as i64 * MS,
+                c,
+                proto,
+                query(i as u16, name, A, Some(1232)),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn udp_replay_against_knot() {
+    let server = knot();
+    let results = Results::default();
+    let replay = Replay::new(config(server.addr)).unwrap();
+    let stats = replay
+        .run(&mut VecSource(trace(60, 5, Proto::Udp)), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 60);
+    assert!(results.finished());
+    for r in &rs {
+        assert_eq!(r.outcome, Outcome::Answered, "{r:?}");
+        assert_eq!(r.proto, Proto::Udp);
+        assert_eq!(r.rcode, if r.index % 2 == 0 { 0 } else { 3 }, "{r:?}");
+        assert!(r.received_ns >= r.sent_ns && r.sent_ns > 0);
+        assert!(!r.new_connection);
+    }
+    assert_eq!(stats.answered, 60);
+    assert_eq!(
+        stats.udp_sockets_opened, 5,
+        "one socket per original source"
+    );
+    assert_eq!(stats.clients, 5);
+}
+
+#[test]
+fn duplicate_ids_in_flight_are_rewritten() {
+    let server = knot();
+    let results = Results::default();
+    // All queries from one client, same ID, at the same instant.
+    let recs = (0..20)
+        .map(|_| record(0, 1, Proto::Udp, query(7, "www.example.", A, None)))
+        .collect();
+    let stats = Replay::new(config(server.addr))
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    assert_eq!(stats.answered, 20, "{stats:?}");
+    assert_one_each(&results.sorted(), 20);
+}
+
+#[test]
+fn tcp_reuses_one_connection_per_source_and_pipelines() {
+    let server = knot();
+    let results = Results::default();
+    // Ten queries per client at the same time: pipelined on one connection.
+    let recs = (0..40)
+        .map(|i| {
+            record(
+                (i / 10) as i64 * MS,
+                (i % 4) as u8 + 1,
+                Proto::Tcp,
+                query(i as u16, "www.example.", A, None),
+            )
+        })
+        .collect();
+    let stats = Replay::new(config(server.addr))
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 40);
+    assert!(rs
+        .iter()
+        .all(|r| r.outcome == Outcome::Answered && r.proto == Proto::Tcp));
+    let new = rs.iter().filter(|r| r.new_connection).count();
+    assert_eq!(new, 4, "one connection per source");
+    assert_eq!(stats.connections_opened, 4);
+    assert_eq!(stats.connections_reused, 36);
+}
+
+#[test]
+fn proto_override_and_idle_timeout_reconnects() {
+    let server = knot();
+    let results = Results::default();
+    let mut cfg = config(server.addr);
+    cfg.proto_override = Some(Proto::Tcp);
+    cfg.tcp_idle_timeout = Duration::from_millis(50);
+    cfg.queriers = 1;
+    // One client, queries 300 ms apart: each finds its connection closed for idleness.
+    let recs = (0..3)
+        .map(|i| {
+            record(
+                i * 300 * MS,
+                1,
+                Proto::Udp,
+                query(1, "www.example.", A, None),
+            )
+        })
+        .collect();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert!(
+        rs.iter()
+            .all(|r| r.outcome == Outcome::Answered && r.new_connection),
+        "{rs:?}"
+    );
+    assert_eq!(stats.connections_opened, 3);
+}
+
+#[test]
+fn server_closing_the_connection_resets_in_flight_queries() {
+    // A TCP server that reads a little and closes without answering.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        for _ in 0..2 {
+            if let Ok((mut s, _)) = listener.accept() {
+                use std::io::Read;
+                let mut b = [0u8; 64];
+                let _ = s.read(&mut b);
+            }
+        }
+    });
+    let results = Results::default();
+    let mut cfg = config(addr);
+    cfg.queriers = 1;
+    let recs = vec![
+        record(0, 1, Proto::Tcp, query(1, "www.example.", A, None)),
+        record(300 * MS, 1, Proto::Tcp, query(2, "www.example.", A, None)),
+    ];
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    t.join().unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 2);
+    for r in &rs {
+        assert_eq!(r.outcome, Outcome::Error(ErrorKind::Reset), "{r:?}");
+        assert!(r.new_connection, "the second query reconnects");
+    }
+    assert_eq!(stats.connections_opened, 2);
+}
+
+#[test]
+fn tcp_refused_on_closed_port() {
+    let port = free_port(); // nothing listens there
+    let results = Results::default();
+    let recs = trace(5, 2, Proto::Tcp);
+    let stats = Replay::new(config(([127, 0, 0, 1], port).into()))
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 5);
+    assert!(
+        rs.iter()
+            .all(|r| r.outcome == Outcome::Error(ErrorKind::Refused)),
+        "{rs:?}"
+    );
+    assert_eq!(stats.error_count(ErrorKind::Refused), 5);
+}
+
+#[test]
+fn udp_timeouts_and_retries_against_a_silent_server() {
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let results = Results::default();
+    let mut cfg = config(silent.local_addr().unwrap());
+    cfg.timeout = Duration::from_millis(200);
+    cfg.udp_retries = 1;
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(trace(10, 3, Proto::Udp)), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 10);
+    assert!(rs
+        .iter()
+        .all(|r| r.outcome == Outcome::Timeout && r.sent_ns > 0));
+    assert_eq!(stats.timeouts, 10);
+    assert_eq!(stats.udp_retries, 10);
+    drop(silent);
+}
+
+#[test]
+fn truncated_udp_answers_are_retried_over_tcp() {
+    let server = knot();
+    let results = Results::default();
+    let recs = vec![
+        record(0, 1, Proto::Udp, query(1, "big.example.", TXT, None)),
+        record(MS, 2, Proto::Udp, query(2, "www.example.", A, None)),
+    ];
+    let stats = Replay::new(config(server.addr))
+        .unwrap()
+        .run(&mut VecSource(recs.clone()), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 2);
+    assert_eq!(rs[0].outcome, Outcome::Answered);
+    assert_eq!(rs[0].proto, Proto::Tcp);
+    assert!(!rs[0].truncated && rs[0].response_len > 512, "{:?}", rs[0]);
+    assert_eq!(rs[1].proto, Proto::Udp);
+    assert_eq!(stats.tc_retries, 1);
+
+    // Without the retry, the truncated answer is the result.
+    let results = Results::default();
+    let mut cfg = config(server.addr);
+    cfg.retry_truncated_over_tcp = false;
+    Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert!(rs[0].truncated && rs[0].proto == Proto::Udp, "{:?}", rs[0]);
+}
+
+fn tls_replay(tls: TlsConfig, expect: Outcome) {
+    let (server, _ca) = nsd_tls();
+    let results = Results::default();
+    let mut cfg = config(server.tls_addr.unwrap());
+    cfg.tls = tls;
+    cfg.queriers = 1;
+    let recs: Vec<_> = (0..12)
+        .map(|i| {
+            record(
+                i / 4 * 100 * MS,
+                (i % 3) as u8 + 1,
+                Proto::Tls,
+                query(i as u16, "www.example.", A, None),
+            )
+        })
+        .collect();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 12);
+    for r in &rs {
+        assert_eq!(r.outcome, expect, "{r:?}");
+        assert_eq!(r.proto, Proto::Tls);
+    }
+    if expect == Outcome::Answered {
+        assert_eq!(rs.iter().filter(|r| r.new_connection).count(), 3);
+        assert_eq!(stats.connections_opened, 3);
+    }
+}
+
+#[test]
+fn tls_against_nsd_insecure() {
+    tls_replay(
+        TlsConfig {
+            insecure: true,
+            ..TlsConfig::default()
+        },
+        Outcome::Answered,
+    );
+}
+
+#[test]
+fn tls_against_nsd_with_ca_file() {
+    let (server, ca) = nsd_tls();
+    let results = Results::default();
+    let mut cfg = config(server.tls_addr.unwrap());
+    cfg.tls.ca_file = Some(ca);
+    let recs = trace(6, 2, Proto::Tls);
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    assert_eq!(stats.answered, 6, "{stats:?} {:?}", results.sorted());
+}
+
+#[test]
+fn tls_untrusted_certificate_fails_the_handshake() {
+    tls_replay(TlsConfig::default(), Outcome::Error(ErrorKind::Tls));
+}
+
+#[test]
+fn original_timing_tracks_the_schedule_with_speed() {
+    let server = knot();
+    let results = Results::default();
+    let mut cfg = config(server.addr);
+    cfg.timing = Timing::Original { speed: 2.0 };
+    // 200 queries 4 ms apart in the trace: 2 ms apart at speed 2 (0.4 s).
+    let recs = (0..200)
+        .map(|i| {
+            record(
+                1_000 * MS + i * 4 * MS,
+                (i % 7) as u8 + 1,
+                Proto::Udp,
+                query(i as u16, "www.example.", A, None),
+            )
+        })
+        .collect();
+    Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 200);
+    let t0 = rs[0].intended_ns;
+    for (i, r) in rs.iter().enumerate() {
+        assert_eq!(r.intended_ns - t0, i as i64 * 2 * MS, "schedule at speed 2");
+    }
+    let mut err: Vec<i64> = rs
+        .iter()
+        .map(|r| (r.sent_ns - r.intended_ns).abs())
+        .collect();
+    err.sort_unstable();
+    let median = err[err.len() / 2];
+    let mut signed: Vec<i64> = rs.iter().map(|r| r.sent_ns - r.intended_ns).collect();
+    signed.sort_unstable();
+    let q = |p: usize| signed[(signed.len() - 1) * p / 100];
+    eprintln!(
+        "timing error ns: p25 {} p50 {} p75 {} p99 {}",
+        q(25),
+        q(50),
+        q(75),
+        q(99)
+    );
+    assert!(median < 2 * MS, "median timing error {median} ns");
+    assert!(
+        rs.iter().all(|r| r.sent_ns >= r.intended_ns - MS),
+        "never early by much"
+    );
+}
+
+#[test]
+fn rate_and_fast_timing() {
+    let server = knot();
+    for timing in [
+        Timing::Rate { qps: 2000.0 },
+        Timing::Fast { max_in_flight: 8 },
+    ] {
+        let results = Results::default();
+        let mut cfg = config(server.addr);
+        cfg.timing = timing;
+        let stats = Replay::new(cfg)
+            .unwrap()
+            .run(&mut VecSource(trace(300, 10, Proto::Udp)), results.boxed())
+            .unwrap();
+        assert_eq!(stats.answered, 300, "{timing:?}: {stats:?}");
+        let rs = results.sorted();
+        if let Timing::Rate { .. } = timing {
+            assert_eq!(rs[299].intended_ns - rs[0].intended_ns, 299 * 500_000);
+        }
+    }
+}
+
+#[test]
+fn stop_flag_mid_run_gives_one_result_per_query() {
+    let server = knot();
+    let results = Results::default();
+    let mut cfg = config(server.addr);
+    cfg.preload = Duration::from_secs(10);
+    let replay = Replay::new(cfg).unwrap();
+    let stop = replay.stop_flag();
+    // 100 queries over 5 s; stop after 0.5 s.
+    let recs = (0..100)
+        .map(|i| {
+            record(
+                i * 50 * MS,
+                (i % 4) as u8 + 1,
+                Proto::Udp,
+                query(i as u16, "www.example.", A, None),
+            )
+        })
+        .collect();
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(500));
+        stop.store(true, Ordering::Relaxed);
+    });
+    let started = std::time::Instant::now();
+    let stats = replay.run(&mut VecSource(recs), results.boxed()).unwrap();
+    stopper.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(4));
+    let rs = results.sorted();
+    assert_one_each(&rs, 100);
+    assert!(results.finished());
+    let stopped = stats.error_count(ErrorKind::Stopped);
+    assert!(stats.answered >= 5 && stopped >= 50, "{stats:?}");
+    assert_eq!(stats.answered + stopped + stats.timeouts, 100);
+}
+
+/// Rough throughput figure (run with `--release --ignored --nocapture`); asserts nothing about
+/// speed.
+#[test]
+#[ignore]
+fn measure_fast_udp() {
+    let server = knot();
+    let results = Results::default();
+    let mut cfg = config(server.addr);
+    cfg.queriers = 1;
+    cfg.timing = Timing::Fast { max_in_flight: 256 };
+    let n = 200_000;
+    let recs = (0..n)
+        .map(|i| {
+            record(
+                0,
+                (i % 50) as u8 + 1,
+                Proto::Udp,
+                query(i as u16, "www.example.", A, None),
+            )
+        })
+        .collect();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    eprintln!(
+        "fast UDP: {} answered of {n} in {:?}: {:.0} qps",
+        stats.answered,
+        stats.duration,
+        stats.answered as f64 / stats.duration.as_secs_f64()
+    );
+}
