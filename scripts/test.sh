@@ -13,6 +13,7 @@ command -v xz >/dev/null 2>&1 || packages+=(xz-utils)
 command -v zstd >/dev/null 2>&1 || packages+=(zstd)
 # Real DNS servers the replay tests talk to, on loopback ports the tests choose.
 command -v knotd >/dev/null 2>&1 || packages+=(knot)
+command -v kdig >/dev/null 2>&1 || packages+=(knot-dnsutils)
 command -v nsd >/dev/null 2>&1 || packages+=(nsd)
 command -v unbound >/dev/null 2>&1 || packages+=(unbound)
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)

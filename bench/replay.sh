@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Benchmarks of the query engine (issue "query engine"; figures go to docs/performance.md).
+# Everything runs on loopback against a knotd started here; every load is bounded in count and time.
+#  1. --fast UDP: knotd pinned to core 0, the generator to core 1; ldplayer and dnsperf in the
+#     same run, same pinning, same queries; qps and generator CPU per query.
+#  2. Original timing: a synthetic 200k qps UDP trace of 30 s; ldplayer's own timing error and
+#     per-second rate error, and a tcpdump witness; drool -t keep on the same pcap for comparison.
+#  3. TCP: 10,000 clients at 100k qps with original timing; latency percentiles.
+# Usage: bench/replay.sh [OUTDIR] [fast|timing|tcp]...   (needs knot, dnsperf, drool, tcpdump, tshark)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:-bench/out}; shift || true
+parts=${*:-fast timing tcp}
+mkdir -p "$out"
+cargo build --release -q -p ldplayer
+bin=$PWD/target/release/ldplayer
+port=${BENCH_PORT:-5353}
+
+knot_dir=$(mktemp -d)
+cleanup() { [ -f "$knot_dir/pid" ] && kill "$(cat "$knot_dir/pid")" 2>/dev/null; rm -rf "$knot_dir"; }
+trap cleanup EXIT
+start_knot() { # udp workers
+  cat > "$knot_dir/example.zone" <<ZONE
+\$ORIGIN example.
+\$TTL 3600
+@ SOA ns.example. admin.example. 1 3600 600 86400 300
+@ NS ns.example.
+ns A 127.0.0.1
+www A 192.0.2.1
+* A 192.0.2.2
+ZONE
+  cat > "$knot_dir/knot.conf" <<CONF
+server:
+    rundir: "$knot_dir"
+    listen: 127.0.0.1@$port
+    udp-workers: $1
+    tcp-workers: $1
+    tcp-max-clients: 60000
+    tcp-idle-timeout: 30s
+    background-workers: 1
+database:
+    storage: "$knot_dir"
+log:
+  - target: stderr
+    any: error
+template:
+  - id: default
+    storage: "$knot_dir"
+    file: "%s.zone"
+zone:
+  - domain: example.
+CONF
+  ulimit -n 200000 || true
+  taskset -c 0 knotd -c "$knot_dir/knot.conf" > "$knot_dir/log" 2>&1 &
+  echo $! > "$knot_dir/pid"
+  for _ in $(seq 50); do kdig @127.0.0.1 -p "$port" www.example. A +short +timeout=1 >/dev/null 2>&1 && return; sleep 0.2; done
+  echo "knotd did not start"; cat "$knot_dir/log"; exit 1
+}
+stop_knot() { kill "$(cat "$knot_dir/pid")"; wait "$(cat "$knot_dir/pid")" 2>/dev/null || true; rm -f "$knot_dir/pid"; }
+
+cpu_of() { # time-file -> user+sys seconds
+  awk '{print $2 + $3}' "$1"
+}
+
+if [[ " $parts " == *" fast "* ]]; then
+  echo "== --fast UDP: knotd on core 0 (1 UDP worker), generator on core 1, 20 s each"
+  # Wildcard names: every query answered from the zone, unique so nothing is cached anywhere.
+  $bin synth --workload fixed --interval 0.00001 -n 5000000 --clients 1 --zone w.example. -o "$out/fast.bin" -q
+  $bin convert "$out/fast.bin" --to text -o - -q | awk -F'\t' 'NR > 1 { print $13, $15 }' > "$out/fast.dnsperf"
+  start_knot 1
+  for round in 1 2; do
+    /usr/bin/time -f "%e %U %S %M" -o "$out/t-dnsperf" taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$out/fast.dnsperf" \
+      -l 20 -c 1 -T 1 -q 1000 > "$out/dnsperf.txt" 2>&1
+    dq=$(awk '/Queries per second/ { print $4 }' "$out/dnsperf.txt"); dn=$(awk '/Queries completed/ { print $3 }' "$out/dnsperf.txt")
+    /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout 60 taskset -c 1 $bin replay "$out/fast.bin" --server 127.0.0.1:$port \
+      --fast --max-in-flight 1000 --queriers 1 --timeout 1 --json --dns-port 53 > "$out/ldp-fast.json" < /dev/null &
+    ldp=$!; sleep 20; kill -INT $ldp 2>/dev/null || true; wait $ldp || true
+    lq=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(round(d['qps']))"); ln=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(d['answered'])")
+    printf 'round %s: dnsperf %s qps (%s answered, %.2f µs CPU/query) | ldplayer %s qps (%s answered, %.2f µs CPU/query) | ratio %.2f\n' \
+      "$round" "$dq" "$dn" "$(echo "$(cpu_of "$out/t-dnsperf") * 1000000 / $dn" | bc -l)" "$lq" "$ln" \
+      "$(echo "$(cpu_of "$out/t-ldp") * 1000000 / $ln" | bc -l)" "$(echo "$lq / $dq" | bc -l)"
+  done
+  stop_knot
+fi
+
+if [[ " $parts " == *" timing "* ]]; then
+  echo "== original timing: 200k qps UDP for 30 s (6M queries, 1,000 clients)"
+  $bin synth --workload fixed --interval 0.000005 -n 6000000 --clients 1000 --zone w.example. -o "$out/t200k.bin" -q
+  start_knot 1
+  tcpdump -i lo -n -U --immediate-mode -s 96 -B 262144 -w "$out/t200k-wire.pcap" udp and dst port "$port" 2> "$out/tcpdump.err" &
+  td=$!; sleep 1
+  taskset -c 1 $bin replay "$out/t200k.bin" --server 127.0.0.1:$port --queriers 1 --json --results "$out/t200k.res" > "$out/t200k.json"
+  sleep 1; kill -INT $td; wait $td || true; grep -E "captured|dropped" "$out/tcpdump.err" || true
+  python3 - "$out/t200k.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("ldplayer: sent", d["sent"], "answered", d["answered"], "timeouts", d["timeouts"])
+print("timing error (µs):", d["timing_error_us"])
+print("rate error:", d["rate_error"])
+PY
+  stop_knot
+  echo "-- tcpdump witness (packet time - first packet) vs (trace time - first trace time), after removing the median offset"
+  $bin convert "$out/t200k.bin" --to pcap -o "$out/t200k.pcap" -q
+  tshark -r "$out/t200k-wire.pcap" -d udp.port==$port,dns -T fields -e frame.time_epoch -e dns.qry.name > "$out/wire.tsv"
+  $bin convert "$out/t200k.bin" --to text -o - -q | awk -F'\t' 'NR > 1 { print $1 "\t" $13 }' > "$out/plan.tsv"
+  python3 - "$out/wire.tsv" "$out/plan.tsv" <<'PY'
+import sys, statistics
+plan = {}
+for l in open(sys.argv[2]):
+    t, n = l.rstrip("\n").split("\t"); plan[n.rstrip(".")] = float(t)
+wire = []
+for l in open(sys.argv[1]):
+    p = l.rstrip("\n").split("\t")
+    if len(p) == 2 and p[1].rstrip(".") in plan: wire.append((float(p[0]), plan[p[1].rstrip(".")]))
+wire.sort(key=lambda x: x[1])
+w0, p0 = wire[0]
+err = [((w - w0) - (p - p0)) * 1e6 for w, p in wire]
+off = statistics.median(err); err = sorted(e - off for e in err)
+q = lambda f: err[min(len(err) - 1, int(f * len(err)))]
+print(f"witness: {len(wire)} of {len(plan)} queries on the wire; error µs p1 {q(0.01):.1f} p25 {q(0.25):.1f} p50 {q(0.5):.1f} p75 {q(0.75):.1f} p99 {q(0.99):.1f}")
+secs = {}
+for w, p in wire:
+    secs.setdefault(int(w - w0), 0); secs[int(w - w0)] += 1
+full = [c for s, c in secs.items() if 0 < s < max(secs)]
+within = sum(1 for c in full if abs(c - 200000) <= 200) / max(1, len(full))
+print(f"witness: per-second rate within ±0.1% of 200k for {within * 100:.1f}% of {len(full)} full seconds")
+PY
+  echo "-- drool -t keep on the same trace as pcap (drool reports no per-query timing; its wall time is shown)"
+  start_knot 1
+  sed "s/PORT/$port/" > "$out/drool.conf" <<'CONF'
+filter "";
+timing keep;
+client_pool target "127.0.0.1" "PORT";
+client_pool sendas udp;
+CONF
+  /usr/bin/time -f "%e s wall, %U s user, %S s sys" taskset -c 1 timeout 120 drool replay -c file:"$out/drool.conf" -r "$out/t200k.pcap" 2>&1 | tail -3 || true
+  stop_knot
+fi
+
+if [[ " $parts " == *" tcp "* ]]; then
+  echo "== TCP: 10,000 clients at 100k qps, original timing, 20 s"
+  $bin synth --workload poisson --rate 100000 -n 2000000 --clients 10000 --tcp-share 1 --zone w.example. -o "$out/tcp100k.bin" -q
+  start_knot 1
+  ulimit -n 200000 || true
+  taskset -c 1 $bin replay "$out/tcp100k.bin" --server 127.0.0.1:$port --queriers 1 --json > "$out/tcp100k.json"
+  python3 - "$out/tcp100k.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+print("sent", d["sent"], "answered", d["answered"], "timeouts", d["timeouts"], "qps", round(d["qps"]), "sent_qps", round(d["sent_qps"]))
+print("connections", d["connections"]); print("timing error (µs)", d["timing_error_us"]); print("rate error", d["rate_error"])
+print("latency ms", d["latency_ms"])
+PY
+  stop_knot
+fi
