@@ -1,0 +1,58 @@
+//! Zone files loaded into memory and answered authoritatively.
+//!
+//! This is the core of ldplayer's "meta" DNS server, which hosts every zone of an emulated DNS
+//! hierarchy (root, TLDs, SLDs) in one process.
+//!
+//! * [`Zone`] loads an RFC 1035 zone file with `domain`'s parser (relative names, `$ORIGIN`,
+//!   `$TTL`, `$INCLUDE`, parentheses, DNSSEC types, RFC 3597 unknown types) into nodes keyed by
+//!   lowercase wire name; RRsets are pre-encoded as `TYPE CLASS TTL RDLEN RDATA` so answering
+//!   only writes owner names (compressed) and copies bytes. Cuts, occluded names (glue), empty
+//!   non-terminals, the NSEC chain (canonical order) and the NSEC3 chain (hash order) are found
+//!   at load time.
+//! * [`ZoneSet`] picks the zone with the longest matching origin (DS at a child apex goes to the
+//!   parent when both are served).
+//! * [`ZoneSet::answer_into`] answers a query as nsd/knot do: AA, referrals with glue, DS at
+//!   cuts from the parent side, CNAME chains within a zone, DNAME synthesis, wildcards, NXDOMAIN
+//!   and NODATA with the RFC 2308 SOA, and with DO the RRSIGs and NSEC/NSEC3 proofs as stored.
+//!
+//! Truncation follows nsd 4.6 (measured against it): RRsets are added whole; the first answer
+//! or authority RRset (with its RRSIGs) that does not fit the UDP payload size sets TC and ends
+//! the response there, keeping what was already written (no additional section then);
+//! additional-section RRsets that do not fit are left out without TC.
+
+mod answer;
+pub mod name;
+mod set;
+mod writer;
+mod zone;
+
+pub use answer::{answer, AnswerOptions, Kind, Outcome, Response};
+pub use set::ZoneSet;
+pub use zone::{flags, Node, Nsec3Chain, Nsec3Entry, RRset, Zone, ZoneError, NONE};
+
+/// Record type numbers used here.
+pub mod rtype {
+    #![allow(missing_docs)]
+    pub const A: u16 = 1;
+    pub const NS: u16 = 2;
+    pub const CNAME: u16 = 5;
+    pub const SOA: u16 = 6;
+    pub const PTR: u16 = 12;
+    pub const MX: u16 = 15;
+    pub const TXT: u16 = 16;
+    pub const AAAA: u16 = 28;
+    pub const SRV: u16 = 33;
+    pub const DNAME: u16 = 39;
+    pub const OPT: u16 = 41;
+    pub const DS: u16 = 43;
+    pub const RRSIG: u16 = 46;
+    pub const NSEC: u16 = 47;
+    pub const DNSKEY: u16 = 48;
+    pub const NSEC3: u16 = 50;
+    pub const NSEC3PARAM: u16 = 51;
+    pub const IXFR: u16 = 251;
+    pub const AXFR: u16 = 252;
+    pub const MAILB: u16 = 253;
+    pub const MAILA: u16 = 254;
+    pub const ANY: u16 = 255;
+}

@@ -1,0 +1,76 @@
+//! Many zones served together (e.g. every zone behind one nameserver address).
+
+use rustc_hash::FxHashMap;
+
+use crate::name;
+use crate::rtype;
+use crate::zone::Zone;
+
+/// A set of zones; queries go to the zone with the longest matching origin, except that a DS
+/// query for a zone's apex goes to the parent zone when that is served too (RFC 4035 §3.1.4.1).
+#[derive(Debug, Default)]
+pub struct ZoneSet {
+    zones: Vec<Zone>,
+    index: FxHashMap<Box<[u8]>, usize>,
+}
+
+impl ZoneSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a zone, replacing any zone with the same origin.
+    pub fn insert(&mut self, zone: Zone) {
+        match self.index.get(&zone.origin) {
+            Some(&i) => self.zones[i] = zone,
+            None => {
+                self.index.insert(zone.origin.clone(), self.zones.len());
+                self.zones.push(zone);
+            }
+        }
+    }
+
+    /// The zones.
+    pub fn zones(&self) -> &[Zone] {
+        &self.zones
+    }
+
+    /// The zone with this origin (lowercase wire format).
+    pub fn get(&self, origin: &[u8]) -> Option<&Zone> {
+        self.index.get(origin).map(|&i| &self.zones[i])
+    }
+
+    /// The zone that answers `qname` (lowercase wire format) for `qtype`.
+    pub fn find(&self, qname: &[u8], qtype: u16) -> Option<&Zone> {
+        let mut cur = qname;
+        let mut found: Option<&Zone> = None;
+        loop {
+            if let Some(&i) = self.index.get(cur) {
+                let z = &self.zones[i];
+                match found {
+                    None if qtype == rtype::DS && cur.len() == qname.len() && qname.len() > 1 => {
+                        found = Some(z)
+                    }
+                    None => return Some(z),
+                    // The parent of a zone whose apex DS was asked for.
+                    Some(_) => return Some(z),
+                }
+            }
+            match name::parent(cur) {
+                Some(p) => cur = p,
+                None => return found,
+            }
+        }
+    }
+}
+
+impl FromIterator<Zone> for ZoneSet {
+    fn from_iter<I: IntoIterator<Item = Zone>>(iter: I) -> Self {
+        let mut s = ZoneSet::new();
+        for z in iter {
+            s.insert(z);
+        }
+        s
+    }
+}

@@ -1,0 +1,759 @@
+//! A zone loaded into memory: nodes keyed by lowercase wire name, RRsets pre-encoded, the NSEC
+//! chain in canonical order and the NSEC3 chain in hash order.
+
+use std::path::{Path, PathBuf};
+
+use domain::base::name::ToName;
+use domain::base::rdata::ComposeRecordData;
+use domain::zonefile::inplace::{Entry, Zonefile};
+use rustc_hash::FxHashMap;
+
+use crate::name;
+use crate::rtype;
+
+/// An error while loading a zone, naming the file and line.
+#[derive(Debug, thiserror::Error)]
+pub enum ZoneError {
+    /// The file could not be read.
+    #[error("{file}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The text could not be parsed or the zone is inconsistent.
+    #[error("{file}:{line}: {msg}")]
+    Syntax {
+        /// The file.
+        file: String,
+        /// The line (1-based; 0 when the error concerns the whole zone).
+        line: usize,
+        /// What is wrong.
+        msg: String,
+    },
+}
+
+/// One RRset, pre-encoded: each record is `TYPE CLASS TTL RDLENGTH RDATA` in wire format,
+/// uncompressed, so an answer writes the owner name and copies (or, for types with compressible
+/// names, re-encodes) the rest.
+#[derive(Debug, Clone)]
+pub struct RRset {
+    /// The type (for RRSIG sets, 46).
+    pub rtype: u16,
+    /// For RRSIG sets, the covered type.
+    pub covered: u16,
+    /// Number of records.
+    pub count: u16,
+    /// Whether rdata holds names that RFC 3597 allows to compress (NS, CNAME, SOA, MX, PTR…).
+    pub compress: bool,
+    /// The records.
+    pub wire: Box<[u8]>,
+}
+
+impl RRset {
+    /// Iterates over the records' rdata.
+    pub fn rdatas(&self) -> impl Iterator<Item = &[u8]> {
+        let mut pos = 0;
+        let wire = &self.wire;
+        std::iter::from_fn(move || {
+            if pos + 10 > wire.len() {
+                return None;
+            }
+            let len = u16::from_be_bytes([wire[pos + 8], wire[pos + 9]]) as usize;
+            let r = &wire[pos + 10..pos + 10 + len];
+            pos += 10 + len;
+            Some(r)
+        })
+    }
+
+    /// TTL of the first record.
+    pub fn ttl(&self) -> u32 {
+        u32::from_be_bytes([self.wire[4], self.wire[5], self.wire[6], self.wire[7]])
+    }
+
+    /// Rdata of the first record.
+    pub fn first_rdata(&self) -> &[u8] {
+        self.rdatas().next().unwrap_or(&[])
+    }
+}
+
+/// Node flags.
+pub mod flags {
+    /// The zone apex.
+    pub const APEX: u8 = 1;
+    /// A delegation point: NS below the apex.
+    pub const CUT: u8 = 2;
+    /// Owns a DNAME.
+    pub const DNAME: u8 = 4;
+    /// Owns a CNAME.
+    pub const CNAME: u8 = 8;
+}
+
+/// Sentinel for "no node".
+pub const NONE: u32 = u32::MAX;
+
+/// A name in the zone, possibly an empty non-terminal.
+#[derive(Debug)]
+pub struct Node {
+    /// The owner name as first seen in the zone file (original case), wire format.
+    pub name: Box<[u8]>,
+    /// RRsets in zone-file order of first appearance (RRSIG excluded).
+    pub rrsets: Box<[RRset]>,
+    /// RRSIG sets, by covered type.
+    pub sigs: Box<[RRset]>,
+    /// [`flags`].
+    pub flags: u8,
+    /// The highest strict ancestor that is a zone cut or owns a DNAME (which hides this name), or
+    /// [`NONE`].
+    pub occluder: u32,
+}
+
+impl Node {
+    /// The RRset of a type.
+    pub fn rrset(&self, t: u16) -> Option<&RRset> {
+        self.rrsets.iter().find(|r| r.rtype == t)
+    }
+    /// The RRSIGs covering a type.
+    pub fn sig(&self, t: u16) -> Option<&RRset> {
+        self.sigs.iter().find(|r| r.covered == t)
+    }
+    /// True for a delegation point.
+    pub fn is_cut(&self) -> bool {
+        self.flags & flags::CUT != 0
+    }
+}
+
+/// An NSEC3 record with its signatures.
+#[derive(Debug)]
+pub struct Nsec3Entry {
+    /// The raw hash (decoded first label of the owner).
+    pub hash: Box<[u8]>,
+    /// The owner name.
+    pub owner: Box<[u8]>,
+    /// The NSEC3 RRset.
+    pub rrset: RRset,
+    /// Its RRSIGs.
+    pub sig: Option<RRset>,
+}
+
+/// The NSEC3 chain of a zone.
+#[derive(Debug)]
+pub struct Nsec3Chain {
+    /// Hash algorithm (1 = SHA-1).
+    pub alg: u8,
+    /// Extra iterations.
+    pub iterations: u16,
+    /// Salt.
+    pub salt: Box<[u8]>,
+    /// Entries sorted by hash.
+    pub entries: Vec<Nsec3Entry>,
+}
+
+impl Nsec3Chain {
+    /// Hashes a (lowercase) name per RFC 5155 §5.
+    pub fn hash(&self, name: &[u8]) -> [u8; 20] {
+        use ring::digest::{Context, SHA1_FOR_LEGACY_USE_ONLY};
+        let mut ctx = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
+        ctx.update(name);
+        ctx.update(&self.salt);
+        let mut h = [0u8; 20];
+        h.copy_from_slice(ctx.finish().as_ref());
+        for _ in 0..self.iterations {
+            let mut ctx = Context::new(&SHA1_FOR_LEGACY_USE_ONLY);
+            ctx.update(&h);
+            ctx.update(&self.salt);
+            h.copy_from_slice(ctx.finish().as_ref());
+        }
+        h
+    }
+
+    /// The entry whose hash equals `h`.
+    pub fn matching(&self, h: &[u8]) -> Option<&Nsec3Entry> {
+        self.entries
+            .binary_search_by(|e| (*e.hash).cmp(h))
+            .ok()
+            .map(|i| &self.entries[i])
+    }
+
+    /// The entry covering `h` (the last with a smaller hash, wrapping around), or the matching
+    /// one if there is one.
+    pub fn covering(&self, h: &[u8]) -> Option<&Nsec3Entry> {
+        match self.entries.binary_search_by(|e| (*e.hash).cmp(h)) {
+            Ok(i) => Some(&self.entries[i]),
+            Err(0) => self.entries.last(),
+            Err(i) => Some(&self.entries[i - 1]),
+        }
+    }
+}
+
+/// A zone in memory.
+#[derive(Debug)]
+pub struct Zone {
+    /// The origin, lowercase wire format.
+    pub origin: Box<[u8]>,
+    /// All nodes; index 0 is the apex.
+    pub nodes: Vec<Node>,
+    /// Lowercase wire name → node.
+    pub index: FxHashMap<Box<[u8]>, u32>,
+    /// Nodes owning an NSEC RRset, in canonical order, with their canonical keys.
+    pub nsec: Vec<(Box<[u8]>, u32)>,
+    /// The NSEC3 chain, if the apex has NSEC3PARAM.
+    pub nsec3: Option<Nsec3Chain>,
+    /// The SOA for negative answers: TTL = min(SOA TTL, MINIMUM) (RFC 2308 §3).
+    pub soa_neg: RRset,
+    /// The SOA's RRSIGs for negative answers, TTLs capped the same way (as nsd does).
+    pub soa_sig_neg: Option<RRset>,
+    /// Number of records loaded.
+    pub record_count: usize,
+}
+
+/// One record as scanned.
+struct Raw {
+    file: std::sync::Arc<str>,
+    line: usize,
+    owner: Vec<u8>,
+    rtype: u16,
+    ttl: u32,
+    rdata: Vec<u8>,
+}
+
+fn syntax(file: &str, line: usize, msg: impl Into<String>) -> ZoneError {
+    ZoneError::Syntax {
+        file: file.to_string(),
+        line,
+        msg: msg.into(),
+    }
+}
+
+fn line_at(text: &[u8], offset: usize) -> usize {
+    let end = offset.min(text.len());
+    // The offset is just past the entry; report the line the entry ends on.
+    let mut end_trim = end;
+    while end_trim > 0 && matches!(text[end_trim - 1], b'\n' | b'\r' | b' ' | b'\t') {
+        end_trim -= 1;
+    }
+    1 + text[..end_trim].iter().filter(|&&b| b == b'\n').count()
+}
+
+/// Loads a zone file's records (following `$INCLUDE`).
+fn scan(
+    text: &[u8],
+    file: &str,
+    dir: &Path,
+    origin: Option<&[u8]>,
+    depth: usize,
+    out: &mut Vec<Raw>,
+) -> Result<(), ZoneError> {
+    let mut zf = Zonefile::from(text);
+    // Incremental line counting (offsets only grow).
+    let (mut cur_off, mut cur_line) = (0usize, 1usize);
+    let file_arc: std::sync::Arc<str> = file.into();
+    if let Some(o) = origin {
+        let n = domain::base::Name::from_octets(bytes::Bytes::copy_from_slice(o))
+            .map_err(|e| syntax(file, 0, format!("bad origin: {e}")))?;
+        zf.set_origin(n);
+    }
+    zf.set_default_class(domain::base::iana::Class::IN);
+    loop {
+        let entry = match zf.next_entry() {
+            Ok(Some(e)) => e,
+            Ok(None) => return Ok(()),
+            Err(e) => {
+                // domain's error displays as "line:col: message", the position being where
+                // scanning stopped: for a bad last token that is the start of the next line, so
+                // back up over blanks and line ends to the line holding the token.
+                let s = e.to_string();
+                let mut parts = s.splitn(3, ':');
+                let l = parts.next().and_then(|v| v.parse::<usize>().ok());
+                let c = parts.next().and_then(|v| v.parse::<usize>().ok());
+                let rest = parts.next().unwrap_or("").trim().to_string();
+                let (line, msg) = match (l, c) {
+                    (Some(l), Some(1)) if l > 1 => {
+                        let mut off = 0;
+                        let mut seen = 1;
+                        while seen < l && off < text.len() {
+                            if text[off] == b'\n' {
+                                seen += 1;
+                            }
+                            off += 1;
+                        }
+                        (line_at(text, off), rest)
+                    }
+                    (Some(l), Some(_)) => (l, rest),
+                    _ => (0, s),
+                };
+                return Err(syntax(file, line, msg));
+            }
+        };
+        match entry {
+            Entry::Record(rec) => {
+                let mut end = zf.current_offset().min(text.len());
+                while end > cur_off && matches!(text[end - 1], b'\n' | b'\r' | b' ' | b'\t') {
+                    end -= 1;
+                }
+                if end > cur_off {
+                    cur_line += text[cur_off..end].iter().filter(|&&b| b == b'\n').count();
+                    cur_off = end;
+                }
+                let rec_line = cur_line;
+                let line = || rec_line;
+                if rec.class() != domain::base::iana::Class::IN {
+                    return Err(syntax(
+                        file,
+                        line(),
+                        format!("class {} not supported", rec.class()),
+                    ));
+                }
+                let mut owner = Vec::with_capacity(32);
+                let _ = rec.owner().compose(&mut owner);
+                let mut rdata = Vec::new();
+                rec.data()
+                    .compose_rdata(&mut rdata)
+                    .map_err(|_| syntax(file, line(), "rdata too long"))?;
+                if rdata.len() > 65535 {
+                    return Err(syntax(file, line(), "rdata too long"));
+                }
+                out.push(Raw {
+                    file: file_arc.clone(),
+                    line: rec_line,
+                    owner,
+                    rtype: rec.rtype().to_int(),
+                    ttl: rec.ttl().as_secs(),
+                    rdata,
+                });
+            }
+            Entry::Include {
+                path,
+                origin: inc_origin,
+            } => {
+                let line = line_at(text, zf.current_offset());
+                if depth >= 8 {
+                    return Err(syntax(file, line, "$INCLUDE nested too deeply"));
+                }
+                let p = PathBuf::from(path.to_string());
+                let p = if p.is_absolute() { p } else { dir.join(p) };
+                let sub = std::fs::read(&p)
+                    .map_err(|e| syntax(file, line, format!("$INCLUDE {}: {e}", p.display())))?;
+                let o: Option<Vec<u8>> = match inc_origin {
+                    Some(o) => Some(o.as_slice().to_vec()),
+                    None => zf.origin().ok().map(|o| o.as_slice().to_vec()),
+                };
+                let subdir = p.parent().map(Path::to_path_buf).unwrap_or_default();
+                scan(
+                    &sub,
+                    &p.display().to_string(),
+                    &subdir,
+                    o.as_deref(),
+                    depth + 1,
+                    out,
+                )?;
+            }
+        }
+    }
+}
+
+/// Whether a type's rdata names may be compressed (RFC 3597 §4: the RFC 1035 types).
+fn compressible(t: u16) -> bool {
+    matches!(t, 2..=9 | 12 | 14 | 15)
+}
+
+/// Checks that compressible rdata holds well-formed names where expected.
+fn rdata_names_ok(t: u16, rdata: &[u8]) -> bool {
+    let one = |r: &[u8]| name::wire_name_len(r) == Some(r.len());
+    match t {
+        2..=5 | 7..=9 | 12 => one(rdata),
+        6 => match name::wire_name_len(rdata) {
+            Some(a) => match name::wire_name_len(&rdata[a..]) {
+                Some(b) => rdata.len() == a + b + 20,
+                None => false,
+            },
+            None => false,
+        },
+        14 => match name::wire_name_len(rdata) {
+            Some(a) => one(&rdata[a..]),
+            None => false,
+        },
+        15 => rdata.len() > 2 && one(&rdata[2..]),
+        _ => true,
+    }
+}
+
+fn encode_rrset(rtype: u16, covered: u16, recs: &[(u32, &[u8])]) -> RRset {
+    let mut wire = Vec::new();
+    for (ttl, rd) in recs {
+        let t = if rtype == rtype::RRSIG {
+            rtype::RRSIG
+        } else {
+            rtype
+        };
+        wire.extend_from_slice(&t.to_be_bytes());
+        wire.extend_from_slice(&1u16.to_be_bytes());
+        wire.extend_from_slice(&ttl.to_be_bytes());
+        wire.extend_from_slice(&(rd.len() as u16).to_be_bytes());
+        wire.extend_from_slice(rd);
+    }
+    let compress = compressible(rtype) && recs.iter().all(|(_, rd)| rdata_names_ok(rtype, rd));
+    RRset {
+        rtype,
+        covered,
+        count: recs.len() as u16,
+        compress,
+        wire: wire.into_boxed_slice(),
+    }
+}
+
+impl Zone {
+    /// Loads a zone file. The origin is `origin` if given (presentation format), else the file's
+    /// `$ORIGIN`/absolute names decide and the zone's origin is the SOA owner.
+    pub fn from_file(path: impl AsRef<Path>, origin: Option<&str>) -> Result<Zone, ZoneError> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        let text = std::fs::read(path).map_err(|source| ZoneError::Io {
+            file: file.clone(),
+            source,
+        })?;
+        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        Self::load(&text, &file, &dir, origin)
+    }
+
+    /// Loads a zone from text; `file` names it in errors and `$INCLUDE` paths are relative to
+    /// the current directory.
+    pub fn from_text(text: &str, file: &str, origin: Option<&str>) -> Result<Zone, ZoneError> {
+        Self::load(text.as_bytes(), file, Path::new("."), origin)
+    }
+
+    fn load(text: &[u8], file: &str, dir: &Path, origin: Option<&str>) -> Result<Zone, ZoneError> {
+        let origin_wire = match origin {
+            Some(o) => {
+                let o = if o.ends_with('.') {
+                    o.to_string()
+                } else {
+                    format!("{o}.")
+                };
+                Some(
+                    ldplayer_dns::name_from_presentation(&o)
+                        .map_err(|e| syntax(file, 0, format!("bad origin {o:?}: {e}")))?,
+                )
+            }
+            None => None,
+        };
+        let mut raws = Vec::new();
+        scan(text, file, dir, origin_wire.as_deref(), 0, &mut raws)?;
+        let soa_owner = raws
+            .iter()
+            .find(|r| r.rtype == rtype::SOA)
+            .map(|r| name::lowercase(&r.owner))
+            .ok_or_else(|| syntax(file, 0, "no SOA record"))?;
+        let origin = match origin_wire {
+            Some(o) => name::lowercase(&o),
+            None => soa_owner.clone(),
+        };
+        if soa_owner != origin {
+            return Err(syntax(
+                file,
+                0,
+                format!(
+                    "SOA owner {} is not the origin {}",
+                    name::to_text(&soa_owner),
+                    name::to_text(&origin)
+                ),
+            ));
+        }
+        Self::build(origin, raws, file)
+    }
+
+    fn build(origin: Box<[u8]>, raws: Vec<Raw>, file: &str) -> Result<Zone, ZoneError> {
+        let record_count = raws.len();
+        // Group records by owner.
+        let mut index: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
+        let mut names: Vec<Box<[u8]>> = Vec::new();
+        let mut recs: Vec<Vec<Raw>> = Vec::new();
+        index.insert(origin.clone(), 0);
+        names.push(origin.clone());
+        recs.push(Vec::new());
+        for r in raws {
+            let lower = name::lowercase(&r.owner);
+            if !name::is_subdomain(&lower, &origin) {
+                return Err(syntax(
+                    &r.file,
+                    r.line,
+                    format!(
+                        "{} is outside the zone {}",
+                        name::to_text(&r.owner),
+                        name::to_text(&origin)
+                    ),
+                ));
+            }
+            let i = match index.get(&lower) {
+                Some(&i) => i,
+                None => {
+                    let i = names.len() as u32;
+                    index.insert(lower, i);
+                    names.push(r.owner.clone().into_boxed_slice());
+                    recs.push(Vec::new());
+                    i
+                }
+            };
+            recs[i as usize].push(r);
+        }
+        // The apex keeps the SOA owner's spelling.
+        if let Some(r) = recs[0].first() {
+            names[0] = r.owner.clone().into_boxed_slice();
+        }
+        // NSEC3 chain: nodes holding only NSEC3 (and their RRSIGs) leave the tree.
+        let mut nsec3_entries = Vec::new();
+        let mut removed = vec![false; names.len()];
+        for (i, rs) in recs.iter_mut().enumerate() {
+            if i > 0
+                && !rs.is_empty()
+                && rs.iter().any(|r| r.rtype == rtype::NSEC3)
+                && rs.iter().all(|r| {
+                    r.rtype == rtype::NSEC3
+                        || (r.rtype == rtype::RRSIG
+                            && r.rdata.len() >= 2
+                            && u16::from_be_bytes([r.rdata[0], r.rdata[1]]) == rtype::NSEC3)
+                })
+            {
+                let owner = names[i].clone();
+                let label = &owner[1..1 + owner[0] as usize];
+                let Some(hash) = name::base32hex_decode(label) else {
+                    continue;
+                };
+                let (set, sig) = split_sets(std::mem::take(rs));
+                let rrset = set.into_iter().find(|s| s.rtype == rtype::NSEC3);
+                if let Some(rrset) = rrset {
+                    nsec3_entries.push(Nsec3Entry {
+                        hash: hash.into_boxed_slice(),
+                        owner,
+                        rrset,
+                        sig: sig.into_iter().next(),
+                    });
+                    removed[i] = true;
+                }
+            }
+        }
+        // Create empty non-terminals.
+        let mut i = 0;
+        while i < names.len() {
+            if !removed[i] {
+                let lower = name::lowercase(&names[i]);
+                let mut cur: &[u8] = &lower;
+                while let Some(p) = name::parent(cur) {
+                    if p.len() < origin.len() {
+                        break;
+                    }
+                    if !index.contains_key(p) {
+                        index.insert(p.into(), names.len() as u32);
+                        names.push(p.into());
+                        recs.push(Vec::new());
+                        removed.push(false);
+                    }
+                    cur = p;
+                }
+            }
+            i += 1;
+        }
+        // Build nodes (index numbers must stay stable; removed nodes stay as empty tombstones
+        // that are no longer indexed).
+        let mut nodes: Vec<Node> = Vec::with_capacity(names.len());
+        for (i, (nm, rs)) in names.into_iter().zip(recs).enumerate() {
+            let (sets, sigs) = split_sets(rs);
+            let mut fl = 0u8;
+            if i == 0 {
+                fl |= flags::APEX;
+            } else if sets.iter().any(|s| s.rtype == rtype::NS) {
+                fl |= flags::CUT;
+            }
+            if sets.iter().any(|s| s.rtype == rtype::DNAME) {
+                fl |= flags::DNAME;
+            }
+            if sets.iter().any(|s| s.rtype == rtype::CNAME) {
+                fl |= flags::CNAME;
+            }
+            if removed[i] {
+                index.remove(&*name::lowercase(&nm));
+            }
+            nodes.push(Node {
+                name: nm,
+                rrsets: sets.into_boxed_slice(),
+                sigs: sigs.into_boxed_slice(),
+                flags: fl,
+                occluder: NONE,
+            });
+        }
+        // Occluders, computed parents-first (by label count).
+        let mut order: Vec<u32> = (0..nodes.len() as u32)
+            .filter(|&i| !removed[i as usize])
+            .collect();
+        order.sort_by_key(|&i| name::label_count(&nodes[i as usize].name));
+        for &i in &order {
+            if i == 0 {
+                continue;
+            }
+            let lower = name::lowercase(&nodes[i as usize].name);
+            let Some(p) = name::parent(&lower) else {
+                continue;
+            };
+            let Some(&pi) = index.get(p) else { continue };
+            let pn = &nodes[pi as usize];
+            let occ = if pn.occluder != NONE {
+                pn.occluder
+            } else if (pi != 0 && pn.flags & flags::CUT != 0) || pn.flags & flags::DNAME != 0 {
+                pi
+            } else {
+                NONE
+            };
+            nodes[i as usize].occluder = occ;
+        }
+        // NSEC chain.
+        let mut nsec: Vec<(Box<[u8]>, u32)> = order
+            .iter()
+            .filter(|&&i| nodes[i as usize].rrset(rtype::NSEC).is_some())
+            .map(|&i| {
+                let mut k = Vec::new();
+                name::canonical_key(&nodes[i as usize].name, &mut k);
+                (k.into_boxed_slice(), i)
+            })
+            .collect();
+        nsec.sort();
+        // NSEC3 parameters from the apex NSEC3PARAM.
+        let nsec3 = nodes[0].rrset(rtype::NSEC3PARAM).and_then(|p| {
+            let rd = p.first_rdata();
+            if rd.len() < 5 || rd.len() < 5 + rd[4] as usize {
+                return None;
+            }
+            let mut entries = std::mem::take(&mut nsec3_entries);
+            entries.sort_by(|a, b| a.hash.cmp(&b.hash));
+            Some(Nsec3Chain {
+                alg: rd[0],
+                iterations: u16::from_be_bytes([rd[2], rd[3]]),
+                salt: rd[5..5 + rd[4] as usize].into(),
+                entries,
+            })
+        });
+        // Negative-answer SOA.
+        let soa = nodes[0]
+            .rrset(rtype::SOA)
+            .ok_or_else(|| syntax(file, 0, "no SOA at the apex"))?;
+        let rd = soa.first_rdata();
+        if rd.len() < 20 {
+            return Err(syntax(file, 0, "bad SOA rdata"));
+        }
+        let minimum = u32::from_be_bytes([
+            rd[rd.len() - 4],
+            rd[rd.len() - 3],
+            rd[rd.len() - 2],
+            rd[rd.len() - 1],
+        ]);
+        let ttl = soa.ttl().min(minimum);
+        let soa_neg = encode_rrset(rtype::SOA, 0, &[(ttl, rd)]);
+        let soa_sig_neg = nodes[0].sig(rtype::SOA).map(|sig| {
+            let mut recs: Vec<(u32, &[u8])> = Vec::new();
+            let mut pos = 0;
+            let w = &sig.wire;
+            while pos + 10 <= w.len() {
+                let t = u32::from_be_bytes([w[pos + 4], w[pos + 5], w[pos + 6], w[pos + 7]]);
+                let len = u16::from_be_bytes([w[pos + 8], w[pos + 9]]) as usize;
+                recs.push((t.min(minimum), &w[pos + 10..pos + 10 + len]));
+                pos += 10 + len;
+            }
+            encode_rrset(rtype::RRSIG, rtype::SOA, &recs)
+        });
+        Ok(Zone {
+            origin,
+            nodes,
+            index,
+            nsec,
+            nsec3,
+            soa_neg,
+            soa_sig_neg,
+            record_count,
+        })
+    }
+
+    /// The apex node.
+    pub fn apex(&self) -> &Node {
+        &self.nodes[0]
+    }
+
+    /// The node of a lowercase wire name.
+    pub fn node(&self, lower: &[u8]) -> Option<&Node> {
+        self.index.get(lower).map(|&i| &self.nodes[i as usize])
+    }
+
+    /// The node owning the NSEC that covers a (lowercase) name: the last NSEC owner before it in
+    /// canonical order, wrapping around.
+    pub fn nsec_covering(&self, name: &[u8]) -> Option<&Node> {
+        if self.nsec.is_empty() {
+            return None;
+        }
+        let mut key = Vec::with_capacity(name.len() + 8);
+        name::canonical_key(name, &mut key);
+        let i = match self.nsec.binary_search_by(|(k, _)| (**k).cmp(&key)) {
+            Ok(i) => i,
+            Err(0) => self.nsec.len() - 1,
+            Err(i) => i - 1,
+        };
+        Some(&self.nodes[self.nsec[i].1 as usize])
+    }
+
+    /// True when the zone is signed with NSEC.
+    pub fn has_nsec(&self) -> bool {
+        !self.nsec.is_empty()
+    }
+
+    /// Origin in presentation format.
+    pub fn origin_text(&self) -> String {
+        name::to_text(&self.origin)
+    }
+
+    /// Number of names (including empty non-terminals, excluding NSEC3 owners).
+    pub fn name_count(&self) -> usize {
+        self.index.len()
+    }
+}
+
+/// Splits records into RRsets (sorted by type, duplicates removed) and RRSIG sets by covered
+/// type.
+fn split_sets(mut rs: Vec<Raw>) -> (Vec<RRset>, Vec<RRset>) {
+    let key = |r: &Raw| {
+        if r.rtype == rtype::RRSIG && r.rdata.len() >= 2 {
+            (1u8, u16::from_be_bytes([r.rdata[0], r.rdata[1]]))
+        } else {
+            (0u8, r.rtype)
+        }
+    };
+    // Zone-file order of first appearance of each type (kept for the RRsets: a UDP ANY query
+    // is answered with the first, as nsd does).
+    let mut first: Vec<(u8, u16)> = Vec::new();
+    for r in &rs {
+        let k = key(r);
+        if !first.contains(&k) {
+            first.push(k);
+        }
+    }
+    rs.sort_by_key(key);
+    let mut sets = Vec::new();
+    let mut sigs = Vec::new();
+    let mut i = 0;
+    while i < rs.len() {
+        let k = key(&rs[i]);
+        let mut j = i;
+        let mut recs: Vec<(u32, &[u8])> = Vec::new();
+        while j < rs.len() && key(&rs[j]) == k {
+            if !recs.iter().any(|(_, rd)| *rd == &rs[j].rdata[..]) {
+                recs.push((rs[j].ttl, &rs[j].rdata));
+            }
+            j += 1;
+        }
+        if k.0 == 1 {
+            sigs.push(encode_rrset(rtype::RRSIG, k.1, &recs));
+        } else {
+            sets.push(encode_rrset(k.1, 0, &recs));
+        }
+        i = j;
+    }
+    sets.sort_by_key(|s: &RRset| first.iter().position(|&k| k == (0, s.rtype)));
+    (sets, sigs)
+}

@@ -1,0 +1,401 @@
+//! Shared helpers: building queries, normalising responses for comparison, running nsd/knotd.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::net::UdpSocket;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn wire(name: &str) -> Vec<u8> {
+    ldplayer_dns::name_from_presentation(name).unwrap()
+}
+
+pub fn text(name: &[u8]) -> String {
+    let mut s = String::new();
+    ldplayer_dns::name_to_presentation(name, &mut s);
+    s
+}
+
+/// A query; `edns` = Some((udp size, DO)).
+pub fn query(id: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8> {
+    let mut q = vec![(id >> 8) as u8, id as u8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+    q.extend_from_slice(&wire(name));
+    q.extend_from_slice(&qtype.to_be_bytes());
+    q.extend_from_slice(&1u16.to_be_bytes());
+    if let Some((size, d)) = edns {
+        q[11] = 1;
+        q.extend_from_slice(&[0, 0, 41]);
+        q.extend_from_slice(&size.to_be_bytes());
+        q.extend_from_slice(&[0, 0]);
+        q.extend_from_slice(&(if d { 0x8000u16 } else { 0 }).to_be_bytes());
+        q.extend_from_slice(&[0, 0]);
+    }
+    q
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rr {
+    pub owner: String,
+    pub rtype: u16,
+    pub class: u16,
+    pub ttl: u32,
+    pub rdata: Vec<u8>,
+}
+
+impl std::fmt::Display for Rr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut r = String::new();
+        for b in self.rdata.iter().take(24) {
+            let _ = write!(r, "{b:02x}");
+        }
+        if self.rdata.len() > 24 {
+            r.push('…');
+        }
+        write!(
+            f,
+            "{} {} {} {} {}",
+            self.owner,
+            self.ttl,
+            ldplayer_dns::rtype_to_string(self.rtype),
+            if self.rtype == 41 {
+                format!("class={}", self.class)
+            } else {
+                String::new()
+            },
+            r
+        )
+    }
+}
+
+/// A decoded response.
+#[derive(Debug, Clone)]
+pub struct Resp {
+    pub id: u16,
+    pub flags: u16,
+    pub qd: Vec<(String, u16, u16)>,
+    pub sections: [Vec<Rr>; 3],
+    pub opt: Option<Rr>,
+    pub len: usize,
+}
+
+impl Resp {
+    pub fn rcode(&self) -> u16 {
+        let hi = self.opt.as_ref().map_or(0, |o| (o.ttl >> 24) as u16);
+        (hi << 4) | (self.flags & 0xF)
+    }
+    pub fn aa(&self) -> bool {
+        self.flags & 0x0400 != 0
+    }
+    pub fn tc(&self) -> bool {
+        self.flags & 0x0200 != 0
+    }
+    pub fn answer(&self) -> &[Rr] {
+        &self.sections[0]
+    }
+    pub fn authority(&self) -> &[Rr] {
+        &self.sections[1]
+    }
+    pub fn additional(&self) -> &[Rr] {
+        &self.sections[2]
+    }
+    pub fn has(&self, section: usize, owner: &str, rtype: u16) -> bool {
+        self.sections[section]
+            .iter()
+            .any(|r| r.owner == owner && r.rtype == rtype)
+    }
+    pub fn count(&self, section: usize, rtype: u16) -> usize {
+        self.sections[section]
+            .iter()
+            .filter(|r| r.rtype == rtype)
+            .count()
+    }
+}
+
+fn lower_name_in(rd: &mut [u8], from: usize) -> usize {
+    let mut p = from;
+    while p < rd.len() && rd[p] != 0 {
+        let l = rd[p] as usize;
+        let end = (p + 1 + l).min(rd.len());
+        rd[p + 1..end].make_ascii_lowercase();
+        p += 1 + l;
+    }
+    p + 1
+}
+
+/// Lowercases the names of the RFC 1035 types whose names servers may compress (and so whose
+/// case depends on compression targets).
+fn normalise_rdata(t: u16, rd: &mut [u8]) {
+    match t {
+        2..=5 | 7..=9 | 12 | 39 => {
+            lower_name_in(rd, 0);
+        }
+        6 | 14 => {
+            let a = lower_name_in(rd, 0);
+            lower_name_in(rd, a);
+        }
+        15 => {
+            lower_name_in(rd, 2);
+        }
+        _ => {}
+    }
+}
+
+fn u16_at(b: &[u8], p: usize) -> u16 {
+    u16::from_be_bytes([b[p], b[p + 1]])
+}
+
+fn read_name(b: &[u8], p: &mut usize) -> String {
+    let start = *p;
+    while b[*p] != 0 {
+        *p += 1 + b[*p] as usize;
+    }
+    *p += 1;
+    let mut n = b[start..*p].to_vec();
+    n.make_ascii_lowercase();
+    text(&n)
+}
+
+/// Decodes a response (names lowercased).
+pub fn parse(wire: &[u8]) -> Resp {
+    ldplayer_dns::Message::parse(wire).expect("response parses");
+    let b = ldplayer_dns::decompress(wire).expect("decompress");
+    let counts = [u16_at(&b, 4), u16_at(&b, 6), u16_at(&b, 8), u16_at(&b, 10)];
+    let mut p = 12;
+    let mut qd = Vec::new();
+    for _ in 0..counts[0] {
+        let n = read_name(&b, &mut p);
+        qd.push((n, u16_at(&b, p), u16_at(&b, p + 2)));
+        p += 4;
+    }
+    let mut sections: [Vec<Rr>; 3] = Default::default();
+    let mut opt = None;
+    for (s, &count) in counts[1..].iter().enumerate() {
+        for _ in 0..count {
+            let owner = read_name(&b, &mut p);
+            let rtype = u16_at(&b, p);
+            let class = u16_at(&b, p + 2);
+            let ttl = u32::from_be_bytes([b[p + 4], b[p + 5], b[p + 6], b[p + 7]]);
+            let len = u16_at(&b, p + 8) as usize;
+            let mut rdata = b[p + 10..p + 10 + len].to_vec();
+            normalise_rdata(rtype, &mut rdata);
+            p += 10 + len;
+            let rr = Rr {
+                owner,
+                rtype,
+                class,
+                ttl,
+                rdata,
+            };
+            if rtype == 41 {
+                opt = Some(rr);
+            } else {
+                sections[s].push(rr);
+            }
+        }
+    }
+    Resp {
+        id: u16_at(&b, 0),
+        flags: u16_at(&b, 2),
+        qd,
+        sections,
+        opt,
+        len: wire.len(),
+    }
+}
+
+/// Section-by-section differences (RRset order ignored), one line each.
+pub fn diff(ours: &Resp, theirs: &Resp) -> Vec<String> {
+    let mut d = Vec::new();
+    // Compare QR, AA, TC, RD, CD and RCODE.
+    let mask = 0x8000 | 0x0400 | 0x0200 | 0x0100 | 0x0010 | 0x000F;
+    if ours.flags & mask != theirs.flags & mask {
+        d.push(format!(
+            "flags ours {:04x} theirs {:04x}",
+            ours.flags & mask,
+            theirs.flags & mask
+        ));
+    }
+    if ours.rcode() != theirs.rcode() {
+        d.push(format!(
+            "rcode ours {} theirs {}",
+            ours.rcode(),
+            theirs.rcode()
+        ));
+    }
+    if ours.qd != theirs.qd {
+        d.push(format!(
+            "question ours {:?} theirs {:?}",
+            ours.qd, theirs.qd
+        ));
+    }
+    let names = ["answer", "authority", "additional"];
+    for (s, section) in names.iter().enumerate() {
+        let mut a: BTreeMap<&Rr, i32> = BTreeMap::new();
+        for r in &ours.sections[s] {
+            *a.entry(r).or_default() += 1;
+        }
+        for r in &theirs.sections[s] {
+            *a.entry(r).or_default() -= 1;
+        }
+        for (r, c) in a {
+            if c > 0 {
+                d.push(format!("{section}: only ours: {r}"));
+            } else if c < 0 {
+                d.push(format!("{section}: only theirs: {r}"));
+            }
+        }
+    }
+    match (&ours.opt, &theirs.opt) {
+        (Some(a), Some(b)) => {
+            if a.ttl != b.ttl {
+                d.push(format!("OPT flags ours {:08x} theirs {:08x}", a.ttl, b.ttl));
+            }
+        }
+        (None, None) => {}
+        _ => d.push(format!(
+            "OPT presence ours {} theirs {}",
+            ours.opt.is_some(),
+            theirs.opt.is_some()
+        )),
+    }
+    d
+}
+
+/// A query to send: name, type, EDNS (UDP size, DO).
+pub type Q = (String, u16, Option<(u16, bool)>);
+
+/// Which server to run.
+#[derive(Debug, Clone, Copy)]
+pub enum Server {
+    Nsd,
+    Knot,
+}
+
+/// A reference server started on 127.0.0.1 with a free port; killed on drop.
+pub struct RefServer {
+    child: Child,
+    pub port: u16,
+    _dir: tempfile::TempDir,
+    pub log: PathBuf,
+}
+
+impl Drop for RefServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let p = s.local_addr().unwrap().port();
+    // A TCP listener on the same port must be free too.
+    let t = std::net::TcpListener::bind(("127.0.0.1", p));
+    if t.is_err() {
+        return free_port();
+    }
+    p
+}
+
+impl RefServer {
+    /// Starts the server with `zones` as (origin, file) and waits until it answers the first
+    /// zone's SOA.
+    pub fn start(kind: Server, zones: &[(&str, &Path)]) -> RefServer {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        let d = dir.path().display().to_string();
+        let log = dir.path().join("server.log");
+        let (bin, conf, args): (&str, String, Vec<String>) = match kind {
+            Server::Nsd => {
+                let mut c = format!(
+                    "server:\n  ip-address: 127.0.0.1@{port}\n  port: {port}\n  username: \"\"\n  chroot: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n  pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  xfrdir: \"{d}\"\n  zonelistfile: \"{d}/zone.list\"\n  logfile: \"{}\"\n  server-count: 1\n  verbosity: 1\n  hide-version: yes\n  do-ip6: no\n  do-ip4: yes\n  tcp-count: 10\nremote-control:\n  control-enable: no\n",
+                    log.display()
+                );
+                for (o, f) in zones {
+                    c.push_str(&format!(
+                        "zone:\n  name: \"{o}\"\n  zonefile: \"{}\"\n",
+                        f.display()
+                    ));
+                }
+                ("/usr/sbin/nsd", c, vec!["-d".into(), "-c".into()])
+            }
+            Server::Knot => {
+                let mut c = format!(
+                    "server:\n  listen: 127.0.0.1@{port}\n  rundir: \"{d}\"\n  pidfile: \"{d}/knot.pid\"\n  udp-workers: 1\n  tcp-workers: 1\n  background-workers: 1\nlog:\n  - target: \"{}\"\n    any: info\ndatabase:\n  storage: \"{d}\"\ntemplate:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: none\n    semantic-checks: off\nzone:\n",
+                    log.display()
+                );
+                for (o, f) in zones {
+                    c.push_str(&format!(
+                        "  - domain: \"{o}\"\n    file: \"{}\"\n",
+                        f.display()
+                    ));
+                }
+                ("/usr/sbin/knotd", c, vec!["-c".into()])
+            }
+        };
+        assert!(
+            Path::new(bin).exists(),
+            "{bin} is missing: install nsd/knot (the project's test script does)"
+        );
+        let conf_path = dir.path().join("server.conf");
+        std::fs::write(&conf_path, conf).unwrap();
+        let mut cmd = Command::new(bin);
+        cmd.args(&args)
+            .arg(&conf_path)
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(dir.path().join("stderr")).unwrap(),
+            ));
+        let child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {bin}: {e}"));
+        let s = RefServer {
+            child,
+            port,
+            _dir: dir,
+            log,
+        };
+        // Wait for the first zone to be served (bounded).
+        let probe = query(0xfeed, zones[0].0, 6, None);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Some(r) = s.ask(&probe) {
+                if r.len() > 12 && r[3] & 0xF == 0 && r[7] > 0 {
+                    break;
+                }
+            }
+            if Instant::now() > deadline {
+                let err = std::fs::read_to_string(s._dir.path().join("stderr")).unwrap_or_default();
+                let l = std::fs::read_to_string(&s.log).unwrap_or_default();
+                panic!("{bin} did not come up: {err}\n{l}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        s
+    }
+
+    /// Sends a query over UDP and waits for the reply with a matching ID (bounded).
+    pub fn ask(&self, q: &[u8]) -> Option<Vec<u8>> {
+        let sock = UdpSocket::bind("127.0.0.1:0").ok()?;
+        sock.set_read_timeout(Some(Duration::from_millis(500)))
+            .ok()?;
+        for _attempt in 0..3 {
+            sock.send_to(q, ("127.0.0.1", self.port)).ok()?;
+            let mut buf = [0u8; 65535];
+            for _ in 0..4 {
+                match sock.recv_from(&mut buf) {
+                    Ok((n, _)) if n >= 2 && buf[..2] == q[..2] => return Some(buf[..n].to_vec()),
+                    Ok(_) => continue,
+                    Err(_) => break,
+                }
+            }
+        }
+        None
+    }
+}
+
+pub const ROOT_SIGNED: &str = "/work/shared/data/zones/root-signed-2017-08-21.zone";
+pub const ROOT_UNSIGNED: &str = "/work/shared/data/zones/root-2018-03-12.zone";
+pub const KNOT_EXAMPLE: &str = "/work/shared/data/zones/knot_example.com.zone";

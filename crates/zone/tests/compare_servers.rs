@@ -1,0 +1,122 @@
+//! Compares our answers with a real server (nsd, and knotd) loaded with the same zone file.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use common::*;
+use ldplayer_zone::{name, AnswerOptions, Zone, ZoneSet};
+
+/// Query list for a root zone: every TLD × {NS, DS, A, SOA, DNSKEY}, names below TLDs, absent
+/// names, apex queries; with DO on and off; a share without EDNS (512-byte limit).
+fn root_queries(zone: &Zone, limit_tlds: usize) -> Vec<Q> {
+    let mut tlds: Vec<String> = zone
+        .nodes
+        .iter()
+        .filter(|n| n.is_cut() && name::label_count(&n.name) == 1)
+        .map(|n| text(&n.name).to_ascii_lowercase())
+        .collect();
+    tlds.sort();
+    let step = (tlds.len() / limit_tlds.max(1)).max(1);
+    let mut qs = Vec::new();
+    for (i, t) in tlds.iter().enumerate().step_by(step) {
+        for qt in [2u16, 43, 1, 6, 48] {
+            qs.push((t.clone(), qt, Some((4096, i % 2 == 0))));
+            qs.push((t.clone(), qt, Some((4096, i % 2 == 1))));
+        }
+        qs.push((format!("www.example.{t}"), 28, Some((1232, true))));
+        if i % 5 == 0 {
+            qs.push((format!("www.{t}"), 1, None));
+        }
+    }
+    let absent = [
+        "nonexistent-tld.",
+        "zzzzzz.",
+        "aaaa-nope.",
+        "a.b.c.d.nope.",
+        "0.",
+        "xn--nope.",
+        "com-nope.",
+        "ZZZ.",
+        "localhost.",
+        "example.",
+    ];
+    for (i, a) in absent.iter().enumerate() {
+        for d in [false, true] {
+            qs.push((
+                a.to_string(),
+                if i % 2 == 0 { 1 } else { 28 },
+                Some((4096, d)),
+            ));
+        }
+        qs.push((a.to_string(), 1, None));
+    }
+    for qt in [6u16, 2, 48, 47, 46, 1, 43, 255, 99, 65534] {
+        for d in [false, true] {
+            qs.push((".".to_string(), qt, Some((4096, d))));
+        }
+        qs.push((".".to_string(), qt, None));
+    }
+    for n in ["a.root-servers.net.", "root-servers.net.", "com.", "org."] {
+        qs.push((n.to_string(), 1, Some((1232, true))));
+        qs.push((n.to_string(), 1, None));
+        qs.push((n.to_string(), 2, Some((512, true))));
+    }
+    qs
+}
+
+fn compare(
+    kind: Server,
+    origin: &str,
+    file: &str,
+    queries: &[Q],
+    opts: &AnswerOptions,
+) -> (usize, usize, BTreeMap<String, usize>) {
+    let zone = Zone::from_file(file, Some(origin)).unwrap();
+    let set: ZoneSet = std::iter::once(zone).collect();
+    let server = RefServer::start(kind, &[(origin, Path::new(file))]);
+    let mut differing = 0;
+    let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, (qn, qt, edns)) in queries.iter().enumerate() {
+        let q = query(i as u16, qn, *qt, *edns);
+        let theirs = server
+            .ask(&q)
+            .unwrap_or_else(|| panic!("{kind:?} did not answer {qn} {qt}"));
+        let ours = set.answer(&q, opts).expect("a response");
+        let (o, t) = (parse(&ours.wire), parse(&theirs));
+        let d = diff(&o, &t);
+        if !d.is_empty() {
+            differing += 1;
+            println!("--- {kind:?} {qn} {} edns={edns:?}: {} differences (ours {} bytes, theirs {} bytes)", ldplayer_dns::rtype_to_string(*qt), d.len(), o.len, t.len);
+            for l in &d {
+                println!("    {l}");
+                let key: String = l.split(':').next().unwrap_or("").to_string();
+                let key = format!("{key} ({})", ldplayer_dns::rtype_to_string(*qt));
+                *kinds.entry(key).or_default() += 1;
+            }
+        }
+    }
+    println!(
+        "{kind:?}: {} queries, {differing} responses differ",
+        queries.len()
+    );
+    for (k, v) in &kinds {
+        println!("  {v:6} {k}");
+    }
+    (queries.len(), differing, kinds)
+}
+
+#[test]
+fn signed_root_against_nsd() {
+    let zone = Zone::from_file(ROOT_SIGNED, None).unwrap();
+    let qs = root_queries(&zone, 10_000);
+    let (_, differing, _) = compare(
+        Server::Nsd,
+        ".",
+        ROOT_SIGNED,
+        &qs,
+        &AnswerOptions::default(),
+    );
+    assert_eq!(differing, 0);
+}
