@@ -389,11 +389,10 @@ pub fn rtype_from_str(s: &str) -> Option<u16> {
 }
 
 fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    if s.len() > prefix.len() && s[..prefix.len()].eq_ignore_ascii_case(prefix) {
-        Some(&s[prefix.len()..])
-    } else {
-        None
-    }
+    // `get` rather than indexing: `s` is user text and may hold multi-byte characters.
+    let head = s.get(..prefix.len())?;
+    let rest = s.get(prefix.len()..)?;
+    (!rest.is_empty() && head.eq_ignore_ascii_case(prefix)).then_some(rest)
 }
 
 /// The mnemonic of a class, or `CLASSnnn`.
@@ -500,6 +499,10 @@ mod tests {
             assert_eq!(rtype_from_str(&rtype_to_string(t)), Some(t));
         }
         assert_eq!(rtype_to_string(65280), "TYPE65280");
+        // Found by fuzzing: multi-byte text where a prefix is looked for.
+        assert_eq!(opcode_from_str("QUERY\u{71c3a}RROR"), None);
+        assert_eq!(rtype_from_str("TY\u{e9}E1"), None);
+        assert_eq!(class_from_str("\u{e9}\u{e9}\u{e9}"), None);
         assert_eq!(rtype_from_str("aaaa"), Some(28));
         for c in [1u16, 3, 4, 254, 255, 42] {
             assert_eq!(class_from_str(&class_to_string(c)), Some(c));
