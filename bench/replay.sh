@@ -84,8 +84,9 @@ if [[ " $parts " == *" fast "* ]]; then
 fi
 
 if [[ " $parts " == *" timing "* ]]; then
-  echo "== original timing: 200k qps UDP for 30 s (6M queries, 1,000 clients)"
-  $bin synth --workload fixed --interval 0.000005 -n 6000000 --clients 1000 --zone w.example. -o "$out/t200k.bin" -q
+  qps=${TIMING_QPS:-200000}
+  echo "== original timing: $qps qps UDP for 30 s ($((qps * 30)) queries, 1,000 clients)"
+  $bin synth --workload fixed --interval "$(echo "1 / $qps" | bc -l)" -n $((qps * 30)) --clients 1000 --zone w.example. -o "$out/t200k.bin" -q
   start_knot 1
   tcpdump -i lo -n -U --immediate-mode -s 96 -B 262144 -w "$out/t200k-wire.pcap" udp and dst port "$port" 2> "$out/tcpdump.err" &
   td=$!; sleep 1
@@ -122,8 +123,9 @@ secs = {}
 for w, p in wire:
     secs.setdefault(int(w - w0), 0); secs[int(w - w0)] += 1
 full = [c for s, c in secs.items() if 0 < s < max(secs)]
-within = sum(1 for c in full if abs(c - 200000) <= 200) / max(1, len(full))
-print(f"witness: per-second rate within ±0.1% of 200k for {within * 100:.1f}% of {len(full)} full seconds")
+rate = len(plan) / (max(p for _, p in wire) - p0)
+within = sum(1 for c in full if abs(c - rate) <= rate / 1000) / max(1, len(full))
+print(f"witness: per-second rate within ±0.1% of {rate:.0f} for {within * 100:.1f}% of {len(full)} full seconds")
 PY
   echo "-- drool -t keep on the same trace as pcap (drool reports no per-query timing; its wall time is shown)"
   start_knot 1
@@ -138,8 +140,9 @@ CONF
 fi
 
 if [[ " $parts " == *" tcp "* ]]; then
-  echo "== TCP: 10,000 clients at 100k qps, original timing, 20 s"
-  $bin synth --workload poisson --rate 100000 -n 2000000 --clients 10000 --tcp-share 1 --zone w.example. -o "$out/tcp100k.bin" -q
+  tcp_qps=${TCP_QPS:-100000}
+  echo "== TCP: 10,000 clients at $tcp_qps qps, original timing, 20 s"
+  $bin synth --workload poisson --rate "$tcp_qps" -n $((tcp_qps * 20)) --clients 10000 --tcp-share 1 --zone w.example. -o "$out/tcp100k.bin" -q
   start_knot 1
   ulimit -n 200000 || true
   taskset -c 1 $bin replay "$out/tcp100k.bin" --server 127.0.0.1:$port --queriers 1 --json > "$out/tcp100k.json"

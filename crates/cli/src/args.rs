@@ -27,6 +27,8 @@ pub enum Command {
     /// Replay a trace against a DNS server with the trace's timing (or scaled, paced, or as fast
     /// as it answers) over UDP, TCP or TLS, recording every query's outcome.
     Replay(ReplayArgs),
+    /// Serve zone files authoritatively (plain mode: one or more listen addresses, all zones).
+    Serve(ServeArgs),
     /// Work with replay results files.
     #[command(subcommand)]
     Results(ResultsCommand),
@@ -105,6 +107,28 @@ pub struct ReplayArgs {
     /// Do not show progress.
     #[arg(short, long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to answer on, e.g. 127.0.0.1:5300 (repeat for several).
+    #[arg(long, required = true, value_name = "ADDR:PORT")]
+    pub listen: Vec<std::net::SocketAddr>,
+    /// Zone files; each zone's origin comes from `$ORIGIN` or its SOA.
+    #[arg(required = true, value_name = "ZONEFILE")]
+    pub zones: Vec<PathBuf>,
+    /// UDP worker threads per listen address.
+    #[arg(long, default_value_t = 1)]
+    pub udp_workers: usize,
+    /// Do not answer over TCP.
+    #[arg(long)]
+    pub no_tcp: bool,
+    /// Minimal responses: no authority NS in positive answers, as knot does.
+    #[arg(long)]
+    pub minimal_responses: bool,
+    /// Seconds an idle TCP connection is kept.
+    #[arg(long, default_value_t = 10.0)]
+    pub tcp_idle_timeout: f64,
 }
 
 #[derive(Debug, Subcommand)]

@@ -40,6 +40,12 @@ const TLDS: &[(&str, u32)] = &[
     ("ch", 10),
 ];
 
+/// The top-level domains the root-like workload asks for, so that a test or demo can build a
+/// root zone that delegates them.
+pub fn root_like_tlds() -> impl Iterator<Item = &'static str> {
+    TLDS.iter().map(|(tld, _)| *tld)
+}
+
 /// Suffixes that leak to the root from private networks and misconfigured software.
 const JUNK_SUFFIXES: &[&str] = &[
     "local",

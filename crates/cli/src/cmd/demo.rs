@@ -1,7 +1,10 @@
 //! `ldplayer demo`: the main job on the embedded default, with nothing external.
 //!
 //! Synthesizes a root-like trace, writes it as a pcap, converts the pcap to text and the text to
-//! binary, checks that every message came through byte-identical, and prints the summary.
+//! binary, checks that every message came through byte-identical and summarizes the trace; then
+//! serves a synthetic root zone (delegating the trace's TLDs) with the embedded authoritative
+//! server on loopback, replays the trace against it with the trace's own timing, and prints the
+//! timing accuracy and latency summary.
 
 use crate::args::{DemoArgs, OutFormat, ReadArgs};
 use crate::io::{create_output, open_input};
@@ -42,20 +45,12 @@ pub fn run(args: DemoArgs) -> Result<()> {
     };
     let progress = Progress::new(true);
 
-    let step = |what: &str, t: Instant, n: u64| {
-        let secs = t.elapsed().as_secs_f64();
-        eprintln!(
-            "demo: {what:<44} {n:>9} messages {secs:>7.3} s  {}",
-            super::per_second(n, secs)
-        );
-    };
-
     let pcap = dir.join("root-like.pcap");
     let t = Instant::now();
     let mut out = Watch::new(create_output(&pcap, OutFormat::Pcap)?, &progress);
     Synth::new(config.clone())?.run(&mut out)?;
     drop(out);
-    step("synthesize a root-like trace -> pcap", t, args.count);
+    step_line("synthesize a root-like trace -> pcap", t, args.count);
 
     let text = dir.join("root-like.txt");
     let n = convert(&pcap, &text, OutFormat::Text, &read, &progress)?;
@@ -93,16 +88,18 @@ pub fn run(args: DemoArgs) -> Result<()> {
             original.records.len()
         );
     }
-    step("check: every message byte-identical", t, same as u64);
+    step_line("check: every message byte-identical", t, same as u64);
 
     let t = Instant::now();
     let mut inspector = Inspector::new();
     open_input(&bin, &read, &progress)?
         .source
         .run(&mut inspector)?;
-    step("inspect", t, inspector.summary().messages);
+    step_line("inspect", t, inspector.summary().messages);
     println!("{:<28} {}", "trace", bin.display());
     print!("{}", inspector.summary());
+
+    replay_against_embedded_server(dir, &bin, &read, &progress)?;
     if args.dir.is_none() {
         eprintln!("demo: files removed (keep them with --dir DIR)");
     }
@@ -130,4 +127,88 @@ fn convert(
         super::per_second(n, secs)
     );
     Ok(n)
+}
+
+/// A root zone that delegates every TLD the root-like workload asks for, with glue.
+fn synthetic_root_zone() -> String {
+    let mut z = String::from(
+        "$ORIGIN .\n$TTL 86400\n. IN SOA a.root-servers.net. nstld.verisign-grs.com. 2026112200 1800 900 604800 86400\n\
+         . 518400 IN NS a.root-servers.net.\na.root-servers.net. 518400 IN A 127.0.0.1\n",
+    );
+    for (i, tld) in ldplayer_synth::root_like_tlds().enumerate() {
+        z.push_str(&format!(
+            "{tld}. 172800 IN NS ns1.nic.{tld}.\nns1.nic.{tld}. 172800 IN A 192.0.2.{}\n",
+            i + 1
+        ));
+    }
+    z
+}
+
+/// Serves the synthetic root on loopback and replays the trace at it with original timing.
+fn replay_against_embedded_server(
+    dir: &Path,
+    bin: &Path,
+    read: &ReadArgs,
+    progress: &Progress,
+) -> Result<()> {
+    let zone_file = dir.join("root.zone");
+    std::fs::write(&zone_file, synthetic_root_zone()).context("writing the demo root zone")?;
+    let zones = super::serve::load_zones(&[&zone_file])?;
+    let config = ldplayer_server::ServerConfig::new(vec!["127.0.0.1:0".parse()?]);
+    let server = ldplayer_server::Server::start(config, std::sync::Arc::new(zones))
+        .context("embedded server")?;
+    let addr = *server
+        .local_addrs()
+        .first()
+        .context("the embedded server has no address")?;
+    eprintln!("demo: embedded authoritative server for the synthetic root on {addr}; replaying with the trace's timing");
+
+    let mut replay_config = ldplayer_replay::ReplayConfig::new(addr);
+    replay_config.queriers = 1;
+    let replay = ldplayer_replay::Replay::new(replay_config)?;
+    let summary = std::sync::Arc::new(std::sync::Mutex::new(ldplayer_results::Summary::new()));
+    let t = Instant::now();
+    let stats = replay.run(
+        open_input(bin, read, progress)?.source.as_mut(),
+        Box::new(SharedSummary(summary.clone())),
+    )?;
+    let served = server.stop();
+    step_line("replay against the embedded server", t, stats.sent);
+    let report = summary
+        .lock()
+        .map_err(|_| anyhow::anyhow!("summary lock poisoned"))?
+        .report();
+    println!(
+        "\nreplay of {} against ldplayer's embedded server at {addr}:",
+        bin.display()
+    );
+    print!("{report}");
+    println!("server: {}", super::serve::describe(&served));
+    if stats.answered == 0 {
+        bail!(
+            "demo: none of the {} queries sent to the embedded server was answered",
+            stats.sent
+        );
+    }
+    Ok(())
+}
+
+fn step_line(what: &str, t: Instant, n: u64) {
+    let secs = t.elapsed().as_secs_f64();
+    eprintln!(
+        "demo: {what:<44} {n:>9} messages {secs:>7.3} s  {}",
+        super::per_second(n, secs)
+    );
+}
+
+/// Feeds results into a summary the demo reads afterwards.
+struct SharedSummary(std::sync::Arc<std::sync::Mutex<ldplayer_results::Summary>>);
+
+impl ldplayer_results::ResultSink for SharedSummary {
+    fn result(&mut self, r: &ldplayer_results::QueryResult) -> std::io::Result<()> {
+        if let Ok(mut s) = self.0.lock() {
+            s.add(r);
+        }
+        Ok(())
+    }
 }

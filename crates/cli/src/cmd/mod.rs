@@ -6,6 +6,7 @@ pub mod inspect;
 pub mod mutate;
 pub mod replay;
 pub mod results;
+pub mod serve;
 pub mod synth;
 
 use ldplayer_trace::SkipCounts;

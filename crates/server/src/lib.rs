@@ -1,0 +1,328 @@
+//! The network front of ldplayer's authoritative "meta" DNS server, in plain mode: every zone of
+//! a [`ZoneSet`] answered on the same listen address(es).
+//!
+//! * **UDP**: per listen address, [`ServerConfig::udp_workers`] threads, each with its own socket
+//!   bound with `SO_REUSEPORT` to the same address (the kernel spreads clients over them). A
+//!   worker receives up to 32 datagrams with one `recvmmsg`, answers each into a reusable
+//!   per-slot buffer with [`ZoneSet::answer_into`] (which honours the client's EDNS size and
+//!   truncates like nsd) and sends all answers with one `sendmmsg`. Nothing is allocated per
+//!   query. Queries that get no reply (shorter than a header, QR set, longer than 4096 bytes)
+//!   are counted in [`ServerStats::dropped`].
+//! * **TCP** ([`ServerConfig::tcp`]): one thread with a mio event loop over all listeners: 2-byte
+//!   length framing, any number of pipelined queries per connection answered in order, partial
+//!   reads and writes, an idle timeout, a connection cap (the least recently active connection
+//!   is closed to make room) and back-pressure when a client does not read its answers. A length
+//!   prefix shorter than a DNS header closes the connection.
+//! * **Stop**: every thread checks a shared flag at least every 100 ms;
+//!   [`RunningServer::stop`] sets it and joins the threads.
+//!
+//! ```no_run
+//! use std::sync::Arc;
+//! use ldplayer_server::{Server, ServerConfig};
+//! use ldplayer_zone::{Zone, ZoneSet};
+//!
+//! let zone = Zone::from_file("example.zone", None).unwrap();
+//! let zones: Arc<ZoneSet> = Arc::new(std::iter::once(zone).collect());
+//! let config = ServerConfig::new(vec!["127.0.0.1:5353".parse().unwrap()]);
+//! let server = Server::start(config, zones).unwrap();
+//! println!("listening on {:?}", server.local_addrs());
+//! let stats = server.stop();
+//! println!("{} queries answered", stats.responses);
+//! ```
+
+#![warn(missing_docs)]
+
+mod stats;
+mod tcp;
+mod udp;
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use ldplayer_zone::{AnswerOptions, ZoneSet};
+use socket2::{Domain, Protocol, Socket, Type};
+use thiserror::Error;
+
+pub use stats::{KindCounts, ServerStats};
+
+use stats::Counters;
+
+/// How often every thread looks at the stop flag (and the TCP thread at idle connections).
+pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How often binding is retried when port 0 was asked for and the port the kernel chose for UDP
+/// is taken for TCP.
+const PORT_ATTEMPTS: usize = 16;
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Addresses to listen on (UDP, and TCP when [`tcp`](Self::tcp) is set). Port 0 picks a free
+    /// port, the same for UDP and TCP; see [`RunningServer::local_addrs`].
+    pub listen: Vec<SocketAddr>,
+    /// UDP worker threads (and sockets) per listen address; at least one is started.
+    pub udp_workers: usize,
+    /// Serve TCP too.
+    pub tcp: bool,
+    /// A TCP connection with no bytes moving either way for this long is closed.
+    pub tcp_idle_timeout: Duration,
+    /// Most TCP connections open at once; beyond it the least recently active one is closed.
+    /// Zero refuses every connection.
+    pub max_tcp_connections: usize,
+    /// Answering options; `tcp` is set by the server per transport.
+    pub answer: AnswerOptions,
+}
+
+impl ServerConfig {
+    /// The defaults, listening on `listen`.
+    pub fn new(listen: Vec<SocketAddr>) -> ServerConfig {
+        ServerConfig {
+            listen,
+            ..ServerConfig::default()
+        }
+    }
+}
+
+impl Default for ServerConfig {
+    /// No listen address; one UDP worker; TCP on with a 10 s idle timeout and at most 1024
+    /// connections; default answering options.
+    fn default() -> Self {
+        ServerConfig {
+            listen: Vec::new(),
+            udp_workers: 1,
+            tcp: true,
+            tcp_idle_timeout: Duration::from_secs(10),
+            max_tcp_connections: 1024,
+            answer: AnswerOptions::default(),
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, Error)]
+pub enum ServerError {
+    /// The configuration lists no listen address.
+    #[error("no listen address")]
+    NoListenAddress,
+    /// A socket could not be created or bound.
+    #[error("cannot listen on {addr} ({proto}): {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// "udp" or "tcp".
+        proto: &'static str,
+        /// The error.
+        source: io::Error,
+    },
+    /// The TCP event loop could not be set up.
+    #[error("cannot set up the TCP event loop: {0}")]
+    Poll(io::Error),
+    /// A thread could not be started.
+    #[error("cannot start a server thread: {0}")]
+    Spawn(io::Error),
+}
+
+/// Starts servers.
+#[derive(Debug)]
+pub struct Server;
+
+/// The sockets of one listen address.
+struct Bound {
+    addr: SocketAddr,
+    udp: Vec<Socket>,
+    tcp: Option<std::net::TcpListener>,
+}
+
+fn bind_err(addr: SocketAddr, proto: &'static str) -> impl FnOnce(io::Error) -> ServerError {
+    move |source| ServerError::Bind {
+        addr,
+        proto,
+        source,
+    }
+}
+
+fn tcp_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+    let sock = Socket::new(
+        Domain::for_address(addr),
+        Type::STREAM.nonblocking().cloexec(),
+        Some(Protocol::TCP),
+    )?;
+    if addr.is_ipv6() {
+        sock.set_only_v6(true)?;
+    }
+    sock.set_reuse_address(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(1024)?;
+    Ok(sock.into())
+}
+
+/// Binds the UDP sockets (and the TCP listener) of one address; with port 0 the TCP listener
+/// gets the port the kernel chose for UDP, retrying when that one is taken for TCP.
+fn bind_one(addr: SocketAddr, workers: usize, tcp: bool) -> Result<Bound, ServerError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let first = udp::bind(addr).map_err(bind_err(addr, "udp"))?;
+        let actual = first
+            .local_addr()
+            .ok()
+            .and_then(|a| a.as_socket())
+            .unwrap_or(addr);
+        let mut socks = vec![first];
+        for _ in 1..workers {
+            socks.push(udp::bind(actual).map_err(bind_err(actual, "udp"))?);
+        }
+        let listener = if tcp {
+            match tcp_listener(actual) {
+                Ok(l) => Some(l),
+                Err(e)
+                    if e.kind() == io::ErrorKind::AddrInUse
+                        && addr.port() == 0
+                        && attempt < PORT_ATTEMPTS =>
+                {
+                    continue;
+                }
+                Err(e) => return Err(bind_err(actual, "tcp")(e)),
+            }
+        } else {
+            None
+        };
+        return Ok(Bound {
+            addr: actual,
+            udp: socks,
+            tcp: listener,
+        });
+    }
+}
+
+impl Server {
+    /// Binds every listen address and starts the threads. Fails without leaving threads behind
+    /// when any socket cannot be bound.
+    pub fn start(config: ServerConfig, zones: Arc<ZoneSet>) -> Result<RunningServer, ServerError> {
+        if config.listen.is_empty() {
+            return Err(ServerError::NoListenAddress);
+        }
+        let workers = config.udp_workers.max(1);
+        let bound = config
+            .listen
+            .iter()
+            .map(|&a| bind_one(a, workers, config.tcp))
+            .collect::<Result<Vec<_>, _>>()?;
+        let local: Vec<SocketAddr> = bound.iter().map(|b| b.addr).collect();
+
+        let mut listeners = Vec::new();
+        let mut udp_socks = Vec::new();
+        for b in bound {
+            udp_socks.extend(b.udp);
+            listeners.extend(b.tcp.map(mio::net::TcpListener::from_std));
+        }
+        let tcp_setup = if listeners.is_empty() {
+            None
+        } else {
+            let poll = mio::Poll::new().map_err(ServerError::Poll)?;
+            for (i, l) in listeners.iter_mut().enumerate() {
+                poll.registry()
+                    .register(l, mio::Token(i), mio::Interest::READABLE)
+                    .map_err(ServerError::Poll)?;
+            }
+            Some((poll, listeners))
+        };
+
+        let mut server = RunningServer {
+            local,
+            stop: Arc::new(AtomicBool::new(false)),
+            counters: Vec::new(),
+            threads: Vec::new(),
+        };
+        for (i, sock) in udp_socks.into_iter().enumerate() {
+            let counters = Arc::new(Counters::default());
+            server.counters.push(counters.clone());
+            let (zones, stop, opts) = (zones.clone(), server.stop.clone(), config.answer);
+            let h = std::thread::Builder::new()
+                .name(format!("ldp-udp-{i}"))
+                .spawn(move || udp::run(sock, zones, opts, stop, counters))
+                .map_err(ServerError::Spawn)?;
+            server.threads.push(h);
+        }
+        if let Some((poll, listeners)) = tcp_setup {
+            let counters = Arc::new(Counters::default());
+            server.counters.push(counters.clone());
+            let settings = tcp::TcpSettings {
+                idle_timeout: config.tcp_idle_timeout,
+                max_connections: config.max_tcp_connections,
+                opts: config.answer,
+            };
+            let stop = server.stop.clone();
+            let h = std::thread::Builder::new()
+                .name("ldp-tcp".into())
+                .spawn(move || tcp::run(poll, listeners, zones, settings, stop, counters))
+                .map_err(ServerError::Spawn)?;
+            server.threads.push(h);
+        }
+        Ok(server)
+    }
+}
+
+/// A started server. Dropping it stops it too (and waits for its threads).
+#[derive(Debug)]
+pub struct RunningServer {
+    local: Vec<SocketAddr>,
+    stop: Arc<AtomicBool>,
+    counters: Vec<Arc<Counters>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// The bound addresses, one per [`ServerConfig::listen`] entry in the same order, with the
+    /// actual port when port 0 was asked for (UDP and TCP share it).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.local.clone()
+    }
+
+    /// The counters so far, summed over all threads.
+    pub fn stats(&self) -> ServerStats {
+        let mut s = ServerStats::default();
+        for c in &self.counters {
+            s.add(&c.snapshot());
+        }
+        s
+    }
+
+    /// The flag that stops the server when set (e.g. from a signal handler); the threads notice
+    /// it within [`POLL_INTERVAL`]. [`wait`](Self::wait) then returns.
+    pub fn stop_flag(&self) -> Arc<AtomicBool> {
+        self.stop.clone()
+    }
+
+    /// Stops the server, waits for its threads and returns the final counters.
+    pub fn stop(mut self) -> ServerStats {
+        self.stop.store(true, Ordering::Relaxed);
+        self.join();
+        self.stats()
+    }
+
+    /// Waits until the stop flag is set by someone else (see [`stop_flag`](Self::stop_flag))
+    /// and the threads have ended; returns the final counters.
+    pub fn wait(mut self) -> ServerStats {
+        self.join();
+        self.stats()
+    }
+
+    fn join(&mut self) {
+        for h in self.threads.drain(..) {
+            // A thread that panicked has nothing more to give back; its counters stay valid.
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for RunningServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.join();
+    }
+}

@@ -1,0 +1,391 @@
+//! The TCP thread: one mio (epoll, edge-triggered) loop that accepts on every listener and serves
+//! RFC 1035 §4.2.2 length-framed messages, several per connection (RFC 7766 pipelining; answers
+//! go out in query order).
+
+use std::io::{self, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ldplayer_zone::{AnswerOptions, ZoneSet};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+use crate::stats::{bump, Counters};
+use crate::POLL_INTERVAL;
+
+/// Bytes asked of the kernel per read.
+const READ_CHUNK: usize = 16 * 1024;
+/// No more queries of a connection are answered (or read) while this much of its output waits.
+const OUT_LIMIT: usize = 128 * 1024;
+/// Messages answered per connection before the others get a turn.
+const FRAME_BUDGET: usize = 64;
+/// Connections accepted per listener before the others get a turn.
+const ACCEPT_BUDGET: usize = 256;
+/// Smallest acceptable length prefix: a DNS header.
+const MIN_MESSAGE: usize = 12;
+
+/// Settings of the TCP thread.
+pub(crate) struct TcpSettings {
+    pub idle_timeout: Duration,
+    pub max_connections: usize,
+    pub opts: AnswerOptions,
+}
+
+struct Conn {
+    stream: TcpStream,
+    /// Received bytes; `rbuf[rpos..]` is not answered yet.
+    rbuf: Vec<u8>,
+    rpos: usize,
+    /// Framed responses; `wbuf[wpos..]` is not written yet.
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// Last time bytes moved either way (or the accept).
+    last: Instant,
+    /// The peer has closed its side.
+    eof: bool,
+    /// A malformed length prefix was read: nothing more is read or answered, and the connection
+    /// closes once the answers before it are written.
+    bad: bool,
+}
+
+enum Status {
+    /// Waiting for readiness.
+    Idle,
+    /// Work is left (budget used up): serve again next turn without waiting.
+    Again,
+    /// Close the connection (the reason is already counted).
+    Close,
+}
+
+impl Conn {
+    fn pending_out(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+
+    /// Answers, writes and reads as far as possible without blocking.
+    fn serve(
+        &mut self,
+        zones: &ZoneSet,
+        opts: &AnswerOptions,
+        counters: &Counters,
+        resp: &mut Vec<u8>,
+        now: Instant,
+    ) -> Status {
+        let mut budget = FRAME_BUDGET;
+        loop {
+            let mut progress = false;
+            // Answer complete messages, in order.
+            while !self.bad && self.pending_out() < OUT_LIMIT {
+                let avail = &self.rbuf[self.rpos..];
+                if avail.len() < 2 {
+                    break;
+                }
+                let len = u16::from_be_bytes([avail[0], avail[1]]) as usize;
+                if len < MIN_MESSAGE {
+                    bump(&counters.tcp_malformed);
+                    self.bad = true;
+                    break;
+                }
+                let Some(query) = avail.get(2..2 + len) else {
+                    break;
+                };
+                if budget == 0 {
+                    break;
+                }
+                budget -= 1;
+                bump(&counters.tcp_queries);
+                match zones.answer_into(query, opts, resp) {
+                    Some(outcome) => {
+                        counters.response(&outcome, true);
+                        // Responses are at most 65535 bytes with `tcp` set; anything longer
+                        // cannot be framed and is dropped.
+                        match u16::try_from(resp.len()) {
+                            Ok(n) => {
+                                self.wbuf.extend_from_slice(&n.to_be_bytes());
+                                self.wbuf.extend_from_slice(resp);
+                            }
+                            Err(_) => bump(&counters.dropped),
+                        }
+                    }
+                    None => bump(&counters.dropped),
+                }
+                self.rpos += 2 + len;
+                progress = true;
+            }
+            if self.rpos > 0 {
+                self.rbuf.drain(..self.rpos);
+                self.rpos = 0;
+            }
+            // Write what is pending.
+            while self.wpos < self.wbuf.len() {
+                match self.stream.write(&self.wbuf[self.wpos..]) {
+                    Ok(0) => return Status::Close,
+                    Ok(n) => {
+                        self.wpos += n;
+                        self.last = now;
+                        progress = true;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(_) => return Status::Close,
+                }
+            }
+            if self.wpos == self.wbuf.len() {
+                self.wbuf.clear();
+                self.wpos = 0;
+            } else if self.wpos >= OUT_LIMIT {
+                self.wbuf.drain(..self.wpos);
+                self.wpos = 0;
+            }
+            if budget == 0 && self.has_frame() {
+                // With the output backed up, the writable event resumes this instead.
+                if self.pending_out() < OUT_LIMIT {
+                    return Status::Again;
+                }
+                return Status::Idle;
+            }
+            // Read more unless the output is backed up (the peer does not read) or a complete
+            // message is already waiting; this bounds the input buffer to one message plus a
+            // chunk.
+            if !self.eof && !self.bad && self.pending_out() < OUT_LIMIT && !self.has_frame() {
+                let start = self.rbuf.len();
+                self.rbuf.resize(start + READ_CHUNK, 0);
+                let r = self.stream.read(&mut self.rbuf[start..]);
+                let got = match &r {
+                    Ok(n) => *n,
+                    Err(_) => 0,
+                };
+                self.rbuf.truncate(start + got);
+                match r {
+                    Ok(0) => {
+                        self.eof = true;
+                        progress = true;
+                    }
+                    Ok(_) => {
+                        self.last = now;
+                        progress = true;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => progress = true,
+                    Err(_) => return Status::Close,
+                }
+            }
+            if !progress {
+                break;
+            }
+        }
+        if self.bad && self.pending_out() == 0 {
+            return Status::Close;
+        }
+        if self.eof && self.pending_out() == 0 && !self.has_frame() {
+            if self.rbuf.len() > self.rpos {
+                // The peer closed in the middle of a message.
+                bump(&counters.tcp_malformed);
+            }
+            return Status::Close;
+        }
+        Status::Idle
+    }
+
+    /// A complete message (or an invalid length prefix) is waiting in the input.
+    fn has_frame(&self) -> bool {
+        if self.bad {
+            return false;
+        }
+        let avail = &self.rbuf[self.rpos..];
+        if avail.len() < 2 {
+            return false;
+        }
+        let len = u16::from_be_bytes([avail[0], avail[1]]) as usize;
+        len < MIN_MESSAGE || avail.len() >= 2 + len
+    }
+}
+
+/// The connection table: slot `i` has token `base + i`.
+struct Table {
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    live: usize,
+}
+
+impl Table {
+    fn close(&mut self, poll: &Poll, slot: usize) {
+        if let Some(mut c) = self.conns.get_mut(slot).and_then(Option::take) {
+            let _ = poll.registry().deregister(&mut c.stream);
+            self.free.push(slot);
+            self.live -= 1;
+        }
+    }
+
+    /// The slot of the connection with the oldest activity.
+    fn oldest(&self) -> Option<usize> {
+        self.conns
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.as_ref().map(|c| (i, c.last)))
+            .min_by_key(|&(_, t)| t)
+            .map(|(i, _)| i)
+    }
+
+    fn insert(&mut self, conn: Conn) -> usize {
+        self.live += 1;
+        match self.free.pop() {
+            Some(i) => {
+                self.conns[i] = Some(conn);
+                i
+            }
+            None => {
+                self.conns.push(Some(conn));
+                self.conns.len() - 1
+            }
+        }
+    }
+}
+
+/// The TCP loop: runs until `stop` is set.
+pub(crate) fn run(
+    mut poll: Poll,
+    mut listeners: Vec<TcpListener>,
+    zones: Arc<ZoneSet>,
+    settings: TcpSettings,
+    stop: Arc<AtomicBool>,
+    counters: Arc<Counters>,
+) {
+    let opts = AnswerOptions {
+        tcp: true,
+        ..settings.opts
+    };
+    let base = listeners.len();
+    let mut events = Events::with_capacity(256);
+    let mut table = Table {
+        conns: Vec::new(),
+        free: Vec::new(),
+        live: 0,
+    };
+    let mut resp = Vec::with_capacity(4096);
+    // Listeners with connections possibly left to accept.
+    let mut accept_more = vec![false; base];
+    // An accept failed (e.g. EMFILE): retry every listener at the next wake-up.
+    let mut accept_retry = false;
+    let mut again: Vec<usize> = Vec::new();
+    let mut todo: Vec<usize> = Vec::new();
+    let mut last_sweep = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let busy = !again.is_empty() || accept_more.iter().any(|&b| b);
+        let timeout = if busy { Duration::ZERO } else { POLL_INTERVAL };
+        if let Err(e) = poll.poll(&mut events, Some(timeout)) {
+            if e.kind() != io::ErrorKind::Interrupted {
+                std::thread::sleep(POLL_INTERVAL / 10);
+            }
+            continue;
+        }
+        let now = Instant::now();
+        todo.clear();
+        todo.append(&mut again);
+        for ev in events.iter() {
+            let t = ev.token().0;
+            if t < base {
+                accept_more[t] = true;
+            } else {
+                todo.push(t - base);
+            }
+        }
+        if accept_retry {
+            accept_retry = false;
+            accept_more.iter_mut().for_each(|b| *b = true);
+        }
+        // Accept.
+        for (li, listener) in listeners.iter_mut().enumerate() {
+            if !accept_more[li] {
+                continue;
+            }
+            accept_more[li] = false;
+            for n in 0.. {
+                if n == ACCEPT_BUDGET {
+                    accept_more[li] = true;
+                    break;
+                }
+                let mut stream = match listener.accept() {
+                    Ok((s, _)) => s,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
+                    Err(_) => {
+                        accept_retry = true;
+                        break;
+                    }
+                };
+                bump(&counters.tcp_accepted);
+                if table.live >= settings.max_connections {
+                    match table.oldest() {
+                        Some(old) => {
+                            table.close(&poll, old);
+                            bump(&counters.tcp_evicted);
+                        }
+                        None => {
+                            // A cap of zero: refuse everything.
+                            bump(&counters.tcp_evicted);
+                            continue;
+                        }
+                    }
+                }
+                let _ = stream.set_nodelay(true);
+                let slot = table.free.last().copied().unwrap_or(table.conns.len());
+                if poll
+                    .registry()
+                    .register(
+                        &mut stream,
+                        Token(base + slot),
+                        Interest::READABLE | Interest::WRITABLE,
+                    )
+                    .is_err()
+                {
+                    continue;
+                }
+                let slot = table.insert(Conn {
+                    stream,
+                    rbuf: Vec::with_capacity(READ_CHUNK),
+                    rpos: 0,
+                    wbuf: Vec::new(),
+                    wpos: 0,
+                    last: now,
+                    eof: false,
+                    bad: false,
+                });
+                todo.push(slot);
+            }
+        }
+        // Serve.
+        for &slot in &todo {
+            let Some(Some(conn)) = table.conns.get_mut(slot) else {
+                continue;
+            };
+            match conn.serve(&zones, &opts, &counters, &mut resp, now) {
+                Status::Idle => {}
+                Status::Again => {
+                    if !again.contains(&slot) {
+                        again.push(slot);
+                    }
+                }
+                Status::Close => {
+                    table.close(&poll, slot);
+                    again.retain(|&s| s != slot);
+                }
+            }
+        }
+        // Close idle connections.
+        if now.duration_since(last_sweep) >= POLL_INTERVAL {
+            last_sweep = now;
+            for slot in 0..table.conns.len() {
+                let idle = matches!(&table.conns[slot],
+                    Some(c) if now.duration_since(c.last) >= settings.idle_timeout);
+                if idle {
+                    table.close(&poll, slot);
+                    again.retain(|&s| s != slot);
+                    bump(&counters.tcp_idle_closed);
+                }
+            }
+        }
+    }
+}
