@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Benchmarks of the query engine (issue "query engine"; figures go to docs/performance.md).
 # Everything runs on loopback against a knotd started here; every load is bounded in count and time.
-#  1. --fast UDP: knotd pinned to core 0, the generator to core 1; ldplayer and dnsperf in the
-#     same run, same pinning, same queries; qps and generator CPU per query.
+#  1. --fast UDP: knotd pinned to core 0, the generator to core 1 (dnsperf's one thread with
+#     taskset, ldplayer's querier thread with --pin; its reader and result writer float);
+#     same run, same queries; qps and generator CPU per query.
 #  2. Original timing: a synthetic 200k qps UDP trace of 30 s; ldplayer's own timing error and
 #     per-second rate error, and a tcpdump witness; drool -t keep on the same pcap for comparison.
 #  3. TCP: 10,000 clients at 100k qps with original timing; latency percentiles.
@@ -72,9 +73,9 @@ if [[ " $parts " == *" fast "* ]]; then
     /usr/bin/time -f "%e %U %S %M" -o "$out/t-dnsperf" taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$out/fast.dnsperf" \
       -l 20 -c 1 -T 1 -q 1000 > "$out/dnsperf.txt" 2>&1
     dq=$(awk '/Queries per second/ { print $4 }' "$out/dnsperf.txt"); dn=$(awk '/Queries completed/ { print $3 }' "$out/dnsperf.txt")
-    /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout 60 taskset -c 1 $bin replay "$out/fast.bin" --server 127.0.0.1:$port \
-      --fast --max-in-flight 1000 --queriers 1 --timeout 1 --json --dns-port 53 > "$out/ldp-fast.json" < /dev/null &
-    ldp=$!; sleep 20; kill -INT $ldp 2>/dev/null || true; wait $ldp || true
+    /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout 60 $bin replay "$out/fast.bin" --server 127.0.0.1:$port \
+      --fast --max-in-flight 1000 --queriers 1 --pin 1 --timeout 1 --json --dns-port 53 > "$out/ldp-fast.json" < /dev/null &
+    ldp=$!; sleep 20; pkill -INT -f 'ldplayer replay' 2>/dev/null || true; wait $ldp || true
     lq=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(round(d['qps']))"); ln=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(d['answered'])")
     printf 'round %s: dnsperf %s qps (%s answered, %.2f µs CPU/query) | ldplayer %s qps (%s answered, %.2f µs CPU/query) | ratio %.2f\n' \
       "$round" "$dq" "$dn" "$(echo "$(cpu_of "$out/t-dnsperf") * 1000000 / $dn" | bc -l)" "$lq" "$ln" \
@@ -90,7 +91,7 @@ if [[ " $parts " == *" timing "* ]]; then
   start_knot 1
   tcpdump -i lo -n -U --immediate-mode -s 96 -B 262144 -w "$out/t200k-wire.pcap" udp and dst port "$port" 2> "$out/tcpdump.err" &
   td=$!; sleep 1
-  taskset -c 1 $bin replay "$out/t200k.bin" --server 127.0.0.1:$port --queriers 1 --json --results "$out/t200k.res" > "$out/t200k.json"
+  $bin replay "$out/t200k.bin" --server 127.0.0.1:$port --queriers 1 --pin 1 --json --results "$out/t200k.res" > "$out/t200k.json"
   sleep 1; kill -INT $td; wait $td || true; grep -E "captured|dropped" "$out/tcpdump.err" || true
   python3 - "$out/t200k.json" <<'PY'
 import json, sys
@@ -129,13 +130,10 @@ print(f"witness: per-second rate within ±0.1% of {rate:.0f} for {within * 100:.
 PY
   echo "-- drool -t keep on the same trace as pcap (drool reports no per-query timing; its wall time is shown)"
   start_knot 1
-  sed "s/PORT/$port/" > "$out/drool.conf" <<'CONF'
-filter "";
-timing keep;
-client_pool target "127.0.0.1" "PORT";
-client_pool sendas udp;
-CONF
-  /usr/bin/time -f "%e s wall, %U s user, %S s sys" taskset -c 1 timeout 120 drool replay -c file:"$out/drool.conf" -r "$out/t200k.pcap" 2>&1 | tail -3 || true
+  # drool 2.0: replay the pcap with its own timing (-t keep), UDP only, without waiting for
+  # answers; it prints its own statistics as JSON (no per-query timing).
+  /usr/bin/time -f "drool: %e s wall for a 30 s trace, %U s user, %S s sys" taskset -c 1 timeout 120 \
+    drool replay -t keep --no-tcp -n --json "$out/t200k.pcap" 127.0.0.1 "$port" 2>&1 | tail -5 || true
   stop_knot
 fi
 
@@ -145,7 +143,7 @@ if [[ " $parts " == *" tcp "* ]]; then
   $bin synth --workload poisson --rate "$tcp_qps" -n $((tcp_qps * 20)) --clients 10000 --tcp-share 1 --zone w.example. -o "$out/tcp100k.bin" -q
   start_knot 1
   ulimit -n 200000 || true
-  taskset -c 1 $bin replay "$out/tcp100k.bin" --server 127.0.0.1:$port --queriers 1 --json > "$out/tcp100k.json"
+  $bin replay "$out/tcp100k.bin" --server 127.0.0.1:$port --queriers 1 --pin 1 --json > "$out/tcp100k.json"
   python3 - "$out/tcp100k.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
