@@ -8,13 +8,14 @@ use crate::clock::{self, TimerFd, SPIN_NS};
 const POLL_GAP_NS: i64 = 4_000;
 use crate::config::{ReplayConfig, Timing};
 use crate::distributor::{Batch, QueryMeta};
-use crate::net::{self, RecvBufs};
+use crate::net;
 use crate::stats::ReplayStats;
 use crate::tls::TlsBase;
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use ldplayer_dns::{flag, Message, HEADER_LEN};
 use ldplayer_results::{ErrorKind, Outcome, QueryResult};
 use ldplayer_trace::Proto;
+use ldplayer_udp::{RecvBatch, Wait, BATCH, RECV_BUF};
 use mio::net::{TcpStream, UdpSocket};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
@@ -246,7 +247,7 @@ struct Querier {
     lru_head: u32,
     lru_tail: u32,
     udp_out: Vec<u32>,
-    recv: RecvBufs,
+    recv: RecvBatch,
 
     conns: Vec<Option<Conn>>,
     free_conns: Vec<u32>,
@@ -307,7 +308,7 @@ impl Querier {
             lru_head: NONE,
             lru_tail: NONE,
             udp_out: Vec::new(),
-            recv: RecvBufs::new(),
+            recv: RecvBatch::new(),
             conns: Vec::new(),
             free_conns: Vec::new(),
             conns_open: 0,
@@ -454,7 +455,7 @@ impl Querier {
             }
             self.cursor += 1;
             self.dispatch(m);
-            if self.udp_out.len() >= net::BATCH * 4 {
+            if self.udp_out.len() >= BATCH * 4 {
                 self.flush_udp();
             }
         }
@@ -805,7 +806,7 @@ impl Querier {
             let mut end = start + 1;
             while end < out.len()
                 && matches!(self.slots[out[end] as usize].via, Via::Udp { sock: s, .. } if s == sock)
-                && end - start < net::BATCH
+                && end - start < BATCH
             {
                 end += 1;
             }
@@ -816,12 +817,12 @@ impl Querier {
                 continue;
             };
             let fd = u.sock.as_raw_fd();
-            let mut msgs: [&[u8]; net::BATCH] = [&[]; net::BATCH];
+            let mut msgs: [&[u8]; BATCH] = [&[]; BATCH];
             for (i, &s) in group.iter().enumerate() {
                 msgs[i] = &self.slots[s as usize].wire;
             }
             let now = clock::now_ns();
-            let (n, _err) = net::send_batch(fd, &self.server_sa, &msgs[..group.len()]);
+            let (n, _err) = ldplayer_udp::send_to(fd, &self.server_sa, &msgs[..group.len()]);
             for &s in &group[..n] {
                 let slot = &mut self.slots[s as usize];
                 if slot.sent_ns == 0 {
@@ -847,13 +848,13 @@ impl Querier {
             };
             let fd = u.sock.as_raw_fd();
             let uid = u.uid;
-            let n = match self.recv.recv(fd) {
+            let n = match self.recv.recv(fd, Wait::No) {
                 Ok(0) | Err(_) => return,
                 Ok(n) => n,
             };
             let now = clock::now_ns();
             for i in 0..n {
-                let (data, _cut, from) = self.recv.get(i);
+                let (data, from) = (self.recv.data(i), self.recv.source(i));
                 if from != Some(self.server) || data.len() < HEADER_LEN {
                     self.stats.unmatched_responses += 1;
                     continue;
@@ -877,12 +878,12 @@ impl Querier {
                     continue;
                 }
                 // Copy out of the receive buffer so that `complete` may borrow self.
-                let mut tmp = [0u8; net::RECV_BUF];
+                let mut tmp = [0u8; RECV_BUF];
                 let len = data.len();
                 tmp[..len].copy_from_slice(data);
                 self.complete(slot, Outcome::Answered, Some((&tmp[..len], now)));
             }
-            if n < net::BATCH {
+            if n < BATCH {
                 return;
             }
         }
