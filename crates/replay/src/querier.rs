@@ -248,6 +248,8 @@ struct Querier {
     lru_tail: u32,
     udp_out: Vec<u32>,
     recv: RecvBatch,
+    /// Where an answer is copied out of `recv` before it is completed.
+    answer_buf: Vec<u8>,
 
     conns: Vec<Option<Conn>>,
     free_conns: Vec<u32>,
@@ -309,6 +311,7 @@ impl Querier {
             lru_tail: NONE,
             udp_out: Vec::new(),
             recv: RecvBatch::new(),
+            answer_buf: Vec::with_capacity(RECV_BUF),
             conns: Vec::new(),
             free_conns: Vec::new(),
             conns_open: 0,
@@ -877,11 +880,13 @@ impl Querier {
                     self.send_stream(slot, Proto::Tcp);
                     continue;
                 }
-                // Copy out of the receive buffer so that `complete` may borrow self.
-                let mut tmp = [0u8; RECV_BUF];
-                let len = data.len();
-                tmp[..len].copy_from_slice(data);
-                self.complete(slot, Outcome::Answered, Some((&tmp[..len], now)));
+                // Copy out of the receive buffer so that `complete` may borrow self; the copy
+                // buffer is reused rather than a zeroed 4 KiB array per answer.
+                let mut answer = std::mem::take(&mut self.answer_buf);
+                answer.clear();
+                answer.extend_from_slice(data);
+                self.complete(slot, Outcome::Answered, Some((&answer, now)));
+                self.answer_buf = answer;
             }
             if n < BATCH {
                 return;
