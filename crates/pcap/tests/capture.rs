@@ -1,39 +1,15 @@
 //! The reader on hand-made captures: link types, pcap variants, pcapng, fragments, filters,
 //! damaged input.
 
+mod common;
+
+use common::message;
+
 use etherparse::PacketBuilder;
 use ldplayer_pcap::{read_capture_bytes, CaptureOptions, CaptureReader, Keep};
 use ldplayer_trace::{Collect, Proto, SkipReason, Source, TraceError};
 use proptest::prelude::*;
 use std::net::SocketAddr;
-
-/// A DNS message with one question `n<id>.example.` type A, and `extra` bytes of TXT answer.
-fn message(id: u16, qr: bool, extra: usize) -> Vec<u8> {
-    let mut m = Vec::new();
-    m.extend_from_slice(&id.to_be_bytes());
-    m.extend_from_slice(&(if qr { 0x8180u16 } else { 0x0100 }).to_be_bytes());
-    let an = u16::from(extra > 0);
-    m.extend_from_slice(&[0, 1, 0, an as u8, 0, 0, 0, 0]);
-    let label = format!("n{id}");
-    m.push(label.len() as u8);
-    m.extend_from_slice(label.as_bytes());
-    m.push(7);
-    m.extend_from_slice(b"example");
-    m.push(0);
-    m.extend_from_slice(&[0, 1, 0, 1]);
-    if extra > 0 {
-        let mut rdata = Vec::new();
-        while rdata.len() < extra {
-            let n = (extra - rdata.len()).clamp(1, 256) - 1;
-            rdata.push(n as u8);
-            rdata.extend(std::iter::repeat_n(b'x', n));
-        }
-        m.extend_from_slice(&[0xC0, 12, 0, 16, 0, 1, 0, 0, 0, 60]);
-        m.extend_from_slice(&(rdata.len() as u16).to_be_bytes());
-        m.extend_from_slice(&rdata);
-    }
-    m
-}
 
 const SRC4: [u8; 4] = [192, 0, 2, 1];
 const DST4: [u8; 4] = [192, 0, 2, 53];
