@@ -1,24 +1,15 @@
 //! `ldplayer replay` against a real knotd on loopback, with tcpdump and tshark as independent
 //! witnesses of what went on the wire and when.
 
+mod common;
+
+use common::ldplayer;
+
 use ldplayer_testbed::knot;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn ldplayer(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
-        .args(args)
-        .output()
-        .expect("ldplayer runs");
-    assert!(
-        out.status.success(),
-        "ldplayer {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()

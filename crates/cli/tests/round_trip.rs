@@ -3,6 +3,10 @@
 //! which for UDP captures is checked against tshark's own `udp.payload`; binary → text → binary
 //! is identical; and pcap → binary → pcap → binary keeps every message.
 
+mod common;
+
+use common::ldplayer;
+
 use ldplayer_pcap::{CaptureOptions, CaptureReader};
 use ldplayer_trace::binary::BinaryReader;
 use ldplayer_trace::{Collect, RecordBuf, Source};
@@ -23,19 +27,6 @@ fn captures() -> Vec<PathBuf> {
         dir.display()
     );
     files
-}
-
-fn ldplayer(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
-        .args(args)
-        .output()
-        .expect("ldplayer runs");
-    assert!(
-        out.status.success(),
-        "ldplayer {args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
 }
 
 fn read_capture(path: &Path) -> Vec<RecordBuf> {
