@@ -53,7 +53,9 @@ fn bind_local(sock: &Socket, local: Option<IpAddr>, server: &SocketAddr) -> io::
     }
 }
 
-/// A non-blocking UDP socket bound to `local` (or the unspecified address), port ephemeral.
+/// A non-blocking UDP socket bound to `local` (or the unspecified address), port ephemeral, and
+/// connected to `server`, as stub resolvers do: the kernel keeps the route, drops datagrams from
+/// other sources and reports ICMP port unreachable as `ECONNREFUSED`.
 pub fn udp_socket(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio::net::UdpSocket> {
     let sock = Socket::new(
         Domain::for_address(*server),
@@ -61,6 +63,7 @@ pub fn udp_socket(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio:
         Some(Protocol::UDP),
     )?;
     bind_local(&sock, local, server)?;
+    sock.connect(&SockAddr::from(*server))?;
     Ok(mio::net::UdpSocket::from_std(sock.into()))
 }
 

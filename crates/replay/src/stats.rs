@@ -50,6 +50,9 @@ pub struct ReplayStats {
     pub tls_resumed: u64,
     /// Responses that matched no query in flight (late, duplicate, or wrong question).
     pub unmatched_responses: u64,
+    /// ICMP unreachable reports on UDP sockets (nothing listening at the server's address); the
+    /// queries in flight then time out, and the next query on that socket fails as `refused`.
+    pub udp_unreachable: u64,
     /// Results written to the result sink.
     pub results: u64,
     /// Wall time of the replay.
@@ -94,6 +97,7 @@ impl ReplayStats {
         self.connections_reused += other.connections_reused;
         self.tls_resumed += other.tls_resumed;
         self.unmatched_responses += other.unmatched_responses;
+        self.udp_unreachable += other.udp_unreachable;
         self.results += other.results;
         self.duration = self.duration.max(other.duration);
     }

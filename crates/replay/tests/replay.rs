@@ -201,6 +201,29 @@ fn tcp_refused_on_closed_port() {
 }
 
 #[test]
+fn udp_port_unreachable_is_reported_not_answered() {
+    let port = free_port(); // nothing listens there: the kernel answers with ICMP
+    let results = Results::default();
+    let mut cfg = config(([127, 0, 0, 1], port).into());
+    cfg.timeout = Duration::from_millis(200);
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(trace(10, 2, Proto::Udp)), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 10);
+    assert!(rs.iter().all(|r| matches!(
+        r.outcome,
+        Outcome::Timeout | Outcome::Error(ErrorKind::Refused)
+    )));
+    // Every ICMP report is seen either by the next receive or by the next send on the socket.
+    assert!(
+        stats.udp_unreachable + stats.error_count(ErrorKind::Refused) >= 2,
+        "{stats:?}"
+    );
+}
+
+#[test]
 fn udp_timeouts_and_retries_against_a_silent_server() {
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let results = Results::default();

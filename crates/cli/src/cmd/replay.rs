@@ -89,7 +89,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     } else {
         print!("{report}");
         println!(
-            "engine: {} clients, {} UDP sockets, {} connections opened, {} reused, {} TLS resumed, {} TC retries over TCP, {} UDP retries, {} unmatched responses{}",
+            "engine: {} clients, {} UDP sockets, {} connections opened, {} reused, {} TLS resumed, {} TC retries over TCP, {} UDP retries, {} unmatched responses, {} ICMP unreachable{}",
             stats.clients,
             stats.udp_sockets_opened,
             stats.connections_opened,
@@ -98,6 +98,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             stats.tc_retries,
             stats.udp_retries,
             stats.unmatched_responses,
+            stats.udp_unreachable,
             if stop.load(Ordering::Relaxed) { "; interrupted" } else { "" }
         );
         if skipped.total() > 0 {
@@ -123,6 +124,7 @@ fn engine_json(stats: &ReplayStats, skipped: &ldplayer_trace::SkipCounts) -> ser
         "tc_retries": stats.tc_retries,
         "udp_retries": stats.udp_retries,
         "unmatched_responses": stats.unmatched_responses,
+        "udp_unreachable": stats.udp_unreachable,
         "trace_skipped": skipped.iter().map(|(r, c)| (r.name().to_string(), c)).collect::<std::collections::BTreeMap<_, _>>(),
     })
 }
