@@ -38,31 +38,6 @@ pub fn spin_until(deadline_ns: i64) {
     }
 }
 
-/// Sleeps (absolute, realtime) until `deadline_ns - SPIN_NS`, then spins to `deadline_ns`; for
-/// the reader thread, which has no event loop.
-pub fn sleep_until(deadline_ns: i64) {
-    let wake = deadline_ns - SPIN_NS;
-    loop {
-        if now_ns() >= wake {
-            break;
-        }
-        let ts = timespec(wake);
-        // SAFETY: `ts` is a valid timespec; a null remainder is allowed with TIMER_ABSTIME.
-        let r = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_REALTIME,
-                libc::TIMER_ABSTIME,
-                &ts,
-                std::ptr::null_mut(),
-            )
-        };
-        if r == 0 {
-            break;
-        }
-    }
-    spin_until(deadline_ns);
-}
-
 fn timespec(ns: i64) -> libc::timespec {
     libc::timespec {
         tv_sec: ns.div_euclid(1_000_000_000) as libc::time_t,

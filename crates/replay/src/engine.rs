@@ -292,18 +292,25 @@ impl Sink for Running {
         }
         let intended = self.schedule.next(record.time_ns);
         if intended != 0 {
-            // Stay at most `preload` ahead of real time.
+            // Stay at most `preload` ahead of real time. When the window is full, sleep until a
+            // quarter of it has drained, then refill: waking for every record instead kept this
+            // thread spinning (a whole core, taken from the server on a small machine).
             let preload = self.config.preload.as_nanos().min(i64::MAX as u128) as i64;
             let now = clock::now_ns();
             if intended - now > preload {
                 self.flush_all()?;
-                let target = intended - preload;
-                while clock::now_ns() < target {
+                let target = intended - preload + preload / 4;
+                loop {
                     if self.stop.load(Ordering::Relaxed) {
                         return Err(SinkError::Stopped);
                     }
-                    let step = (target - clock::now_ns()).min(50_000_000);
-                    clock::sleep_until(clock::now_ns() + step.max(0));
+                    let left = target - clock::now_ns();
+                    if left <= 0 {
+                        break;
+                    }
+                    std::thread::sleep(
+                        std::time::Duration::from_nanos(left.min(50_000_000) as u64),
+                    );
                 }
             }
         }
