@@ -38,6 +38,8 @@ const POLL_GAP_NS: i64 = 4_000;
 /// rate whose gaps are all below [`POLL_GAP_NS`] (150k qps here) left answers in the sockets for
 /// up to a second, then read them all at once, stalling the sends by 200 ms.
 const READ_EVERY_NS: i64 = 50_000;
+/// Most DNS IDs in flight on one socket or connection (of 65,536).
+const MAX_IDS_IN_FLIGHT: u32 = 60_000;
 /// Receive buffers of idle connections larger than this are released.
 const KEEP_BUF: usize = 1024;
 
@@ -240,7 +242,9 @@ struct Querier {
     ids: FxHashMap<u64, u32>,
     timeouts: VecDeque<(i64, u32, u32)>,
     next_uid: u64,
-    next_id: u16,
+    /// IDs in flight per transport (socket or connection uid).
+    id_use: FxHashMap<u64, u32>,
+    id_rng: u64,
 
     clients: FxHashMap<u32, Client>,
     udp: Vec<Option<UdpSock>>,
@@ -303,7 +307,8 @@ impl Querier {
             ids: FxHashMap::default(),
             timeouts: VecDeque::new(),
             next_uid: 1,
-            next_id: 0,
+            id_use: FxHashMap::default(),
+            id_rng: 0x9E37_79B9_7F4A_7C15,
             clients: FxHashMap::default(),
             udp: Vec::new(),
             free_udp: Vec::new(),
@@ -553,23 +558,46 @@ impl Querier {
         idx
     }
 
-    /// Registers the slot's ID on transport `uid`, rewriting it if already in use there.
+    /// Registers the slot's ID on transport `uid`, rewriting it if already in use there. Fails
+    /// when [`MAX_IDS_IN_FLIGHT`] of the transport's IDs are taken: a client faster than the ID
+    /// space allows within one timeout cannot be emulated on one socket, and probing a nearly
+    /// full space costs more per query than sending it.
     fn claim_id(&mut self, slot: u32, uid: u64) -> bool {
+        let used = self.id_use.entry(uid).or_insert(0);
+        if *used >= MAX_IDS_IN_FLIGHT {
+            return false;
+        }
         let s = &mut self.slots[slot as usize];
         let mut id = s.id;
-        for _ in 0..=u16::MAX as u32 {
+        loop {
             if let std::collections::hash_map::Entry::Vacant(e) = self.ids.entry(key(uid, id)) {
                 e.insert(slot);
+                *used += 1;
                 if id != s.id {
                     s.id = id;
                     s.wire[..2].copy_from_slice(&id.to_be_bytes());
                 }
                 return true;
             }
-            self.next_id = self.next_id.wrapping_add(1);
-            id = self.next_id;
+            // At most MAX_IDS_IN_FLIGHT of 65,536 are taken: a random probe hits a free ID
+            // within a few tries (xorshift; quality does not matter, spreading does).
+            self.id_rng ^= self.id_rng << 13;
+            self.id_rng ^= self.id_rng >> 7;
+            self.id_rng ^= self.id_rng << 17;
+            id = self.id_rng as u16;
         }
-        false
+    }
+
+    /// Releases the ID that `claim_id` registered on transport `uid`.
+    fn release_id(&mut self, uid: u64, id: u16) {
+        if self.ids.remove(&key(uid, id)).is_some() {
+            if let std::collections::hash_map::Entry::Occupied(mut e) = self.id_use.entry(uid) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                }
+            }
+        }
     }
 
     fn push_timeout(&mut self, slot: u32, deadline: i64) {
@@ -639,10 +667,10 @@ impl Querier {
         s.via = Via::None;
         match via {
             Via::Udp { uid, .. } => {
-                self.ids.remove(&key(uid, id));
+                self.release_id(uid, id);
             }
             Via::Stream { conn, uid } => {
-                self.ids.remove(&key(uid, id));
+                self.release_id(uid, id);
                 if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
                     if let Some(p) = c.inflight.iter().position(|&x| x == slot) {
                         c.inflight.swap_remove(p);
@@ -893,7 +921,7 @@ impl Querier {
                 }
                 let tc = u16::from_be_bytes([data[2], data[3]]) & flag::TC != 0;
                 if tc && self.config.retry_truncated_over_tcp && !self.stopping {
-                    self.ids.remove(&key(uid, id));
+                    self.release_id(uid, id);
                     self.slots[slot as usize].via = Via::None;
                     self.stats.tc_retries += 1;
                     self.send_stream(slot, Proto::Tcp);

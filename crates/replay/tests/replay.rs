@@ -411,6 +411,34 @@ fn rate_and_fast_timing() {
 }
 
 #[test]
+fn a_socket_never_holds_more_ids_in_flight_than_the_id_space_allows() {
+    // One client, a silent server and a timeout longer than the run: every ID stays taken, so
+    // beyond the cap (60,000 of 65,536) queries fail at once instead of probing a full space.
+    let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let n = 62_000;
+    let recs = (0..n)
+        .map(|i| record(i as i64, 1, Proto::Udp, query(7, "www.example.", A, None)))
+        .collect();
+    let results = Results::default();
+    let mut cfg = config(silent.local_addr().unwrap());
+    cfg.queriers = 1;
+    // Long enough for every send to happen before the first timeout frees an ID.
+    cfg.timeout = Duration::from_secs(4);
+    cfg.timing = Timing::Fast {
+        max_in_flight: 100_000,
+    };
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, n);
+    assert_eq!(stats.sent, 60_000, "{stats:?}");
+    assert_eq!(stats.error_count(ErrorKind::Send), 2_000, "{stats:?}");
+    drop(silent);
+}
+
+#[test]
 fn stop_flag_mid_run_gives_one_result_per_query() {
     let server = knot();
     let results = Results::default();
