@@ -17,6 +17,9 @@ command -v kdig >/dev/null 2>&1 || packages+=(knot-dnsutils)
 command -v nsd >/dev/null 2>&1 || packages+=(nsd)
 command -v unbound >/dev/null 2>&1 || packages+=(unbound)
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+# Network namespaces for the split-horizon server and the lab (ip, unshare).
+command -v ip >/dev/null 2>&1 || packages+=(iproute2)
+command -v unshare >/dev/null 2>&1 || packages+=(util-linux)
 if [ ${#packages[@]} -gt 0 ]; then
   echo "test.sh: installing ${packages[*]}"
   sudo=""

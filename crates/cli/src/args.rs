@@ -111,12 +111,26 @@ pub struct ReplayArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to answer on, e.g. 127.0.0.1:5300 (repeat for several).
-    #[arg(long, required = true, value_name = "ADDR:PORT")]
+    /// Address to answer on, e.g. 127.0.0.1:5300 (repeat for several). Required in plain mode;
+    /// with --manifest the default is 0.0.0.0:53 and [::]:53.
+    #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Vec<std::net::SocketAddr>,
-    /// Zone files; each zone's origin comes from `$ORIGIN` or its SOA.
-    #[arg(required = true, value_name = "ZONEFILE")]
+    /// Zone files (plain mode: every zone on every listen address); each zone's origin comes
+    /// from `$ORIGIN` or its SOA.
+    #[arg(
+        value_name = "ZONEFILE",
+        required_unless_present = "manifest",
+        conflicts_with = "manifest"
+    )]
     pub zones: Vec<PathBuf>,
+    /// Split mode: a manifest of nameserver addresses and the zone files each serves; every
+    /// query is answered from the zones of the address it was sent to, other addresses are
+    /// refused (see docs/formats.md).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: Option<PathBuf>,
+    /// Port of the default listen addresses with --manifest.
+    #[arg(long, default_value_t = 53)]
+    pub port: u16,
     /// UDP worker threads per listen address.
     #[arg(long, default_value_t = 1)]
     pub udp_workers: usize,

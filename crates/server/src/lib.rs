@@ -1,5 +1,10 @@
-//! The network front of ldplayer's authoritative "meta" DNS server, in plain mode: every zone of
-//! a [`ZoneSet`] answered on the same listen address(es).
+//! The network front of ldplayer's authoritative "meta" DNS server: in plain mode every zone of
+//! a [`ZoneSet`](ldplayer_zone::ZoneSet) answered on the same listen address(es); in split mode
+//! ([`Views`] by nameserver address) each query answered from the zones of the address it was
+//! sent to, learnt with `IP_PKTINFO`/`IPV6_PKTINFO` (UDP) or `getsockname` (TCP), the answer
+//! leaving from that address, and a query to any other address refused. Bound to a wildcard
+//! address inside a network namespace where every address is local (`ip route add local
+//! 0.0.0.0/0 dev lo`), one server then stands in for every nameserver of a hierarchy.
 //!
 //! * **UDP**: per listen address, [`ServerConfig::udp_workers`] threads, each with its own socket
 //!   bound with `SO_REUSEPORT` to the same address (the kernel spreads clients over them). A
@@ -43,7 +48,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use ldplayer_zone::{AnswerOptions, ZoneSet};
+use ldplayer_zone::{AnswerOptions, Views};
 use socket2::{Domain, Protocol, Socket, Type};
 use thiserror::Error;
 
@@ -133,6 +138,8 @@ pub struct Server;
 /// The sockets of one listen address.
 struct Bound {
     addr: SocketAddr,
+    /// The UDP sockets report destination addresses.
+    destinations: bool,
     udp: Vec<Socket>,
     tcp: Option<std::net::TcpListener>,
 }
@@ -162,11 +169,18 @@ fn tcp_listener(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
 
 /// Binds the UDP sockets (and the TCP listener) of one address; with port 0 the TCP listener
 /// gets the port the kernel chose for UDP, retrying when that one is taken for TCP.
-fn bind_one(addr: SocketAddr, workers: usize, tcp: bool) -> Result<Bound, ServerError> {
+/// With `split` (or a wildcard address) the UDP sockets report each query's destination.
+fn bind_one(
+    addr: SocketAddr,
+    workers: usize,
+    tcp: bool,
+    split: bool,
+) -> Result<Bound, ServerError> {
+    let destinations = split || addr.ip().is_unspecified();
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let first = udp::bind(addr).map_err(bind_err(addr, "udp"))?;
+        let first = udp::bind(addr, destinations).map_err(bind_err(addr, "udp"))?;
         let actual = first
             .local_addr()
             .ok()
@@ -174,7 +188,7 @@ fn bind_one(addr: SocketAddr, workers: usize, tcp: bool) -> Result<Bound, Server
             .unwrap_or(addr);
         let mut socks = vec![first];
         for _ in 1..workers {
-            socks.push(udp::bind(actual).map_err(bind_err(actual, "udp"))?);
+            socks.push(udp::bind(actual, destinations).map_err(bind_err(actual, "udp"))?);
         }
         let listener = if tcp {
             match tcp_listener(actual) {
@@ -193,6 +207,7 @@ fn bind_one(addr: SocketAddr, workers: usize, tcp: bool) -> Result<Bound, Server
         };
         return Ok(Bound {
             addr: actual,
+            destinations,
             udp: socks,
             tcp: listener,
         });
@@ -201,8 +216,13 @@ fn bind_one(addr: SocketAddr, workers: usize, tcp: bool) -> Result<Bound, Server
 
 impl Server {
     /// Binds every listen address and starts the threads. Fails without leaving threads behind
-    /// when any socket cannot be bound.
-    pub fn start(config: ServerConfig, zones: Arc<ZoneSet>) -> Result<RunningServer, ServerError> {
+    /// when any socket cannot be bound. `views` is one zone set for every destination
+    /// (`Arc<ZoneSet>` converts into it) or one per nameserver address (split horizon).
+    pub fn start(
+        config: ServerConfig,
+        views: impl Into<Views>,
+    ) -> Result<RunningServer, ServerError> {
+        let views = Arc::new(views.into());
         if config.listen.is_empty() {
             return Err(ServerError::NoListenAddress);
         }
@@ -210,14 +230,14 @@ impl Server {
         let bound = config
             .listen
             .iter()
-            .map(|&a| bind_one(a, workers, config.tcp))
+            .map(|&a| bind_one(a, workers, config.tcp, views.is_split()))
             .collect::<Result<Vec<_>, _>>()?;
         let local: Vec<SocketAddr> = bound.iter().map(|b| b.addr).collect();
 
         let mut listeners = Vec::new();
         let mut udp_socks = Vec::new();
         for b in bound {
-            udp_socks.extend(b.udp);
+            udp_socks.extend(b.udp.into_iter().map(|s| (s, b.destinations)));
             listeners.extend(b.tcp.map(mio::net::TcpListener::from_std));
         }
         let tcp_setup = if listeners.is_empty() {
@@ -238,13 +258,13 @@ impl Server {
             counters: Vec::new(),
             threads: Vec::new(),
         };
-        for (i, sock) in udp_socks.into_iter().enumerate() {
+        for (i, (sock, destinations)) in udp_socks.into_iter().enumerate() {
             let counters = Arc::new(Counters::default());
             server.counters.push(counters.clone());
-            let (zones, stop, opts) = (zones.clone(), server.stop.clone(), config.answer);
+            let (views, stop, opts) = (views.clone(), server.stop.clone(), config.answer);
             let h = std::thread::Builder::new()
                 .name(format!("ldp-udp-{i}"))
-                .spawn(move || udp::run(sock, zones, opts, stop, counters))
+                .spawn(move || udp::run(sock, destinations, views, opts, stop, counters))
                 .map_err(ServerError::Spawn)?;
             server.threads.push(h);
         }
@@ -259,7 +279,7 @@ impl Server {
             let stop = server.stop.clone();
             let h = std::thread::Builder::new()
                 .name("ldp-tcp".into())
-                .spawn(move || tcp::run(poll, listeners, zones, settings, stop, counters))
+                .spawn(move || tcp::run(poll, listeners, views, settings, stop, counters))
                 .map_err(ServerError::Spawn)?;
             server.threads.push(h);
         }

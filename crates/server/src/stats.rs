@@ -89,6 +89,9 @@ pub struct ServerStats {
     /// TCP connections closed for a malformed length prefix (shorter than a DNS header) or for
     /// ending in the middle of a message.
     pub tcp_malformed: u64,
+    /// Queries refused because they were sent to an address that no view (nameserver) has, in
+    /// split-horizon mode; also counted in [`KindCounts::refused`].
+    pub no_view: u64,
 }
 
 impl ServerStats {
@@ -106,6 +109,7 @@ impl ServerStats {
         self.tcp_idle_closed += o.tcp_idle_closed;
         self.tcp_evicted += o.tcp_evicted;
         self.tcp_malformed += o.tcp_malformed;
+        self.no_view += o.no_view;
         let (k, ok) = (&mut self.kinds, &o.kinds);
         k.answer += ok.answer;
         k.referral += ok.referral;
@@ -152,6 +156,7 @@ pub(crate) struct Counters {
     pub tcp_idle_closed: AtomicU64,
     pub tcp_evicted: AtomicU64,
     pub tcp_malformed: AtomicU64,
+    pub no_view: AtomicU64,
 }
 
 /// Adds one to a counter that only this thread writes (a load and a store, no locked op).
@@ -205,6 +210,7 @@ impl Counters {
             tcp_idle_closed: g(&self.tcp_idle_closed),
             tcp_evicted: g(&self.tcp_evicted),
             tcp_malformed: g(&self.tcp_malformed),
+            no_view: g(&self.no_view),
         }
     }
 }

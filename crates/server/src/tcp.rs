@@ -7,9 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ldplayer_zone::{AnswerOptions, ZoneSet};
+use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
+use std::net::IpAddr;
 
 use crate::stats::{bump, Counters};
 use crate::POLL_INTERVAL;
@@ -32,8 +33,13 @@ pub(crate) struct TcpSettings {
     pub opts: AnswerOptions,
 }
 
+/// Queries to an address in no view are answered from no zones: REFUSED.
+static NOTHING: std::sync::LazyLock<ZoneSet> = std::sync::LazyLock::new(ZoneSet::new);
+
 struct Conn {
     stream: TcpStream,
+    /// The address the client connected to (`getsockname`), which picks the view.
+    dest: Option<IpAddr>,
     /// Received bytes; `rbuf[rpos..]` is not answered yet.
     rbuf: Vec<u8>,
     rpos: usize,
@@ -66,7 +72,7 @@ impl Conn {
     /// Answers, writes and reads as far as possible without blocking.
     fn serve(
         &mut self,
-        zones: &ZoneSet,
+        views: &Views,
         opts: &AnswerOptions,
         counters: &Counters,
         resp: &mut Vec<u8>,
@@ -95,6 +101,13 @@ impl Conn {
                 }
                 budget -= 1;
                 bump(&counters.tcp_queries);
+                let zones = match views.for_destination(self.dest) {
+                    Some(z) => z,
+                    None => {
+                        bump(&counters.no_view);
+                        &NOTHING
+                    }
+                };
                 match zones.answer_into(query, opts, resp) {
                     Some(outcome) => {
                         counters.response(&outcome, true);
@@ -247,7 +260,7 @@ impl Table {
 pub(crate) fn run(
     mut poll: Poll,
     mut listeners: Vec<TcpListener>,
-    zones: Arc<ZoneSet>,
+    views: Arc<Views>,
     settings: TcpSettings,
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
@@ -343,8 +356,10 @@ pub(crate) fn run(
                 {
                     continue;
                 }
+                let dest = stream.local_addr().ok().map(|a| a.ip());
                 let slot = table.insert(Conn {
                     stream,
+                    dest,
                     rbuf: Vec::with_capacity(READ_CHUNK),
                     rpos: 0,
                     wbuf: Vec::new(),
@@ -361,7 +376,7 @@ pub(crate) fn run(
             let Some(Some(conn)) = table.conns.get_mut(slot) else {
                 continue;
             };
-            match conn.serve(&zones, &opts, &counters, &mut resp, now) {
+            match conn.serve(&views, &opts, &counters, &mut resp, now) {
                 Status::Idle => {}
                 Status::Again => {
                     if !again.contains(&slot) {

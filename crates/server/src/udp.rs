@@ -8,15 +8,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use ldplayer_udp::{send_replies, RecvBatch, Wait, BATCH};
-use ldplayer_zone::{AnswerOptions, ZoneSet};
+use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::stats::{bump, Counters};
 use crate::POLL_INTERVAL;
 
 /// A blocking UDP socket bound to `addr` with `SO_REUSEPORT`, whose receives and sends time out
-/// after [`POLL_INTERVAL`] so the worker sees the stop flag.
-pub(crate) fn bind(addr: SocketAddr) -> io::Result<Socket> {
+/// after [`POLL_INTERVAL`] so the worker sees the stop flag. With `destinations` the kernel
+/// reports each query's destination address (needed for split views and wildcard addresses).
+pub(crate) fn bind(addr: SocketAddr, destinations: bool) -> io::Result<Socket> {
     let sock = Socket::new(
         Domain::for_address(addr),
         Type::DGRAM.cloexec(),
@@ -26,6 +27,9 @@ pub(crate) fn bind(addr: SocketAddr) -> io::Result<Socket> {
         sock.set_only_v6(true)?;
     }
     sock.set_reuse_port(true)?;
+    if destinations {
+        ldplayer_udp::enable_destinations(sock.as_raw_fd(), addr.is_ipv6())?;
+    }
     sock.set_read_timeout(Some(POLL_INTERVAL))?;
     sock.set_write_timeout(Some(POLL_INTERVAL))?;
     sock.bind(&addr.into())?;
@@ -41,18 +45,27 @@ struct Slots {
     reply: [usize; BATCH],
 }
 
-/// The worker loop: runs until `stop` is set.
+/// The worker loop: runs until `stop` is set. With `destinations` (the socket was bound with
+/// them) each query is answered from the view of the address it was sent to, and the answer
+/// leaves from that address.
 pub(crate) fn run(
     sock: Socket,
-    zones: Arc<ZoneSet>,
+    destinations: bool,
+    views: Arc<Views>,
     opts: AnswerOptions,
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
 ) {
     let opts = AnswerOptions { tcp: false, ..opts };
     let fd = sock.as_raw_fd();
+    // Queries to an address in no view are answered from no zones: REFUSED.
+    let nothing = ZoneSet::new();
     let mut slots = Slots {
-        batch: RecvBatch::new(),
+        batch: if destinations {
+            RecvBatch::with_destinations()
+        } else {
+            RecvBatch::new()
+        },
         resps: (0..BATCH).map(|_| Vec::with_capacity(1232)).collect(),
         reply: [0; BATCH],
     };
@@ -74,6 +87,13 @@ pub(crate) fn run(
                 continue;
             }
             let query = slots.batch.data(i);
+            let zones = match views.for_destination(slots.batch.destination(i)) {
+                Some(z) => z,
+                None => {
+                    bump(&counters.no_view);
+                    &nothing
+                }
+            };
             match zones.answer_into(query, &opts, &mut slots.resps[i]) {
                 Some(outcome) => {
                     counters.response(&outcome, false);

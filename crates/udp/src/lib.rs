@@ -26,9 +26,16 @@ pub enum Wait {
     ForOne,
 }
 
+/// Control-message space of one datagram, in 8-byte words (aligned for `cmsghdr`): enough for
+/// one `in6_pktinfo` (the larger of the two) and a spare.
+const CONTROL_WORDS: usize = 16;
+
 /// Reusable receive slots: [`BATCH`] buffers of [`RECV_BUF`] bytes with their source addresses.
 pub struct RecvBatch {
     bufs: Vec<u8>,
+    /// Control-message space per slot, when destinations are asked for.
+    control: Option<Vec<[u64; CONTROL_WORDS]>>,
+    dests: [Option<IpAddr>; BATCH],
     addrs: Vec<libc::sockaddr_storage>,
     addr_lens: [libc::socklen_t; BATCH],
     lens: [usize; BATCH],
@@ -47,12 +54,24 @@ impl RecvBatch {
     pub fn new() -> RecvBatch {
         RecvBatch {
             bufs: vec![0; BATCH * RECV_BUF],
+            control: None,
+            dests: [None; BATCH],
             // SAFETY: sockaddr_storage is plain data; all zeroes is a valid value.
             addrs: vec![unsafe { std::mem::zeroed() }; BATCH],
             addr_lens: [0; BATCH],
             lens: [0; BATCH],
             truncated: [false; BATCH],
             count: 0,
+        }
+    }
+
+    /// Empty slots that also record each datagram's destination address, for sockets bound to a
+    /// wildcard address with [`enable_destinations`]; replies through [`send_replies`] then go
+    /// out from that address.
+    pub fn with_destinations() -> RecvBatch {
+        RecvBatch {
+            control: Some(vec![[0; CONTROL_WORDS]; BATCH]),
+            ..RecvBatch::new()
         }
     }
 
@@ -75,6 +94,10 @@ impl RecvBatch {
                 std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             hdr[i].msg_hdr.msg_iov = &mut iov[i];
             hdr[i].msg_hdr.msg_iovlen = 1;
+            if let Some(control) = self.control.as_mut() {
+                hdr[i].msg_hdr.msg_control = control[i].as_mut_ptr().cast();
+                hdr[i].msg_hdr.msg_controllen = CONTROL_WORDS * 8;
+            }
         }
         let flags = match wait {
             Wait::No => libc::MSG_DONTWAIT,
@@ -105,6 +128,13 @@ impl RecvBatch {
                 self.lens[i] = (h.msg_len as usize).min(RECV_BUF);
                 self.truncated[i] = h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0;
                 self.addr_lens[i] = h.msg_hdr.msg_namelen;
+                self.dests[i] = if self.control.is_some() {
+                    // SAFETY: the kernel filled `msg_control` up to `msg_controllen` with
+                    // well-formed control messages in the buffer set above.
+                    unsafe { pktinfo_destination(&h.msg_hdr) }
+                } else {
+                    None
+                };
             }
             self.count = n;
             return Ok(n);
@@ -134,6 +164,115 @@ impl RecvBatch {
     /// The source of datagram `i`.
     pub fn source(&self, i: usize) -> Option<SocketAddr> {
         sockaddr_to_std(&self.addrs[i])
+    }
+
+    /// The address datagram `i` was sent to (only with [`with_destinations`](Self::with_destinations)
+    /// on a socket set up by [`enable_destinations`]).
+    pub fn destination(&self, i: usize) -> Option<IpAddr> {
+        self.dests[i]
+    }
+}
+
+/// Asks the kernel to report each datagram's destination address (`IP_PKTINFO`,
+/// `IPV6_RECVPKTINFO`), and for IPv6 allows replying from addresses that are not configured on
+/// an interface (`IPV6_FREEBIND`): with `ip route add local ::/0 dev lo` every address is local
+/// for receiving, but IPv6 checks configured addresses when a reply names its source.
+pub fn enable_destinations(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    let set = |level, name| {
+        // SAFETY: `on` is a valid c_int that outlives the call.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                level,
+                name,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    if ipv6 {
+        set(libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO)?;
+        set(libc::IPPROTO_IPV6, libc::IPV6_FREEBIND)
+    } else {
+        set(libc::IPPROTO_IP, libc::IP_PKTINFO)
+    }
+}
+
+/// The destination in an `IP_PKTINFO` or `IPV6_PKTINFO` control message of `msg`.
+///
+/// # Safety
+/// `msg.msg_control` must point to `msg.msg_controllen` bytes of control messages as the kernel
+/// wrote them.
+unsafe fn pktinfo_destination(msg: &libc::msghdr) -> Option<IpAddr> {
+    let mut c = libc::CMSG_FIRSTHDR(msg);
+    while !c.is_null() {
+        let h = &*c;
+        if h.cmsg_level == libc::IPPROTO_IP && h.cmsg_type == libc::IP_PKTINFO {
+            let info: libc::in_pktinfo = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+            return Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                info.ipi_addr.s_addr,
+            ))));
+        }
+        if h.cmsg_level == libc::IPPROTO_IPV6 && h.cmsg_type == libc::IPV6_PKTINFO {
+            let info: libc::in6_pktinfo = std::ptr::read_unaligned(libc::CMSG_DATA(c).cast());
+            return Some(IpAddr::V6(Ipv6Addr::from(info.ipi6_addr.s6_addr)));
+        }
+        c = libc::CMSG_NXTHDR(msg, c);
+    }
+    None
+}
+
+/// Writes a control message into `buf` that makes a reply leave from `source`; returns its
+/// length.
+fn pktinfo_source(buf: &mut [u64; CONTROL_WORDS], source: IpAddr) -> usize {
+    // SAFETY: a msghdr pointing at `buf` (CONTROL_WORDS * 8 bytes, aligned) lets the CMSG_*
+    // helpers address the first header inside it; the data written is smaller than that space.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_control = buf.as_mut_ptr().cast();
+        match source {
+            IpAddr::V4(a) => {
+                let space = libc::CMSG_SPACE(std::mem::size_of::<libc::in_pktinfo>() as u32);
+                msg.msg_controllen = space as usize;
+                let c = libc::CMSG_FIRSTHDR(&msg);
+                (*c).cmsg_level = libc::IPPROTO_IP;
+                (*c).cmsg_type = libc::IP_PKTINFO;
+                (*c).cmsg_len =
+                    libc::CMSG_LEN(std::mem::size_of::<libc::in_pktinfo>() as u32) as usize;
+                let info = libc::in_pktinfo {
+                    ipi_ifindex: 0,
+                    ipi_spec_dst: libc::in_addr {
+                        s_addr: u32::from(a).to_be(),
+                    },
+                    ipi_addr: libc::in_addr { s_addr: 0 },
+                };
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast(), info);
+                space as usize
+            }
+            IpAddr::V6(a) => {
+                let space = libc::CMSG_SPACE(std::mem::size_of::<libc::in6_pktinfo>() as u32);
+                msg.msg_controllen = space as usize;
+                let c = libc::CMSG_FIRSTHDR(&msg);
+                (*c).cmsg_level = libc::IPPROTO_IPV6;
+                (*c).cmsg_type = libc::IPV6_PKTINFO;
+                (*c).cmsg_len =
+                    libc::CMSG_LEN(std::mem::size_of::<libc::in6_pktinfo>() as u32) as usize;
+                let info = libc::in6_pktinfo {
+                    ipi6_addr: libc::in6_addr {
+                        s6_addr: a.octets(),
+                    },
+                    ipi6_ifindex: 0,
+                };
+                std::ptr::write_unaligned(libc::CMSG_DATA(c).cast(), info);
+                space as usize
+            }
+        }
     }
 }
 
@@ -226,8 +365,9 @@ fn send_one(fd: RawFd, dest: Option<&SockAddr>, msg: &[u8]) -> (usize, Option<io
     }
 }
 
-/// Sends `replies[j]` back to the source of datagram `slots[j]` of `batch`, for every `j`, with as
-/// few `sendmmsg` calls as possible (blocking up to the socket's send timeout); a message the
+/// Sends `replies[j]` back to the source of datagram `slots[j]` of `batch`, for every `j`, from
+/// the address it was sent to when the batch recorded destinations, with as few `sendmmsg` calls
+/// as possible (blocking up to the socket's send timeout); a message the
 /// kernel refuses is skipped. Returns how many were refused.
 pub fn send_replies(fd: RawFd, batch: &RecvBatch, slots: &[usize], replies: &[&[u8]]) -> u64 {
     let count = slots.len().min(replies.len()).min(BATCH);
@@ -235,8 +375,16 @@ pub fn send_replies(fd: RawFd, batch: &RecvBatch, slots: &[usize], replies: &[&[
     // which outlive the call; the kernel only reads through them.
     let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
     let mut hdr: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+    // Written (zeroed first) only for replies that name their source: plain servers skip it.
+    let mut control = [std::mem::MaybeUninit::<[u64; CONTROL_WORDS]>::uninit(); BATCH];
     for j in 0..count {
         let (i, r) = (slots[j], replies[j]);
+        if let Some(src) = batch.dests[i] {
+            let buf = control[j].write([0; CONTROL_WORDS]);
+            let len = pktinfo_source(buf, src);
+            hdr[j].msg_hdr.msg_control = buf.as_mut_ptr().cast();
+            hdr[j].msg_hdr.msg_controllen = len;
+        }
         iov[j] = libc::iovec {
             iov_base: r.as_ptr() as *mut libc::c_void,
             iov_len: r.len(),

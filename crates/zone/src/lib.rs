@@ -11,6 +11,8 @@
 //!   at load time.
 //! * [`ZoneSet`] picks the zone with the longest matching origin (DS at a child apex goes to the
 //!   parent when both are served).
+//! * [`Manifest`] says which zone files each nameserver address serves; its [`Views`] pick the
+//!   zone set by a query's destination address (split horizon).
 //! * [`ZoneSet::answer_into`] answers a query as nsd/knot do: AA, referrals with glue, DS at
 //!   cuts from the parent side, CNAME chains within a zone, DNAME synthesis, wildcards, NXDOMAIN
 //!   and NODATA with the RFC 2308 SOA, and with DO the RRSIGs and NSEC/NSEC3 proofs as stored.
@@ -21,12 +23,14 @@
 //! additional-section RRsets that do not fit are left out without TC.
 
 mod answer;
+pub mod manifest;
 pub mod name;
 mod set;
 mod writer;
 mod zone;
 
 pub use answer::{answer, AnswerOptions, Kind, Outcome, Response};
+pub use manifest::{Manifest, ManifestEntry, Views};
 pub use set::ZoneSet;
 pub use zone::{flags, Node, Nsec3Chain, Nsec3Entry, RRset, Zone, ZoneError, NONE};
 

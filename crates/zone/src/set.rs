@@ -1,6 +1,7 @@
 //! Many zones served together (e.g. every zone behind one nameserver address).
 
 use rustc_hash::FxHashMap;
+use std::sync::Arc;
 
 use crate::name;
 use crate::rtype;
@@ -8,9 +9,10 @@ use crate::zone::Zone;
 
 /// A set of zones; queries go to the zone with the longest matching origin, except that a DS
 /// query for a zone's apex goes to the parent zone when that is served too (RFC 4035 §3.1.4.1).
-#[derive(Debug, Default)]
+/// Zones are shared: the same zone (the root, say) can be in the sets of many nameservers.
+#[derive(Debug, Default, Clone)]
 pub struct ZoneSet {
-    zones: Vec<Zone>,
+    zones: Vec<Arc<Zone>>,
     index: FxHashMap<Box<[u8]>, usize>,
 }
 
@@ -21,7 +23,8 @@ impl ZoneSet {
     }
 
     /// Adds a zone, replacing any zone with the same origin.
-    pub fn insert(&mut self, zone: Zone) {
+    pub fn insert(&mut self, zone: impl Into<Arc<Zone>>) {
+        let zone = zone.into();
         match self.index.get(&zone.origin) {
             Some(&i) => self.zones[i] = zone,
             None => {
@@ -32,13 +35,13 @@ impl ZoneSet {
     }
 
     /// The zones.
-    pub fn zones(&self) -> &[Zone] {
+    pub fn zones(&self) -> &[Arc<Zone>] {
         &self.zones
     }
 
     /// The zone with this origin (lowercase wire format).
     pub fn get(&self, origin: &[u8]) -> Option<&Zone> {
-        self.index.get(origin).map(|&i| &self.zones[i])
+        self.index.get(origin).map(|&i| &*self.zones[i])
     }
 
     /// The zone that answers `qname` (lowercase wire format) for `qtype`.
@@ -65,8 +68,8 @@ impl ZoneSet {
     }
 }
 
-impl FromIterator<Zone> for ZoneSet {
-    fn from_iter<I: IntoIterator<Item = Zone>>(iter: I) -> Self {
+impl<Z: Into<Arc<Zone>>> FromIterator<Z> for ZoneSet {
+    fn from_iter<I: IntoIterator<Item = Z>>(iter: I) -> Self {
         let mut s = ZoneSet::new();
         for z in iter {
             s.insert(z);

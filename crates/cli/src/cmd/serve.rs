@@ -1,10 +1,12 @@
-//! `ldplayer serve --listen ADDR:PORT ZONEFILE...` (plain mode).
+//! `ldplayer serve --listen ADDR:PORT ZONEFILE...` (plain mode) and
+//! `ldplayer serve --manifest FILE` (split horizon by destination address).
 
 use crate::args::ServeArgs;
 use crate::progress::interrupted;
 use anyhow::{Context, Result};
 use ldplayer_server::{Server, ServerConfig, ServerStats};
-use ldplayer_zone::{AnswerOptions, Zone, ZoneSet};
+use ldplayer_zone::{AnswerOptions, Manifest, Views, Zone, ZoneSet};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -22,15 +24,42 @@ pub fn load_zones(files: &[impl AsRef<Path>]) -> Result<ZoneSet> {
 
 pub fn run(args: ServeArgs) -> Result<()> {
     let started = Instant::now();
-    let zones = load_zones(&args.zones)?;
-    let names: Vec<String> = zones.zones().iter().map(|z| z.origin_text()).collect();
-    eprintln!(
-        "ldplayer: {} zones loaded in {:.2} s: {}",
-        names.len(),
-        started.elapsed().as_secs_f64(),
-        names.join(" ")
-    );
-    let mut config = ServerConfig::new(args.listen.clone());
+    let (views, listen) = match &args.manifest {
+        Some(path) => {
+            let manifest = Manifest::from_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+            let views = manifest.load().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let listen = if args.listen.is_empty() {
+                vec![
+                    SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), args.port),
+                    SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), args.port),
+                ]
+            } else {
+                args.listen.clone()
+            };
+            eprintln!(
+                "ldplayer: {} zones for {} nameserver addresses loaded in {:.2} s",
+                views.zones().len(),
+                views.addresses().len(),
+                started.elapsed().as_secs_f64(),
+            );
+            (views, listen)
+        }
+        None => {
+            if args.listen.is_empty() {
+                anyhow::bail!("--listen ADDR:PORT is required without --manifest");
+            }
+            let zones = load_zones(&args.zones)?;
+            let names: Vec<String> = zones.zones().iter().map(|z| z.origin_text()).collect();
+            eprintln!(
+                "ldplayer: {} zones loaded in {:.2} s: {}",
+                names.len(),
+                started.elapsed().as_secs_f64(),
+                names.join(" ")
+            );
+            (Views::plain(Arc::new(zones)), args.listen.clone())
+        }
+    };
+    let mut config = ServerConfig::new(listen);
     config.udp_workers = args.udp_workers;
     config.tcp = !args.no_tcp;
     config.tcp_idle_timeout =
@@ -39,7 +68,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
         minimal: args.minimal_responses,
         ..AnswerOptions::default()
     };
-    let server = Server::start(config, Arc::new(zones)).context("serve")?;
+    let server = Server::start(config, views).context("serve")?;
     let addrs: Vec<String> = server.local_addrs().iter().map(|a| a.to_string()).collect();
     eprintln!("ldplayer: answering on {} (Ctrl-C stops)", addrs.join(" "));
     let ctrl_c = interrupted();
@@ -56,7 +85,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
 pub fn describe(s: &ServerStats) -> String {
     let k = &s.kinds;
     format!(
-        "{} UDP and {} TCP queries, {} responses ({} answers, {} referrals, {} NXDOMAIN, {} NODATA, {} REFUSED, {} FORMERR), {} truncated, {} dropped",
-        s.udp_queries, s.tcp_queries, s.responses, k.answer, k.referral, k.nxdomain, k.nodata, k.refused, k.formerr, s.truncated, s.dropped
+        "{} UDP and {} TCP queries, {} responses ({} answers, {} referrals, {} NXDOMAIN, {} NODATA, {} REFUSED, {} FORMERR), {} truncated, {} dropped, {} to addresses of no nameserver",
+        s.udp_queries, s.tcp_queries, s.responses, k.answer, k.referral, k.nxdomain, k.nodata, k.refused, k.formerr, s.truncated, s.dropped, s.no_view
     )
 }
