@@ -17,6 +17,9 @@ command -v kdig >/dev/null 2>&1 || packages+=(knot-dnsutils)
 command -v nsd >/dev/null 2>&1 || packages+=(nsd)
 command -v unbound >/dev/null 2>&1 || packages+=(unbound)
 command -v openssl >/dev/null 2>&1 || packages+=(openssl)
+# Zone checkers the zone constructor's output must satisfy, and BIND for its export.
+command -v named-checkzone >/dev/null 2>&1 || packages+=(bind9-utils)
+command -v kzonecheck >/dev/null 2>&1 || packages+=(knot-dnssecutils)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)

@@ -32,6 +32,9 @@ pub enum Command {
     /// Work with replay results files.
     #[command(subcommand)]
     Results(ResultsCommand),
+    /// Rebuild and export the zones of a DNS hierarchy.
+    #[command(subcommand)]
+    Zones(ZonesCommand),
     /// Run the main job on the embedded default: synthesize a trace, convert it, inspect it.
     Demo(DemoArgs),
 }
@@ -143,6 +146,29 @@ pub struct ServeArgs {
     /// Seconds an idle TCP connection is kept.
     #[arg(long, default_value_t = 10.0)]
     pub tcp_idle_timeout: f64,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ZonesCommand {
+    /// Rebuild the zones of every level (root, TLDs, SLDs) from captures of a recursive
+    /// resolver's upstream traffic; writes zone files, a manifest for `serve --manifest`, root
+    /// hints and a BIND configuration with views into DIR.
+    Build(ZonesBuildArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ZonesBuildArgs {
+    /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary).
+    #[arg(required = true)]
+    pub inputs: Vec<PathBuf>,
+    /// Output directory (created if missing).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// Print the build report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,7 @@ fn main() {
         args::Command::Mutate(a) => cmd::mutate::run(a),
         args::Command::Replay(a) => cmd::replay::run(a),
         args::Command::Results(c) => cmd::results::run(c),
+        args::Command::Zones(c) => cmd::zones::run(c),
         args::Command::Serve(a) => cmd::serve::run(a),
         args::Command::Demo(a) => cmd::demo::run(a),
     };

@@ -8,6 +8,7 @@ pub mod replay;
 pub mod results;
 pub mod serve;
 pub mod synth;
+pub mod zones;
 
 use ldplayer_trace::SkipCounts;
 

@@ -1,0 +1,144 @@
+//! `ldplayer zones build` on real captures of resolvers iterating from the root (shared/data):
+//! the zones it writes are accepted by BIND's, NSD's and Knot's zone checkers, the BIND export
+//! by `named-checkconf -z`, and `ldplayer serve --manifest` answers from them per address.
+
+mod common;
+
+use common::ldplayer;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn capture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data/pcap")
+        .join(name)
+}
+
+fn check(cmd: &str, args: &[&str], dir: &Path) {
+    let out = Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd} must be installed (scripts/test.sh installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} rejects the output: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn rebuilds_root_tld_and_sld_zones_that_zone_checkers_accept() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("zones");
+    let out = ldplayer(&[
+        "zones",
+        "build",
+        capture("rfcdnscomp_response.pcap").to_str().unwrap(),
+        capture("dnscap_edns.pcap").to_str().unwrap(),
+        "-o",
+        out_dir.to_str().unwrap(),
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    // The five recursive answers in dnscap_edns.pcap (a stub's lookups) are not zone data.
+    assert_eq!(report["responses_unused"]["recursive"], 5, "{report}");
+    assert_eq!(report["responses_used"], 10, "{report}");
+    // H-root's 2018 address answered a referral but was not in the captured glue.
+    assert_eq!(report["inferred_servers"][0], "198.97.190.53 .", "{report}");
+
+    let zones = [
+        (".", "root.zone"),
+        ("cz", "cz.zone"),
+        ("nic.cz", "nic.cz.zone"),
+        ("net", "net.zone"),
+        ("aaa", "aaa.zone"),
+    ];
+    for (origin, file) in zones {
+        check(
+            "named-checkzone",
+            &["-q", "-i", "local", origin, file],
+            &out_dir,
+        );
+        check("nsd-checkzone", &[origin, file], &out_dir);
+        // The captured zones hold RRSIGs but never their DNSKEYs: no DNSSEC validation.
+        check("kzonecheck", &["-d", "off", "-o", origin, file], &out_dir);
+    }
+    check("named-checkconf", &["-z", "named.conf"], &out_dir);
+
+    // cz's SOA came from an NXDOMAIN answer; the root's was synthesized.
+    let cz = std::fs::read_to_string(out_dir.join("cz.zone")).unwrap();
+    assert!(
+        cz.contains("cz. 900 IN SOA a.ns.nic.cz. hostmaster.nic.cz. 1427189922"),
+        "{cz}"
+    );
+    assert!(cz.contains("IN NSEC3 1 0 10 BB8BF1F4BB02AFA6"), "{cz}");
+    let root = std::fs::read_to_string(out_dir.join("root.zone")).unwrap();
+    assert!(root.contains("SOA synthesized"), "{root}");
+    assert!(
+        root.contains("cz. 172800 IN NS a.ns.nic.cz."),
+        "the delegation to cz: {root}"
+    );
+    assert!(
+        root.contains("a.root-servers.net. 3600000 IN A 198.41.0.4"),
+        "{root}"
+    );
+    assert!(
+        root.contains("RRSIG NS 8 0 518400 2015"),
+        "signature times as dates: {root}"
+    );
+
+    let manifest = std::fs::read_to_string(out_dir.join("manifest")).unwrap();
+    for line in [
+        "198.41.0.4 root.zone",
+        "2001:503:ba3e::2:30 root.zone",
+        "194.0.12.1 cz.zone nic.cz.zone",
+        "192.5.6.30 net.zone",
+    ] {
+        assert!(
+            manifest.lines().any(|l| l == line),
+            "{line:?} in {manifest}"
+        );
+    }
+    let hints = std::fs::read_to_string(out_dir.join("root.hints")).unwrap();
+    assert!(
+        hints.contains(".\t3600000\tNS\ta.root-servers.net."),
+        "{hints}"
+    );
+    assert!(
+        hints.contains("a.root-servers.net.\t3600000\tA\t198.41.0.4"),
+        "{hints}"
+    );
+    let conf = std::fs::read_to_string(out_dir.join("named.conf")).unwrap();
+    assert!(
+        conf.contains("match-destinations {") && conf.contains("198.41.0.4;"),
+        "{conf}"
+    );
+
+    // The manifest loads in the meta-server (split mode, on a free port so no root is needed).
+    let port = ldplayer_testbed::free_port().to_string();
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(["serve", "--manifest"])
+        .arg(out_dir.join("manifest"))
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // 127.0.0.1 is no nameserver of the hierarchy: refused.
+    let dig = Command::new("kdig")
+        .args(["@127.0.0.1", "-p", &port, "+timeout=2", "cz.", "NS"])
+        .output()
+        .unwrap();
+    let _ = Command::new("kill")
+        .args(["-INT", &serve.id().to_string()])
+        .status();
+    let status = serve.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(serve.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "{err}");
+    assert!(err.contains("5 zones for 71 nameserver addresses"), "{err}");
+    let dig = String::from_utf8_lossy(&dig.stdout);
+    assert!(dig.contains("status: REFUSED"), "{dig}");
+}

@@ -1,0 +1,487 @@
+//! From nameservers' responses to zones: zone cuts from NS records, nameserver addresses from
+//! glue and answers, each response's records filed into the zone of the server that sent it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use bytes::Bytes;
+use domain::base::iana::{Class, Rtype};
+use domain::base::{Name, Record, Serial, Ttl};
+use domain::rdata::{AllRecordData, Soa};
+use ldplayer_trace::{Record as TraceRecord, Sink, SinkError};
+use ldplayer_zone::name::{is_subdomain, label_count, parent};
+
+use crate::exchange::{Exchange, Rr, Unused};
+use crate::hierarchy::{BuildReport, BuiltZone, Hierarchy};
+
+/// Lowercase wire form of a name: the key of zones, nodes and addresses.
+pub(crate) type Key = Vec<u8>;
+
+pub(crate) fn key(name: &Name<Bytes>) -> Key {
+    name.as_slice().to_ascii_lowercase()
+}
+
+/// The type an RRset is filed under: RRSIGs by the type they cover.
+fn set_type(rr: &Rr) -> (u16, u16) {
+    match rr.data() {
+        AllRecordData::Rrsig(sig) => (Rtype::RRSIG.to_int(), sig.type_covered().to_int()),
+        _ => (rr.rtype().to_int(), 0),
+    }
+}
+
+/// Collects nameservers' responses and builds the zones they came from.
+#[derive(Debug, Default)]
+pub struct ZoneBuilder {
+    exchanges: Vec<Exchange>,
+    unused: BTreeMap<&'static str, u64>,
+    queries: u64,
+}
+
+impl ZoneBuilder {
+    /// An empty builder.
+    pub fn new() -> ZoneBuilder {
+        ZoneBuilder::default()
+    }
+
+    /// Adds the response `wire` that nameserver `server` sent (a query, QR clear, is ignored).
+    pub fn add_message(&mut self, server: IpAddr, wire: &[u8]) {
+        if wire.len() >= 3 && wire[2] & 0x80 == 0 {
+            self.queries += 1;
+            return;
+        }
+        match Exchange::parse(server, wire) {
+            Ok(e) => self.exchanges.push(e),
+            Err(why) => self.skip(why),
+        }
+    }
+
+    /// Adds an already parsed response.
+    pub fn add_exchange(&mut self, exchange: Exchange) {
+        self.exchanges.push(exchange);
+    }
+
+    fn skip(&mut self, why: Unused) {
+        *self.unused.entry(why.name()).or_default() += 1;
+    }
+
+    /// Responses taken so far.
+    pub fn responses(&self) -> usize {
+        self.exchanges.len()
+    }
+
+    /// Rebuilds the zones.
+    pub fn build(self) -> Hierarchy {
+        Assembler::new(self).run()
+    }
+}
+
+/// A capture's records go in as a [`Sink`]: responses are taken with their source address as
+/// the nameserver.
+impl Sink for ZoneBuilder {
+    fn record(&mut self, record: &TraceRecord<'_>) -> Result<(), SinkError> {
+        self.add_message(record.src.ip(), record.wire);
+        Ok(())
+    }
+}
+
+/// One zone under construction.
+struct Draft {
+    apex: Name<Bytes>,
+    /// RRsets by (owner, type, covered type); the first one seen wins.
+    sets: BTreeMap<(Key, u16, u16), Vec<Rr>>,
+    servers: BTreeSet<IpAddr>,
+    soa_synthesized: bool,
+    apex_ns_from_parent: bool,
+}
+
+struct Assembler {
+    exchanges: Vec<Exchange>,
+    report: BuildReport,
+    /// Zone apex → its NS names, from the first NS RRset seen for it anywhere.
+    delegations: BTreeMap<Key, (Name<Bytes>, Vec<Rr>)>,
+    /// Name → its address records, from the first A/AAAA RRsets seen anywhere.
+    addresses: BTreeMap<Key, Vec<Rr>>,
+    zones: BTreeMap<Key, Draft>,
+}
+
+impl Assembler {
+    fn new(b: ZoneBuilder) -> Assembler {
+        let report = BuildReport {
+            responses_used: b.exchanges.len() as u64,
+            queries_seen: b.queries,
+            responses_unused: b.unused.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..BuildReport::default()
+        };
+        Assembler {
+            exchanges: b.exchanges,
+            report,
+            delegations: BTreeMap::new(),
+            addresses: BTreeMap::new(),
+            zones: BTreeMap::new(),
+        }
+    }
+
+    fn run(mut self) -> Hierarchy {
+        self.find_cuts_and_addresses();
+        self.assign_servers();
+        let exchanges = std::mem::take(&mut self.exchanges);
+        for e in &exchanges {
+            self.file_records(e);
+        }
+        self.complete_zones();
+        self.finish()
+    }
+
+    /// Every NS RRset makes a zone; every A/AAAA RRset gives addresses.
+    fn find_cuts_and_addresses(&mut self) {
+        let root = Name::root_bytes();
+        for e in &self.exchanges {
+            let trusted = |section: usize| section != 0 || e.authoritative;
+            for (i, section) in [&e.answer, &e.authority, &e.additional].iter().enumerate() {
+                if !trusted(i) {
+                    continue;
+                }
+                for (k, set) in rrsets(section) {
+                    match set[0].rtype() {
+                        Rtype::NS if i < 2 => {
+                            self.delegations
+                                .entry(k.0)
+                                .or_insert_with(|| (set[0].owner().clone(), set));
+                        }
+                        Rtype::A | Rtype::AAAA => {
+                            self.addresses.entry(k.0).or_default();
+                            let v = self.addresses.get_mut(&key(set[0].owner()));
+                            if let Some(v) = v {
+                                if !v.iter().any(|r| r.rtype() == set[0].rtype()) {
+                                    v.extend(set);
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+            }
+        }
+        let apexes: Vec<(Key, Name<Bytes>)> = std::iter::once((key(&root), root))
+            .chain(
+                self.delegations
+                    .iter()
+                    .map(|(k, (n, _))| (k.clone(), n.clone())),
+            )
+            .collect();
+        for (k, apex) in apexes {
+            self.zones.entry(k).or_insert_with(|| Draft {
+                apex,
+                sets: BTreeMap::new(),
+                servers: BTreeSet::new(),
+                soa_synthesized: false,
+                apex_ns_from_parent: false,
+            });
+        }
+    }
+
+    /// A zone's servers: the addresses of its NS names. A server that answered but serves no
+    /// known zone is given the zone its answers show (inferred, and reported).
+    fn assign_servers(&mut self) {
+        for (k, (_, ns)) in &self.delegations {
+            let Some(zone) = self.zones.get_mut(k) else {
+                continue;
+            };
+            for rr in ns {
+                if let AllRecordData::Ns(ns) = rr.data() {
+                    for a in self.addresses.get(&key(ns.nsdname())).into_iter().flatten() {
+                        if let Some(ip) = address(a) {
+                            zone.servers.insert(ip);
+                        }
+                    }
+                }
+            }
+        }
+        let served: BTreeSet<IpAddr> = self
+            .zones
+            .values()
+            .flat_map(|z| z.servers.iter().copied())
+            .collect();
+        let mut inferred = BTreeSet::new();
+        for e in &self.exchanges {
+            if served.contains(&e.server) {
+                continue;
+            }
+            // The zone the response comes from: the parent of a referral's child, else the
+            // closest zone of the question.
+            let name = if e.is_referral() {
+                e.authority
+                    .iter()
+                    .find(|r| r.rtype() == Rtype::NS)
+                    .map(|r| key(r.owner()))
+                    .and_then(|c| parent(&c).map(<[u8]>::to_vec))
+            } else {
+                Some(key(&e.qname))
+            };
+            let Some(name) = name else { continue };
+            if let Some(z) = self.closest_zone(&name) {
+                inferred.insert((e.server, z));
+            }
+        }
+        for (ip, z) in inferred {
+            if let Some(zone) = self.zones.get_mut(&z) {
+                zone.servers.insert(ip);
+                self.report
+                    .inferred_servers
+                    .push(format!("{ip} {}", zone.apex.fmt_with_dot()));
+            }
+        }
+    }
+
+    /// The deepest zone containing `name` (the name itself included).
+    fn closest_zone(&self, name: &[u8]) -> Option<Key> {
+        let mut cur = name;
+        loop {
+            if self.zones.contains_key(cur) {
+                return Some(cur.to_vec());
+            }
+            cur = parent(cur)?;
+        }
+    }
+
+    /// Files each RRset of a response into the deepest zone that the responding server serves
+    /// and that contains the owner (a DS, or its RRSIG, at a zone's apex goes to the parent).
+    fn file_records(&mut self, e: &Exchange) {
+        let mut served: Vec<Key> = self
+            .zones
+            .iter()
+            .filter(|(_, z)| z.servers.contains(&e.server))
+            .map(|(k, _)| k.clone())
+            .collect();
+        served.sort_by_key(|k| std::cmp::Reverse(label_count(k)));
+        let sections: [(&Vec<Rr>, bool); 3] = [
+            (&e.answer, e.authoritative),
+            (&e.authority, true),
+            (&e.additional, true),
+        ];
+        for (section, (records, trusted)) in sections.iter().enumerate() {
+            if !trusted {
+                self.report.records_not_authoritative += records.len() as u64;
+                continue;
+            }
+            for ((owner, rtype, covered), set) in rrsets(records) {
+                let wanted = match section {
+                    1 => matches!(
+                        Rtype::from_int(rtype),
+                        Rtype::NS
+                            | Rtype::SOA
+                            | Rtype::DS
+                            | Rtype::NSEC
+                            | Rtype::NSEC3
+                            | Rtype::RRSIG
+                    ),
+                    2 => {
+                        let t = if rtype == Rtype::RRSIG.to_int() {
+                            covered
+                        } else {
+                            rtype
+                        };
+                        t == Rtype::A.to_int() || t == Rtype::AAAA.to_int()
+                    }
+                    _ => true,
+                };
+                if !wanted {
+                    continue;
+                }
+                let at_parent = rtype == Rtype::DS.to_int() || covered == Rtype::DS.to_int();
+                let zone = served.iter().find(|z| {
+                    is_subdomain(&owner, z) && !(at_parent && owner == **z && z.len() > 1)
+                });
+                let Some(zone) = zone else {
+                    self.report.records_out_of_zone += set.len() as u64;
+                    continue;
+                };
+                let Some(draft) = self.zones.get_mut(zone) else {
+                    continue;
+                };
+                match draft.sets.get(&(owner.clone(), rtype, covered)) {
+                    None => {
+                        self.report.records += set.len() as u64;
+                        draft.sets.insert((owner, rtype, covered), set);
+                    }
+                    Some(first) if !same_data(first, &set) => self.report.conflicts += 1,
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+
+    /// Every zone gets an SOA (synthesized when none was captured), its apex NS (from the
+    /// parent's delegation when not captured at the apex), its parent the delegation, and every
+    /// in-zone nameserver name its addresses where they are known.
+    fn complete_zones(&mut self) {
+        let keys: Vec<Key> = self.zones.keys().cloned().collect();
+        for k in &keys {
+            let ns_key = (k.clone(), Rtype::NS.to_int(), 0);
+            let delegation = self.delegations.get(k).map(|(_, s)| s.clone());
+            let Some(z) = self.zones.get_mut(k) else {
+                continue;
+            };
+            if !z.sets.contains_key(&ns_key) {
+                if let Some(set) = delegation.clone() {
+                    z.sets.insert(ns_key.clone(), set);
+                    z.apex_ns_from_parent = true;
+                }
+            }
+            let soa_key = (k.clone(), Rtype::SOA.to_int(), 0);
+            if !z.sets.contains_key(&soa_key) {
+                let first_ns = z
+                    .sets
+                    .get(&ns_key)
+                    .and_then(|s| s.first())
+                    .and_then(|r| match r.data() {
+                        AllRecordData::Ns(ns) => Some(ns.nsdname().clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_else(|| z.apex.clone());
+                z.sets
+                    .insert(soa_key, vec![synthesized_soa(&z.apex, first_ns)]);
+                z.soa_synthesized = true;
+            }
+            // The parent holds the delegation.
+            if k.len() > 1 {
+                if let (Some(p), Some(set)) =
+                    (parent(k).and_then(|p| self.closest_zone(p)), delegation)
+                {
+                    if let Some(pz) = self.zones.get_mut(&p) {
+                        if let std::collections::btree_map::Entry::Vacant(e) = pz.sets.entry(ns_key)
+                        {
+                            e.insert(set);
+                            self.report.delegations_added += 1;
+                        }
+                    }
+                }
+            }
+        }
+        // Addresses of nameserver names inside each zone (glue below cuts, or zone data).
+        for k in &keys {
+            let Some(z) = self.zones.get(k) else { continue };
+            let mut wanted: BTreeSet<(Key, Name<Bytes>)> = BTreeSet::new();
+            for ((_, t, _), set) in &z.sets {
+                if *t != Rtype::NS.to_int() {
+                    continue;
+                }
+                for r in set {
+                    if let AllRecordData::Ns(ns) = r.data() {
+                        let nk = key(ns.nsdname());
+                        if is_subdomain(&nk, k) {
+                            wanted.insert((nk, ns.nsdname().clone()));
+                        }
+                    }
+                }
+            }
+            let mut add = Vec::new();
+            for (nk, name) in wanted {
+                let has = [Rtype::A, Rtype::AAAA]
+                    .iter()
+                    .any(|t| z.sets.contains_key(&(nk.clone(), t.to_int(), 0)));
+                if has {
+                    continue;
+                }
+                match self.addresses.get(&nk) {
+                    Some(rrs) if !rrs.is_empty() => add.push((nk, rrs.clone())),
+                    _ => self.report.missing_addresses.push(format!(
+                        "{} (in {})",
+                        name.fmt_with_dot(),
+                        z.apex.fmt_with_dot()
+                    )),
+                }
+            }
+            if let Some(z) = self.zones.get_mut(k) {
+                for (nk, rrs) in add {
+                    for (t, set) in split_by_type(rrs) {
+                        z.sets.entry((nk.clone(), t, 0)).or_insert(set);
+                        self.report.glue_added += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> Hierarchy {
+        let mut zones = Vec::new();
+        for (_, d) in std::mem::take(&mut self.zones) {
+            if d.servers.is_empty() {
+                self.report
+                    .zones_without_servers
+                    .push(d.apex.fmt_with_dot().to_string());
+            }
+            zones.push(BuiltZone {
+                apex: d.apex,
+                records: d.sets.into_values().flatten().collect(),
+                servers: d.servers.into_iter().collect(),
+                soa_synthesized: d.soa_synthesized,
+                apex_ns_from_parent: d.apex_ns_from_parent,
+            });
+        }
+        Hierarchy::new(zones, self.report)
+    }
+}
+
+/// Groups a section's records into RRsets keyed by (owner, type, covered type), in order.
+fn rrsets(records: &[Rr]) -> Vec<((Key, u16, u16), Vec<Rr>)> {
+    let mut out: Vec<((Key, u16, u16), Vec<Rr>)> = Vec::new();
+    for r in records {
+        let (t, c) = set_type(r);
+        let k = (key(r.owner()), t, c);
+        match out.iter_mut().find(|(ok, _)| *ok == k) {
+            Some((_, v)) => v.push(r.clone()),
+            None => out.push((k, vec![r.clone()])),
+        }
+    }
+    out
+}
+
+fn split_by_type(rrs: Vec<Rr>) -> BTreeMap<u16, Vec<Rr>> {
+    let mut m: BTreeMap<u16, Vec<Rr>> = BTreeMap::new();
+    for r in rrs {
+        m.entry(r.rtype().to_int()).or_default().push(r);
+    }
+    m
+}
+
+/// The same records regardless of order and TTL.
+fn same_data(a: &[Rr], b: &[Rr]) -> bool {
+    a.len() == b.len() && a.iter().all(|x| b.iter().any(|y| x.data() == y.data()))
+}
+
+fn address(rr: &Rr) -> Option<IpAddr> {
+    match rr.data() {
+        AllRecordData::A(a) => Some(IpAddr::V4(a.addr())),
+        AllRecordData::Aaaa(a) => Some(IpAddr::V6(a.addr())),
+        _ => None,
+    }
+}
+
+/// An SOA for a zone none was captured for: the first nameserver as primary, conventional
+/// timers, a negative TTL of 300 s.
+fn synthesized_soa(apex: &Name<Bytes>, primary: Name<Bytes>) -> Rr {
+    let rname = Name::<Bytes>::from_chars(
+        "hostmaster".chars().chain(".".chars()).chain(
+            apex.fmt_with_dot()
+                .to_string()
+                .trim_start_matches('.')
+                .chars(),
+        ),
+    )
+    .unwrap_or_else(|_| apex.clone());
+    Record::new(
+        apex.clone(),
+        Class::IN,
+        Ttl::from_secs(3600),
+        AllRecordData::Soa(Soa::new(
+            primary,
+            rname,
+            Serial(1),
+            Ttl::from_secs(3600),
+            Ttl::from_secs(600),
+            Ttl::from_secs(86400),
+            Ttl::from_secs(300),
+        )),
+    )
+}

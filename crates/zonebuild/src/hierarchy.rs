@@ -1,0 +1,363 @@
+//! The rebuilt hierarchy and its outputs: zone files, the manifest for `ldplayer serve`, root
+//! hints for a resolver, and a BIND configuration with one view per nameserver group.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::io;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use domain::base::iana::Rtype;
+use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
+use domain::base::Name;
+use domain::rdata::AllRecordData;
+use ldplayer_zone::name::canonical_key;
+use ldplayer_zone::{Manifest, ManifestEntry};
+use serde::Serialize;
+
+use crate::builder::key;
+use crate::exchange::Rr;
+
+/// One rebuilt zone.
+#[derive(Debug, Clone)]
+pub struct BuiltZone {
+    /// The apex.
+    pub apex: Name<Bytes>,
+    /// Every record (SOA and apex NS included).
+    pub records: Vec<Rr>,
+    /// Addresses of the nameservers that serve it.
+    pub servers: Vec<IpAddr>,
+    /// No SOA was captured; one was made up.
+    pub soa_synthesized: bool,
+    /// The apex NS set was not captured from the zone itself but from its parent's referral.
+    pub apex_ns_from_parent: bool,
+}
+
+impl BuiltZone {
+    /// The apex in presentation format, with the final dot.
+    pub fn name(&self) -> String {
+        self.apex.fmt_with_dot().to_string()
+    }
+
+    /// The zone as a zone file: the SOA first, then every record in canonical order (absolute
+    /// names, one record per line).
+    pub fn to_text(&self) -> String {
+        let mut recs: Vec<(u8, Vec<u8>, u16, &Rr)> = self
+            .records
+            .iter()
+            .map(|r| {
+                let mut k = Vec::new();
+                canonical_key(&key(r.owner()), &mut k);
+                let first = u8::from(r.rtype() != Rtype::SOA);
+                (first, k, r.rtype().to_int(), r)
+            })
+            .collect();
+        recs.sort_by(|a, b| (a.0, &a.1, a.2).cmp(&(b.0, &b.1, b.2)));
+        let mut out = format!(
+            "; {} rebuilt by ldplayer zones build{}\n",
+            self.name(),
+            if self.soa_synthesized {
+                " (SOA synthesized: none was captured)"
+            } else {
+                ""
+            }
+        );
+        for (.., r) in recs {
+            match r.data() {
+                AllRecordData::Rrsig(sig) => {
+                    // domain prints signature times as integers, which nsd does not read; the
+                    // YYYYMMDDHHmmSS form (RFC 4034 §3.2) is read by every zone checker.
+                    let _ = writeln!(
+                        out,
+                        "{} {} {} RRSIG {} {} {} {} {} {} {} {} {}",
+                        r.owner().fmt_with_dot(),
+                        r.ttl().as_secs(),
+                        r.class(),
+                        sig.type_covered(),
+                        sig.algorithm().to_int(),
+                        sig.labels(),
+                        sig.original_ttl().as_secs(),
+                        rrsig_time(sig.expiration().into_int()),
+                        rrsig_time(sig.inception().into_int()),
+                        sig.key_tag(),
+                        sig.signer_name().fmt_with_dot(),
+                        base64::engine::general_purpose::STANDARD.encode(sig.signature()),
+                    );
+                }
+                _ => {
+                    let _ = writeln!(out, "{}", r.display_zonefile(DisplayKind::Simple));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Seconds since 1970 (UTC) as YYYYMMDDHHmmSS.
+fn rrsig_time(t: u32) -> String {
+    let secs = t as i64;
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}{m:02}{d:02}{:02}{:02}{:02}",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn rrsig_times_in_calendar_form() {
+        assert_eq!(super::rrsig_time(0), "19700101000000");
+        assert_eq!(super::rrsig_time(1_428_037_200), "20150403050000");
+        assert_eq!(super::rrsig_time(951_782_400), "20000229000000");
+        assert_eq!(super::rrsig_time(u32::MAX), "21060207062815");
+    }
+}
+
+/// What the constructor did and what it could not rebuild.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct BuildReport {
+    /// Responses used.
+    pub responses_used: u64,
+    /// Queries seen (they carry no data).
+    pub queries_seen: u64,
+    /// Responses not used, by reason.
+    pub responses_unused: BTreeMap<String, u64>,
+    /// Records filed into zones.
+    pub records: u64,
+    /// RRsets seen again with different data (the first was kept).
+    pub conflicts: u64,
+    /// Records in no zone served by the server that sent them.
+    pub records_out_of_zone: u64,
+    /// Answer-section records of non-authoritative responses (not used).
+    pub records_not_authoritative: u64,
+    /// Delegations copied into a parent zone that had not been seen in its referrals.
+    pub delegations_added: u64,
+    /// Address RRsets of nameserver names added from elsewhere in the capture.
+    pub glue_added: u64,
+    /// Nameserver names inside a zone whose addresses were never seen (missing glue).
+    pub missing_addresses: Vec<String>,
+    /// Zones none of whose nameserver addresses is known (missing NS or glue).
+    pub zones_without_servers: Vec<String>,
+    /// Servers whose zone was inferred from their answers (`address zone`): their NS or glue
+    /// was not captured.
+    pub inferred_servers: Vec<String>,
+}
+
+/// The rebuilt zones and the report.
+#[derive(Debug, Clone)]
+pub struct Hierarchy {
+    /// The zones, the root first, then in canonical order.
+    pub zones: Vec<BuiltZone>,
+    /// What was done and what is missing.
+    pub report: BuildReport,
+}
+
+/// Files written by [`Hierarchy::write`].
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// One zone file per zone, in [`Hierarchy::zones`] order.
+    pub zone_files: Vec<PathBuf>,
+    /// The manifest for `ldplayer serve --manifest`.
+    pub manifest: PathBuf,
+    /// Root hints (NS and addresses of the root's nameservers).
+    pub root_hints: PathBuf,
+    /// A BIND configuration serving the same views.
+    pub named_conf: PathBuf,
+}
+
+impl Hierarchy {
+    pub(crate) fn new(mut zones: Vec<BuiltZone>, report: BuildReport) -> Hierarchy {
+        zones.sort_by_cached_key(|z| {
+            let mut k = Vec::new();
+            canonical_key(&key(&z.apex), &mut k);
+            k
+        });
+        Hierarchy { zones, report }
+    }
+
+    /// File names, one per zone: `root.zone`, else the apex without its final dot; characters
+    /// that have no place in a file name become `_`.
+    pub fn file_names(&self) -> Vec<String> {
+        let mut seen = BTreeSet::new();
+        self.zones
+            .iter()
+            .map(|z| {
+                let base = if z.apex.is_root() {
+                    "root".to_string()
+                } else {
+                    z.name()
+                        .trim_end_matches('.')
+                        .to_ascii_lowercase()
+                        .chars()
+                        .map(|c| {
+                            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                                c
+                            } else {
+                                '_'
+                            }
+                        })
+                        .collect()
+                };
+                let mut name = format!("{base}.zone");
+                let mut n = 1;
+                while !seen.insert(name.clone()) {
+                    n += 1;
+                    name = format!("{base}-{n}.zone");
+                }
+                name
+            })
+            .collect()
+    }
+
+    /// The manifest: every nameserver address and the zone files it serves (in `dir`).
+    pub fn manifest(&self, dir: &Path) -> Manifest {
+        let files = self.file_names();
+        let mut by_server: BTreeMap<IpAddr, Vec<PathBuf>> = BTreeMap::new();
+        for (z, f) in self.zones.iter().zip(&files) {
+            for ip in &z.servers {
+                by_server.entry(*ip).or_default().push(dir.join(f));
+            }
+        }
+        Manifest {
+            entries: by_server
+                .into_iter()
+                .map(|(address, zones)| ManifestEntry { address, zones })
+                .collect(),
+        }
+    }
+
+    /// Root hints in the format of `named.root`: the root's NS set and its servers' addresses.
+    pub fn root_hints(&self) -> String {
+        let mut out =
+            String::from("; root hints of the rebuilt hierarchy (ldplayer zones build)\n");
+        let Some(root) = self.zones.iter().find(|z| z.apex.is_root()) else {
+            return out;
+        };
+        let mut names = Vec::new();
+        for r in &root.records {
+            if let AllRecordData::Ns(ns) = r.data() {
+                if r.owner().is_root() {
+                    let _ = writeln!(out, ".\t3600000\tNS\t{}", ns.nsdname().fmt_with_dot());
+                    names.push(key(ns.nsdname()));
+                }
+            }
+        }
+        for r in &root.records {
+            if !names.contains(&key(r.owner())) {
+                continue;
+            }
+            match r.data() {
+                AllRecordData::A(a) => {
+                    let _ = writeln!(
+                        out,
+                        "{}\t3600000\tA\t{}",
+                        r.owner().fmt_with_dot(),
+                        a.addr()
+                    );
+                }
+                AllRecordData::Aaaa(a) => {
+                    let _ = writeln!(
+                        out,
+                        "{}\t3600000\tAAAA\t{}",
+                        r.owner().fmt_with_dot(),
+                        a.addr()
+                    );
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// A BIND configuration answering like `ldplayer serve --manifest`: one view per group of
+    /// nameserver addresses that serve the same zones (`match-destinations`), zone files in
+    /// `dir`; queries to other addresses match no view and are refused.
+    pub fn named_conf(&self, dir: &Path) -> String {
+        let files = self.file_names();
+        let mut groups: BTreeMap<Vec<usize>, Vec<IpAddr>> = BTreeMap::new();
+        let mut by_server: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
+        for (i, z) in self.zones.iter().enumerate() {
+            for ip in &z.servers {
+                by_server.entry(*ip).or_default().push(i);
+            }
+        }
+        for (ip, zones) in by_server {
+            groups.entry(zones).or_default().push(ip);
+        }
+        let mut out = format!(
+            "// BIND as the meta-server of a hierarchy rebuilt by ldplayer zones build.\n\
+             options {{\n\
+             \tdirectory \"{}\";\n\
+             \tlisten-on {{ any; }};\n\
+             \tlisten-on-v6 {{ any; }};\n\
+             \trecursion no;\n\
+             \tallow-query {{ any; }};\n\
+             \tminimal-responses no;\n\
+             \tpid-file none;\n\
+             }};\n",
+            dir.display()
+        );
+        for (n, (zones, ips)) in groups.iter().enumerate() {
+            let _ = writeln!(out, "view \"ns{}\" {{", n + 1);
+            let list: String = ips.iter().map(|ip| format!("{ip}; ")).collect();
+            let _ = writeln!(out, "\tmatch-destinations {{ {list}}};");
+            for &i in zones {
+                let name = self.zones[i].name();
+                let zname = if name == "." {
+                    "."
+                } else {
+                    name.trim_end_matches('.')
+                };
+                let _ = writeln!(
+                    out,
+                    "\tzone \"{zname}\" {{ type primary; file \"{}\"; }};",
+                    files[i]
+                );
+            }
+            let _ = writeln!(out, "}};");
+        }
+        out
+    }
+
+    /// Writes the zone files, `manifest`, `root.hints` and `named.conf` into `dir` (created if
+    /// missing).
+    pub fn write(&self, dir: &Path) -> io::Result<Written> {
+        std::fs::create_dir_all(dir)?;
+        let dir = dir.canonicalize()?;
+        let mut zone_files = Vec::new();
+        for (z, f) in self.zones.iter().zip(self.file_names()) {
+            let p = dir.join(f);
+            std::fs::write(&p, z.to_text())?;
+            zone_files.push(p);
+        }
+        let manifest = dir.join("manifest");
+        let mut m = Vec::new();
+        self.manifest(&dir).write(&mut m, &dir)?;
+        std::fs::write(&manifest, m)?;
+        let root_hints = dir.join("root.hints");
+        std::fs::write(&root_hints, self.root_hints())?;
+        let named_conf = dir.join("named.conf");
+        std::fs::write(&named_conf, self.named_conf(&dir))?;
+        Ok(Written {
+            zone_files,
+            manifest,
+            root_hints,
+            named_conf,
+        })
+    }
+}

@@ -1,0 +1,32 @@
+//! The zone constructor: rebuilds the zones of a DNS hierarchy (root, TLDs, second-level
+//! zones) from the responses a recursive resolver received from authoritative nameservers, so
+//! that `ldplayer serve --manifest` (or BIND, through the exported configuration) can stand in
+//! for every one of those nameservers at its own address.
+//!
+//! How (after the LDplayer paper, §3.2):
+//! 1. Every NS RRset seen marks a zone cut; A/AAAA records seen anywhere (answers and glue)
+//!    give the nameservers' addresses, so each zone gets the addresses of its servers. A server
+//!    that answered but serves no zone found this way is given the zone its answers show (and
+//!    reported: its NS or glue was not captured).
+//! 2. Each response's RRsets go into the deepest zone that the responding server serves and
+//!    that contains the owner (a DS at a zone's apex goes to the parent); the answer section
+//!    only from authoritative responses; the first RRset seen wins over later, different ones.
+//! 3. Each zone is completed: an SOA is synthesized where none was captured, the apex NS set is
+//!    taken from the parent's referral where the zone's own was not seen, the parent gets the
+//!    delegation, and nameserver names inside a zone get their addresses (glue). DNSSEC
+//!    records are kept as captured (no signing).
+//!
+//! [`ZoneBuilder`] takes responses (also as a trace [`Sink`](ldplayer_trace::Sink), so any
+//! capture format of the trace pipeline can feed it); [`Hierarchy::write`] writes the zone files,
+//! the manifest, root hints and a BIND configuration; [`BuildReport`] says what could not be
+//! rebuilt.
+
+#![warn(missing_docs)]
+
+mod builder;
+mod exchange;
+mod hierarchy;
+
+pub use builder::ZoneBuilder;
+pub use exchange::{Exchange, Rdata, Rr, Unused};
+pub use hierarchy::{BuildReport, BuiltZone, Hierarchy, Written};
