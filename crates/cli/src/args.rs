@@ -35,6 +35,9 @@ pub enum Command {
     /// Rebuild and export the zones of a DNS hierarchy.
     #[command(subcommand)]
     Zones(ZonesCommand),
+    /// Run a real recursive resolver against an emulated hierarchy in network namespaces with
+    /// no route out, and send it a list of names or a trace.
+    Lab(LabArgs),
     /// Run the main job on the embedded default: synthesize a trace, convert it, inspect it.
     Demo(DemoArgs),
 }
@@ -146,6 +149,49 @@ pub struct ServeArgs {
     /// Seconds an idle TCP connection is kept.
     #[arg(long, default_value_t = 10.0)]
     pub tcp_idle_timeout: f64,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct LabArgs {
+    /// The hierarchy: nameserver addresses and their zone files (e.g. from `zones build`).
+    #[arg(long, value_name = "FILE")]
+    pub manifest: PathBuf,
+    /// Root hints for the resolver (default: made from the root zone in the manifest).
+    #[arg(long, value_name = "FILE")]
+    pub hints: Option<PathBuf>,
+    /// The resolver: unbound, knot-resolver, bind9 or pdns-recursor.
+    #[arg(long, default_value = "unbound")]
+    pub resolver: String,
+    /// The nameservers: ldplayer's meta-server, or one nsd per address (ground truth).
+    #[arg(long, default_value = "ldplayer", value_parser = ["ldplayer", "nsd"])]
+    pub nameservers: String,
+    /// Names to resolve one after the other: `name [type]` per line (type A by default).
+    #[arg(long, value_name = "FILE", required_unless_present_any = ["trace", "stage"], conflicts_with = "trace")]
+    pub names: Option<PathBuf>,
+    /// Write what the resolver answered for each name here (default: standard output).
+    #[arg(long, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// A trace to replay at the resolver with the query engine (its timing, or --rate).
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// With --trace: pace queries evenly at this rate.
+    #[arg(long, value_name = "QPS")]
+    pub rate: Option<f64>,
+    /// With --trace: replay results file.
+    #[arg(long, value_name = "FILE")]
+    pub results: Option<PathBuf>,
+    /// With --trace: print the replay summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Capture the resolver's upstream traffic (the link between the namespaces) to this pcap.
+    #[arg(long, value_name = "FILE")]
+    pub capture: Option<PathBuf>,
+    /// Keep configurations and logs here (default: a temporary directory, removed afterwards).
+    #[arg(long, value_name = "DIR")]
+    pub work_dir: Option<PathBuf>,
+    /// Internal: which namespace this process runs in.
+    #[arg(long, hide = true, value_parser = ["resolver", "server"])]
+    pub stage: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

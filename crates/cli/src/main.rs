@@ -21,6 +21,7 @@ fn main() {
         args::Command::Replay(a) => cmd::replay::run(a),
         args::Command::Results(c) => cmd::results::run(c),
         args::Command::Zones(c) => cmd::zones::run(c),
+        args::Command::Lab(a) => cmd::lab::run(a),
         args::Command::Serve(a) => cmd::serve::run(a),
         args::Command::Demo(a) => cmd::demo::run(a),
     };

@@ -3,6 +3,7 @@
 pub mod convert;
 pub mod demo;
 pub mod inspect;
+pub mod lab;
 pub mod mutate;
 pub mod replay;
 pub mod results;

@@ -1,0 +1,126 @@
+//! A minimal stub client: one query, one answer, as text that compares across runs.
+
+use std::net::{SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use domain::base::iana::Class;
+pub use domain::base::iana::Rtype;
+use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
+use domain::base::{Message, MessageBuilder, Name, ParsedName};
+use domain::rdata::AllRecordData;
+
+use crate::LabError;
+
+/// What a resolver answered for one name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    /// The question, `name type`.
+    pub question: String,
+    /// The response code, e.g. `NOERROR`.
+    pub rcode: String,
+    /// The answer section, one record per line in presentation format, TTLs left out (they
+    /// differ between runs), sorted.
+    pub answer: Vec<String>,
+}
+
+impl Resolved {
+    /// One line: `question rcode record; record; ...`.
+    pub fn line(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.question,
+            self.rcode,
+            self.answer.join("; ")
+        )
+    }
+}
+
+/// Sends one recursive query for `name`/`qtype` (EDNS, 1232-byte payload) over UDP to `server`
+/// and waits up to `timeout` for its answer.
+pub fn resolve(
+    server: SocketAddr,
+    name: &str,
+    qtype: Rtype,
+    timeout: Duration,
+) -> Result<Resolved, LabError> {
+    let qname: Name<Vec<u8>> = name
+        .parse()
+        .map_err(|_| LabError::Input(format!("not a domain name: {name:?}")))?;
+    let mut b = MessageBuilder::new_vec();
+    b.header_mut().set_rd(true);
+    // Any ID will do (one query per socket); the clock's low bits vary per query.
+    let id = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u16)
+        .unwrap_or(0x1dbe);
+    b.header_mut().set_id(id);
+    let mut q = b.question();
+    q.push((&qname, qtype, Class::IN))
+        .map_err(|_| LabError::Input(format!("name too long: {name:?}")))?;
+    let mut add = q.additional();
+    add.opt(|o| {
+        o.set_udp_payload_size(1232);
+        Ok(())
+    })
+    .map_err(|_| LabError::Input("cannot add EDNS".into()))?;
+    let query = add.finish();
+    let any: SocketAddr = if server.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let sock = UdpSocket::bind(any).map_err(LabError::Io)?;
+    sock.connect(server).map_err(LabError::Io)?;
+    sock.send(&query).map_err(LabError::Io)?;
+    let deadline = Instant::now() + timeout;
+    let mut buf = vec![0u8; 65535];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(LabError::Timeout(format!(
+                "{server} to answer {name} {qtype}"
+            )));
+        }
+        sock.set_read_timeout(Some(left)).map_err(LabError::Io)?;
+        let n = match sock.recv(&mut buf) {
+            Ok(n) => n,
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
+                continue
+            }
+            Err(e) => return Err(LabError::Io(e)),
+        };
+        if n < 12 || buf[..2] != query[..2] {
+            continue; // not ours
+        }
+        return parse(&buf[..n], name, qtype);
+    }
+}
+
+fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
+    let msg = Message::from_octets(Bytes::copy_from_slice(wire))
+        .map_err(|_| LabError::Input("malformed answer".into()))?;
+    let mut answer = Vec::new();
+    let section = msg
+        .answer()
+        .map_err(|_| LabError::Input("malformed answer".into()))?;
+    for rec in section.into_records::<AllRecordData<Bytes, ParsedName<Bytes>>>() {
+        let rec = rec.map_err(|_| LabError::Input("malformed answer".into()))?;
+        let text = rec.display_zonefile(DisplayKind::Simple).to_string();
+        // Drop the TTL (the second field): caches count it down.
+        let mut f: Vec<&str> = text.split(' ').collect();
+        if f.len() > 2 {
+            f.remove(1);
+        }
+        answer.push(f.join(" ").to_ascii_lowercase());
+    }
+    answer.sort();
+    Ok(Resolved {
+        question: format!("{name} {qtype}"),
+        rcode: msg.header().rcode().to_string(),
+        answer,
+    })
+}

@@ -1,0 +1,312 @@
+//! An isolated DNS hierarchy lab: a real recursive resolver walks root → TLD → SLD as on the
+//! Internet while one authoritative meta-server (or, as ground truth, one nsd per nameserver
+//! address) answers for every level, and no packet leaves the lab.
+//!
+//! The lab runs as three processes in two network namespaces ([`netns`]):
+//! 1. the command on the host re-runs itself with `unshare` in a new namespace, the **resolver
+//!    side** ([`launch`]);
+//! 2. there, [`ResolverSide::start`] starts the **server side** (itself again, in a second
+//!    namespace, running [`server_side`]), joins the two with a veth pair, waits for the
+//!    nameservers, optionally starts tcpdump on the link (the resolver's upstream traffic), and
+//!    starts the resolver ([`resolver`]) with the emulated root's hints;
+//! 3. the caller sends its workload to [`ResolverSide::resolver_addr`] (a list of names with
+//!    [`client::resolve`], or a trace with the replay engine) and calls
+//!    [`ResolverSide::finish`], which stops everything; the namespaces vanish with their
+//!    processes.
+
+#![warn(missing_docs)]
+
+pub mod authoritative;
+pub mod client;
+pub mod netns;
+pub mod resolver;
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use domain::base::iana::Rtype;
+use ldplayer_zone::Manifest;
+use thiserror::Error;
+
+pub use authoritative::{root_hints, Nameservers};
+pub use resolver::{ResolverKind, RunningResolver};
+
+/// How long each part gets to come up.
+const START_WAIT: Duration = Duration::from_secs(20);
+
+/// Why the lab could not run.
+#[derive(Debug, Error)]
+pub enum LabError {
+    /// A program could not be started.
+    #[error("cannot run {0}: {1}")]
+    Spawn(String, std::io::Error),
+    /// A set-up command failed.
+    #[error("{command} failed: {stderr}")]
+    Command {
+        /// The command line.
+        command: String,
+        /// What it printed.
+        stderr: String,
+    },
+    /// Something did not come up in time.
+    #[error("timed out waiting for {0}")]
+    Timeout(String),
+    /// Bad input (manifest, zone, name list).
+    #[error("{0}")]
+    Input(String),
+    /// The meta-server could not start.
+    #[error("meta-server: {0}")]
+    Server(String),
+    /// An I/O error.
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+/// Which nameservers the server side runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameserverKind {
+    /// ldplayer's meta-server, one process for every address.
+    Meta,
+    /// One nsd per nameserver address (ground truth).
+    Nsd,
+}
+
+/// What the resolver side needs.
+#[derive(Debug, Clone)]
+pub struct LabConfig {
+    /// The manifest: nameserver addresses and their zone files.
+    pub manifest: PathBuf,
+    /// Root hints; by default made from the root zone in the manifest.
+    pub hints: Option<PathBuf>,
+    /// The resolver.
+    pub resolver: ResolverKind,
+    /// Write the resolver's upstream traffic (tcpdump on the link) to this pcap.
+    pub capture: Option<PathBuf>,
+    /// Configurations and logs go here.
+    pub work_dir: PathBuf,
+}
+
+/// Re-runs `exe args` in a new network namespace (the resolver side) and waits for it.
+pub fn launch(exe: &Path, args: &[String]) -> Result<ExitStatus, LabError> {
+    netns::in_new_netns(netns::is_root(), exe)
+        .args(args)
+        .status()
+        .map_err(|e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e))
+}
+
+/// The server side's whole life, run inside its namespace: waits for the link, makes every
+/// address local, starts the nameservers and keeps them until `stop` is set.
+pub fn server_side(
+    manifest: &Path,
+    kind: NameserverKind,
+    work_dir: &Path,
+    stop: &AtomicBool,
+) -> Result<Option<ldplayer_server::ServerStats>, LabError> {
+    netns::setup_server_side(START_WAIT)?;
+    let m = Manifest::from_file(manifest).map_err(|e| LabError::Input(e.to_string()))?;
+    let servers = match kind {
+        NameserverKind::Meta => {
+            Nameservers::meta(m.load().map_err(|e| LabError::Input(e.to_string()))?)?
+        }
+        NameserverKind::Nsd => Nameservers::nsd(&m, work_dir, START_WAIT)?,
+    };
+    while !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok(servers.stats())
+}
+
+/// The running lab, seen from the resolver side.
+#[derive(Debug)]
+pub struct ResolverSide {
+    server: Option<Child>,
+    tcpdump: Option<Child>,
+    resolver: Option<RunningResolver>,
+    /// Nameserver addresses of the manifest.
+    pub nameservers: Vec<std::net::IpAddr>,
+}
+
+impl ResolverSide {
+    /// Starts the server side (`exe server_args`, in its own namespace), links it, waits for
+    /// the nameservers, starts tcpdump if asked and the resolver. Runs inside the resolver
+    /// side's namespace.
+    pub fn start(
+        config: &LabConfig,
+        exe: &Path,
+        server_args: &[String],
+    ) -> Result<ResolverSide, LabError> {
+        let manifest =
+            Manifest::from_file(&config.manifest).map_err(|e| LabError::Input(e.to_string()))?;
+        let nameservers: Vec<_> = manifest.entries.iter().map(|e| e.address).collect();
+        let server_log = config.work_dir.join("server-side.log");
+        let log = std::fs::File::create(&server_log).map_err(LabError::Io)?;
+        // Inside the resolver side we are root (really, or in our user namespace).
+        let server = netns::in_new_netns(true, exe)
+            .args(server_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map_err(|e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e))?;
+        let mut side = ResolverSide {
+            server: Some(server),
+            tcpdump: None,
+            resolver: None,
+            nameservers,
+        };
+        let pid = side.server.as_ref().map(Child::id).unwrap_or(0);
+        netns::setup_resolver_side(pid)?;
+        side.wait_for_nameservers(&server_log)?;
+
+        let hints = match &config.hints {
+            Some(h) => h.clone(),
+            None => {
+                let views = manifest
+                    .load()
+                    .map_err(|e| LabError::Input(e.to_string()))?;
+                let text = root_hints(&views).ok_or_else(|| {
+                    LabError::Input("no zone in the manifest is the root: give --hints".to_string())
+                })?;
+                let p = config.work_dir.join("root.hints");
+                std::fs::write(&p, text).map_err(LabError::Io)?;
+                p
+            }
+        };
+        if let Some(pcap) = &config.capture {
+            side.tcpdump = Some(start_tcpdump(pcap, &config.work_dir)?);
+        }
+        side.resolver = Some(resolver::start(
+            config.resolver,
+            &config.work_dir,
+            &hints,
+            START_WAIT,
+        )?);
+        Ok(side)
+    }
+
+    /// Where the resolver answers (127.0.0.1:53 on the resolver side).
+    pub fn resolver_addr(&self) -> SocketAddr {
+        self.resolver
+            .as_ref()
+            .map(|r| r.addr)
+            .unwrap_or(([127, 0, 0, 1], 53).into())
+    }
+
+    /// Waits until the first nameserver answers (any response) from across the link.
+    fn wait_for_nameservers(&mut self, log: &Path) -> Result<(), LabError> {
+        let Some(&first) = self.nameservers.first() else {
+            return Err(LabError::Input("the manifest lists no nameserver".into()));
+        };
+        let start = Instant::now();
+        loop {
+            if let Some(Ok(Some(status))) = self.server.as_mut().map(Child::try_wait) {
+                return Err(LabError::Command {
+                    command: format!("the server side ({status})"),
+                    stderr: std::fs::read_to_string(log).unwrap_or_default(),
+                });
+            }
+            let addr = SocketAddr::new(first, 53);
+            if client::resolve(addr, ".", Rtype::SOA, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            if start.elapsed() > START_WAIT {
+                return Err(LabError::Timeout(format!(
+                    "the nameserver {first} to answer: {}",
+                    std::fs::read_to_string(log).unwrap_or_default()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the resolver, tcpdump and the server side; returns what the server side printed.
+    pub fn finish(mut self) -> String {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> String {
+        drop(self.resolver.take());
+        if let Some(mut t) = self.tcpdump.take() {
+            std::thread::sleep(Duration::from_millis(200));
+            interrupt(&mut t);
+        }
+        let mut out = String::new();
+        if let Some(mut s) = self.server.take() {
+            interrupt(&mut s);
+            if let Some(mut e) = s.stderr.take() {
+                let _ = e.read_to_string(&mut out);
+            }
+        }
+        out
+    }
+}
+
+impl Drop for ResolverSide {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// SIGINT, then wait (SIGKILL after 5 s).
+fn interrupt(child: &mut Child) {
+    // SAFETY: kill with a pid we own and SIGINT has no memory effects.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// tcpdump on the resolver side's end of the link, DNS only, written as it arrives; returns
+/// once it is capturing.
+fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
+    let err_path = work_dir.join("tcpdump.log");
+    let err = std::fs::File::create(&err_path).map_err(LabError::Io)?;
+    let mut cmd = Command::new("tcpdump");
+    cmd.args([
+        "-i",
+        netns::RESOLVER_IF,
+        "-n",
+        "-U",
+        "--immediate-mode",
+        "-w",
+    ])
+    .arg(pcap);
+    // As real root, tcpdump would switch to its own user, who may not write `pcap`.
+    if netns::is_root() {
+        cmd.args(["-Z", "root"]);
+    }
+    let mut child = cmd
+        .arg("port 53")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(err)
+        .spawn()
+        .map_err(|e| LabError::Spawn("tcpdump (apt-get install tcpdump)".into(), e))?;
+    let start = Instant::now();
+    loop {
+        let text = std::fs::read_to_string(&err_path).unwrap_or_default();
+        if text.contains("listening on") {
+            return Ok(child);
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(LabError::Command {
+                command: format!("tcpdump ({status})"),
+                stderr: text,
+            });
+        }
+        if start.elapsed() > START_WAIT {
+            return Err(LabError::Timeout("tcpdump to start".into()));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,149 @@
+//! The lab's network: two namespaces joined by a veth pair and nothing else.
+//!
+//! * **Resolver side** (`vres`, 10.53.0.2/30, fd53::2/64): the recursive resolver and the
+//!   clients; every route points at the server side.
+//! * **Server side** (`vsrv`, 10.53.0.1/30, fd53::1/64): every IPv4 and IPv6 address is local
+//!   (`ip route add local 0.0.0.0/0 dev lo`, `local ::/0`), so one wildcard socket receives the
+//!   queries sent to any nameserver address and can answer from it.
+//!
+//! Two namespaces rather than one: in one, the resolver's own port-53 socket would clash with
+//! the meta-server's wildcard socket. Neither namespace has an interface to the host, so no
+//! packet can leave. The namespaces are made with `unshare` (util-linux): `unshare -n` as root,
+//! `unshare -rn` (a user namespace) otherwise; they disappear with their last process.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::LabError;
+
+/// The resolver side's end of the veth pair.
+pub const RESOLVER_IF: &str = "vres";
+/// The server side's end of the veth pair.
+pub const SERVER_IF: &str = "vsrv";
+/// Addresses of the two ends.
+pub const RESOLVER_V4: &str = "10.53.0.2";
+/// The server side's IPv4 address on the link (also the resolver side's gateway).
+pub const SERVER_V4: &str = "10.53.0.1";
+/// The resolver side's IPv6 address on the link.
+pub const RESOLVER_V6: &str = "fd53::2";
+/// The server side's IPv6 address on the link.
+pub const SERVER_V6: &str = "fd53::1";
+
+/// True when running as root (real or in a user namespace).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A command that runs `program args` in a new network namespace: `unshare -n` when `root`,
+/// else `unshare -rn` (inside a new user namespace, where the caller is root).
+pub fn in_new_netns(root: bool, program: &Path) -> Command {
+    let mut c = Command::new("unshare");
+    c.arg(if root { "-n" } else { "-rn" })
+        .arg("--")
+        .arg(program);
+    c
+}
+
+/// Runs `ip args`, failing with its standard error.
+pub fn ip(args: &[&str]) -> Result<(), LabError> {
+    run("ip", args)
+}
+
+/// Runs a command to completion, failing with its standard error.
+pub fn run(program: &str, args: &[&str]) -> Result<(), LabError> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| LabError::Spawn(program.to_string(), e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(LabError::Command {
+            command: format!("{program} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Sets up the resolver side, run inside it: loopback up, the veth pair created with its other
+/// end moved into the namespace of process `server_pid`, addresses, and default routes through
+/// the server side.
+pub fn setup_resolver_side(server_pid: u32) -> Result<(), LabError> {
+    ip(&["link", "set", "lo", "up"])?;
+    let pid = server_pid.to_string();
+    ip(&[
+        "link",
+        "add",
+        RESOLVER_IF,
+        "type",
+        "veth",
+        "peer",
+        "name",
+        SERVER_IF,
+        "netns",
+        &pid,
+    ])?;
+    ip(&[
+        "addr",
+        "add",
+        &format!("{RESOLVER_V4}/30"),
+        "dev",
+        RESOLVER_IF,
+    ])?;
+    ip(&[
+        "-6",
+        "addr",
+        "add",
+        &format!("{RESOLVER_V6}/64"),
+        "dev",
+        RESOLVER_IF,
+        "nodad",
+    ])?;
+    ip(&["link", "set", RESOLVER_IF, "up"])?;
+    ip(&["route", "add", "default", "via", SERVER_V4])?;
+    ip(&["-6", "route", "add", "default", "via", SERVER_V6])?;
+    Ok(())
+}
+
+/// Sets up the server side, run inside it once the resolver side has moved `vsrv` in (waits up
+/// to `wait` for it): loopback up, link addresses, every address local, and the link's IPv6
+/// prefix kept off the local route so that replies to the resolver side leave by the link.
+pub fn setup_server_side(wait: Duration) -> Result<(), LabError> {
+    let start = Instant::now();
+    while run("ip", &["link", "show", SERVER_IF]).is_err() {
+        if start.elapsed() > wait {
+            return Err(LabError::Timeout(format!(
+                "the resolver side to create {SERVER_IF}"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ip(&["link", "set", "lo", "up"])?;
+    ip(&["addr", "add", &format!("{SERVER_V4}/30"), "dev", SERVER_IF])?;
+    ip(&[
+        "-6",
+        "addr",
+        "add",
+        &format!("{SERVER_V6}/64"),
+        "dev",
+        SERVER_IF,
+        "nodad",
+    ])?;
+    ip(&["link", "set", SERVER_IF, "up"])?;
+    ip(&["route", "add", "local", "0.0.0.0/0", "dev", "lo"])?;
+    ip(&["-6", "route", "add", "local", "::/0", "dev", "lo"])?;
+    ip(&[
+        "-6",
+        "route",
+        "add",
+        "fd53::/64",
+        "dev",
+        SERVER_IF,
+        "table",
+        "local",
+    ])?;
+    Ok(())
+}

@@ -1,0 +1,253 @@
+//! Real recursive resolvers (Debian packages), configured to start from the emulated root: the
+//! lab's root hints, no DNSSEC validation (the emulated root's keys are not the Internet's
+//! trust anchor), listening on 127.0.0.1:53 of the resolver side, cold cache.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use domain::base::iana::Rtype;
+
+use crate::{client, LabError};
+
+/// Which resolver runs in the lab.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResolverKind {
+    /// NLnet Labs unbound (`unbound`).
+    Unbound,
+    /// CZ.NIC Knot Resolver (`kresd`).
+    KnotResolver,
+    /// ISC BIND 9 (`named`) as a resolver.
+    Bind9,
+    /// PowerDNS Recursor (`pdns_recursor`).
+    PdnsRecursor,
+}
+
+impl ResolverKind {
+    /// Every kind, by its command-line name.
+    pub const ALL: [(&'static str, ResolverKind); 4] = [
+        ("unbound", ResolverKind::Unbound),
+        ("knot-resolver", ResolverKind::KnotResolver),
+        ("bind9", ResolverKind::Bind9),
+        ("pdns-recursor", ResolverKind::PdnsRecursor),
+    ];
+
+    /// The Debian package that has it.
+    pub fn package(self) -> &'static str {
+        match self {
+            ResolverKind::Unbound => "unbound",
+            ResolverKind::KnotResolver => "knot-resolver",
+            ResolverKind::Bind9 => "bind9",
+            ResolverKind::PdnsRecursor => "pdns-recursor",
+        }
+    }
+
+    fn program(self) -> &'static str {
+        match self {
+            ResolverKind::Unbound => "unbound",
+            ResolverKind::KnotResolver => "kresd",
+            ResolverKind::Bind9 => "named",
+            ResolverKind::PdnsRecursor => "pdns_recursor",
+        }
+    }
+}
+
+impl FromStr for ResolverKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        ResolverKind::ALL
+            .iter()
+            .find(|(n, _)| *n == s)
+            .map(|(_, k)| *k)
+            .ok_or_else(|| {
+                let names: Vec<&str> = ResolverKind::ALL.iter().map(|(n, _)| *n).collect();
+                format!("unknown resolver {s:?} (one of {})", names.join(", "))
+            })
+    }
+}
+
+impl fmt::Display for ResolverKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = ResolverKind::ALL
+            .iter()
+            .find(|(_, k)| k == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("?");
+        f.write_str(name)
+    }
+}
+
+/// A started resolver; stopped (and waited for) on drop.
+#[derive(Debug)]
+pub struct RunningResolver {
+    child: Child,
+    /// Where it answers.
+    pub addr: SocketAddr,
+    /// Its log file.
+    pub log: PathBuf,
+}
+
+impl Drop for RunningResolver {
+    fn drop(&mut self) {
+        // SAFETY: kill with a pid we own and SIGTERM has no memory effects.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `kind`'s configuration into `dir` (root hints from `hints`), starts it in the
+/// foreground on 127.0.0.1:53, and waits until it answers (up to `wait`).
+pub fn start(
+    kind: ResolverKind,
+    dir: &Path,
+    hints: &Path,
+    wait: Duration,
+) -> Result<RunningResolver, LabError> {
+    let d = dir.display();
+    let h = hints.display();
+    let log = dir.join(format!("{kind}.log"));
+    let mut cmd = Command::new(kind.program());
+    match kind {
+        ResolverKind::Unbound => {
+            let conf = dir.join("unbound.conf");
+            write(
+                &conf,
+                &format!(
+                    "server:\n  interface: 127.0.0.1\n  port: 53\n  do-ip6: yes\n  root-hints: \"{h}\"\n\
+                     \x20 username: \"\"\n  chroot: \"\"\n  directory: \"{d}\"\n  pidfile: \"\"\n\
+                     \x20 use-syslog: no\n  logfile: \"{}\"\n  verbosity: 1\n  num-threads: 1\n\
+                     \x20 module-config: \"iterator\"\n  access-control: 127.0.0.0/8 allow\n\
+                     \x20 so-reuseport: no\n  harden-referral-path: no\n  prefetch: no\n\
+                     remote-control:\n  control-enable: no\n",
+                    log.display()
+                ),
+            )?;
+            cmd.arg("-d").arg("-c").arg(conf);
+        }
+        ResolverKind::KnotResolver => {
+            let conf = dir.join("kresd.conf");
+            let hints_lua = hints_to_lua(hints)?;
+            write(
+                &conf,
+                &format!(
+                    "net.listen('127.0.0.1', 53, {{ kind = 'dns' }})\n\
+                     modules.unload('ta_signal_query')\nmodules.unload('priming')\n\
+                     modules.unload('detect_time_skew')\ntrust_anchors.remove('.')\n\
+                     modules.load('hints > iterate')\nhints.root({{ {hints_lua} }})\n\
+                     cache.size = 10 * MB\n"
+                ),
+            )?;
+            cmd.arg("-n").arg("-c").arg(conf).arg(dir);
+        }
+        ResolverKind::Bind9 => {
+            let conf = dir.join("named.conf");
+            write(
+                &conf,
+                &format!(
+                    "options {{\n  directory \"{d}\";\n  listen-on port 53 {{ 127.0.0.1; }};\n\
+                     \x20 listen-on-v6 {{ none; }};\n  recursion yes;\n  allow-query {{ any; }};\n\
+                     \x20 dnssec-validation no;\n  pid-file none;\n  qname-minimization relaxed;\n}};\n\
+                     zone \".\" {{ type hint; file \"{h}\"; }};\n"
+                ),
+            )?;
+            cmd.args(["-g", "-n", "1", "-c"]).arg(conf);
+        }
+        ResolverKind::PdnsRecursor => {
+            cmd.arg(format!("--config-dir={d}"))
+                .arg(format!("--socket-dir={d}"))
+                .arg(format!("--hint-file={h}"))
+                .args([
+                    "--local-address=127.0.0.1",
+                    "--local-port=53",
+                    "--dnssec=off",
+                    "--daemon=no",
+                    "--write-pid=no",
+                    "--threads=1",
+                    "--setuid=",
+                    "--setgid=",
+                    "--disable-syslog",
+                    // Emulated nameservers may sit at private or documentation addresses.
+                    "--dont-query=",
+                    "--query-local-address=0.0.0.0, ::",
+                ]);
+            write(&dir.join("recursor.conf"), "")?;
+        }
+    }
+    let log_file = std::fs::File::create(&log).map_err(LabError::Io)?;
+    let err_file = log_file.try_clone().map_err(LabError::Io)?;
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(log_file)
+        .stderr(err_file)
+        .spawn()
+        .map_err(|e| {
+            LabError::Spawn(
+                format!("{} (apt-get install {})", kind.program(), kind.package()),
+                e,
+            )
+        })?;
+    let mut r = RunningResolver {
+        child,
+        addr: ([127, 0, 0, 1], 53).into(),
+        log,
+    };
+    let start = Instant::now();
+    loop {
+        if let Ok(Some(status)) = r.child.try_wait() {
+            return Err(LabError::Command {
+                command: format!("{kind} ({status})"),
+                stderr: std::fs::read_to_string(&r.log).unwrap_or_default(),
+            });
+        }
+        // Any answer (even SERVFAIL while the servers are still coming up) shows it listens.
+        if client::resolve(r.addr, "localhost.", Rtype::A, Duration::from_millis(200)).is_ok() {
+            return Ok(r);
+        }
+        if start.elapsed() > wait {
+            return Err(LabError::Timeout(format!("{kind} to answer on {}", r.addr)));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), LabError> {
+    std::fs::write(path, text).map_err(LabError::Io)
+}
+
+/// Root hints (`named.root` format) as a Lua table for kresd: `['name.'] = { 'addr', ... }`.
+fn hints_to_lua(hints: &Path) -> Result<String, LabError> {
+    let text = std::fs::read_to_string(hints).map_err(LabError::Io)?;
+    let mut by_name: Vec<(String, Vec<String>)> = Vec::new();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if line.starts_with(';') || f.len() < 4 {
+            continue;
+        }
+        let (name, rtype, addr) = (f[0], f[f.len() - 2], f[f.len() - 1]);
+        if rtype.eq_ignore_ascii_case("A") || rtype.eq_ignore_ascii_case("AAAA") {
+            match by_name.iter_mut().find(|(n, _)| n == name) {
+                Some((_, v)) => v.push(addr.to_string()),
+                None => by_name.push((name.to_string(), vec![addr.to_string()])),
+            }
+        }
+    }
+    Ok(by_name
+        .iter()
+        .map(|(n, a)| {
+            let list: Vec<String> = a.iter().map(|x| format!("'{x}'")).collect();
+            format!("['{n}'] = {{ {} }}", list.join(", "))
+        })
+        .collect::<Vec<_>>()
+        .join(", "))
+}
