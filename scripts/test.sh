@@ -20,6 +20,8 @@ command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 # Zone checkers the zone constructor's output must satisfy, and BIND for its export.
 command -v named-checkzone >/dev/null 2>&1 || packages+=(bind9-utils)
 command -v kzonecheck >/dev/null 2>&1 || packages+=(knot-dnssecutils)
+# The lab's round trip signs one ground-truth zone with ldns-signzone.
+command -v ldns-signzone >/dev/null 2>&1 || packages+=(ldnsutils)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)

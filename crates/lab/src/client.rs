@@ -25,14 +25,15 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// One line: `question rcode record; record; ...`.
+    /// One line: `question rcode record; record; ...` (no trailing space when the answer
+    /// section is empty).
     pub fn line(&self) -> String {
-        format!(
-            "{} {} {}",
-            self.question,
-            self.rcode,
-            self.answer.join("; ")
-        )
+        let mut line = format!("{} {}", self.question, self.rcode);
+        if !self.answer.is_empty() {
+            line.push(' ');
+            line.push_str(&self.answer.join("; "));
+        }
+        line
     }
 }
 
@@ -110,12 +111,19 @@ fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
     for rec in section.into_records::<AllRecordData<Bytes, ParsedName<Bytes>>>() {
         let rec = rec.map_err(|_| LabError::Input("malformed answer".into()))?;
         let text = rec.display_zonefile(DisplayKind::Simple).to_string();
-        // Drop the TTL (the second field): caches count it down.
-        let mut f: Vec<&str> = text.split(' ').collect();
-        if f.len() > 2 {
-            f.remove(1);
-        }
-        answer.push(f.join(" ").to_ascii_lowercase());
+        // Drop the TTL (the second field): caches count it down. Owner, class and type are
+        // compared without case; the data keeps its case (base64 keys, TXT strings).
+        let f: Vec<&str> = text.splitn(5, ' ').collect();
+        let line = match f.as_slice() {
+            [owner, _ttl, class, rtype, data] => format!(
+                "{} {} {} {data}",
+                owner.to_ascii_lowercase(),
+                class.to_ascii_lowercase(),
+                rtype.to_ascii_lowercase()
+            ),
+            _ => text.to_ascii_lowercase(),
+        };
+        answer.push(line);
     }
     answer.sort();
     Ok(Resolved {

@@ -266,46 +266,55 @@ fn interrupt(child: &mut Child) {
     let _ = child.wait();
 }
 
-/// tcpdump on the resolver side's end of the link, DNS only, written as it arrives; returns
-/// once it is capturing.
+/// A capture of the resolver side's end of the link, DNS only, written as it arrives; returns
+/// once the capture is open. tcpdump as real root; in a user namespace dumpcap (from tshark),
+/// because tcpdump insists on changing its user, which a user namespace forbids.
 fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
     let err_path = work_dir.join("tcpdump.log");
     let err = std::fs::File::create(&err_path).map_err(LabError::Io)?;
-    let mut cmd = Command::new("tcpdump");
-    cmd.args([
-        "-i",
-        netns::RESOLVER_IF,
-        "-n",
-        "-U",
-        "--immediate-mode",
-        "-w",
-    ])
-    .arg(pcap);
-    // As real root, tcpdump would switch to its own user, who may not write `pcap`.
-    if netns::is_root() {
-        cmd.args(["-Z", "root"]);
-    }
+    let (program, ready, mut cmd) = if netns::in_user_namespace() {
+        let mut cmd = Command::new("dumpcap");
+        cmd.args(["-i", netns::RESOLVER_IF, "-P", "-q", "-f", "port 53", "-w"])
+            .arg(pcap);
+        ("dumpcap (apt-get install tshark)", "Capturing on", cmd)
+    } else {
+        let mut cmd = Command::new("tcpdump");
+        cmd.args([
+            "-i",
+            netns::RESOLVER_IF,
+            "-n",
+            "-U",
+            "--immediate-mode",
+            "-w",
+        ])
+        .arg(pcap);
+        // As root, tcpdump would switch to its own user, who may not write `pcap`.
+        if netns::is_root() {
+            cmd.args(["-Z", "root"]);
+        }
+        cmd.arg("port 53");
+        ("tcpdump (apt-get install tcpdump)", "listening on", cmd)
+    };
     let mut child = cmd
-        .arg("port 53")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(err)
         .spawn()
-        .map_err(|e| LabError::Spawn("tcpdump (apt-get install tcpdump)".into(), e))?;
+        .map_err(|e| LabError::Spawn(program.into(), e))?;
     let start = Instant::now();
     loop {
         let text = std::fs::read_to_string(&err_path).unwrap_or_default();
-        if text.contains("listening on") {
+        if text.contains(ready) {
             return Ok(child);
         }
         if let Ok(Some(status)) = child.try_wait() {
             return Err(LabError::Command {
-                command: format!("tcpdump ({status})"),
+                command: format!("{program} ({status})"),
                 stderr: text,
             });
         }
         if start.elapsed() > START_WAIT {
-            return Err(LabError::Timeout("tcpdump to start".into()));
+            return Err(LabError::Timeout(format!("{program} to start")));
         }
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -36,6 +36,15 @@ pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Whether this process runs in a user namespace other than the first (where "root" is
+/// only root over the namespaces it owns).
+pub fn in_user_namespace() -> bool {
+    std::fs::read_to_string("/proc/self/uid_map").is_ok_and(|map| {
+        let f: Vec<&str> = map.split_whitespace().collect();
+        f != ["0", "0", "4294967295"]
+    })
+}
+
 /// A command that runs `program args` in a new network namespace: `unshare -n` when `root`,
 /// else `unshare -rn` (inside a new user namespace, where the caller is root).
 pub fn in_new_netns(root: bool, program: &Path) -> Command {
