@@ -84,7 +84,9 @@ const RCODE_REFUSED: u16 = 5;
 const RCODE_YXDOMAIN: u16 = 6;
 const RCODE_BADVERS: u16 = 16;
 
-type Item<'z> = (&'z [u8], &'z RRset, Option<&'z RRset>);
+/// Owner, RRset, its RRSIGs, and for an NS/MX set the nodes of its zone (its targets' owners
+/// then count as written where the records name them, see [`Writer::linked_rrset`]).
+type Item<'z> = (&'z [u8], &'z RRset, Option<&'z RRset>, Option<&'z [Node]>);
 
 /// A fixed-capacity list of RRsets to write (no allocation).
 struct Items<'z, const N: usize> {
@@ -100,21 +102,30 @@ impl<'z, const N: usize> Items<'z, N> {
         }
     }
     fn push(&mut self, owner: &'z [u8], set: &'z RRset, sig: Option<&'z RRset>) {
+        self.push_linked(owner, set, sig, None);
+    }
+    fn push_linked(
+        &mut self,
+        owner: &'z [u8],
+        set: &'z RRset,
+        sig: Option<&'z RRset>,
+        nodes: Option<&'z [Node]>,
+    ) {
         if self.items[..self.len]
             .iter()
-            .any(|i| matches!(i, Some((_, s, _)) if std::ptr::eq(*s, set)))
+            .any(|i| matches!(i, Some((_, s, _, _)) if std::ptr::eq(*s, set)))
         {
             return;
         }
         if self.len < N {
-            self.items[self.len] = Some((owner, set, sig));
+            self.items[self.len] = Some((owner, set, sig, nodes));
             self.len += 1;
         }
     }
 }
 
 struct Ctx<'z, 'b> {
-    w: Writer<'b>,
+    w: Writer<'b, 'z>,
     limit: usize,
     dnssec: bool,
     minimal: bool,
@@ -283,28 +294,19 @@ impl<'z> Ctx<'z, '_> {
         }
     }
 
+    /// Addresses of the in-zone targets of an NS, MX or SRV set (found at load time, see
+    /// [`RRset::targets`]).
     fn additional_for(&mut self, z: &'z Zone, set: &'z RRset) {
-        let skip = match set.rtype {
-            rtype::NS => 0,
-            rtype::MX => 2,
-            rtype::SRV => 6,
-            _ => return,
-        };
         // All A RRsets first, then all AAAA (nsd's order, which decides what fits).
         for ty in [rtype::A, rtype::AAAA] {
-            for rd in set.rdatas() {
-                let Some(target) = rd.get(skip..) else {
+            for &i in set.targets.iter() {
+                // NONE (the target is not in the zone) is out of range too.
+                let Some(n) = z.nodes.get(i as usize) else {
                     continue;
                 };
-                let t = NameBuf::from(target);
-                if !name::is_subdomain(t.get(), &z.origin) {
-                    continue;
-                }
-                if let Some(n) = z.node(t.get()) {
-                    if let Some(s) = n.rrset(ty) {
-                        let sig = if self.dnssec { n.sig(ty) } else { None };
-                        self.addl.push(&n.name, s, sig);
-                    }
+                if let Some(s) = n.rrset(ty) {
+                    let sig = if self.dnssec { n.sig(ty) } else { None };
+                    self.addl.push(&n.name, s, sig);
                 }
             }
         }
@@ -316,7 +318,7 @@ impl<'z> Ctx<'z, '_> {
         };
         self.kind = Kind::Referral;
         self.aa = self.an > 0;
-        self.auth.push(&cut.name, ns, None);
+        self.auth.push_linked(&cut.name, ns, None, Some(&z.nodes));
         if self.dnssec && !self.auth_node(cut, rtype::DS) {
             let lower = NameBuf::from(&cut.name);
             self.no_ds_proof(z, cut, lower.get());
@@ -378,7 +380,12 @@ impl<'z> Ctx<'z, '_> {
             {
                 let apex = z.apex();
                 if let Some(ns) = apex.rrset(rtype::NS) {
-                    self.auth_set(&apex.name, ns, apex.sig(rtype::NS));
+                    let sig = if self.dnssec {
+                        apex.sig(rtype::NS)
+                    } else {
+                        None
+                    };
+                    self.auth.push_linked(&apex.name, ns, sig, Some(&z.nodes));
                     self.additional_for(z, ns);
                 }
             }
@@ -773,9 +780,12 @@ impl ZoneSet {
         if !ctx.truncated {
             for it in ctx.auth.items[..ctx.auth.len].iter().flatten() {
                 let mark = ctx.w.len();
-                let mut n = ctx.w.rrset(it.0, it.1);
+                let mut n = match it.3 {
+                    Some(nodes) => ctx.w.linked_rrset(it.0, it.1, nodes),
+                    None => ctx.w.zone_rrset(it.0, it.1),
+                };
                 if let Some(s) = it.2 {
-                    n += ctx.w.rrset(it.0, s);
+                    n += ctx.w.zone_rrset(it.0, s);
                 }
                 if ctx.w.len() > ctx.limit {
                     ctx.w.truncate(mark);
@@ -793,9 +803,9 @@ impl ZoneSet {
                     continue;
                 }
                 let mark = ctx.w.len();
-                let mut n = ctx.w.rrset(it.0, it.1);
+                let mut n = ctx.w.zone_rrset(it.0, it.1);
                 if let Some(s) = it.2 {
-                    n += ctx.w.rrset(it.0, s);
+                    n += ctx.w.zone_rrset(it.0, s);
                 }
                 if ctx.w.len() > ctx.limit {
                     ctx.w.truncate(mark);
