@@ -31,9 +31,13 @@ fn query(id: u16, name: &[u8], qtype: u16, dnssec: bool) -> Vec<u8> {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let path = args
-        .next()
-        .unwrap_or_else(|| "/work/shared/data/zones/root-signed-2017-08-21.zone".into());
+    let path = args.next().unwrap_or_else(|| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../../shared/data/zones/root-signed-2017-08-21.zone"
+        )
+        .into()
+    });
     let iters: usize = args.next().and_then(|s| s.parse().ok()).unwrap_or(200_000);
     let rss0 = rss_kib();
     let t = Instant::now();

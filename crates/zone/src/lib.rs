@@ -26,12 +26,14 @@ mod answer;
 pub mod manifest;
 pub mod name;
 mod set;
+mod units;
 mod writer;
 mod zone;
 
 pub use answer::{answer, AnswerOptions, Kind, Outcome, Response};
 pub use manifest::{Manifest, ManifestEntry, Views};
 pub use set::ZoneSet;
+pub use units::expand as expand_time_units;
 pub use zone::{flags, Node, Nsec3Chain, Nsec3Entry, RRset, Zone, ZoneError, NONE};
 
 /// Record type numbers used here.

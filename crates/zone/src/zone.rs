@@ -249,6 +249,8 @@ fn scan(
     depth: usize,
     out: &mut Vec<Raw>,
 ) -> Result<(), ZoneError> {
+    let expanded = crate::units::expand(text);
+    let text = &expanded[..];
     let mut zf = Zonefile::from(text);
     // Incremental line counting (offsets only grow).
     let (mut cur_off, mut cur_line) = (0usize, 1usize);

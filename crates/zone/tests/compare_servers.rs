@@ -120,3 +120,63 @@ fn signed_root_against_nsd() {
     );
     assert_eq!(differing, 0);
 }
+
+/// CZ-NIC's sample zone writes its TTLs and SOA timers with units (`6h`, `1w`): it loads, its
+/// SOA carries them in seconds, and every owner × common type, plus absent names, is answered
+/// as nsd and knotd answer it.
+#[test]
+fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
+    let zone = Zone::from_file(KNOT_EXAMPLE, None).expect("the sample zone loads");
+    let set: ZoneSet = std::iter::once(zone).collect();
+    let soa = set
+        .answer(
+            &query(1, "example.com.", 6, None),
+            &AnswerOptions::default(),
+        )
+        .expect("a response");
+    let soa = parse(&soa.wire);
+    let rdata = &soa.answer()[0].rdata;
+    let timers: Vec<u32> = rdata[rdata.len() - 16..]
+        .chunks(4)
+        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    assert_eq!(timers, [21_600, 3_600, 604_800, 86_400], "6h 1h 1w 1d");
+
+    let mut qs = Vec::new();
+    for owner in [
+        "example.com.",
+        "dns1.example.com.",
+        "dns2.example.com.",
+        "mail.example.com.",
+        "absent.example.com.",
+        "a.b.mail.example.com.",
+    ] {
+        for qt in [1u16, 28, 2, 6, 15, 16, 255] {
+            qs.push((owner.to_string(), qt, None));
+            qs.push((owner.to_string(), qt, Some((1232, true))));
+        }
+    }
+    let (n, differing, _) = compare(
+        Server::Nsd,
+        "example.com.",
+        KNOT_EXAMPLE,
+        &qs,
+        &AnswerOptions::default(),
+    );
+    assert_eq!(differing, 0, "nsd: {differing} of {n} responses differ");
+    // knotd sends minimal responses (no NS set in the authority section of answers, no
+    // additional addresses for it) and answers ANY with one RRset (RFC 8482): compared with
+    // minimal responses, ANY left out.
+    qs.retain(|q| q.1 != 255);
+    let (n, differing, _) = compare(
+        Server::Knot,
+        "example.com.",
+        KNOT_EXAMPLE,
+        &qs,
+        &AnswerOptions {
+            minimal: true,
+            ..AnswerOptions::default()
+        },
+    );
+    assert_eq!(differing, 0, "knotd: {differing} of {n} responses differ");
+}

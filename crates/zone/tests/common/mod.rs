@@ -396,6 +396,15 @@ impl RefServer {
     }
 }
 
-pub const ROOT_SIGNED: &str = "/work/shared/data/zones/root-signed-2017-08-21.zone";
-pub const ROOT_UNSIGNED: &str = "/work/shared/data/zones/root-2018-03-12.zone";
-pub const KNOT_EXAMPLE: &str = "/work/shared/data/zones/knot_example.com.zone";
+pub const ROOT_SIGNED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/data/zones/root-signed-2017-08-21.zone"
+);
+pub const ROOT_UNSIGNED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/data/zones/root-2018-03-12.zone"
+);
+pub const KNOT_EXAMPLE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../../shared/data/zones/knot_example.com.zone"
+);
