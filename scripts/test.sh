@@ -22,6 +22,10 @@ command -v named-checkzone >/dev/null 2>&1 || packages+=(bind9-utils)
 command -v kzonecheck >/dev/null 2>&1 || packages+=(knot-dnssecutils)
 # The lab's round trip signs one ground-truth zone with ldns-signzone.
 command -v ldns-signzone >/dev/null 2>&1 || packages+=(ldnsutils)
+# The recursive resolvers the lab runs.
+[ -x /usr/sbin/kresd ] || packages+=(knot-resolver)
+[ -x /usr/sbin/named ] || packages+=(bind9)
+[ -x /usr/sbin/pdns_recursor ] || packages+=(pdns-recursor)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)

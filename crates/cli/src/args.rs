@@ -197,16 +197,67 @@ pub struct LabArgs {
 #[derive(Debug, Subcommand)]
 pub enum ZonesCommand {
     /// Rebuild the zones of every level (root, TLDs, SLDs) from captures of a recursive
-    /// resolver's upstream traffic; writes zone files, a manifest for `serve --manifest`, root
-    /// hints and a BIND configuration with views into DIR.
+    /// resolver's upstream traffic, or from Deckard scenarios (.rpl: each nameserver address's
+    /// recorded answers); writes zone files, a manifest for `serve --manifest`, root hints and a
+    /// BIND configuration with views into DIR.
     Build(ZonesBuildArgs),
+    /// Print a Deckard scenario's queries for `ldplayer lab --names`, or its expected answers.
+    ///
+    /// Without --expected: the names file for `ldplayer lab --names`, one line
+    /// `NAME TYPE  # STEP n` per QUERY step.
+    ///
+    /// With --expected: one line per CHECK_ANSWER step, for the last QUERY step before it,
+    /// `NAME TYPE RCODE record; record; ...`: records in presentation format without TTL,
+    /// owner, class and type in lowercase, sorted, exactly as the lab prints the resolver's
+    /// answer. RRSIG records are left out (unless the question is for RRSIG): the lab asks
+    /// without the DO bit, so resolvers do not return them.
+    ///
+    /// A scenario checks its hierarchy through the lab:
+    ///
+    ///   ldplayer zones build s.rpl -o zones
+    ///   ldplayer zones deckard-queries s.rpl > names
+    ///   ldplayer zones deckard-queries s.rpl --expected > expected
+    ///   ldplayer lab --manifest zones/manifest --names names --answers answers
+    ///   diff expected answers
+    ///
+    /// When every QUERY step is followed by a CHECK_ANSWER step (as in the scenarios of
+    /// Deckard's sets/resolver), the two files have their lines in the same order.
+    #[command(verbatim_doc_comment)]
+    DeckardQueries(ZonesDeckardArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ZonesDeckardArgs {
+    /// The Deckard scenario (.rpl).
+    pub scenario: PathBuf,
+    /// Print the expected answers of the CHECK_ANSWER steps instead of the queries.
+    #[arg(long)]
+    pub expected: bool,
+    /// Write here instead of standard output.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
 pub struct ZonesBuildArgs {
-    /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary).
-    #[arg(required = true)]
+    /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary), or
+    /// Deckard scenarios (.rpl, or any file with a CONFIG_END line): every RANGE entry is taken
+    /// as a response from each ADDRESS of its range (an entry with answers but neither AA nor
+    /// RA is taken as authoritative). When the rebuilt root zone has no NS records, its NS set
+    /// is made from the scenarios' stub-addr (the resolver's root hints), named by a recorded
+    /// name with that address or stub-addr-N.deckard.invalid. (reported on standard error).
+    #[arg(required_unless_present = "zone")]
     pub inputs: Vec<PathBuf>,
+    /// An existing zone file, taken as it is (repeat for several; `FILE@ORIGIN` when its names
+    /// are relative without an `$ORIGIN`). Its zone is served by the addresses of its apex NS
+    /// names found in any of the zones (the root zone's glue gives the root servers' and the
+    /// TLD servers' addresses), and by --zone-server. It replaces a zone of the same name
+    /// rebuilt from the inputs.
+    #[arg(long, value_name = "FILE")]
+    pub zone: Vec<String>,
+    /// Serve zone ZONE at ADDRESS too, e.g. `example.com=192.0.2.53` (repeat for several).
+    #[arg(long, value_name = "ZONE=ADDRESS")]
+    pub zone_server: Vec<String>,
     /// Output directory (created if missing).
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
@@ -386,6 +437,12 @@ pub struct MutateArgs {
     /// Clear the DO bit.
     #[arg(long, conflicts_with = "set_do")]
     pub clear_do: bool,
+    /// Set the RD (recursion desired) bit of every query: stub traffic for a resolver.
+    #[arg(long)]
+    pub set_rd: bool,
+    /// Clear the RD bit of every query: traffic for an authoritative server.
+    #[arg(long, conflicts_with = "set_rd")]
+    pub clear_rd: bool,
     /// Set the EDNS UDP payload size (where there is EDNS).
     #[arg(long, value_name = "BYTES")]
     pub bufsize: Option<u16>,

@@ -47,6 +47,8 @@ $ORIGIN net.
 $TTL 3600
 @ SOA a.gtld-servers.net. nstld.verisign-grs.com. 1 1800 900 604800 86400
 @ NS a.gtld-servers.net.
+a.gtld-servers A 192.5.6.30
+a.gtld-servers AAAA 2001:503:a83e::2:30
 example NS ns.example
 ns.example A 10.0.1.53
 ns.example AAAA 2001:db8:1::53
@@ -427,4 +429,100 @@ fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
             "{what}: the walk goes root, TLD, second level: {qs:?}"
         );
     }
+}
+
+/// The lab's other resolvers walk the same hierarchy, served by the meta-server, to the same
+/// answers as unbound; and the lab replays a stub trace through unbound with the replay engine.
+#[test]
+fn every_resolver_kind_resolves_through_the_meta_server_and_a_trace_replays() {
+    if !namespaces_work() {
+        eprintln!("network namespaces are not available here: skipped");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    ground_truth(d);
+    let answers_of = |resolver: &str| -> String {
+        let out = d.join(format!("{resolver}.answers"));
+        run(
+            ldplayer()
+                .arg("lab")
+                .arg("--manifest")
+                .arg(d.join("manifest"))
+                .args(["--resolver", resolver, "--names"])
+                .arg(d.join("names"))
+                .arg("--answers")
+                .arg(&out)
+                .arg("--work-dir")
+                .arg(d.join(format!("work-{resolver}"))),
+            &format!("ldplayer lab --resolver {resolver}"),
+        );
+        std::fs::read_to_string(out).unwrap()
+    };
+    let unbound = answers_of("unbound");
+    assert_eq!(unbound.lines().count(), NAMES.lines().count(), "{unbound}");
+    assert!(!unbound.contains(" ERROR "), "{unbound}");
+    for resolver in ["knot-resolver", "bind9", "pdns-recursor"] {
+        let theirs = answers_of(resolver);
+        let differences: Vec<String> = unbound
+            .lines()
+            .zip(theirs.lines())
+            .filter(|(a, b)| a != b)
+            .map(|(a, b)| format!("  unbound:   {a}\n  {resolver}: {b}"))
+            .collect();
+        assert!(
+            differences.is_empty() && theirs.lines().count() == unbound.lines().count(),
+            "{resolver} answers differently:\n{}\n{theirs}",
+            differences.join("\n")
+        );
+    }
+
+    // A stub trace (RD set) of names under example.com, replayed with its own timing.
+    let trace = d.join("stub.bin");
+    run(
+        ldplayer()
+            .args([
+                "synth",
+                "--workload",
+                "poisson",
+                "--rate",
+                "200",
+                "-n",
+                "300",
+            ])
+            .args(["--zone", "example.com", "--rd", "-q", "-o"])
+            .arg(&trace),
+        "ldplayer synth",
+    );
+    let out = ldplayer()
+        .arg("lab")
+        .arg("--manifest")
+        .arg(d.join("manifest"))
+        .arg("--trace")
+        .arg(&trace)
+        .arg("--json")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "--json prints one object ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    });
+    assert_eq!(summary["sent"], 300, "{summary}");
+    assert_eq!(summary["answered"], 300, "{summary}");
+    assert_eq!(
+        summary["rcodes"]["NXDOMAIN"], 300,
+        "unique names under example.com do not exist: {summary}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("meta-server:") && !stderr.contains(" 0 UDP and 0 TCP queries"),
+        "the resolver asked the meta-server: {stderr}"
+    );
 }

@@ -6,6 +6,10 @@
 //!   (`ip route add local 0.0.0.0/0 dev lo`, `local ::/0`), so one wildcard socket receives the
 //!   queries sent to any nameserver address and can answer from it.
 //!
+//! Loopback addresses other than 127.0.0.1 (recorded hierarchies put nameservers at 127.0.0.10
+//! and the like) are routed from the resolver side to the server side too: the resolver side
+//! keeps only 127.0.0.1 local, and both ends of the link accept 127/8 (`route_localnet`).
+//!
 //! Two namespaces rather than one: in one, the resolver's own port-53 socket would clash with
 //! the meta-server's wildcard socket. Neither namespace has an interface to the host, so no
 //! packet can leave. The namespaces are made with `unshare` (util-linux): `unshare -n` as root,
@@ -78,9 +82,10 @@ pub fn run(program: &str, args: &[&str]) -> Result<(), LabError> {
 }
 
 /// Sets up the resolver side, run inside it: loopback up, the veth pair created with its other
-/// end moved into the namespace of process `server_pid`, addresses, and default routes through
-/// the server side.
+/// end moved into the namespace of process `server_pid`, addresses, and default routes (and
+/// 127/8 but 127.0.0.1) through the server side.
 pub fn setup_resolver_side(server_pid: u32) -> Result<(), LabError> {
+    wait_for_other_netns(server_pid, Duration::from_secs(10))?;
     ip(&["link", "set", "lo", "up"])?;
     let pid = server_pid.to_string();
     ip(&[
@@ -114,12 +119,60 @@ pub fn setup_resolver_side(server_pid: u32) -> Result<(), LabError> {
     ip(&["link", "set", RESOLVER_IF, "up"])?;
     ip(&["route", "add", "default", "via", SERVER_V4])?;
     ip(&["-6", "route", "add", "default", "via", SERVER_V6])?;
-    Ok(())
+    // Only 127.0.0.1 stays local; the rest of 127/8 is nameservers on the server side.
+    ip(&[
+        "route",
+        "del",
+        "local",
+        "127.0.0.0/8",
+        "dev",
+        "lo",
+        "table",
+        "local",
+    ])?;
+    ip(&["route", "add", "127.0.0.0/8", "via", SERVER_V4])?;
+    route_localnet(RESOLVER_IF)
+}
+
+/// Waits until process `pid` is in another network namespace than this process: `unshare`
+/// must have made its namespace before the link's peer end is moved there, or the peer would
+/// stay here and the server side would never see it.
+fn wait_for_other_netns(pid: u32, wait: Duration) -> Result<(), LabError> {
+    let mine = std::fs::read_link("/proc/self/ns/net").map_err(LabError::Io)?;
+    let start = Instant::now();
+    loop {
+        match std::fs::read_link(format!("/proc/{pid}/ns/net")) {
+            Ok(theirs) if theirs != mine => return Ok(()),
+            Ok(_) => {}
+            Err(e) => {
+                return Err(LabError::Command {
+                    command: format!("the server side (process {pid})"),
+                    stderr: e.to_string(),
+                })
+            }
+        }
+        if start.elapsed() > wait {
+            return Err(LabError::Timeout(format!(
+                "process {pid} to enter its own network namespace"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Lets `dev` send and receive packets from and to 127/8 (otherwise dropped as martians).
+fn route_localnet(dev: &str) -> Result<(), LabError> {
+    let path = format!("/proc/sys/net/ipv4/conf/{dev}/route_localnet");
+    std::fs::write(&path, "1").map_err(|e| LabError::Command {
+        command: format!("echo 1 > {path}"),
+        stderr: e.to_string(),
+    })
 }
 
 /// Sets up the server side, run inside it once the resolver side has moved `vsrv` in (waits up
-/// to `wait` for it): loopback up, link addresses, every address local, and the link's IPv6
-/// prefix kept off the local route so that replies to the resolver side leave by the link.
+/// to `wait` for it): loopback up, link addresses, every address local, the link's IPv6
+/// prefix kept off the local route so that replies to the resolver side leave by the link, and
+/// 127/8 accepted on the link.
 pub fn setup_server_side(wait: Duration) -> Result<(), LabError> {
     let start = Instant::now();
     while run("ip", &["link", "show", SERVER_IF]).is_err() {
@@ -154,5 +207,5 @@ pub fn setup_server_side(wait: Duration) -> Result<(), LabError> {
         "table",
         "local",
     ])?;
-    Ok(())
+    route_localnet(SERVER_IF)
 }

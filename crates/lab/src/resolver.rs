@@ -1,6 +1,8 @@
 //! Real recursive resolvers (Debian packages), configured to start from the emulated root: the
 //! lab's root hints, no DNSSEC validation (the emulated root's keys are not the Internet's
-//! trust anchor), listening on 127.0.0.1:53 of the resolver side, cold cache.
+//! trust anchor), listening on 127.0.0.1:53 of the resolver side, cold cache. Nameservers may
+//! sit at loopback addresses other than 127.0.0.1 (recorded hierarchies use them; the lab
+//! routes them to the server side, see [`crate::netns`]), so unbound may query them.
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -129,6 +131,7 @@ pub fn start(
                      \x20 use-syslog: no\n  logfile: \"{}\"\n  verbosity: 1\n  num-threads: 1\n\
                      \x20 module-config: \"iterator\"\n  access-control: 127.0.0.0/8 allow\n\
                      \x20 so-reuseport: no\n  harden-referral-path: no\n  prefetch: no\n\
+                     \x20 do-not-query-localhost: no\n\
                      remote-control:\n  control-enable: no\n",
                     log.display()
                 ),

@@ -28,6 +28,7 @@ pub enum Direction {
 ///    and are passed on as they are): [`StripEdns`](Mutation::StripEdns),
 ///    [`AddEdns`](Mutation::AddEdns), [`UdpSize`](Mutation::UdpSize),
 ///    [`SetDo`](Mutation::SetDo) / [`ClearDo`](Mutation::ClearDo),
+///    [`RecursionDesired`](Mutation::RecursionDesired),
 ///    [`QnamePrefix`](Mutation::QnamePrefix);
 /// 4. time: [`TimeScale`](Mutation::TimeScale), then [`TimeShift`](Mutation::TimeShift);
 /// 5. [`Anonymize`](Mutation::Anonymize), last, so every choice above is made on the real
@@ -94,6 +95,9 @@ pub enum Mutation {
     },
     /// Clear the DO bit of every query.
     ClearDo,
+    /// Set (true) or clear (false) the RD bit of every query: a trace of what resolvers sent
+    /// to authoritative servers (RD clear) becomes stub traffic for a recursive resolver.
+    RecursionDesired(bool),
     /// Put a label `<prefix><n in lower-case hex>` in front of every query name, `n` being the
     /// record's position in the mutator's input (from 1), so replayed queries can be matched to
     /// the original records: `ldp1a2b.www.example.com.`. The prefix is up to 47 letters, digits

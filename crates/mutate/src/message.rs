@@ -2,7 +2,7 @@
 
 use crate::choice::Share;
 use crate::DEFAULT_UDP_SIZE;
-use ldplayer_dns::{apply, EdnsFields, Fields, Message, MAX_NAME_LEN};
+use ldplayer_dns::{apply, flag, EdnsFields, Fields, Message, MAX_NAME_LEN};
 
 /// The message edits of a configuration.
 #[derive(Debug, Clone, Default)]
@@ -12,6 +12,7 @@ pub(crate) struct MessageEdits {
     pub udp_size: Option<u16>,
     pub set_do: Option<Share>,
     pub clear_do: bool,
+    pub recursion_desired: Option<bool>,
     pub qname_prefix: Option<Vec<u8>>,
 }
 
@@ -23,6 +24,7 @@ impl MessageEdits {
             && self.udp_size.is_none()
             && self.set_do.is_none()
             && !self.clear_do
+            && self.recursion_desired.is_none()
             && self.qname_prefix.is_none()
     }
 
@@ -66,6 +68,12 @@ impl MessageEdits {
             if let Some(e) = f.edns.as_mut().filter(|e| e.dnssec_ok) {
                 e.dnssec_ok = false;
                 changed.push("do-clear");
+            }
+        }
+        if let Some(rd) = self.recursion_desired {
+            if (f.flags & flag::RD != 0) != rd {
+                f.flags ^= flag::RD;
+                changed.push(if rd { "rd-set" } else { "rd-clear" });
             }
         }
         if let (Some(prefix), Some(q)) = (&self.qname_prefix, f.question.as_mut()) {

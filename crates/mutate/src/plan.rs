@@ -115,6 +115,10 @@ impl Plan {
                     once("clear-do")?;
                     plan.message.clear_do = true;
                 }
+                Mutation::RecursionDesired(rd) => {
+                    once("recursion-desired")?;
+                    plan.message.recursion_desired = Some(*rd);
+                }
                 Mutation::QnamePrefix(prefix) => {
                     once("qname-prefix")?;
                     let ok = prefix.len() <= 47

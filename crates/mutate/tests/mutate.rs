@@ -451,6 +451,32 @@ fn clear_do_strip_add_and_size() {
 }
 
 #[test]
+fn recursion_desired_set_and_cleared_on_queries_only() {
+    let rd = |r: &RecordBuf| Fields::of(&Message::parse(&r.wire).unwrap()).flags & flag::RD != 0;
+    let (out, stats) = run(0, vec![Mutation::RecursionDesired(false)], &mixed());
+    assert!(!rd(&out[0]) && !rd(&out[2]) && !rd(&out[5]));
+    assert!(rd(&out[1]), "responses are left alone");
+    assert_eq!(stats.changed["rd-clear"], 4);
+    // Everything else stays.
+    let mut want = Fields::of(&Message::parse(&mixed()[3].wire).unwrap());
+    want.flags &= !flag::RD;
+    assert_eq!(Fields::of(&Message::parse(&out[3].wire).unwrap()), want);
+
+    let (back, stats) = run(0, vec![Mutation::RecursionDesired(true)], &out);
+    assert_eq!(stats.changed["rd-set"], 4);
+    assert_eq!(
+        back,
+        mixed(),
+        "setting RD again restores the original bytes"
+    );
+    let (_, stats) = run(0, vec![Mutation::RecursionDesired(true)], &mixed());
+    assert!(
+        !stats.changed.contains_key("rd-set"),
+        "already set: no change"
+    );
+}
+
+#[test]
 fn qname_prefix_numbers_records() {
     let (out, stats) = run(0, vec![Mutation::QnamePrefix("ldp".into())], &mixed());
     let names: Vec<String> = out.iter().map(qname_of).collect();

@@ -190,6 +190,28 @@ impl Hierarchy {
         Hierarchy { zones, report }
     }
 
+    /// This hierarchy with the zones of `other` added; a zone of `other` replaces one with the
+    /// same apex here. Missing addresses are joined; zones without servers are counted anew.
+    pub fn merge(mut self, other: Hierarchy) -> Hierarchy {
+        let replaced: BTreeSet<Vec<u8>> = other.zones.iter().map(|z| key(&z.apex)).collect();
+        self.zones.retain(|z| !replaced.contains(&key(&z.apex)));
+        self.zones.extend(other.zones);
+        let mut report = self.report;
+        report.records += other.report.records;
+        report
+            .missing_addresses
+            .extend(other.report.missing_addresses);
+        report.missing_addresses.sort();
+        report.missing_addresses.dedup();
+        report.zones_without_servers = self
+            .zones
+            .iter()
+            .filter(|z| z.servers.is_empty())
+            .map(BuiltZone::name)
+            .collect();
+        Hierarchy::new(self.zones, report)
+    }
+
     /// File names, one per zone: `root.zone`, else the apex without its final dot; characters
     /// that have no place in a file name become `_`.
     pub fn file_names(&self) -> Vec<String> {

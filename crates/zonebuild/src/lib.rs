@@ -20,11 +20,19 @@
 //! capture format of the trace pipeline can feed it); [`Hierarchy::write`] writes the zone files,
 //! the manifest, root hints and a BIND configuration; [`BuildReport`] says what could not be
 //! rebuilt.
+//!
+//! [`from_files`] takes existing zone files as they are and finds the addresses of their
+//! nameservers in them (the root zone gives the root and its glue).
+//!
+//! [`deckard`] reads Deckard scenarios (`.rpl`), recorded hierarchies given as each nameserver
+//! address's answers, and feeds their answers to the builder the same way.
 
 #![warn(missing_docs)]
 
 mod builder;
+pub mod deckard;
 mod exchange;
+pub mod from_files;
 mod hierarchy;
 
 pub use builder::ZoneBuilder;

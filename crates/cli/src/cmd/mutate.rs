@@ -83,6 +83,9 @@ pub fn config(args: &MutateArgs) -> Result<MutateConfig> {
     if args.clear_do {
         m.push(Mutation::ClearDo);
     }
+    if args.set_rd || args.clear_rd {
+        m.push(Mutation::RecursionDesired(args.set_rd));
+    }
     if let Some(prefix) = &args.unique_names {
         m.push(Mutation::QnamePrefix(prefix.clone()));
     }

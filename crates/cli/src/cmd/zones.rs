@@ -1,21 +1,151 @@
-//! `ldplayer zones build CAPTURE... -o DIR [--json]`
+//! `ldplayer zones build INPUT... -o DIR [--json]` (captures, traces or Deckard scenarios) and
+//! `ldplayer zones deckard-queries FILE.rpl [--expected] [-o FILE]`.
 
-use crate::args::{ZonesBuildArgs, ZonesCommand};
+use crate::args::{ZonesBuildArgs, ZonesCommand, ZonesDeckardArgs};
 use crate::io::open_input;
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
-use ldplayer_zonebuild::ZoneBuilder;
+use ldplayer_zonebuild::deckard::{self, Scenario};
+use ldplayer_zonebuild::from_files::{self, ZoneFile};
+use ldplayer_zonebuild::{Hierarchy, ZoneBuilder};
+use std::io::Write;
+use std::path::Path;
 
 pub fn run(command: ZonesCommand) -> Result<()> {
     match command {
         ZonesCommand::Build(args) => build(args),
+        ZonesCommand::DeckardQueries(args) => deckard_queries(args),
     }
+}
+
+fn read_scenario(path: &Path) -> Result<Scenario> {
+    let s = Scenario::from_file(path).map_err(|e| match e {
+        deckard::DeckardError::Read { .. } => anyhow::Error::new(e),
+        _ => anyhow::Error::new(e).context(path.display().to_string()),
+    })?;
+    if s.aa_added > 0 {
+        eprintln!(
+            "ldplayer: {}: {} range entries answer without AA: taken as authoritative (AA set)",
+            path.display(),
+            s.aa_added
+        );
+    }
+    if !s.skipped.is_empty() {
+        let list: Vec<String> = s.skipped.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        eprintln!(
+            "ldplayer: {}: skipped (not interpreted): {}",
+            path.display(),
+            list.join(", ")
+        );
+    }
+    Ok(s)
+}
+
+/// The names file of a scenario's queries, or its expected answers.
+fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
+    let s = read_scenario(&args.scenario)?;
+    let mut text = String::new();
+    if args.expected {
+        for c in s.checks() {
+            if c.check.entry.as_ref().is_some_and(|e| !e.matches_answer()) {
+                eprintln!(
+                    "ldplayer: {}:{}: STEP {} does not MATCH the answer section; its answer is printed anyway",
+                    args.scenario.display(),
+                    c.check.line,
+                    c.check.id
+                );
+            }
+            if c.question_mismatch() {
+                eprintln!(
+                    "ldplayer: {}:{}: STEP {} checks another question than STEP {} asked",
+                    args.scenario.display(),
+                    c.check.line,
+                    c.check.id,
+                    c.query.id
+                );
+            }
+            match c.expected_line() {
+                Some(line) => {
+                    text.push_str(&line);
+                    text.push('\n');
+                }
+                None => eprintln!(
+                    "ldplayer: {}:{}: STEP {} checks a query without a question; left out",
+                    args.scenario.display(),
+                    c.check.line,
+                    c.check.id
+                ),
+            }
+        }
+    } else {
+        for q in s.queries() {
+            match q.entry.as_ref().and_then(|e| e.question.as_ref()) {
+                Some(question) => {
+                    text.push_str(&format!("{}  # STEP {}\n", question.text(), q.id));
+                }
+                None => eprintln!(
+                    "ldplayer: {}:{}: STEP {} QUERY has no question; left out",
+                    args.scenario.display(),
+                    q.line,
+                    q.id
+                ),
+            }
+        }
+    }
+    match &args.output {
+        Some(p) => {
+            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
+        }
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+/// The zones of `--zone` files, served where their NS names' addresses and `--zone-server` say.
+fn zone_files(files: &[String], servers: &[String]) -> Result<Hierarchy> {
+    let mut zones = Vec::new();
+    for f in files {
+        let (path, origin) = match f.rsplit_once('@') {
+            Some((p, o)) if !Path::new(f).exists() => (p, Some(o)),
+            _ => (f.as_str(), None),
+        };
+        zones.push(ZoneFile::read(Path::new(path), origin)?);
+    }
+    let mut extra = Vec::new();
+    for s in servers {
+        let (name, ip) = from_files::zone_server(s)?;
+        if !zones.iter().any(|z| z.apex == name) {
+            anyhow::bail!("--zone-server {s:?}: no --zone file holds that zone");
+        }
+        extra.push((name, ip));
+    }
+    Ok(from_files::hierarchy(zones, &extra))
 }
 
 fn build(args: ZonesBuildArgs) -> Result<()> {
     let progress = Progress::new(args.json);
     let mut builder = ZoneBuilder::new();
+    let mut root_hints = Vec::new();
     for path in &args.inputs {
+        if deckard::is_scenario(path) {
+            let s = read_scenario(path)?;
+            let n = s.feed(&mut builder);
+            for a in s.stub_addrs() {
+                if !root_hints.contains(&a) {
+                    root_hints.push(a);
+                }
+            }
+            eprintln!(
+                "ldplayer: {}: Deckard scenario: {n} recorded responses from {} ranges",
+                path.display(),
+                s.ranges.len()
+            );
+            continue;
+        }
         let mut input = open_input(path, &args.read, &progress)?;
         let mut watch = Watch::new(&mut builder, &progress);
         input
@@ -24,7 +154,23 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
             .with_context(|| format!("reading {}", path.display()))?;
     }
     progress.finish();
-    let hierarchy = builder.build();
+    let mut hierarchy = if args.inputs.is_empty() {
+        zone_files(&args.zone, &args.zone_server)?
+    } else if args.zone.is_empty() {
+        builder.build()
+    } else {
+        builder
+            .build()
+            .merge(zone_files(&args.zone, &args.zone_server)?)
+    };
+    let added = deckard::complete_root(&mut hierarchy, &root_hints);
+    if !added.is_empty() {
+        eprintln!(
+            "ldplayer: the rebuilt root zone has no NS records (none in an authoritative answer); \
+             made from the scenarios' stub-addr (the resolver's root hints): {}",
+            added.join("; ")
+        );
+    }
     let written = hierarchy
         .write(&args.output)
         .with_context(|| format!("writing into {}", args.output.display()))?;
