@@ -3,7 +3,7 @@
 # connections (knotd) and TLS sessions (nsd) from one ldplayer process, each original client on
 # its own loopback address (--source-prefix 127.0.0.0/8), with the generator's memory per idle
 # connection. Loopback only; bounded in count and time.
-# Usage: bench/connections.sh [OUTDIR] [TCP_CLIENTS] [TLS_CLIENTS]
+# Usage: bench/connections.sh [OUTDIR] [TCP_CLIENTS] [TLS_CLIENTS]   (env TCP_RATE, TLS_RATE: qps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out}; tcp_clients=${2:-50000}; tls_clients=${3:-20000}
@@ -86,7 +86,7 @@ zone:
 CONF
 knotd -c "$work/knot/knot.conf" 2> "$work/knot/log" & pids+=($!)
 sleep 1
-measure "TCP" 5354 tcp "$tcp_clients" 10000
+measure "TCP" 5354 tcp "$tcp_clients" "${TCP_RATE:-10000}"
 
 echo "== $tls_clients TLS clients against nsd"
 mkdir -p "$work/nsd"; echo "$zone" > "$work/nsd/example.zone"
@@ -113,4 +113,4 @@ zone:
 CONF
 nsd -d -c "$work/nsd/nsd.conf" 2> "$work/nsd/log" & pids+=($!)
 sleep 1
-measure "TLS" 5356 tls "$tls_clients" 4000 --tls-insecure
+measure "TLS" 5356 tls "$tls_clients" "${TLS_RATE:-4000}" --tls-insecure

@@ -29,6 +29,7 @@ mod net;
 mod querier;
 mod stats;
 mod tls;
+mod tls_session;
 
 pub use config::{ReplayConfig, Timing, TlsConfig};
 pub use distributor::{stable_hash, Distributor, Schedule};

@@ -7,6 +7,7 @@ use crate::distributor::{Batch, QueryMeta};
 use crate::net;
 use crate::stats::ReplayStats;
 use crate::tls::TlsBase;
+use crate::tls_session::{SessionError, TlsSession};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use ldplayer_dns::{flag, Message, HEADER_LEN};
 use ldplayer_results::{ErrorKind, Outcome, QueryResult};
@@ -107,7 +108,7 @@ struct Conn {
     client: u32,
     proto: Proto,
     sock: TcpStream,
-    tls: Option<Box<rustls::ClientConnection>>,
+    tls: Option<Box<TlsSession>>,
     state: ConnState,
     wbuf: Vec<u8>,
     wpos: usize,
@@ -968,7 +969,7 @@ impl Querier {
                 Some(c) => c.tls.get_or_insert_with(|| base.for_client()).clone(),
                 None => base.for_client(),
             };
-            match rustls::ClientConnection::new(cfg, base.server_name.clone()) {
+            match TlsSession::new(cfg, base.server_name.clone()) {
                 Ok(t) => Some(Box::new(t)),
                 Err(_) => return Err(ErrorKind::Tls),
             }
@@ -1095,19 +1096,13 @@ impl Querier {
         let mut failure = None;
         if let Some(tls) = conn.tls.as_mut() {
             if conn.wpos < conn.wbuf.len() {
-                match tls.writer().write(&conn.wbuf[conn.wpos..]) {
+                match tls.write_plain(&conn.wbuf[conn.wpos..]) {
                     Ok(n) => conn.wpos += n,
                     Err(_) => failure = Some(ErrorKind::Tls),
                 }
             }
-            while failure.is_none() && tls.wants_write() {
-                match tls.write_tls(&mut conn.sock) {
-                    Ok(0) => break,
-                    Ok(_) => {}
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => failure = Some(ErrorKind::Reset),
-                }
+            if failure.is_none() && tls.flush(&mut conn.sock).is_err() {
+                failure = Some(ErrorKind::Reset);
             }
         } else {
             while conn.wpos < conn.wbuf.len() {
@@ -1195,52 +1190,24 @@ impl Querier {
             let mut chunk = [0u8; 16 * 1024];
             loop {
                 if let Some(tls) = conn.tls.as_mut() {
-                    let mut last = false;
-                    match tls.read_tls(&mut conn.sock) {
-                        Ok(0) => {
-                            eof = true;
-                            last = true;
-                        }
-                        Ok(_) => {}
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => last = true,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(_) => {
+                    match tls.read_from(&mut conn.sock, &mut conn.rbuf) {
+                        Ok(r) => eof = r.eof,
+                        Err(e) => {
+                            if matches!(e, SessionError::Tls) {
+                                // Send the alert, if any, then give up.
+                                let _ = tls.flush(&mut conn.sock);
+                            }
                             failure = Some(if tls.is_handshaking() {
                                 ErrorKind::Tls
                             } else {
-                                ErrorKind::Reset
-                            });
-                            break;
-                        }
-                    }
-                    match tls.process_new_packets() {
-                        Ok(state) => {
-                            let mut avail = state.plaintext_bytes_to_read();
-                            while avail > 0 {
-                                match tls.reader().read(&mut chunk) {
-                                    Ok(0) => break,
-                                    Ok(n) => {
-                                        conn.rbuf.extend_from_slice(&chunk[..n]);
-                                        avail = avail.saturating_sub(n);
-                                    }
-                                    Err(_) => break,
+                                match e {
+                                    SessionError::Tls => ErrorKind::Tls,
+                                    SessionError::Io => ErrorKind::Reset,
                                 }
-                            }
-                            if state.peer_has_closed() {
-                                eof = true;
-                                last = true;
-                            }
-                        }
-                        Err(_) => {
-                            // Send the alert, then give up.
-                            let _ = tls.write_tls(&mut conn.sock);
-                            failure = Some(ErrorKind::Tls);
-                            break;
+                            });
                         }
                     }
-                    if last {
-                        break;
-                    }
+                    break;
                 } else {
                     match conn.sock.read(&mut chunk) {
                         Ok(0) => {
@@ -1337,10 +1304,7 @@ impl Querier {
             if tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
                 self.stats.tls_resumed += 1;
             }
-            if !tls.is_handshaking() {
-                tls.send_close_notify();
-                let _ = tls.write_tls(&mut conn.sock);
-            }
+            tls.close(&mut conn.sock);
         }
         let _ = self.poll.registry().deregister(&mut conn.sock);
         self.conns_open -= 1;

@@ -505,3 +505,42 @@ fn measure_fast_udp() {
         stats.answered as f64 / stats.duration.as_secs_f64()
     );
 }
+
+/// Each client's second connection resumes its first TLS session (its own ticket), unless
+/// resumption is off.
+#[test]
+fn tls_sessions_resume_per_client() {
+    let (server, _ca) = nsd_tls();
+    let run = |resume: bool| {
+        let results = Results::default();
+        let mut cfg = config(server.tls_addr.unwrap());
+        cfg.tls = TlsConfig {
+            insecure: true,
+            resume,
+            ..TlsConfig::default()
+        };
+        cfg.queriers = 1;
+        cfg.tcp_idle_timeout = std::time::Duration::from_millis(100);
+        // Two clients, each asking twice 400 ms apart: the idle timeout closes the first
+        // connection in between.
+        let recs: Vec<_> = (0..4)
+            .map(|i| {
+                record(
+                    (i / 2) * 400 * MS,
+                    (i % 2) as u8 + 1,
+                    Proto::Tls,
+                    query(i as u16, "www.example.", A, None),
+                )
+            })
+            .collect();
+        let stats = Replay::new(cfg)
+            .unwrap()
+            .run(&mut VecSource(recs), results.boxed())
+            .unwrap();
+        assert_eq!(stats.answered, 4, "{stats:?} {:?}", results.sorted());
+        assert_eq!(stats.connections_opened, 4, "{stats:?}");
+        stats.tls_resumed
+    };
+    assert_eq!(run(true), 2, "each client's second connection resumes");
+    assert_eq!(run(false), 0, "resumption off");
+}
