@@ -1,0 +1,277 @@
+//! Queries in flight: slots, DNS IDs per socket or connection, timeouts and completion.
+
+use super::*;
+
+/// One query from dispatch to its result: its times, where it went and the ID it carries there.
+pub(super) struct Slot {
+    pub(super) gen: u32,
+    pub(super) live: bool,
+    pub(super) index: u64,
+    pub(super) trace_ns: i64,
+    pub(super) intended_ns: i64,
+    pub(super) sent_ns: i64,
+    pub(super) deadline_ns: i64,
+    pub(super) proto: Proto,
+    pub(super) new_connection: bool,
+    pub(super) client: u32,
+    pub(super) via: Via,
+    pub(super) id: u16,
+    /// Length of the question section to compare with answers (0: no check).
+    pub(super) qlen: u16,
+    pub(super) retries_left: u32,
+    pub(super) wire: Vec<u8>,
+}
+
+/// The result of a query that never reached the server.
+pub(super) fn blank_result(m: &QueryMeta, proto: Proto, outcome: Outcome) -> QueryResult {
+    QueryResult {
+        index: m.index,
+        trace_ns: m.trace_ns,
+        intended_ns: m.intended_ns,
+        sent_ns: 0,
+        received_ns: 0,
+        proto,
+        new_connection: false,
+        rcode: 0,
+        response_len: 0,
+        truncated: false,
+        outcome,
+    }
+}
+
+/// Length of the first question (name, type, class) when it is uncompressed; 0 otherwise.
+pub(super) fn question_len(wire: &[u8]) -> u16 {
+    if wire.len() < HEADER_LEN || u16::from_be_bytes([wire[4], wire[5]]) == 0 {
+        return 0;
+    }
+    let mut p = HEADER_LEN;
+    loop {
+        let Some(&l) = wire.get(p) else { return 0 };
+        if l == 0 {
+            p += 1;
+            break;
+        }
+        if l & 0xC0 != 0 {
+            return 0;
+        }
+        p += 1 + l as usize;
+    }
+    if p + 4 > wire.len() {
+        return 0;
+    }
+    (p + 4 - HEADER_LEN) as u16
+}
+
+/// Whether a response repeats the query's question (its first `qlen` bytes after the header),
+/// ignoring case, and has a question at all; `qlen` 0 matches anything.
+pub(super) fn question_matches(query: &[u8], qlen: u16, resp: &[u8]) -> bool {
+    if qlen == 0 {
+        return true;
+    }
+    let end = HEADER_LEN + qlen as usize;
+    match (query.get(HEADER_LEN..end), resp.get(HEADER_LEN..end)) {
+        (Some(a), Some(b)) => resp[4..6] != [0, 0] && a.eq_ignore_ascii_case(b),
+        _ => false,
+    }
+}
+
+/// The in-flight table's key of DNS ID `id` on the socket or connection `uid`.
+pub(super) fn key(uid: u64, id: u16) -> u64 {
+    (uid << 16) | id as u64
+}
+
+impl Querier {
+    pub(super) fn alloc_slot(&mut self, m: &QueryMeta, proto: Proto) -> u32 {
+        let idx = match self.free_slots.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push(Slot {
+                    gen: 0,
+                    live: false,
+                    index: 0,
+                    trace_ns: 0,
+                    intended_ns: 0,
+                    sent_ns: 0,
+                    deadline_ns: 0,
+                    proto,
+                    new_connection: false,
+                    client: 0,
+                    via: Via::None,
+                    id: 0,
+                    qlen: 0,
+                    retries_left: 0,
+                    wire: Vec::new(),
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let retries = self.config.udp_retries;
+        let wire = self.pending.front().map(|b| b.wire(m)).unwrap_or(&[]);
+        let s = &mut self.slots[idx as usize];
+        s.live = true;
+        s.index = m.index;
+        s.trace_ns = m.trace_ns;
+        s.intended_ns = m.intended_ns;
+        s.sent_ns = 0;
+        s.deadline_ns = 0;
+        s.proto = proto;
+        s.new_connection = false;
+        s.client = m.client;
+        s.via = Via::None;
+        s.retries_left = retries;
+        s.wire.clear();
+        s.wire.extend_from_slice(wire);
+        s.id = u16::from_be_bytes([s.wire[0], s.wire[1]]);
+        s.qlen = question_len(&s.wire);
+        idx
+    }
+
+    /// Registers the slot's ID on transport `uid`, rewriting it if already in use there. Fails
+    /// when [`MAX_IDS_IN_FLIGHT`] of the transport's IDs are taken: a client faster than the ID
+    /// space allows within one timeout cannot be emulated on one socket, and probing a nearly
+    /// full space costs more per query than sending it.
+    pub(super) fn claim_id(&mut self, slot: u32, uid: u64) -> bool {
+        let used = self.id_use.entry(uid).or_insert(0);
+        if *used >= MAX_IDS_IN_FLIGHT {
+            return false;
+        }
+        let s = &mut self.slots[slot as usize];
+        let mut id = s.id;
+        loop {
+            if let std::collections::hash_map::Entry::Vacant(e) = self.ids.entry(key(uid, id)) {
+                e.insert(slot);
+                *used += 1;
+                if id != s.id {
+                    s.id = id;
+                    s.wire[..2].copy_from_slice(&id.to_be_bytes());
+                }
+                return true;
+            }
+            // At most MAX_IDS_IN_FLIGHT of 65,536 are taken: a random probe hits a free ID
+            // within a few tries (xorshift; quality does not matter, spreading does).
+            self.id_rng ^= self.id_rng << 13;
+            self.id_rng ^= self.id_rng >> 7;
+            self.id_rng ^= self.id_rng << 17;
+            id = self.id_rng as u16;
+        }
+    }
+
+    /// Releases the ID that `claim_id` registered on transport `uid`.
+    pub(super) fn release_id(&mut self, uid: u64, id: u16) {
+        if self.ids.remove(&key(uid, id)).is_some() {
+            if let std::collections::hash_map::Entry::Occupied(mut e) = self.id_use.entry(uid) {
+                *e.get_mut() -= 1;
+                if *e.get() == 0 {
+                    e.remove();
+                }
+            }
+        }
+    }
+
+    pub(super) fn push_timeout(&mut self, slot: u32, deadline: i64) {
+        let s = &mut self.slots[slot as usize];
+        s.deadline_ns = deadline;
+        self.timeouts.push_back((deadline, slot, s.gen));
+    }
+
+    pub(super) fn complete(&mut self, slot: u32, outcome: Outcome, resp: Option<(&[u8], i64)>) {
+        let s = &mut self.slots[slot as usize];
+        if !s.live {
+            return;
+        }
+        let mut r = QueryResult {
+            index: s.index,
+            trace_ns: s.trace_ns,
+            intended_ns: if s.intended_ns == 0 {
+                s.sent_ns
+            } else {
+                s.intended_ns
+            },
+            sent_ns: s.sent_ns,
+            received_ns: 0,
+            proto: s.proto,
+            new_connection: s.new_connection,
+            rcode: 0,
+            response_len: 0,
+            truncated: false,
+            outcome,
+        };
+        if let Some((wire, at)) = resp {
+            r.received_ns = at;
+            r.response_len = wire.len().min(u16::MAX as usize) as u16;
+            let flags = u16::from_be_bytes([wire[2], wire[3]]);
+            r.truncated = flags & flag::TC != 0;
+            r.rcode = match Message::parse(wire) {
+                Ok(m) => m.rcode(),
+                Err(_) => flags & 0xF,
+            };
+        }
+        let via = s.via;
+        let id = s.id;
+        s.live = false;
+        s.gen = s.gen.wrapping_add(1);
+        s.via = Via::None;
+        match via {
+            Via::Udp { uid, .. } => {
+                self.release_id(uid, id);
+            }
+            Via::Stream { conn, uid } => {
+                self.release_id(uid, id);
+                if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
+                    if let Some(p) = c.inflight.iter().position(|&x| x == slot) {
+                        c.inflight.swap_remove(p);
+                    }
+                }
+            }
+            Via::None => {}
+        }
+        self.free_slots.push(slot);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.push_result(r);
+    }
+
+    pub(super) fn expire(&mut self, now: i64) {
+        while let Some(&(deadline, slot, gen)) = self.timeouts.front() {
+            if deadline > now {
+                break;
+            }
+            self.timeouts.pop_front();
+            let s = &self.slots[slot as usize];
+            if !s.live || s.gen != gen || s.deadline_ns != deadline {
+                continue;
+            }
+            if let Via::Udp { sock, uid } = s.via {
+                if s.retries_left > 0 && !self.stopping {
+                    let open = matches!(self.udp.get(sock as usize), Some(Some(u)) if u.uid == uid);
+                    if open {
+                        self.slots[slot as usize].retries_left -= 1;
+                        self.stats.udp_retries += 1;
+                        self.udp_out.push(slot);
+                        self.flush_udp();
+                        continue;
+                    }
+                }
+            }
+            self.complete(slot, Outcome::Timeout, None);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn question_length_and_match() {
+        let mut q = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
+        q.extend_from_slice(&[3, b'w', b'w', b'w', 0, 0, 1, 0, 1]);
+        assert_eq!(question_len(&q), 9);
+        let mut r = q.clone();
+        r[2] |= 0x80;
+        r[13] = b'W';
+        assert!(question_matches(&q, 9, &r));
+        r[14] = b'x';
+        assert!(!question_matches(&q, 9, &r));
+        assert_eq!(question_len(&q[..15]), 0);
+    }
+}

@@ -1,0 +1,452 @@
+//! One querier thread: an epoll event loop that sends its clients' queries on time over UDP, TCP
+//! and TLS, matches the answers and reports one result per query.
+
+use crate::clock::{self, TimerFd, SPIN_NS};
+use crate::config::{ReplayConfig, Timing};
+use crate::distributor::{Batch, QueryMeta};
+use crate::net;
+use crate::stats::ReplayStats;
+use crate::tls::TlsBase;
+use crate::tls_session::{SessionError, TlsSession};
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use ldplayer_dns::{flag, Message, HEADER_LEN};
+use ldplayer_results::{ErrorKind, Outcome, QueryResult};
+use ldplayer_trace::Proto;
+use ldplayer_udp::{RecvBatch, Wait, BATCH, RECV_BUF};
+use mio::net::{TcpStream, UdpSocket};
+use mio::unix::SourceFd;
+use mio::{Events, Interest, Poll, Token};
+use rustc_hash::FxHashMap;
+use rustls::ClientConfig;
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+pub(crate) const WAKER: Token = Token(0);
+const TIMER: Token = Token(1);
+const UDP_BASE: usize = 1 << 40;
+const CONN_BASE: usize = 2 << 40;
+const NONE: u32 = u32::MAX;
+const RESULT_BATCH: usize = 256;
+const HOUSEKEEPING_NS: i64 = 20_000_000;
+/// The least time before a due send that is worth a non-blocking look for answers (an empty
+/// `epoll_wait` costs about 1 µs here); closer sends are spun for.
+const POLL_GAP_NS: i64 = 4_000;
+/// The longest the sender goes without reading answers while queries are in flight. Without it a
+/// rate whose gaps are all below [`POLL_GAP_NS`] (150k qps here) left answers in the sockets for
+/// up to a second, then read them all at once, stalling the sends by 200 ms.
+const READ_EVERY_NS: i64 = 50_000;
+/// Most DNS IDs in flight on one socket or connection (of 65,536).
+const MAX_IDS_IN_FLIGHT: u32 = 60_000;
+/// Receive buffers of idle connections larger than this are released.
+const KEEP_BUF: usize = 1024;
+
+/// Everything a querier thread needs, built by the engine.
+pub(crate) struct Setup {
+    pub config: Arc<ReplayConfig>,
+    pub poll: Poll,
+    pub rx: Receiver<Batch>,
+    pub recycle: Sender<Batch>,
+    pub results: Sender<Vec<QueryResult>>,
+    pub stop: Arc<AtomicBool>,
+    pub tls: Option<Arc<TlsBase>>,
+    pub max_in_flight: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Via {
+    None,
+    Udp { sock: u32, uid: u64 },
+    Stream { conn: u32, uid: u64 },
+}
+
+mod inflight;
+mod stream;
+mod udp;
+
+use inflight::{blank_result, key, question_matches, Slot};
+use stream::Conn;
+use udp::UdpSock;
+
+struct Client {
+    udp: u32,
+    conn: u32,
+    local: Option<IpAddr>,
+    tls: Option<Arc<ClientConfig>>,
+}
+
+/// Runs a querier to the end and returns its counters.
+pub(crate) fn run(setup: Setup) -> ReplayStats {
+    clock::set_timer_slack();
+    let mut q = match Querier::new(setup) {
+        Ok(q) => q,
+        Err((setup, e)) => return fail_all(setup, e),
+    };
+    q.run();
+    q.stats
+}
+
+/// When the loop cannot even start, every query still gets a result.
+fn fail_all(setup: Setup, _e: io::Error) -> ReplayStats {
+    let mut stats = ReplayStats::default();
+    while let Ok(batch) = setup.rx.recv() {
+        let mut out = Vec::with_capacity(batch.queries.len());
+        for m in &batch.queries {
+            let r = blank_result(m, m.proto, Outcome::Error(ErrorKind::Send));
+            stats.count_outcome(r.outcome);
+            out.push(r);
+        }
+        let _ = setup.results.send(out);
+    }
+    stats
+}
+
+struct Querier {
+    config: Arc<ReplayConfig>,
+    poll: Poll,
+    events: Events,
+    ready: Vec<(Token, bool, bool)>,
+    timer: TimerFd,
+    rx: Receiver<Batch>,
+    recycle: Sender<Batch>,
+    results_tx: Sender<Vec<QueryResult>>,
+    results: Vec<QueryResult>,
+    last_results_flush: i64,
+    stop: Arc<AtomicBool>,
+    stopping: bool,
+    input_done: bool,
+    tls: Option<Arc<TlsBase>>,
+    fast: bool,
+    max_in_flight: usize,
+    in_flight: usize,
+    timeout_ns: i64,
+    server: SocketAddr,
+
+    pending: VecDeque<Batch>,
+    cursor: usize,
+
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    ids: FxHashMap<u64, u32>,
+    timeouts: VecDeque<(i64, u32, u32)>,
+    next_uid: u64,
+    /// IDs in flight per transport (socket or connection uid).
+    id_use: FxHashMap<u64, u32>,
+    id_rng: u64,
+
+    clients: FxHashMap<u32, Client>,
+    udp: Vec<Option<UdpSock>>,
+    free_udp: Vec<u32>,
+    udp_open: usize,
+    lru_head: u32,
+    lru_tail: u32,
+    udp_out: Vec<u32>,
+    recv: RecvBatch,
+    /// Where an answer is copied out of `recv` before it is completed.
+    answer_buf: Vec<u8>,
+
+    conns: Vec<Option<Conn>>,
+    free_conns: Vec<u32>,
+    conns_open: usize,
+    last_housekeeping: i64,
+
+    stats: ReplayStats,
+}
+
+impl Querier {
+    fn new(s: Setup) -> Result<Querier, (Setup, io::Error)> {
+        let mut timer = match TimerFd::new() {
+            Ok(t) => t,
+            Err(e) => return Err((s, e)),
+        };
+        if let Err(e) =
+            s.poll
+                .registry()
+                .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)
+        {
+            return Err((s, e));
+        }
+        timer.drain();
+        let config = s.config;
+        Ok(Querier {
+            fast: matches!(config.timing, Timing::Fast { .. }),
+            max_in_flight: s.max_in_flight.max(1),
+            timeout_ns: config.timeout.as_nanos().min(i64::MAX as u128) as i64,
+            server: config.server,
+            config,
+            poll: s.poll,
+            events: Events::with_capacity(1024),
+            ready: Vec::with_capacity(1024),
+            timer,
+            rx: s.rx,
+            recycle: s.recycle,
+            results_tx: s.results,
+            results: Vec::with_capacity(RESULT_BATCH),
+            last_results_flush: 0,
+            stop: s.stop,
+            stopping: false,
+            input_done: false,
+            tls: s.tls,
+            in_flight: 0,
+            pending: VecDeque::new(),
+            cursor: 0,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            ids: FxHashMap::default(),
+            timeouts: VecDeque::new(),
+            next_uid: 1,
+            id_use: FxHashMap::default(),
+            id_rng: 0x9E37_79B9_7F4A_7C15,
+            clients: FxHashMap::default(),
+            udp: Vec::new(),
+            free_udp: Vec::new(),
+            udp_open: 0,
+            lru_head: NONE,
+            lru_tail: NONE,
+            udp_out: Vec::new(),
+            recv: RecvBatch::new(),
+            answer_buf: Vec::with_capacity(RECV_BUF),
+            conns: Vec::new(),
+            free_conns: Vec::new(),
+            conns_open: 0,
+            last_housekeeping: 0,
+            stats: ReplayStats::default(),
+        })
+    }
+
+    fn run(&mut self) {
+        loop {
+            self.intake();
+            if !self.stopping && self.stop.load(Ordering::Relaxed) {
+                self.stopping = true;
+            }
+            if self.stopping {
+                self.drop_pending();
+            }
+            let wake = self.dispatch_due();
+            let now = clock::now_ns();
+            self.expire(now);
+            if now - self.last_housekeeping > HOUSEKEEPING_NS {
+                self.housekeeping(now);
+            }
+            if self.results.len() >= RESULT_BATCH
+                || (!self.results.is_empty() && now - self.last_results_flush > HOUSEKEEPING_NS)
+            {
+                self.flush_results(now);
+            }
+            if self.input_done && self.pending.is_empty() && self.in_flight == 0 {
+                break;
+            }
+            // Sleep until the next send (timerfd), the next timeout or housekeeping.
+            let mut wait_ns = HOUSEKEEPING_NS;
+            if let Some(&(d, ..)) = self.timeouts.front() {
+                wait_ns = wait_ns.min((d - now).max(0) + 1_000_000);
+            }
+            if let Some(w) = wake {
+                if w <= now {
+                    // A send is due within the spin window: only look for answers.
+                    wait_ns = 0;
+                } else if self.timer.arm(w).is_err() {
+                    wait_ns = 0;
+                }
+            }
+            let timeout = std::time::Duration::from_nanos(wait_ns.max(0) as u64);
+            if let Err(e) = self.poll.poll(&mut self.events, Some(timeout)) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    // An epoll failure cannot be recovered from: give up on waiting.
+                    self.stopping = true;
+                }
+            }
+            let mut ready = std::mem::take(&mut self.ready);
+            ready.clear();
+            ready.extend(self.events.iter().map(|e| {
+                (
+                    e.token(),
+                    e.is_readable() || e.is_read_closed() || e.is_error(),
+                    e.is_writable() || e.is_error(),
+                )
+            }));
+            for &(token, readable, writable) in &ready {
+                match token.0 {
+                    0 => {}
+                    1 => self.timer.drain(),
+                    t if t >= CONN_BASE => {
+                        self.conn_event((t - CONN_BASE) as u32, readable, writable)
+                    }
+                    t if t >= UDP_BASE => self.udp_readable((t - UDP_BASE) as u32),
+                    _ => {}
+                }
+            }
+            self.ready = ready;
+        }
+        self.close_all();
+        let now = clock::now_ns();
+        self.flush_results(now);
+    }
+
+    // ---- input ----
+
+    fn intake(&mut self) {
+        loop {
+            match self.rx.try_recv() {
+                Ok(b) => {
+                    self.stats.queries += b.queries.len() as u64;
+                    self.pending.push_back(b)
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => {
+                    self.input_done = true;
+                    break;
+                }
+            }
+        }
+    }
+
+    fn next_pending(&mut self) -> Option<QueryMeta> {
+        loop {
+            let b = self.pending.front()?;
+            if let Some(m) = b.queries.get(self.cursor) {
+                return Some(*m);
+            }
+            if let Some(mut b) = self.pending.pop_front() {
+                b.queries.clear();
+                b.bytes.clear();
+                let _ = self.recycle.try_send(b);
+            }
+            self.cursor = 0;
+        }
+    }
+
+    fn drop_pending(&mut self) {
+        while let Some(m) = self.next_pending() {
+            self.cursor += 1;
+            let proto = self.config.proto_override.unwrap_or(m.proto);
+            self.push_result(blank_result(&m, proto, Outcome::Error(ErrorKind::Stopped)));
+        }
+    }
+
+    /// Sends what is due; returns when the next query is due (realtime ns), if one is waiting.
+    fn dispatch_due(&mut self) -> Option<i64> {
+        let mut wake = None;
+        let started = clock::now_ns();
+        while let Some(m) = self.next_pending() {
+            if self.fast {
+                if self.in_flight >= self.max_in_flight {
+                    break;
+                }
+            } else {
+                let now = clock::now_ns();
+                if self.in_flight > 0 && now - started > READ_EVERY_NS {
+                    // Late or not, answers are read on time too (their times are measured).
+                    wake = Some(now);
+                    break;
+                }
+                if m.intended_ns > now {
+                    if m.intended_ns - now > SPIN_NS {
+                        wake = Some(m.intended_ns - SPIN_NS);
+                        break;
+                    }
+                    self.flush_udp();
+                    // Time left before the next send: read answers instead of spinning, or at high
+                    // rates they pile up in the sockets until their buffers overflow.
+                    if self.in_flight > 0 && m.intended_ns - clock::now_ns() > POLL_GAP_NS {
+                        wake = Some(now);
+                        break;
+                    }
+                    clock::spin_until(m.intended_ns);
+                }
+            }
+            self.cursor += 1;
+            self.dispatch(m);
+            if self.udp_out.len() >= BATCH * 4 {
+                self.flush_udp();
+            }
+        }
+        self.flush_udp();
+        wake
+    }
+
+    fn dispatch(&mut self, m: QueryMeta) {
+        let proto = self.config.proto_override.unwrap_or(m.proto);
+        let len_ok = m.len as usize >= HEADER_LEN
+            && match proto {
+                Proto::Udp => m.len <= 65_507,
+                Proto::Tcp | Proto::Tls => m.len <= 65_535,
+                _ => false,
+            };
+        if !len_ok {
+            self.push_result(blank_result(&m, proto, Outcome::Error(ErrorKind::BadQuery)));
+            return;
+        }
+        let slot = self.alloc_slot(&m, proto);
+        if !self.clients.contains_key(&m.client) {
+            let local = self
+                .config
+                .source_prefix
+                .map(|p| net::client_addr(p, m.client));
+            self.clients.insert(
+                m.client,
+                Client {
+                    udp: NONE,
+                    conn: NONE,
+                    local,
+                    tls: None,
+                },
+            );
+        }
+        self.in_flight += 1;
+        match proto {
+            Proto::Udp => self.send_udp(slot),
+            _ => self.send_stream(slot, proto),
+        }
+    }
+
+    // ---- completion ----
+
+    fn push_result(&mut self, r: QueryResult) {
+        if r.sent_ns != 0 {
+            self.stats.sent += 1;
+        }
+        self.stats.count_outcome(r.outcome);
+        self.results.push(r);
+    }
+
+    fn flush_results(&mut self, now: i64) {
+        self.last_results_flush = now;
+        if self.results.is_empty() {
+            return;
+        }
+        let batch = std::mem::replace(&mut self.results, Vec::with_capacity(RESULT_BATCH));
+        self.stats.results += batch.len() as u64;
+        // If the writer is gone, the results are lost but the replay still ends cleanly.
+        let _ = self.results_tx.send(batch);
+    }
+
+    /// Ends a query: one result, the slot freed, its ID released.
+    fn housekeeping(&mut self, now: i64) {
+        self.last_housekeeping = now;
+        let mut idle = Vec::new();
+        for (i, c) in self.conns.iter().enumerate() {
+            if let Some(c) = c {
+                if c.inflight.is_empty() && now - c.last_active_ns > c.idle_ns {
+                    idle.push(i as u32);
+                }
+            }
+        }
+        for i in idle {
+            self.close_conn(i, ErrorKind::Reset);
+        }
+    }
+
+    fn close_all(&mut self) {
+        for i in 0..self.conns.len() {
+            self.close_conn(i as u32, ErrorKind::Reset);
+        }
+        for i in 0..self.udp.len() {
+            self.close_udp(i as u32);
+        }
+    }
+}
