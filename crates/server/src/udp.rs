@@ -30,11 +30,18 @@ pub(crate) fn bind(addr: SocketAddr, destinations: bool) -> io::Result<Socket> {
     if destinations {
         ldplayer_udp::enable_destinations(sock.as_raw_fd(), addr.is_ipv6())?;
     }
+    // Bursts (a replayed trace's, or many resolvers' at once) outlast the default 208 KiB
+    // receive buffer: the demo's 20k qps Poisson replay lost ≈ 0.1% of its queries there. The
+    // kernel caps the size at net.core.rmem_max.
+    let _ = sock.set_recv_buffer_size(RECV_BUFFER);
     sock.set_read_timeout(Some(POLL_INTERVAL))?;
     sock.set_write_timeout(Some(POLL_INTERVAL))?;
     sock.bind(&addr.into())?;
     Ok(sock)
 }
+
+/// The receive buffer asked for each UDP socket.
+const RECV_BUFFER: usize = 4 << 20;
 
 /// The reusable buffers of one worker: the receive slots and a response buffer per slot.
 /// Nothing is allocated per query once the response buffers have grown to the largest response.
