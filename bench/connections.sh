@@ -36,9 +36,11 @@ ns A 127.0.0.1
 # the first seconds, then its connection stays idle (idle timeout 60 s) until the run ends.
 measure() { # label port proto clients rate extra-args...
   local label=$1 port=$2 proto=$3 clients=$4 rate=$5; shift 5
-  $bin synth --workload poisson --rate "$rate" -n $((clients * 2)) --clients "$clients" --tcp-share 1 --zone w.example. \
-    --seed 11 -o "$work/c.bin" -q
-  # Let the connections sit idle for a while after the last query: a trailing query 15 s later.
+  # Round robin (the fixed workload): every client sends, twice, `clients` queries apart.
+  $bin synth --workload fixed --interval "$(echo "1 / $rate" | bc -l)" -n $((clients * 2)) --clients "$clients" --tcp-share 1 \
+    --zone w.example. --seed 11 -o "$work/c.bin" -q
+  # The run ends when the last answer is in or timed out (--timeout 10): until then every
+  # connection stays open (--idle-timeout 60), idle after its client's second query.
   $bin replay "$work/c.bin" --server 127.0.0.1:$port --proto "$proto" --source-prefix 127.0.0.0/8 --idle-timeout 60 \
     --timeout 10 --queriers 1 --json "$@" > "$work/r.json" &
   local pid=$! peak_conn=0 peak_rss=0 base_rss=0
