@@ -139,6 +139,9 @@ struct Ctx<'z, 'b> {
     rcode: u16,
     kind: Kind,
     auth: Items<'z, 12>,
+    /// The zone's NS set beside a positive answer: nsd's optional authority, written after the
+    /// authority proper and, like the additional section, as far as it fits without TC.
+    opt_auth: Items<'z, 2>,
     addl: Items<'z, 64>,
 }
 
@@ -370,10 +373,17 @@ impl<'z> Ctx<'z, '_> {
             wildcard_proof(self);
             return None;
         }
+        if qtype == rtype::NSEC3 {
+            // nsd answers NODATA to NSEC3 queries at names that exist (NSEC3 records live at
+            // hashed names outside the zone's namespace) and follows no CNAME for them.
+            return self.nodata(z, n, cur, wild);
+        }
         if let Some(s) = n.rrset(qtype) {
             self.answer(cur, s, n.sig(qtype));
             self.kind = Kind::Answer;
             wildcard_proof(self);
+            // The answer's additional addresses come before the NS set's (nsd's order).
+            self.additional_for(z, s);
             if !self.minimal
                 && !matches!(qtype, rtype::DNSKEY | rtype::DS)
                 && (qtype != rtype::NS || n.flags & flags::APEX == 0)
@@ -385,11 +395,11 @@ impl<'z> Ctx<'z, '_> {
                     } else {
                         None
                     };
-                    self.auth.push_linked(&apex.name, ns, sig, Some(&z.nodes));
+                    self.opt_auth
+                        .push_linked(&apex.name, ns, sig, Some(&z.nodes));
                     self.additional_for(z, ns);
                 }
             }
-            self.additional_for(z, s);
             return None;
         }
         if qtype == rtype::RRSIG && !n.sigs.is_empty() {
@@ -420,31 +430,55 @@ impl<'z> Ctx<'z, '_> {
             wildcard_proof(self);
             return Some(NameBuf::from(c.first_rdata()));
         }
-        // NODATA.
+        self.nodata(z, n, cur, wild)
+    }
+
+    /// NODATA at node `n` for `cur` (through a wildcard when `wild` gives the closest encloser):
+    /// the SOA and, with DO, the proof that the type does not exist.
+    fn nodata(
+        &mut self,
+        z: &'z Zone,
+        n: &'z Node,
+        cur: &[u8],
+        wild: Option<&[u8]>,
+    ) -> Option<NameBuf> {
         self.kind = Kind::NoData;
+        let nsec3 = self.dnssec && !z.has_nsec() && z.nsec3.is_some();
+        if let (true, Some(ce)) = (nsec3, wild) {
+            // nsd adds the next closer name's cover when it matches the wildcard, before the SOA.
+            self.nsec3_cover(z, next_closer(cur, ce));
+        }
         self.soa(z);
-        if self.dnssec {
-            if z.has_nsec() {
-                if wild.is_some() {
-                    self.nsec_cover(z, cur);
-                    self.auth_node(n, rtype::NSEC);
-                } else if !self.auth_node(n, rtype::NSEC) {
-                    self.nsec_cover(z, cur);
-                }
-            } else if z.nsec3.is_some() {
-                match wild {
-                    Some(ce) => {
-                        self.nsec3_match(z, ce);
-                        self.nsec3_cover(z, next_closer(cur, ce));
-                        if let Some(w) = wildcard_of(ce) {
-                            self.nsec3_match(z, w.get());
-                        }
+        if !self.dnssec {
+            return None;
+        }
+        if z.has_nsec() {
+            if wild.is_some() {
+                self.nsec_cover(z, cur);
+                self.auth_node(n, rtype::NSEC);
+            } else if !self.auth_node(n, rtype::NSEC) {
+                self.nsec_cover(z, cur);
+            }
+        } else if nsec3 {
+            match wild {
+                Some(ce) => {
+                    self.nsec3_match(z, ce);
+                    if let Some(w) = wildcard_of(ce) {
+                        self.nsec3_match(z, w.get());
                     }
-                    None => {
-                        if !self.nsec3_match(z, cur) {
-                            if let Some(p) = name::parent(cur) {
-                                self.nsec3_ce_proof(z, cur, p);
-                            }
+                }
+                // A query for a wildcard owner itself is answered as a wildcard NODATA too:
+                // its parent's NSEC3, then its own (nsd's `nsec3_answer_nodata`).
+                None if cur.first() == Some(&1) && cur.get(1) == Some(&b'*') => {
+                    if let Some(p) = name::parent(cur) {
+                        self.nsec3_match(z, p);
+                    }
+                    self.nsec3_match(z, cur);
+                }
+                None => {
+                    if !self.nsec3_match(z, cur) {
+                        if let Some(p) = name::parent(cur) {
+                            self.nsec3_ce_proof(z, cur, p);
                         }
                     }
                 }
@@ -457,13 +491,22 @@ impl<'z> Ctx<'z, '_> {
         self.aa = true;
         self.kind = Kind::NxDomain;
         self.rcode = RCODE_NXDOMAIN;
-        self.soa(z);
-        if !self.dnssec {
-            return;
+        // The proofs come before the SOA, as nsd adds them (what fits when truncating).
+        if self.dnssec {
+            self.nxdomain_proofs(z, cur, ce);
         }
+        self.soa(z);
+    }
+
+    /// The NSEC or NSEC3 records proving that `cur` (below closest encloser `ce`) and the
+    /// wildcard that could have matched it do not exist.
+    fn nxdomain_proofs(&mut self, z: &'z Zone, cur: &[u8], ce: &[u8]) {
         let w = wildcard_of(ce);
         if z.has_nsec() {
-            self.nsec_cover(z, cur);
+            // After a DNAME, nsd proves the synthesized name's absence with the NSEC covering
+            // its closest encloser (a name it makes up under the encloser stands in for it),
+            // not the one covering the name itself.
+            self.nsec_cover(z, if self.dname_seen { ce } else { cur });
             if let Some(w) = w {
                 self.nsec_cover(z, w.get());
             }
@@ -771,6 +814,7 @@ impl ZoneSet {
             rcode: 0,
             kind: Kind::Answer,
             auth: Items::new(),
+            opt_auth: Items::new(),
             addl: Items::new(),
         };
         ctx.w.register_name_at(12);
@@ -795,23 +839,41 @@ impl ZoneSet {
                 ns += n;
             }
         }
-        // Additional: whatever fits; never sets TC.
+        // Optional authority, then additional (all A RRsets, then all AAAA: nsd's sections):
+        // each RRset with its RRSIGs if it fits, else left out; never TC.
         let mut ar = 0u16;
         if !ctx.truncated {
-            for it in ctx.addl.items[..ctx.addl.len].iter().flatten() {
-                if ctx.in_answer(it.1) {
-                    continue;
-                }
+            for it in ctx.opt_auth.items[..ctx.opt_auth.len].iter().flatten() {
                 let mark = ctx.w.len();
-                let mut n = ctx.w.zone_rrset(it.0, it.1);
+                let mut n = match it.3 {
+                    Some(nodes) => ctx.w.linked_rrset(it.0, it.1, nodes),
+                    None => ctx.w.zone_rrset(it.0, it.1),
+                };
                 if let Some(s) = it.2 {
                     n += ctx.w.zone_rrset(it.0, s);
                 }
                 if ctx.w.len() > ctx.limit {
                     ctx.w.truncate(mark);
-                    break;
+                } else {
+                    ns += n;
                 }
-                ar += n;
+            }
+            for ty in [rtype::A, rtype::AAAA] {
+                for it in ctx.addl.items[..ctx.addl.len].iter().flatten() {
+                    if it.1.rtype != ty || ctx.in_answer(it.1) {
+                        continue;
+                    }
+                    let mark = ctx.w.len();
+                    let mut n = ctx.w.zone_rrset(it.0, it.1);
+                    if let Some(s) = it.2 {
+                        n += ctx.w.zone_rrset(it.0, s);
+                    }
+                    if ctx.w.len() > ctx.limit {
+                        ctx.w.truncate(mark);
+                    } else {
+                        ar += n;
+                    }
+                }
             }
         }
         let an = ctx.an;

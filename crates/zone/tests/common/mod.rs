@@ -396,6 +396,23 @@ impl RefServer {
     }
 }
 
+impl RefServer {
+    /// Asks over TCP (a connection per query, RFC 1035 length prefix).
+    pub fn ask_tcp(&self, q: &[u8]) -> Option<Vec<u8>> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        let mut framed = (q.len() as u16).to_be_bytes().to_vec();
+        framed.extend_from_slice(q);
+        s.write_all(&framed).ok()?;
+        let mut len = [0u8; 2];
+        s.read_exact(&mut len).ok()?;
+        let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
+        s.read_exact(&mut buf).ok()?;
+        Some(buf)
+    }
+}
+
 pub const ROOT_SIGNED: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../../shared/data/zones/root-signed-2017-08-21.zone"
