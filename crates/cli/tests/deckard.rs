@@ -15,26 +15,14 @@
 
 mod common;
 
-use common::ldplayer;
+use common::{ldplayer, namespaces_work};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn scenario(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/data/hierarchy")
         .join(name)
-}
-
-/// Whether this machine lets us make network namespaces (as root, or in a user namespace).
-fn namespaces_work() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    Command::new("unshare")
-        .arg(if root { "-n" } else { "-rn" })
-        .args(["ip", "link", "set", "lo", "up"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// What one scenario gave: the expected lines, the lab's lines, and what the tools printed.

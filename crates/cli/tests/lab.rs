@@ -12,6 +12,8 @@
 
 mod common;
 
+use common::namespaces_work;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -142,18 +144,6 @@ fn run(cmd: &mut Command, what: &str) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stderr).into_owned()
-}
-
-/// Whether this machine lets us make network namespaces (as root, or in a user namespace).
-fn namespaces_work() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    Command::new("unshare")
-        .arg(if root { "-n" } else { "-rn" })
-        .args(["ip", "link", "set", "lo", "up"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
 }
 
 /// Writes the ground-truth zones, signs example.org and writes the manifest.

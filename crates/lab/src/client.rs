@@ -111,19 +111,7 @@ fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
     for rec in section.into_records::<AllRecordData<Bytes, ParsedName<Bytes>>>() {
         let rec = rec.map_err(|_| LabError::Input("malformed answer".into()))?;
         let text = rec.display_zonefile(DisplayKind::Simple).to_string();
-        // Drop the TTL (the second field): caches count it down. Owner, class and type are
-        // compared without case; the data keeps its case (base64 keys, TXT strings).
-        let f: Vec<&str> = text.splitn(5, ' ').collect();
-        let line = match f.as_slice() {
-            [owner, _ttl, class, rtype, data] => format!(
-                "{} {} {} {data}",
-                owner.to_ascii_lowercase(),
-                class.to_ascii_lowercase(),
-                rtype.to_ascii_lowercase()
-            ),
-            _ => text.to_ascii_lowercase(),
-        };
-        answer.push(line);
+        answer.push(ldplayer_zone::text::answer_line(&text));
     }
     answer.sort();
     Ok(Resolved {

@@ -8,9 +8,7 @@
 //! released once empty.
 
 use rustls::client::UnbufferedClientConnection;
-use rustls::unbuffered::{
-    ConnectionState, EncodeError, EncryptError, InsufficientSizeError, UnbufferedStatus,
-};
+use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
 use rustls::{ClientConfig, HandshakeKind};
 use rustls_pki_types::ServerName;
 use std::io::{self, Read, Write};
@@ -193,24 +191,12 @@ impl TlsSession {
                     }
                 }
                 ConnectionState::EncodeTlsData(mut encode) => {
-                    let at = self.outgoing.len();
-                    let mut room = 512;
-                    loop {
-                        self.outgoing.resize(at + room, 0);
-                        match encode.encode(&mut self.outgoing[at..]) {
-                            Ok(n) => {
-                                self.outgoing.truncate(at + n);
-                                break;
-                            }
-                            Err(EncodeError::InsufficientSize(InsufficientSizeError {
-                                required_size,
-                            })) => room = required_size,
-                            Err(EncodeError::AlreadyEncoded) => {
-                                self.outgoing.truncate(at);
-                                break;
-                            }
-                        }
-                    }
+                    // AlreadyEncoded cannot happen: each state is encoded once.
+                    let _ = append(&mut self.outgoing, 512, |out| match encode.encode(out) {
+                        Ok(n) => Ok(n),
+                        Err(EncodeError::InsufficientSize(e)) => Err(Some(e.required_size)),
+                        Err(EncodeError::AlreadyEncoded) => Err(None),
+                    });
                 }
                 ConnectionState::TransmitTlsData(transmit) => {
                     // Queued in `outgoing`; the socket gets it on the next flush.
@@ -221,34 +207,30 @@ impl TlsSession {
                     while !send.is_empty() {
                         // One record at most per call; 22 bytes of overhead per TLS 1.3 record.
                         let take = send.len().min(16 * 1024);
-                        let at = self.outgoing.len();
-                        let mut room = take + 64;
-                        loop {
-                            self.outgoing.resize(at + room, 0);
-                            match traffic.encrypt(&send[..take], &mut self.outgoing[at..]) {
-                                Ok(n) => {
-                                    self.outgoing.truncate(at + n);
-                                    break;
+                        append(&mut self.outgoing, take + 64, |out| {
+                            match traffic.encrypt(&send[..take], out) {
+                                Ok(n) => Ok(n),
+                                Err(EncryptError::InsufficientSize(e)) => {
+                                    Err(Some(e.required_size))
                                 }
-                                Err(EncryptError::InsufficientSize(InsufficientSizeError {
-                                    required_size,
-                                })) => room = required_size,
-                                Err(_) => {
-                                    self.outgoing.truncate(at);
-                                    return Err(SessionError::Tls);
-                                }
+                                Err(_) => Err(None),
                             }
-                        }
+                        })
+                        .map_err(|()| SessionError::Tls)?;
                         *send = &send[take..];
                     }
                     if close && !closed {
                         closed = true;
-                        let at = self.outgoing.len();
-                        self.outgoing.resize(at + 64, 0);
-                        match traffic.queue_close_notify(&mut self.outgoing[at..]) {
-                            Ok(n) => self.outgoing.truncate(at + n),
-                            Err(_) => self.outgoing.truncate(at),
-                        }
+                        // Best effort: a session that cannot say goodbye is closed anyway.
+                        let _ = append(&mut self.outgoing, 64, |out| {
+                            match traffic.queue_close_notify(out) {
+                                Ok(n) => Ok(n),
+                                Err(EncryptError::InsufficientSize(e)) => {
+                                    Err(Some(e.required_size))
+                                }
+                                Err(_) => Err(None),
+                            }
+                        });
                     }
                     done = true;
                 }
@@ -262,6 +244,31 @@ impl TlsSession {
             consumed += discard;
             if done {
                 return Ok(consumed);
+            }
+        }
+    }
+}
+
+/// Appends what `write` writes into fresh room at the end of `out`, starting with `room` bytes
+/// and growing to the size `write` asks for (`Err(Some(size))`); `Err(None)` is a failure, and
+/// `out` is then left as it was.
+fn append(
+    out: &mut Vec<u8>,
+    mut room: usize,
+    mut write: impl FnMut(&mut [u8]) -> Result<usize, Option<usize>>,
+) -> Result<(), ()> {
+    let at = out.len();
+    loop {
+        out.resize(at + room, 0);
+        match write(&mut out[at..]) {
+            Ok(n) => {
+                out.truncate(at + n);
+                return Ok(());
+            }
+            Err(Some(required)) if required > room => room = required,
+            Err(_) => {
+                out.truncate(at);
+                return Err(());
             }
         }
     }

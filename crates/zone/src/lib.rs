@@ -26,6 +26,7 @@ mod answer;
 pub mod manifest;
 pub mod name;
 mod set;
+pub mod text;
 mod units;
 mod writer;
 mod zone;

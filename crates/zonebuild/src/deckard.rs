@@ -155,16 +155,7 @@ impl Entry {
                 continue;
             }
             let text = rec.display_zonefile(DisplayKind::Simple).to_string();
-            let f: Vec<&str> = text.splitn(5, ' ').collect();
-            out.push(match f.as_slice() {
-                [owner, _ttl, class, rtype, data] => format!(
-                    "{} {} {} {data}",
-                    owner.to_ascii_lowercase(),
-                    class.to_ascii_lowercase(),
-                    rtype.to_ascii_lowercase()
-                ),
-                _ => text.to_ascii_lowercase(),
-            });
+            out.push(ldplayer_zone::text::answer_line(&text));
         }
         out.sort();
         out
