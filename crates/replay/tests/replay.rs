@@ -544,3 +544,47 @@ fn tls_sessions_resume_per_client() {
     assert_eq!(run(true), 2, "each client's second connection resumes");
     assert_eq!(run(false), 0, "resumption off");
 }
+
+/// A "TLS server" that answers the ClientHello with garbage, and one that resets the
+/// connection after the handshake has begun: every query fails as a TLS error, nothing hangs.
+#[test]
+fn broken_tls_servers_fail_queries_as_tls_errors() {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let t = std::thread::spawn(move || {
+        for i in 0..2 {
+            if let Ok((mut s, _)) = listener.accept() {
+                let mut b = [0u8; 512];
+                let _ = s.read(&mut b);
+                if i == 0 {
+                    // Not a TLS record: a DNS-over-TCP length and junk.
+                    let _ = s.write_all(&[0, 12, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                // Dropped: the second client sees the connection close mid-handshake.
+            }
+        }
+    });
+    let results = Results::default();
+    let mut cfg = config(addr);
+    cfg.queriers = 1;
+    cfg.tls = TlsConfig {
+        insecure: true,
+        ..TlsConfig::default()
+    };
+    let recs = vec![
+        record(0, 1, Proto::Tls, query(1, "www.example.", A, None)),
+        record(300 * MS, 2, Proto::Tls, query(2, "www.example.", A, None)),
+    ];
+    Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    t.join().unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 2);
+    for r in &rs {
+        assert_eq!(r.outcome, Outcome::Error(ErrorKind::Tls), "{r:?}");
+    }
+}
