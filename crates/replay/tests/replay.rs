@@ -588,3 +588,27 @@ fn broken_tls_servers_fail_queries_as_tls_errors() {
         assert_eq!(r.outcome, Outcome::Error(ErrorKind::Tls), "{r:?}");
     }
 }
+
+/// Queries queued while the handshake runs are all answered: each goes out in its own TLS
+/// record (nsd answers only the first query of a record holding several).
+#[test]
+fn tls_queries_queued_during_the_handshake_are_all_answered() {
+    let (server, _ca) = nsd_tls();
+    let results = Results::default();
+    let mut cfg = config(server.tls_addr.unwrap());
+    cfg.tls = TlsConfig {
+        insecure: true,
+        ..TlsConfig::default()
+    };
+    cfg.queriers = 1;
+    // Ten queries of one client at the same instant: all wait for the handshake.
+    let recs: Vec<_> = (0..10)
+        .map(|i| record(0, 1, Proto::Tls, query(i as u16, "www.example.", A, None)))
+        .collect();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.boxed())
+        .unwrap();
+    assert_eq!(stats.answered, 10, "{stats:?}");
+    assert_eq!(stats.connections_opened, 1, "{stats:?}");
+}

@@ -194,10 +194,23 @@ impl Querier {
         }
         let mut failure = None;
         if let Some(tls) = conn.tls.as_mut() {
-            if conn.wpos < conn.wbuf.len() {
-                match tls.write_plain(&conn.wbuf[conn.wpos..]) {
+            // One TLS record per DNS message, as stub resolvers send them: nsd 4.6 answers only
+            // the first of several queries that arrive in one record (the rest wait in its TLS
+            // buffer until the socket is readable again), which timed out pipelined queries
+            // queued during the handshake.
+            while conn.wpos < conn.wbuf.len() {
+                let rest = &conn.wbuf[conn.wpos..];
+                let frame = match rest {
+                    [a, b, ..] => (2 + u16::from_be_bytes([*a, *b]) as usize).min(rest.len()),
+                    _ => rest.len(),
+                };
+                match tls.write_plain(&rest[..frame]) {
+                    Ok(0) => break,
                     Ok(n) => conn.wpos += n,
-                    Err(_) => failure = Some(ErrorKind::Tls),
+                    Err(_) => {
+                        failure = Some(ErrorKind::Tls);
+                        break;
+                    }
                 }
             }
             if failure.is_none() && tls.flush(&mut conn.sock).is_err() {
