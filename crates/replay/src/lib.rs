@@ -30,6 +30,7 @@ mod querier;
 mod stats;
 mod tls;
 mod tls_session;
+mod traffic_keys;
 
 pub use config::{ReplayConfig, Timing, TlsConfig};
 pub use distributor::{stable_hash, Distributor, Schedule};

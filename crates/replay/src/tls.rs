@@ -69,6 +69,8 @@ impl TlsBase {
     /// A configuration for one client, with its own session store (or none).
     pub fn for_client(&self) -> Arc<ClientConfig> {
         let mut c = self.config.clone();
+        // A session keeps only its traffic keys once it is established (see `traffic_keys`).
+        c.enable_secret_extraction = true;
         c.resumption = if self.resume {
             Resumption::store(Arc::new(OneClientStore::default()))
         } else {

@@ -2,15 +2,17 @@
 //! owns every buffer, so an idle connection keeps only the session state.
 //!
 //! With rustls' buffered `ClientConnection`, each connection kept a 4 KiB receive buffer (rustls
-//! resizes it to its read size after every read) and its plaintext and record queues: ≈ 8.4 KB
-//! of generator memory per idle TLS connection in `bench/connections.sh` (19,000 clients), ≈ 6.4
-//! KB with this module and the one-ticket session store. The received TLS bytes and the encrypted
-//! bytes waiting for the socket live in vectors that are released once empty; whole records are
-//! decrypted in place in the read buffer on the stack.
+//! resizes it to its read size after every read) and its plaintext and record queues. Here the
+//! received TLS bytes and the encrypted bytes waiting for the socket live in vectors that are
+//! released once empty, whole records are decrypted in place in the read buffer on the stack,
+//! and after the first answer rustls' state gives way to the traffic keys alone
+//! ([`crate::traffic_keys`]). Generator memory per idle TLS connection in
+//! `bench/connections.sh` (8,000 clients): ≈ 10.0 KB buffered, ≈ 3.7 KB now.
 
+use crate::traffic_keys::TrafficKeys;
 use rustls::client::UnbufferedClientConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
-use rustls::{ClientConfig, HandshakeKind};
+use rustls::{ClientConfig, HandshakeKind, ProtocolVersion};
 use rustls_pki_types::ServerName;
 use std::io::{self, Read, Write};
 use std::sync::Arc;
@@ -34,9 +36,21 @@ pub(crate) struct ReadOutcome {
     pub eof: bool,
 }
 
+/// Who protects the records.
+enum Stage {
+    /// rustls: the handshake and the first answers.
+    Rustls(Box<UnbufferedClientConnection>),
+    /// The traffic keys alone, from the first answer on (see [`crate::traffic_keys`]).
+    Keys(Box<TrafficKeys>),
+    /// The hand-over failed: the session is unusable.
+    Failed,
+}
+
 /// A TLS client session with caller-driven I/O.
 pub(crate) struct TlsSession {
-    conn: UnbufferedClientConnection,
+    stage: Stage,
+    /// How the handshake went, kept once rustls is gone.
+    kind: Option<HandshakeKind>,
     /// TLS bytes read from the socket and not yet consumed by rustls.
     incoming: Vec<u8>,
     /// TLS bytes for the socket; `outgoing[sent..]` is still to be written.
@@ -54,7 +68,8 @@ impl TlsSession {
         name: ServerName<'static>,
     ) -> Result<Self, rustls::Error> {
         let mut s = TlsSession {
-            conn: UnbufferedClientConnection::new(config, name)?,
+            stage: Stage::Rustls(Box::new(UnbufferedClientConnection::new(config, name)?)),
+            kind: None,
             incoming: Vec::new(),
             outgoing: Vec::new(),
             sent: 0,
@@ -78,12 +93,24 @@ impl TlsSession {
 
     /// How the handshake went (full or resumed), once it is over.
     pub fn handshake_kind(&self) -> Option<HandshakeKind> {
-        self.conn.handshake_kind()
+        match &self.stage {
+            Stage::Rustls(conn) => conn.handshake_kind(),
+            _ => self.kind,
+        }
     }
 
     /// Encrypts as much of `plain` as the session allows now (nothing before the handshake is
     /// over) and returns how many bytes were taken.
     pub fn write_plain(&mut self, plain: &[u8]) -> Result<usize, SessionError> {
+        match &mut self.stage {
+            Stage::Keys(keys) => {
+                keys.seal(plain, &mut self.outgoing)
+                    .map_err(|_| SessionError::Tls)?;
+                return Ok(plain.len());
+            }
+            Stage::Failed => return Err(SessionError::Tls),
+            Stage::Rustls(_) => {}
+        }
         let mut rest = plain;
         let mut incoming = std::mem::take(&mut self.incoming);
         let used = self.drive(&mut incoming, &mut rest, &mut Vec::new(), false);
@@ -101,6 +128,7 @@ impl TlsSession {
         plain: &mut Vec<u8>,
     ) -> Result<ReadOutcome, SessionError> {
         let mut out = ReadOutcome::default();
+        let answered_before = plain.len();
         let mut chunk = [0u8; READ_CHUNK];
         loop {
             let n = match sock.read(&mut chunk) {
@@ -116,12 +144,12 @@ impl TlsSession {
             if self.incoming.is_empty() {
                 // Whole records are decrypted in place where they were read; only an
                 // incomplete one is kept.
-                let used = self.drive(&mut chunk[..n], &mut (&[] as &[u8]), plain, false)?;
+                let used = self.process(&mut chunk[..n], plain)?;
                 self.incoming.extend_from_slice(&chunk[used..n]);
             } else {
                 let mut incoming = std::mem::take(&mut self.incoming);
                 incoming.extend_from_slice(&chunk[..n]);
-                let used = self.drive(&mut incoming, &mut (&[] as &[u8]), plain, false);
+                let used = self.process(&mut incoming, plain);
                 incoming.drain(..used.as_ref().map_or(0, |u| *u));
                 self.incoming = incoming;
                 used?;
@@ -132,7 +160,46 @@ impl TlsSession {
         }
         release_if_empty(&mut self.incoming);
         out.eof |= self.peer_closed;
+        if plain.len() > answered_before && self.incoming.is_empty() && !out.eof {
+            self.hand_over_to_keys();
+        }
         Ok(out)
+    }
+
+    /// Opens the records at the front of `incoming` (answers to `plain`) and returns how many
+    /// bytes they took.
+    fn process(&mut self, incoming: &mut [u8], plain: &mut Vec<u8>) -> Result<usize, SessionError> {
+        match &mut self.stage {
+            Stage::Rustls(_) => self.drive(incoming, &mut (&[] as &[u8]), plain, false),
+            Stage::Keys(keys) => {
+                let opened = keys.open(incoming, plain).map_err(|_| SessionError::Tls)?;
+                self.peer_closed |= opened.closed;
+                Ok(opened.consumed)
+            }
+            Stage::Failed => Err(SessionError::Tls),
+        }
+    }
+
+    /// Once a TLS 1.3 session has its first answer (and so the server's tickets), keeps only
+    /// its traffic keys and lets rustls' state go.
+    fn hand_over_to_keys(&mut self) {
+        let ready = match &self.stage {
+            Stage::Rustls(conn) => {
+                !conn.is_handshaking() && conn.protocol_version() == Some(ProtocolVersion::TLSv1_3)
+            }
+            _ => false,
+        };
+        if !ready {
+            return;
+        }
+        self.kind = self.handshake_kind();
+        if let Stage::Rustls(conn) = std::mem::replace(&mut self.stage, Stage::Failed) {
+            if let Ok((secrets, _kernel)) = conn.dangerous_into_kernel_connection() {
+                if let Some(keys) = TrafficKeys::new(secrets) {
+                    self.stage = Stage::Keys(Box::new(keys));
+                }
+            }
+        }
     }
 
     /// Writes queued TLS bytes to the socket; `Ok(true)` once all are written.
@@ -154,11 +221,14 @@ impl TlsSession {
 
     /// Queues a close_notify alert (after the handshake) and writes what it can.
     pub fn close(&mut self, sock: &mut impl Write) {
-        if self.ready
-            && self
+        let queued = match &mut self.stage {
+            Stage::Keys(keys) => keys.seal_close_notify(&mut self.outgoing).is_ok(),
+            Stage::Rustls(_) if self.ready => self
                 .drive(&mut [], &mut (&[] as &[u8]), &mut Vec::new(), true)
-                .is_ok()
-        {
+                .is_ok(),
+            _ => false,
+        };
+        if queued {
             let _ = self.flush(sock);
         }
     }
@@ -174,11 +244,14 @@ impl TlsSession {
         plain: &mut Vec<u8>,
         close: bool,
     ) -> Result<usize, SessionError> {
+        let Stage::Rustls(conn) = &mut self.stage else {
+            return Err(SessionError::Tls);
+        };
         let mut closed = false;
         let mut consumed = 0;
         loop {
             let UnbufferedStatus { mut discard, state } =
-                self.conn.process_tls_records(&mut incoming[consumed..]);
+                conn.process_tls_records(&mut incoming[consumed..]);
             let state = state.map_err(|_| SessionError::Tls)?;
             let mut done = false;
             match state {
@@ -353,13 +426,48 @@ mod tests {
                 "resumption {resume}: per client, configuration and session store {config} B; \
                  per idle session (state, tickets) {session} B"
             );
-            // Measured: 384 + 4,023 B without resumption, 672 + 4,834 B with it; rustls'
-            // buffered connection and memory cache took ≈ 1,400 + 6,700 B.
+            // Measured: 384 + 1,252 B without resumption, 672 + 2,063 B with it (the ticket);
+            // rustls' state kept took 384 + 4,023 B and 672 + 4,834 B, and rustls' buffered
+            // connection with its memory cache ≈ 1,400 + 6,700 B.
             assert!(
-                config + session < 6 * 1024,
+                config + session < 4 * 1024,
                 "{config} + {session} B per idle client"
             );
         }
+    }
+
+    /// After the first answer the session runs on its traffic keys alone, and nsd (OpenSSL)
+    /// still answers: the record layer is checked by an independent implementation.
+    #[test]
+    fn later_answers_come_through_the_traffic_keys() {
+        let (server, _ca) = ldplayer_testbed::nsd_tls();
+        let addr = server.tls_addr.unwrap();
+        let tls = TlsConfig {
+            insecure: true,
+            ..TlsConfig::default()
+        };
+        let base = TlsBase::new(&tls, addr.ip()).unwrap();
+        let mut sock = TcpStream::connect(addr).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let mut s = TlsSession::new(base.for_client(), base.server_name.clone()).unwrap();
+        assert!(matches!(s.stage, Stage::Rustls(_)));
+        for id in [0x1234u16, 0x4321, 0x5555] {
+            let mut query = id.to_be_bytes().to_vec();
+            query.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+            query.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
+            let answer = exchange(&mut s, &mut sock, &query);
+            assert_eq!(
+                answer[2..4],
+                id.to_be_bytes(),
+                "the answer to query {id:#x}"
+            );
+            assert!(
+                matches!(s.stage, Stage::Keys(_)),
+                "keys only after an answer"
+            );
+        }
+        assert_eq!(s.handshake_kind(), Some(HandshakeKind::Full));
+        s.close(&mut sock);
     }
 
     /// Heap bytes per client configuration and per idle session, over 50 of each.
