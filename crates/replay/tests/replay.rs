@@ -22,6 +22,17 @@ fn config(server: SocketAddr) -> ReplayConfig {
     }
 }
 
+/// A one-querier configuration for TLS to `server`, certificates not checked (test servers).
+fn tls_config(server: SocketAddr) -> ReplayConfig {
+    let mut cfg = config(server);
+    cfg.queriers = 1;
+    cfg.tls = TlsConfig {
+        insecure: true,
+        ..TlsConfig::default()
+    };
+    cfg
+}
+
 /// `n` queries from `clients` clients, 1 ms apart, alternating existing and missing names.
 fn trace(n: usize, clients: u8, proto: Proto) -> Vec<ldplayer_trace::RecordBuf> {
     (0..n)
@@ -513,13 +524,8 @@ fn tls_sessions_resume_per_client() {
     let (server, _ca) = nsd_tls();
     let run = |resume: bool| {
         let results = Results::default();
-        let mut cfg = config(server.tls_addr.unwrap());
-        cfg.tls = TlsConfig {
-            insecure: true,
-            resume,
-            ..TlsConfig::default()
-        };
-        cfg.queriers = 1;
+        let mut cfg = tls_config(server.tls_addr.unwrap());
+        cfg.tls.resume = resume;
         cfg.tcp_idle_timeout = std::time::Duration::from_millis(100);
         // Two clients, each asking twice 400 ms apart: the idle timeout closes the first
         // connection in between.
@@ -567,12 +573,7 @@ fn broken_tls_servers_fail_queries_as_tls_errors() {
         }
     });
     let results = Results::default();
-    let mut cfg = config(addr);
-    cfg.queriers = 1;
-    cfg.tls = TlsConfig {
-        insecure: true,
-        ..TlsConfig::default()
-    };
+    let cfg = tls_config(addr);
     let recs = vec![
         record(0, 1, Proto::Tls, query(1, "www.example.", A, None)),
         record(300 * MS, 2, Proto::Tls, query(2, "www.example.", A, None)),
@@ -595,12 +596,7 @@ fn broken_tls_servers_fail_queries_as_tls_errors() {
 fn tls_queries_queued_during_the_handshake_are_all_answered() {
     let (server, _ca) = nsd_tls();
     let results = Results::default();
-    let mut cfg = config(server.tls_addr.unwrap());
-    cfg.tls = TlsConfig {
-        insecure: true,
-        ..TlsConfig::default()
-    };
-    cfg.queriers = 1;
+    let cfg = tls_config(server.tls_addr.unwrap());
     // Ten queries of one client at the same instant: all wait for the handshake.
     let recs: Vec<_> = (0..10)
         .map(|i| record(0, 1, Proto::Tls, query(i as u16, "www.example.", A, None)))

@@ -81,6 +81,16 @@ pub(super) fn key(uid: u64, id: u16) -> u64 {
 }
 
 impl Querier {
+    /// The slot of the query that `msg`, received on socket or connection `uid`, answers:
+    /// the same ID in flight there and the same question. (Callers count the rest as
+    /// unmatched.)
+    pub(super) fn answered_slot(&self, uid: u64, msg: &[u8]) -> Option<u32> {
+        let id = u16::from_be_bytes([*msg.first()?, *msg.get(1)?]);
+        let slot = *self.ids.get(&key(uid, id))?;
+        let s = &self.slots[slot as usize];
+        (msg.len() >= HEADER_LEN && question_matches(&s.wire, s.qlen, msg)).then_some(slot)
+    }
+
     pub(super) fn alloc_slot(&mut self, m: &QueryMeta, proto: Proto) -> u32 {
         let idx = match self.free_slots.pop() {
             Some(i) => i,

@@ -67,7 +67,7 @@ mod inflight;
 mod stream;
 mod udp;
 
-use inflight::{blank_result, key, question_matches, Slot};
+use inflight::{blank_result, Slot};
 use stream::Conn;
 use udp::UdpSock;
 

@@ -373,20 +373,10 @@ impl Querier {
             }
             let msg = &rbuf[pos + 2..pos + 2 + len];
             pos += 2 + len;
-            if msg.len() < HEADER_LEN {
-                self.stats.unmatched_responses += 1;
-                continue;
-            }
-            let id = u16::from_be_bytes([msg[0], msg[1]]);
-            let Some(&slot) = self.ids.get(&key(uid, id)) else {
+            let Some(slot) = self.answered_slot(uid, msg) else {
                 self.stats.unmatched_responses += 1;
                 continue;
             };
-            let s = &self.slots[slot as usize];
-            if !question_matches(&s.wire, s.qlen, msg) {
-                self.stats.unmatched_responses += 1;
-                continue;
-            }
             if honor {
                 if let Ok(m) = Message::parse(msg) {
                     keepalive = keepalive_ns(&m).or(keepalive);

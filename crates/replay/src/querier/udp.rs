@@ -206,20 +206,15 @@ impl Querier {
             let now = clock::now_ns();
             for i in 0..n {
                 let (data, from) = (self.recv.data(i), self.recv.source(i));
-                if from != Some(self.server) || data.len() < HEADER_LEN {
+                if from != Some(self.server) {
                     self.stats.unmatched_responses += 1;
                     continue;
                 }
-                let id = u16::from_be_bytes([data[0], data[1]]);
-                let Some(&slot) = self.ids.get(&key(uid, id)) else {
+                let Some(slot) = self.answered_slot(uid, data) else {
                     self.stats.unmatched_responses += 1;
                     continue;
                 };
-                let s = &self.slots[slot as usize];
-                if !question_matches(&s.wire, s.qlen, data) {
-                    self.stats.unmatched_responses += 1;
-                    continue;
-                }
+                let id = u16::from_be_bytes([data[0], data[1]]);
                 let tc = u16::from_be_bytes([data[2], data[3]]) & flag::TC != 0;
                 if tc && self.config.retry_truncated_over_tcp && !self.stopping {
                     self.release_id(uid, id);
