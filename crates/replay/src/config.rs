@@ -95,6 +95,11 @@ pub struct ReplayConfig {
     /// appearance: the first source gets the prefix's address + 1, and so on, wrapping around).
     /// `None` binds to the unspecified address with an ephemeral port.
     pub source_prefix: Option<(IpAddr, u8)>,
+    /// Take each query's send time from the kernel's send timestamp of its last packet (see
+    /// `SO_TIMESTAMPING`), where the system offers it; otherwise, and when false, from the clock
+    /// read just before the system call that sends it. Answers are always timed by the kernel's
+    /// receive timestamps. The kernel's stamps cost one more system call per query.
+    pub kernel_send_times: bool,
     /// TLS settings.
     pub tls: TlsConfig,
     /// How far ahead of real time the reader runs (queries buffered before they are due).
@@ -155,7 +160,8 @@ impl ReplayConfig {
 impl Default for ReplayConfig {
     /// Original timing at speed 1 to 127.0.0.1:53, one querier per core less one (at least one),
     /// 2 s timeout, no UDP retries, 20 s TCP idle timeout, 10 000 UDP sockets and 100 000
-    /// connections per querier, TC retries over TCP, keepalive honoured, 1 s preload.
+    /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, 1 s
+    /// preload.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ReplayConfig {
@@ -172,6 +178,7 @@ impl Default for ReplayConfig {
             retry_truncated_over_tcp: true,
             honor_keepalive: true,
             source_prefix: None,
+            kernel_send_times: true,
             tls: TlsConfig::default(),
             preload: Duration::from_secs(1),
             queries_only: true,

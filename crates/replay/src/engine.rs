@@ -5,6 +5,7 @@ use crate::clock;
 use crate::config::{ReplayConfig, Timing};
 use crate::distributor::{Batch, Distributor, QueryMeta, Schedule};
 use crate::error::ReplayError;
+use crate::live::Live;
 use crate::querier::{self, Setup, WAKER};
 use crate::stats::ReplayStats;
 use crate::tls::TlsBase;
@@ -34,6 +35,7 @@ pub struct Replay {
     config: Arc<ReplayConfig>,
     tls: Option<Arc<TlsBase>>,
     stop: Arc<AtomicBool>,
+    live: Arc<Live>,
 }
 
 impl Replay {
@@ -50,6 +52,7 @@ impl Replay {
             config: Arc::new(config),
             tls,
             stop: Arc::new(AtomicBool::new(false)),
+            live: Arc::new(Live::default()),
         })
     }
 
@@ -58,6 +61,12 @@ impl Replay {
     /// answer or time out, and the results are finished.
     pub fn stop_flag(&self) -> Arc<AtomicBool> {
         self.stop.clone()
+    }
+
+    /// Counters of the running replay (queries queued, sent, answered, timed out, failed), for
+    /// progress displays; current to within 20 ms.
+    pub fn live(&self) -> Arc<Live> {
+        self.live.clone()
     }
 
     /// The configuration.
@@ -118,6 +127,7 @@ impl Replay {
                 recycle: recycle_tx,
                 results: res_tx.clone(),
                 stop: self.stop.clone(),
+                live: self.live.clone(),
                 tls: self.tls.clone(),
                 max_in_flight: per_querier,
             };
@@ -153,6 +163,7 @@ impl Replay {
         let mut running = Running {
             config: config.clone(),
             stop: self.stop.clone(),
+            live: self.live.clone(),
             distributor: Distributor::new(n),
             schedule: Schedule::new(config.timing, clock::now_ns() + START_DELAY_NS),
             queriers,
@@ -198,6 +209,7 @@ impl QuerierHandle {
 pub struct Running {
     config: Arc<ReplayConfig>,
     stop: Arc<AtomicBool>,
+    live: Arc<Live>,
     distributor: Distributor,
     schedule: Schedule,
     queriers: Vec<QuerierHandle>,
@@ -225,6 +237,7 @@ impl Running {
 
     fn flush_all(&mut self) -> Result<(), SinkError> {
         for q in &mut self.queriers {
+            self.live.add_queued(q.batch.queries.len() as u64);
             q.flush()?;
         }
         Ok(())
@@ -338,6 +351,7 @@ impl Sink for Running {
             || due_soon
             || now - q.batch_started > MAX_BATCH_AGE_NS
         {
+            self.live.add_queued(q.batch.queries.len() as u64);
             q.flush()?;
         }
         Ok(())

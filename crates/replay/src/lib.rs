@@ -20,11 +20,13 @@
 //!
 //! Every query handed to a querier yields exactly one result.
 
+mod cause;
 mod clock;
 mod config;
 mod distributor;
 mod engine;
 mod error;
+mod live;
 mod net;
 mod querier;
 mod stats;
@@ -36,5 +38,6 @@ pub use config::{ReplayConfig, Timing, TlsConfig};
 pub use distributor::{stable_hash, Distributor, Schedule};
 pub use engine::{Replay, Running};
 pub use error::ReplayError;
+pub use live::{Live, LiveCounts};
 pub use net::client_addr;
-pub use stats::{ReplayStats, ERROR_KINDS};
+pub use stats::{ErrorCause, ReplayStats, ERROR_KINDS};

@@ -3,6 +3,7 @@
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsRawFd;
 
 /// The local address of client number `client` within `prefix`: the prefix's address plus
 /// `client + 1`, wrapping around within the prefix (never the network address itself unless the
@@ -55,7 +56,8 @@ fn bind_local(sock: &Socket, local: Option<IpAddr>, server: &SocketAddr) -> io::
 
 /// A non-blocking UDP socket bound to `local` (or the unspecified address), port ephemeral, and
 /// connected to `server`, as stub resolvers do: the kernel keeps the route, drops datagrams from
-/// other sources and reports ICMP port unreachable as `ECONNREFUSED`.
+/// other sources and reports ICMP port unreachable as `ECONNREFUSED`. Answers carry the kernel's
+/// receive time.
 pub fn udp_socket(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio::net::UdpSocket> {
     let sock = Socket::new(
         Domain::for_address(*server),
@@ -64,10 +66,13 @@ pub fn udp_socket(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio:
     )?;
     bind_local(&sock, local, server)?;
     sock.connect(&SockAddr::from(*server))?;
+    // Without kernel timestamps answers are timed when read: worse, not wrong.
+    let _ = ldplayer_udp::enable_timestamps(sock.as_raw_fd());
     Ok(mio::net::UdpSocket::from_std(sock.into()))
 }
 
-/// A non-blocking TCP socket with a connect to `server` under way (or done).
+/// A non-blocking TCP socket with a connect to `server` under way (or done), whose reads carry
+/// the kernel's receive time.
 pub fn tcp_connect(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio::net::TcpStream> {
     let sock = Socket::new(
         Domain::for_address(*server),
@@ -75,6 +80,7 @@ pub fn tcp_connect(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio
         Some(Protocol::TCP),
     )?;
     sock.set_nodelay(true)?;
+    let _ = ldplayer_udp::enable_timestamps(sock.as_raw_fd());
     if local.is_some() {
         bind_local(&sock, local, server)?;
     }

@@ -1,5 +1,6 @@
 //! Counters of a replay.
 
+use crate::cause::{Cause, Context};
 use ldplayer_results::{ErrorKind, Outcome};
 use std::time::Duration;
 
@@ -15,6 +16,20 @@ pub const ERROR_KINDS: [ErrorKind; 6] = [
 
 fn kind_index(k: ErrorKind) -> usize {
     ERROR_KINDS.iter().position(|&x| x == k).unwrap_or(0)
+}
+
+/// Failed queries of one kind and one cause, with the first such failure in words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorCause {
+    /// The queries' error kind.
+    pub kind: ErrorKind,
+    /// A short, stable, kebab-case key of the cause (`unknown-issuer`, `ca-used-as-end-entity`,
+    /// `port-unreachable`, `EADDRNOTAVAIL`...).
+    pub cause: &'static str,
+    /// Queries that failed so.
+    pub count: u64,
+    /// The first such failure, in words, with what to do about it where that is known.
+    pub first: String,
 }
 
 /// What a replay did. Latency and timing summaries are built from the results, not here.
@@ -36,6 +51,9 @@ pub struct ReplayStats {
     pub timeouts: u64,
     /// Failed queries by kind, in [`ERROR_KINDS`] order.
     pub errors: [u64; 6],
+    /// Failed queries by kind and cause (for the failures whose cause is known), in the order
+    /// the causes first appeared.
+    pub causes: Vec<ErrorCause>,
     /// UDP resends after a timeout.
     pub udp_retries: u64,
     /// Queries resent over TCP after a truncated UDP answer.
@@ -78,6 +96,24 @@ impl ReplayStats {
         }
     }
 
+    /// Counts `n` queries failed with `kind` for `cause`; the first of each cause is described.
+    pub(crate) fn note_cause(&mut self, kind: ErrorKind, cause: &Cause, ctx: &Context<'_>, n: u64) {
+        let key = cause.key();
+        match self
+            .causes
+            .iter_mut()
+            .find(|c| c.kind == kind && c.cause == key)
+        {
+            Some(c) => c.count += n,
+            None => self.causes.push(ErrorCause {
+                kind,
+                cause: key,
+                count: n,
+                first: cause.describe(ctx),
+            }),
+        }
+    }
+
     /// Adds `other`'s counters into `self` (durations: the longer).
     pub fn merge(&mut self, other: &ReplayStats) {
         self.records += other.records;
@@ -89,6 +125,16 @@ impl ReplayStats {
         self.timeouts += other.timeouts;
         for (a, b) in self.errors.iter_mut().zip(other.errors) {
             *a += b;
+        }
+        for c in &other.causes {
+            match self
+                .causes
+                .iter_mut()
+                .find(|x| x.kind == c.kind && x.cause == c.cause)
+            {
+                Some(x) => x.count += c.count,
+                None => self.causes.push(c.clone()),
+            }
         }
         self.udp_retries += other.udp_retries;
         self.tc_retries += other.tc_retries;

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 pub(crate) struct TlsBase {
     config: ClientConfig,
     resume: bool,
+    key_log: Arc<dyn rustls::KeyLog>,
     pub server_name: ServerName<'static>,
 }
 
@@ -62,6 +63,7 @@ impl TlsBase {
         Ok(TlsBase {
             config,
             resume: tls.resume,
+            key_log: Arc::new(rustls::KeyLogFile::new()),
             server_name,
         })
     }
@@ -71,6 +73,9 @@ impl TlsBase {
         let mut c = self.config.clone();
         // A session keeps only its traffic keys once it is established (see `traffic_keys`).
         c.enable_secret_extraction = true;
+        // With SSLKEYLOGFILE set, the sessions' secrets go there (NSS key log format), so that
+        // Wireshark or tshark can decrypt a capture of the replay; without it, nothing is written.
+        c.key_log = self.key_log.clone();
         c.resumption = if self.resume {
             Resumption::store(Arc::new(OneClientStore::default()))
         } else {

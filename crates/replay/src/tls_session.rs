@@ -9,6 +9,7 @@
 //! ([`crate::traffic_keys`]). Generator memory per idle TLS connection in
 //! `bench/connections.sh` (8,000 clients): ≈ 10.0 KB buffered, ≈ 3.7 KB now.
 
+use crate::cause::Cause;
 use crate::traffic_keys::TrafficKeys;
 use rustls::client::UnbufferedClientConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
@@ -23,10 +24,25 @@ const READ_CHUNK: usize = 16 * 1024 + 256;
 /// Why a session failed.
 #[derive(Debug)]
 pub(crate) enum SessionError {
-    /// A TLS protocol failure (handshake, certificate, decryption, alert).
-    Tls,
+    /// A TLS protocol failure reported by rustls (handshake, certificate, alert).
+    Tls(rustls::Error),
+    /// A record under the traffic keys did not open, or could not be sealed.
+    Record,
+    /// The session had failed before.
+    Failed,
     /// The socket failed.
-    Io,
+    Io(io::Error),
+}
+
+impl SessionError {
+    /// Why the queries on the session failed.
+    pub fn into_cause(self) -> Cause {
+        match self {
+            SessionError::Tls(e) => Cause::Tls(e),
+            SessionError::Record | SessionError::Failed => Cause::TlsRecord,
+            SessionError::Io(e) => Cause::Io(e),
+        }
+    }
 }
 
 /// What reading from the socket gave.
@@ -56,6 +72,8 @@ pub(crate) struct TlsSession {
     /// TLS bytes for the socket; `outgoing[sent..]` is still to be written.
     outgoing: Vec<u8>,
     sent: usize,
+    /// TLS bytes written to the socket over the session's life.
+    sent_total: u64,
     /// The handshake is over: application data may be sent.
     ready: bool,
     peer_closed: bool,
@@ -73,6 +91,7 @@ impl TlsSession {
             incoming: Vec::new(),
             outgoing: Vec::new(),
             sent: 0,
+            sent_total: 0,
             ready: false,
             peer_closed: false,
         };
@@ -86,9 +105,15 @@ impl TlsSession {
         !self.ready
     }
 
-    /// Whether encrypted bytes wait for the socket.
-    pub fn wants_write(&self) -> bool {
-        self.sent < self.outgoing.len()
+    /// TLS bytes queued for the socket over the session's life, written or not: a message
+    /// encrypted now is on its way once [`sent_total`](Self::sent_total) reaches this.
+    pub fn queued_total(&self) -> u64 {
+        self.sent_total + (self.outgoing.len() - self.sent) as u64
+    }
+
+    /// TLS bytes written to the socket over the session's life.
+    pub fn sent_total(&self) -> u64 {
+        self.sent_total
     }
 
     /// How the handshake went (full or resumed), once it is over.
@@ -105,10 +130,10 @@ impl TlsSession {
         match &mut self.stage {
             Stage::Keys(keys) => {
                 keys.seal(plain, &mut self.outgoing)
-                    .map_err(|_| SessionError::Tls)?;
+                    .map_err(|_| SessionError::Record)?;
                 return Ok(plain.len());
             }
-            Stage::Failed => return Err(SessionError::Tls),
+            Stage::Failed => return Err(SessionError::Failed),
             Stage::Rustls(_) => {}
         }
         let mut rest = plain;
@@ -139,7 +164,7 @@ impl TlsSession {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(_) => return Err(SessionError::Io),
+                Err(e) => return Err(SessionError::Io(e)),
             };
             if self.incoming.is_empty() {
                 // Whole records are decrypted in place where they were read; only an
@@ -172,11 +197,13 @@ impl TlsSession {
         match &mut self.stage {
             Stage::Rustls(_) => self.drive(incoming, &mut (&[] as &[u8]), plain, false),
             Stage::Keys(keys) => {
-                let opened = keys.open(incoming, plain).map_err(|_| SessionError::Tls)?;
+                let opened = keys
+                    .open(incoming, plain)
+                    .map_err(|_| SessionError::Record)?;
                 self.peer_closed |= opened.closed;
                 Ok(opened.consumed)
             }
-            Stage::Failed => Err(SessionError::Tls),
+            Stage::Failed => Err(SessionError::Failed),
         }
     }
 
@@ -207,7 +234,10 @@ impl TlsSession {
         while self.sent < self.outgoing.len() {
             match sock.write(&self.outgoing[self.sent..]) {
                 Ok(0) => return Ok(false),
-                Ok(n) => self.sent += n,
+                Ok(n) => {
+                    self.sent += n;
+                    self.sent_total += n as u64;
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -245,19 +275,19 @@ impl TlsSession {
         close: bool,
     ) -> Result<usize, SessionError> {
         let Stage::Rustls(conn) = &mut self.stage else {
-            return Err(SessionError::Tls);
+            return Err(SessionError::Failed);
         };
         let mut closed = false;
         let mut consumed = 0;
         loop {
             let UnbufferedStatus { mut discard, state } =
                 conn.process_tls_records(&mut incoming[consumed..]);
-            let state = state.map_err(|_| SessionError::Tls)?;
+            let state = state.map_err(SessionError::Tls)?;
             let mut done = false;
             match state {
                 ConnectionState::ReadTraffic(mut traffic) => {
                     while let Some(record) = traffic.next_record() {
-                        let record = record.map_err(|_| SessionError::Tls)?;
+                        let record = record.map_err(SessionError::Tls)?;
                         discard += record.discard;
                         plain.extend_from_slice(record.payload);
                     }
@@ -288,7 +318,7 @@ impl TlsSession {
                                 Err(_) => Err(None),
                             }
                         })
-                        .map_err(|()| SessionError::Tls)?;
+                        .map_err(|()| SessionError::Record)?;
                         *send = &send[take..];
                     }
                     if close && !closed {

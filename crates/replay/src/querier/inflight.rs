@@ -1,6 +1,7 @@
 //! Queries in flight: slots, DNS IDs per socket or connection, timeouts and completion.
 
 use super::*;
+use crate::cause::{Cause, Context};
 
 /// One query from dispatch to its result: its times, where it went and the ID it carries there.
 pub(super) struct Slot {
@@ -13,6 +14,8 @@ pub(super) struct Slot {
     pub(super) deadline_ns: i64,
     pub(super) proto: Proto,
     pub(super) new_connection: bool,
+    /// For the query that opened its connection: how long the connection took to be ready.
+    pub(super) handshake_ns: i64,
     pub(super) client: u32,
     pub(super) via: Via,
     pub(super) id: u16,
@@ -105,6 +108,7 @@ impl Querier {
                     deadline_ns: 0,
                     proto,
                     new_connection: false,
+                    handshake_ns: 0,
                     client: 0,
                     via: Via::None,
                     id: 0,
@@ -126,6 +130,7 @@ impl Querier {
         s.deadline_ns = 0;
         s.proto = proto;
         s.new_connection = false;
+        s.handshake_ns = 0;
         s.client = m.client;
         s.via = Via::None;
         s.retries_left = retries;
@@ -182,6 +187,45 @@ impl Querier {
         let s = &mut self.slots[slot as usize];
         s.deadline_ns = deadline;
         self.timeouts.push_back((deadline, slot, s.gen));
+    }
+
+    /// Ends a query as failed with `kind`, counting it under `cause`.
+    pub(super) fn fail(&mut self, slot: u32, kind: ErrorKind, cause: &Cause) {
+        if self.slots[slot as usize].live {
+            self.note_cause(kind, cause, 1);
+            self.complete(slot, Outcome::Error(kind), None);
+        }
+    }
+
+    /// Counts `n` queries failed with `kind` for `cause`.
+    pub(super) fn note_cause(&mut self, kind: ErrorKind, cause: &Cause, n: u64) {
+        let ctx = Context {
+            source_prefix: self.config.source_prefix.is_some(),
+            server_name: &self.server_name,
+        };
+        self.stats.note_cause(kind, cause, &ctx, n);
+    }
+
+    /// Fails every query in flight on UDP socket `sock` (whose uid is `uid`) at once.
+    pub(super) fn fail_udp_in_flight(
+        &mut self,
+        sock: u32,
+        uid: u64,
+        kind: ErrorKind,
+        cause: &Cause,
+    ) {
+        let doomed: Vec<u32> = (0..self.slots.len() as u32)
+            .filter(|&i| {
+                let s = &self.slots[i as usize];
+                s.live && s.via == Via::Udp { sock, uid }
+            })
+            .collect();
+        if !doomed.is_empty() {
+            self.note_cause(kind, cause, doomed.len() as u64);
+        }
+        for slot in doomed {
+            self.complete(slot, Outcome::Error(kind), None);
+        }
     }
 
     pub(super) fn complete(&mut self, slot: u32, outcome: Outcome, resp: Option<(&[u8], i64)>) {

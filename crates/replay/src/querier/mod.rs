@@ -4,6 +4,7 @@
 use crate::clock::{self, TimerFd, SPIN_NS};
 use crate::config::{ReplayConfig, Timing};
 use crate::distributor::{Batch, QueryMeta};
+use crate::live::{Live, LiveCounts};
 use crate::net;
 use crate::stats::ReplayStats;
 use crate::tls::TlsBase;
@@ -52,6 +53,7 @@ pub(crate) struct Setup {
     pub recycle: Sender<Batch>,
     pub results: Sender<Vec<QueryResult>>,
     pub stop: Arc<AtomicBool>,
+    pub live: Arc<Live>,
     pub tls: Option<Arc<TlsBase>>,
     pub max_in_flight: usize,
 }
@@ -64,6 +66,7 @@ enum Via {
 }
 
 mod inflight;
+mod send_times;
 mod stream;
 mod udp;
 
@@ -90,8 +93,13 @@ pub(crate) fn run(setup: Setup) -> ReplayStats {
 }
 
 /// When the loop cannot even start, every query still gets a result.
-fn fail_all(setup: Setup, _e: io::Error) -> ReplayStats {
+fn fail_all(setup: Setup, e: io::Error) -> ReplayStats {
     let mut stats = ReplayStats::default();
+    let cause = crate::cause::Cause::Io(e);
+    let ctx = crate::cause::Context {
+        source_prefix: setup.config.source_prefix.is_some(),
+        server_name: "",
+    };
     while let Ok(batch) = setup.rx.recv() {
         let mut out = Vec::with_capacity(batch.queries.len());
         for m in &batch.queries {
@@ -99,6 +107,7 @@ fn fail_all(setup: Setup, _e: io::Error) -> ReplayStats {
             stats.count_outcome(r.outcome);
             out.push(r);
         }
+        stats.note_cause(ErrorKind::Send, &cause, &ctx, batch.queries.len() as u64);
         let _ = setup.results.send(out);
     }
     stats
@@ -108,7 +117,10 @@ struct Querier {
     config: Arc<ReplayConfig>,
     poll: Poll,
     events: Events,
-    ready: Vec<(Token, bool, bool)>,
+    /// Events of the last poll: token, readable, writable, error.
+    ready: Vec<(Token, bool, bool, bool)>,
+    /// Kernel send stamps read off a socket's error queue.
+    stamps: Vec<ldplayer_udp::SendStamp>,
     timer: TimerFd,
     rx: Receiver<Batch>,
     recycle: Sender<Batch>,
@@ -116,6 +128,11 @@ struct Querier {
     results: Vec<QueryResult>,
     last_results_flush: i64,
     stop: Arc<AtomicBool>,
+    live: Arc<Live>,
+    /// What was last published to `live`.
+    published: LiveCounts,
+    /// Queries sent so far (each once).
+    first_sends: u64,
     stopping: bool,
     input_done: bool,
     tls: Option<Arc<TlsBase>>,
@@ -124,6 +141,8 @@ struct Querier {
     in_flight: usize,
     timeout_ns: i64,
     server: SocketAddr,
+    /// The name the server's TLS certificate is checked against, for error messages.
+    server_name: String,
 
     pending: VecDeque<Batch>,
     cursor: usize,
@@ -176,10 +195,15 @@ impl Querier {
             max_in_flight: s.max_in_flight.max(1),
             timeout_ns: config.timeout.as_nanos().min(i64::MAX as u128) as i64,
             server: config.server,
+            server_name: s
+                .tls
+                .as_ref()
+                .map_or_else(String::new, |t| t.server_name.to_str().into_owned()),
             config,
             poll: s.poll,
             events: Events::with_capacity(1024),
             ready: Vec::with_capacity(1024),
+            stamps: Vec::new(),
             timer,
             rx: s.rx,
             recycle: s.recycle,
@@ -187,6 +211,9 @@ impl Querier {
             results: Vec::with_capacity(RESULT_BATCH),
             last_results_flush: 0,
             stop: s.stop,
+            live: s.live,
+            published: LiveCounts::default(),
+            first_sends: 0,
             stopping: false,
             input_done: false,
             tls: s.tls,
@@ -207,7 +234,7 @@ impl Querier {
             lru_head: NONE,
             lru_tail: NONE,
             udp_out: Vec::new(),
-            recv: RecvBatch::new(),
+            recv: RecvBatch::with_timestamps(),
             answer_buf: Vec::with_capacity(RECV_BUF),
             conns: Vec::new(),
             free_conns: Vec::new(),
@@ -265,18 +292,27 @@ impl Querier {
             ready.extend(self.events.iter().map(|e| {
                 (
                     e.token(),
-                    e.is_readable() || e.is_read_closed() || e.is_error(),
-                    e.is_writable() || e.is_error(),
+                    e.is_readable() || e.is_read_closed(),
+                    e.is_writable(),
+                    e.is_error(),
                 )
             }));
-            for &(token, readable, writable) in &ready {
+            for &(token, readable, writable, error) in &ready {
                 match token.0 {
                     0 => {}
                     1 => self.timer.drain(),
                     t if t >= CONN_BASE => {
-                        self.conn_event((t - CONN_BASE) as u32, readable, writable)
+                        self.conn_event((t - CONN_BASE) as u32, readable, writable, error)
                     }
-                    t if t >= UDP_BASE => self.udp_readable((t - UDP_BASE) as u32),
+                    t if t >= UDP_BASE => {
+                        let idx = (t - UDP_BASE) as u32;
+                        // An error event is most often the kernel's send stamps; when there
+                        // were none, it is the socket's error (ICMP), which a read reports.
+                        let stamps = if error { self.udp_send_stamps(idx) } else { 0 };
+                        if readable || (error && stamps == 0) {
+                            self.udp_readable(idx);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -285,6 +321,19 @@ impl Querier {
         self.close_all();
         let now = clock::now_ns();
         self.flush_results(now);
+        self.publish_live();
+    }
+
+    /// Publishes this querier's counts for progress displays.
+    fn publish_live(&mut self) {
+        let now = LiveCounts {
+            queued: 0,
+            sent: self.first_sends,
+            answered: self.stats.answered,
+            timeouts: self.stats.timeouts,
+            errors: self.stats.total_errors(),
+        };
+        self.live.publish(&mut self.published, now);
     }
 
     // ---- input ----
@@ -428,6 +477,7 @@ impl Querier {
     /// Ends a query: one result, the slot freed, its ID released.
     fn housekeeping(&mut self, now: i64) {
         self.last_housekeeping = now;
+        self.publish_live();
         let mut idle = Vec::new();
         for (i, c) in self.conns.iter().enumerate() {
             if let Some(c) = c {
@@ -437,13 +487,17 @@ impl Querier {
             }
         }
         for i in idle {
-            self.close_conn(i, ErrorKind::Reset);
+            self.close_conn(i, ErrorKind::Reset, crate::cause::Cause::ClosedLocally);
         }
     }
 
     fn close_all(&mut self) {
         for i in 0..self.conns.len() {
-            self.close_conn(i as u32, ErrorKind::Reset);
+            self.close_conn(
+                i as u32,
+                ErrorKind::Reset,
+                crate::cause::Cause::ClosedLocally,
+            );
         }
         for i in 0..self.udp.len() {
             self.close_udp(i as u32);

@@ -1,7 +1,17 @@
 //! TCP and TLS: one connection per original client, reused until idle, queries pipelined and
 //! answers matched by ID in any order, RFC 7828 keepalive honoured.
+//!
+//! Times are taken as for UDP: a query is sent when the system call that hands its last byte to
+//! the kernel starts (its TLS record's last byte, for TLS), and answered when the kernel received
+//! the segment that completed it (`SO_TIMESTAMPNS`; for a read that took several segments, the
+//! last one's). A connection's set-up (TCP handshake, and TLS handshake for TLS) is timed apart:
+//! queries wait for it before they are sent, so their latency leaves it out and their first
+//! query carries it as `handshake_ns`.
 
+use super::send_times::SendTimes;
 use super::*;
+use crate::cause::{kind_of_io, Cause};
+use std::os::fd::RawFd;
 
 /// Whether a connection's non-blocking connect has completed.
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -20,11 +30,47 @@ pub(super) struct Conn {
     pub(super) state: ConnState,
     pub(super) wbuf: Vec<u8>,
     pub(super) wpos: usize,
+    /// Position of `wbuf[0]` in the stream of DNS messages written to the connection.
+    pub(super) wbase: u64,
+    /// Queries whose bytes have not all reached the kernel, in the order of their bytes.
+    pub(super) unsent: VecDeque<Unsent>,
+    /// When the connect started (realtime ns).
+    pub(super) opened_ns: i64,
+    /// Queries waiting for the kernel's send stamps; `None` without them.
+    pub(super) send_times: Option<SendTimes>,
+    /// The connection is ready for queries (connected, and for TLS the handshake is over).
+    pub(super) ready: bool,
     pub(super) rbuf: Vec<u8>,
     pub(super) inflight: Vec<u32>,
     pub(super) queries: u64,
     pub(super) last_active_ns: i64,
     pub(super) idle_ns: i64,
+}
+
+/// A query on its way into a connection: its message ends at `plain_end` in the stream of DNS
+/// messages, and at `wire_end` in the stream of bytes on the socket once that is known (at once
+/// for TCP; once encrypted for TLS).
+pub(super) struct Unsent {
+    slot: u32,
+    gen: u32,
+    plain_end: u64,
+    wire_end: Option<u64>,
+}
+
+/// Reads a socket with the kernel's receive times, keeping the last one.
+struct StampedRead {
+    fd: RawFd,
+    at: Option<i64>,
+}
+
+impl Read for StampedRead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, at) = ldplayer_udp::recv_stream(self.fd, buf)?;
+        if at.is_some() {
+            self.at = at;
+        }
+        Ok(n)
+    }
 }
 
 /// The EDNS TCP keepalive timeout (RFC 7828) of a response, in ns.
@@ -43,9 +89,13 @@ pub(super) fn keepalive_ns(msg: &Message<'_>) -> Option<i64> {
 }
 
 impl Querier {
-    pub(super) fn conn_for(&mut self, client: u32, proto: Proto) -> Result<(u32, bool), ErrorKind> {
+    pub(super) fn conn_for(
+        &mut self,
+        client: u32,
+        proto: Proto,
+    ) -> Result<(u32, bool), (ErrorKind, Cause)> {
         let Some(c) = self.clients.get(&client) else {
-            return Err(ErrorKind::Send);
+            return Err((ErrorKind::Send, Cause::ClosedLocally));
         };
         let existing = c.conn;
         let local = c.local;
@@ -62,7 +112,7 @@ impl Querier {
         }
         let tls = if proto == Proto::Tls {
             let Some(base) = self.tls.clone() else {
-                return Err(ErrorKind::Tls);
+                return Err((ErrorKind::Tls, Cause::NoTlsConfig));
             };
             let cfg = match self.clients.get_mut(&client) {
                 Some(c) => c.tls.get_or_insert_with(|| base.for_client()).clone(),
@@ -70,18 +120,19 @@ impl Querier {
             };
             match TlsSession::new(cfg, base.server_name.clone()) {
                 Ok(t) => Some(Box::new(t)),
-                Err(_) => return Err(ErrorKind::Tls),
+                Err(e) => return Err((ErrorKind::Tls, Cause::Tls(e))),
             }
         } else {
             None
         };
+        let opened_ns = clock::now_ns();
         let mut sock = match net::tcp_connect(local, &self.server) {
             Ok(s) => s,
-            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                return Err(ErrorKind::Refused)
-            }
-            Err(_) => return Err(ErrorKind::Send),
+            Err(e) => return Err((kind_of_io(&e), Cause::Io(e))),
         };
+        let send_times = (self.config.kernel_send_times
+            && ldplayer_udp::enable_send_timestamps(sock.as_raw_fd(), true).is_ok())
+        .then(SendTimes::default);
         let idx = match self.free_conns.pop() {
             Some(i) => i,
             None => {
@@ -89,18 +140,13 @@ impl Querier {
                 (self.conns.len() - 1) as u32
             }
         };
-        if self
-            .poll
-            .registry()
-            .register(
-                &mut sock,
-                Token(CONN_BASE + idx as usize),
-                Interest::READABLE | Interest::WRITABLE,
-            )
-            .is_err()
-        {
+        if let Err(e) = self.poll.registry().register(
+            &mut sock,
+            Token(CONN_BASE + idx as usize),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
             self.free_conns.push(idx);
-            return Err(ErrorKind::Send);
+            return Err((ErrorKind::Send, Cause::Io(e)));
         }
         let uid = self.next_uid;
         self.next_uid += 1;
@@ -113,10 +159,15 @@ impl Querier {
             state: ConnState::Connecting,
             wbuf: Vec::new(),
             wpos: 0,
+            wbase: 0,
+            unsent: VecDeque::new(),
+            opened_ns,
+            send_times,
+            ready: false,
             rbuf: Vec::new(),
             inflight: Vec::new(),
             queries: 0,
-            last_active_ns: clock::now_ns(),
+            last_active_ns: opened_ns,
             idle_ns: self
                 .config
                 .tcp_idle_timeout
@@ -141,7 +192,7 @@ impl Querier {
             }
         }
         if let Some((_, i)) = best {
-            self.close_conn(i, ErrorKind::Reset);
+            self.close_conn(i, ErrorKind::Reset, Cause::ClosedLocally);
         }
     }
 
@@ -150,19 +201,19 @@ impl Querier {
         self.slots[slot as usize].proto = proto;
         let (ci, new) = match self.conn_for(client, proto) {
             Ok(x) => x,
-            Err(kind) => {
-                self.complete(slot, Outcome::Error(kind), None);
+            Err((kind, cause)) => {
+                self.fail(slot, kind, &cause);
                 return;
             }
         };
         let Some(Some(conn)) = self.conns.get(ci as usize) else {
-            self.complete(slot, Outcome::Error(ErrorKind::Send), None);
+            self.fail(slot, ErrorKind::Send, &Cause::ClosedLocally);
             return;
         };
         let uid = conn.uid;
         let first = conn.queries == 0;
         if !self.claim_id(slot, uid) {
-            self.complete(slot, Outcome::Error(ErrorKind::Send), None);
+            self.fail(slot, ErrorKind::Send, &Cause::IdsExhausted);
             return;
         }
         if !new {
@@ -178,6 +229,13 @@ impl Querier {
             conn.last_active_ns = now;
             conn.wbuf.extend_from_slice(&len.to_be_bytes());
             conn.wbuf.extend_from_slice(&s.wire);
+            let plain_end = conn.wbase + conn.wbuf.len() as u64;
+            conn.unsent.push_back(Unsent {
+                slot,
+                gen: s.gen,
+                plain_end,
+                wire_end: conn.tls.is_none().then_some(plain_end),
+            });
             conn.inflight.push(slot);
         }
         self.push_timeout(slot, now + self.timeout_ns);
@@ -193,6 +251,9 @@ impl Querier {
             return;
         }
         let mut failure = None;
+        // The time the system call that hands a query's last byte to the kernel starts.
+        let mut started = clock::now_ns();
+        let mut on_wire = 0;
         if let Some(tls) = conn.tls.as_mut() {
             // One TLS record per DNS message, as stub resolvers send them: nsd 4.6 answers only
             // the first of several queries that arrive in one record (the rest wait in its TLS
@@ -207,78 +268,146 @@ impl Querier {
                 match tls.write_plain(&rest[..frame]) {
                     Ok(0) => break,
                     Ok(n) => conn.wpos += n,
-                    Err(_) => {
-                        failure = Some(ErrorKind::Tls);
+                    Err(e) => {
+                        failure = Some((ErrorKind::Tls, e.into_cause()));
                         break;
                     }
                 }
+                let taken = conn.wbase + conn.wpos as u64;
+                let queued = tls.queued_total();
+                for u in conn.unsent.iter_mut().filter(|u| u.wire_end.is_none()) {
+                    if u.plain_end > taken {
+                        break;
+                    }
+                    u.wire_end = Some(queued);
+                }
             }
-            if failure.is_none() && tls.flush(&mut conn.sock).is_err() {
-                failure = Some(ErrorKind::Reset);
+            if failure.is_none() {
+                started = clock::now_ns();
+                if let Err(e) = tls.flush(&mut conn.sock) {
+                    failure = Some((kind_of_io(&e), Cause::Io(e)));
+                }
             }
+            on_wire = tls.sent_total();
         } else {
             while conn.wpos < conn.wbuf.len() {
+                let at = clock::now_ns();
                 match conn.sock.write(&conn.wbuf[conn.wpos..]) {
                     Ok(0) => break,
-                    Ok(n) => conn.wpos += n,
+                    Ok(n) => {
+                        conn.wpos += n;
+                        on_wire = conn.wbase + conn.wpos as u64;
+                        started = at;
+                        self.first_sends += mark_sent(
+                            &mut self.slots,
+                            &mut conn.unsent,
+                            conn.send_times.as_mut(),
+                            on_wire,
+                            at,
+                        );
+                    }
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => {
-                        failure = Some(ErrorKind::Reset);
+                    Err(e) => {
+                        failure = Some((kind_of_io(&e), Cause::Io(e)));
                         break;
                     }
                 }
             }
         }
-        if let Some(kind) = failure {
-            self.close_conn(ci, kind);
-            return;
-        }
-        let handshaking = conn
-            .tls
-            .as_ref()
-            .is_some_and(|t| t.is_handshaking() || t.wants_write());
-        if conn.wpos == conn.wbuf.len() && !handshaking {
+        self.first_sends += mark_sent(
+            &mut self.slots,
+            &mut conn.unsent,
+            conn.send_times.as_mut(),
+            on_wire,
+            started,
+        );
+        if conn.wpos == conn.wbuf.len() {
+            conn.wbase += conn.wbuf.len() as u64;
             conn.wbuf.clear();
             conn.wpos = 0;
             if conn.wbuf.capacity() > KEEP_BUF {
                 conn.wbuf = Vec::new();
             }
-            let now = clock::now_ns();
-            for &s in &conn.inflight {
-                let slot = &mut self.slots[s as usize];
-                if slot.sent_ns == 0 {
-                    slot.sent_ns = now;
-                }
+        }
+        if conn.unsent.is_empty() && conn.unsent.capacity() > 0 {
+            conn.unsent = VecDeque::new();
+        }
+        if let Some((kind, cause)) = failure {
+            self.close_conn(ci, kind, cause);
+        }
+    }
+
+    /// Once a connection is ready for queries, times its set-up on the query that opened it.
+    fn conn_ready(&mut self, ci: u32, at: i64) {
+        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
+            return;
+        };
+        if conn.ready || conn.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+            return;
+        }
+        conn.ready = true;
+        let took = (at - conn.opened_ns).max(0);
+        for &s in &conn.inflight {
+            let slot = &mut self.slots[s as usize];
+            if slot.new_connection {
+                slot.handshake_ns = took;
             }
         }
     }
 
-    pub(super) fn conn_event(&mut self, ci: u32, readable: bool, writable: bool) {
+    /// Reads the kernel's send stamps queued on connection `ci` into its queries; returns how
+    /// many there were.
+    fn conn_send_stamps(&mut self, ci: u32) -> usize {
+        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
+            return 0;
+        };
+        self.stamps.clear();
+        let n =
+            ldplayer_udp::read_send_stamps(conn.sock.as_raw_fd(), &mut self.stamps).unwrap_or(0);
+        if let Some(t) = conn.send_times.as_mut() {
+            for st in &self.stamps {
+                t.stamp(&mut self.slots, st.key, st.ns);
+            }
+        }
+        n
+    }
+
+    pub(super) fn conn_event(&mut self, ci: u32, readable: bool, writable: bool, error: bool) {
+        // An error event is most often the kernel's send stamps; when there were none, it is
+        // the socket's error, which a read or the connect check reports.
+        let failed = error && self.conn_send_stamps(ci) == 0;
+        if error && !failed && !readable && !writable {
+            return;
+        }
+        let (readable, writable) = (readable || failed, writable || failed);
         let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
             return;
         };
         if conn.state == ConnState::Connecting {
             if let Ok(Some(e)) | Err(e) = conn.sock.take_error() {
-                let kind = if e.kind() == io::ErrorKind::ConnectionRefused {
-                    ErrorKind::Refused
-                } else {
-                    ErrorKind::Reset
+                let kind = match kind_of_io(&e) {
+                    ErrorKind::Refused => ErrorKind::Refused,
+                    _ => ErrorKind::Reset,
                 };
-                self.close_conn(ci, kind);
+                self.close_conn(ci, kind, Cause::Io(e));
                 return;
             }
             match conn.sock.peer_addr() {
-                Ok(_) => conn.state = ConnState::Open,
+                Ok(_) => {
+                    conn.state = ConnState::Open;
+                    self.conn_ready(ci, clock::now_ns());
+                }
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => {
                     if readable {
                         // Readable but not connected: the connect failed.
-                        self.close_conn(ci, ErrorKind::Refused);
+                        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+                        self.close_conn(ci, ErrorKind::Refused, Cause::Io(refused));
                     }
                     return;
                 }
-                Err(_) => {
-                    self.close_conn(ci, ErrorKind::Refused);
+                Err(e) => {
+                    self.close_conn(ci, ErrorKind::Refused, Cause::Io(e));
                     return;
                 }
             }
@@ -293,73 +422,75 @@ impl Querier {
 
     pub(super) fn conn_read(&mut self, ci: u32) {
         let honor = self.config.honor_keepalive;
+        let mut chunk = [0u8; 16 * 1024];
         let mut failure = None;
         let mut eof = false;
-        {
+        loop {
             let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
                 return;
             };
-            let mut chunk = [0u8; 16 * 1024];
-            loop {
-                if let Some(tls) = conn.tls.as_mut() {
-                    match tls.read_from(&mut conn.sock, &mut conn.rbuf) {
-                        Ok(r) => eof = r.eof,
-                        Err(e) => {
-                            if matches!(e, SessionError::Tls) {
-                                // Send the alert, if any, then give up.
-                                let _ = tls.flush(&mut conn.sock);
+            let mut sock = StampedRead {
+                fd: conn.sock.as_raw_fd(),
+                at: None,
+            };
+            let mut more = false;
+            if let Some(tls) = conn.tls.as_mut() {
+                let handshaking = tls.is_handshaking();
+                match tls.read_from(&mut sock, &mut conn.rbuf) {
+                    Ok(r) => eof = r.eof,
+                    Err(e) => {
+                        if matches!(e, SessionError::Tls(_)) {
+                            // Send the alert, if any, then give up.
+                            let _ = tls.flush(&mut conn.sock);
+                        }
+                        let kind = if handshaking || tls.is_handshaking() {
+                            ErrorKind::Tls
+                        } else {
+                            match &e {
+                                SessionError::Io(e) => kind_of_io(e),
+                                _ => ErrorKind::Tls,
                             }
-                            failure = Some(if tls.is_handshaking() {
-                                ErrorKind::Tls
-                            } else {
-                                match e {
-                                    SessionError::Tls => ErrorKind::Tls,
-                                    SessionError::Io => ErrorKind::Reset,
-                                }
-                            });
-                        }
-                    }
-                    break;
-                } else {
-                    match conn.sock.read(&mut chunk) {
-                        Ok(0) => {
-                            eof = true;
-                            break;
-                        }
-                        Ok(n) => conn.rbuf.extend_from_slice(&chunk[..n]),
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => {
-                            failure = Some(if e.kind() == io::ErrorKind::ConnectionRefused {
-                                ErrorKind::Refused
-                            } else {
-                                ErrorKind::Reset
-                            });
-                            break;
-                        }
+                        };
+                        failure = Some((kind, e.into_cause()));
                     }
                 }
+                if handshaking && !tls.is_handshaking() {
+                    let at = sock.at.unwrap_or_else(clock::now_ns);
+                    self.conn_ready(ci, at);
+                }
+            } else {
+                match sock.read(&mut chunk) {
+                    Ok(0) => eof = true,
+                    Ok(n) => {
+                        conn.rbuf.extend_from_slice(&chunk[..n]);
+                        more = true;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => more = true,
+                    Err(e) => failure = Some((kind_of_io(&e), Cause::Io(e))),
+                }
+            }
+            // Answers of each read take that read's time.
+            let at = sock.at.unwrap_or_else(clock::now_ns);
+            self.conn_frames(ci, honor, at);
+            if !more {
+                break;
             }
         }
-        self.conn_frames(ci, honor);
-        if let Some(kind) = failure {
-            self.close_conn(ci, kind);
+        if let Some((kind, cause)) = failure {
+            self.close_conn(ci, kind, cause);
         } else if eof {
             let tls_hs = matches!(self.conns.get(ci as usize), Some(Some(c)) if c.tls.as_ref().is_some_and(|t| t.is_handshaking()));
-            self.close_conn(
-                ci,
-                if tls_hs {
-                    ErrorKind::Tls
-                } else {
-                    ErrorKind::Reset
-                },
-            );
+            if tls_hs {
+                self.close_conn(ci, ErrorKind::Tls, Cause::ClosedInHandshake);
+            } else {
+                self.close_conn(ci, ErrorKind::Reset, Cause::PeerClosed);
+            }
         }
     }
 
     /// Takes the complete messages out of a connection's receive buffer.
-    pub(super) fn conn_frames(&mut self, ci: u32, honor: bool) {
-        let now = clock::now_ns();
+    pub(super) fn conn_frames(&mut self, ci: u32, honor: bool, now: i64) {
         let (uid, mut rbuf) = match self.conns.get_mut(ci as usize) {
             Some(Some(c)) => (c.uid, std::mem::take(&mut c.rbuf)),
             _ => return,
@@ -397,8 +528,8 @@ impl Querier {
         }
     }
 
-    /// Closes a connection; its queries in flight fail with `kind`.
-    pub(super) fn close_conn(&mut self, ci: u32, kind: ErrorKind) {
+    /// Closes a connection; its queries in flight fail with `kind`, for `cause`.
+    pub(super) fn close_conn(&mut self, ci: u32, kind: ErrorKind, cause: Cause) {
         let Some(Some(mut conn)) = self.conns.get_mut(ci as usize).map(Option::take) else {
             return;
         };
@@ -416,7 +547,11 @@ impl Querier {
                 c.conn = NONE;
             }
         }
-        for slot in std::mem::take(&mut conn.inflight) {
+        let inflight = std::mem::take(&mut conn.inflight);
+        if !inflight.is_empty() {
+            self.note_cause(kind, &cause, inflight.len() as u64);
+        }
+        for slot in inflight {
             // Keep the connection's number out of the way of complete().
             if let Via::Stream { uid, .. } = self.slots[slot as usize].via {
                 self.slots[slot as usize].via = Via::Stream { conn: NONE, uid };
@@ -424,4 +559,33 @@ impl Querier {
             self.complete(slot, Outcome::Error(kind), None);
         }
     }
+}
+
+/// Marks the queries whose bytes all reached the kernel (up to `on_wire` of the socket's byte
+/// stream) as sent at `at`, hands them to `kernel` to wait for their stamps, forgets them, and
+/// returns how many were sent for the first time.
+fn mark_sent(
+    slots: &mut [Slot],
+    unsent: &mut VecDeque<Unsent>,
+    mut kernel: Option<&mut SendTimes>,
+    on_wire: u64,
+    at: i64,
+) -> u64 {
+    let mut first = 0;
+    while let Some(u) = unsent.front() {
+        match u.wire_end {
+            Some(end) if end <= on_wire => {}
+            _ => break,
+        }
+        let slot = &mut slots[u.slot as usize];
+        if slot.live && slot.gen == u.gen && slot.sent_ns == 0 {
+            slot.sent_ns = at;
+            first += 1;
+            if let (Some(k), Some(end)) = (kernel.as_deref_mut(), u.wire_end) {
+                k.expect(u.slot, u.gen, end);
+            }
+        }
+        unsent.pop_front();
+    }
+    first
 }

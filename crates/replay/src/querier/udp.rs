@@ -1,13 +1,19 @@
 //! UDP: one connected socket per original client (least recently used closed past the limit),
 //! sends batched with `sendmmsg`, answers read with `recvmmsg`.
 
+use super::send_times::SendTimes;
 use super::*;
+use crate::cause::{kind_of_io, Cause};
 
 /// A client's connected UDP socket, linked into the least-recently-used list.
 pub(super) struct UdpSock {
     pub(super) uid: u64,
     pub(super) client: u32,
     pub(super) sock: UdpSocket,
+    /// Datagrams sent on the socket (the kernel's send stamps count them too).
+    pub(super) datagrams: u64,
+    /// Queries waiting for the kernel's send stamps; `None` without them.
+    pub(super) send_times: Option<SendTimes>,
     pub(super) prev: u32,
     pub(super) next: u32,
 }
@@ -84,6 +90,9 @@ impl Querier {
             self.close_udp(self.lru_head);
         }
         let mut sock = net::udp_socket(local, &self.server)?;
+        let send_times = (self.config.kernel_send_times
+            && ldplayer_udp::enable_send_timestamps(sock.as_raw_fd(), false).is_ok())
+        .then(SendTimes::default);
         let idx = match self.free_udp.pop() {
             Some(i) => i,
             None => {
@@ -102,6 +111,8 @@ impl Querier {
             uid,
             client,
             sock,
+            datagrams: 0,
+            send_times,
             prev: NONE,
             next: NONE,
         });
@@ -119,13 +130,13 @@ impl Querier {
         match self.udp_socket_for(client) {
             Ok((sock, uid)) => {
                 if !self.claim_id(slot, uid) {
-                    self.complete(slot, Outcome::Error(ErrorKind::Send), None);
+                    self.fail(slot, ErrorKind::Send, &Cause::IdsExhausted);
                     return;
                 }
                 self.slots[slot as usize].via = Via::Udp { sock, uid };
                 self.udp_out.push(slot);
             }
-            Err(_) => self.complete(slot, Outcome::Error(ErrorKind::Send), None),
+            Err(e) => self.fail(slot, kind_of_io(&e), &Cause::Io(e)),
         }
     }
 
@@ -136,7 +147,8 @@ impl Querier {
         }
         let out = std::mem::take(&mut self.udp_out);
         let mut start = 0;
-        let mut failed: Vec<(u32, ErrorKind)> = Vec::new();
+        let mut failed: Vec<(Vec<u32>, ErrorKind, Cause)> = Vec::new();
+        let mut refused: Vec<(u32, u64)> = Vec::new();
         while start < out.len() {
             let Via::Udp { sock, .. } = self.slots[out[start] as usize].via else {
                 start += 1;
@@ -151,10 +163,11 @@ impl Querier {
             }
             let group = &out[start..end];
             let Some(Some(u)) = self.udp.get(sock as usize) else {
-                failed.extend(group.iter().map(|&s| (s, ErrorKind::Send)));
+                failed.push((group.to_vec(), ErrorKind::Send, Cause::ClosedLocally));
                 start = end;
                 continue;
             };
+            let uid = u.uid;
             let fd = u.sock.as_raw_fd();
             let mut msgs: [&[u8]; BATCH] = [&[]; BATCH];
             for (i, &s) in group.iter().enumerate() {
@@ -162,29 +175,74 @@ impl Querier {
             }
             let now = clock::now_ns();
             let (n, err) = ldplayer_udp::send_connected(fd, &msgs[..group.len()]);
-            for &s in &group[..n] {
+            let Some(Some(u)) = self.udp.get_mut(sock as usize) else {
+                start = end;
+                continue;
+            };
+            for (i, &s) in group[..n].iter().enumerate() {
                 let slot = &mut self.slots[s as usize];
                 if slot.sent_ns == 0 {
                     slot.sent_ns = now;
+                    self.first_sends += 1;
+                    if let Some(t) = u.send_times.as_mut() {
+                        t.expect(s, slot.gen, u.datagrams + i as u64 + 1);
+                    }
                 }
+            }
+            u.datagrams += n as u64;
+            if n < group.len()
+                && !matches!(&err, Some(e) if e.kind() == io::ErrorKind::ConnectionRefused)
+            {
+                // The kernel may have counted the datagram that failed: its stamps could no
+                // longer be told apart, so this socket keeps its clock reads.
+                u.send_times = None;
+            }
+            for &s in &group[..n] {
                 self.push_timeout(s, now + self.timeout_ns);
             }
             if n < group.len() {
-                // A connected UDP socket reports an earlier ICMP port unreachable on its next send.
-                let kind = match err {
-                    Some(e) if e.kind() == io::ErrorKind::ConnectionRefused => ErrorKind::Refused,
-                    _ => ErrorKind::Send,
-                };
-                failed.extend(group[n..].iter().map(|&s| (s, kind)));
+                let rest = group[n..].to_vec();
+                match err {
+                    // A connected UDP socket reports an earlier ICMP port unreachable on its
+                    // next send: nothing listens there, so what is in flight fails too.
+                    Some(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        self.stats.udp_unreachable += 1;
+                        refused.push((sock, uid));
+                        failed.push((rest, ErrorKind::Refused, Cause::PortUnreachable));
+                    }
+                    Some(e) => failed.push((rest, kind_of_io(&e), Cause::Io(e))),
+                    None => failed.push((rest, ErrorKind::Send, Cause::ClosedLocally)),
+                }
             }
             start = end;
         }
-        for (s, kind) in failed {
-            self.complete(s, Outcome::Error(kind), None);
+        for (slots, kind, cause) in failed {
+            for s in slots {
+                self.fail(s, kind, &cause);
+            }
+        }
+        for (sock, uid) in refused {
+            self.fail_udp_in_flight(sock, uid, ErrorKind::Refused, &Cause::PortUnreachable);
         }
         let mut out = out;
         out.clear();
         self.udp_out = out;
+    }
+
+    /// Reads the kernel's send stamps queued on socket `idx` into its queries; returns how many
+    /// there were.
+    pub(super) fn udp_send_stamps(&mut self, idx: u32) -> usize {
+        let Some(Some(u)) = self.udp.get_mut(idx as usize) else {
+            return 0;
+        };
+        self.stamps.clear();
+        let n = ldplayer_udp::read_send_stamps(u.sock.as_raw_fd(), &mut self.stamps).unwrap_or(0);
+        if let Some(t) = u.send_times.as_mut() {
+            for st in &self.stamps {
+                t.stamp(&mut self.slots, st.key, st.ns);
+            }
+        }
+        n
     }
 
     pub(super) fn udp_readable(&mut self, idx: u32) {
@@ -198,13 +256,18 @@ impl Querier {
                 Ok(0) => return,
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    // ICMP port unreachable: nothing listens there, so the queries in flight
+                    // on this socket fail now rather than after the timeout.
                     self.stats.udp_unreachable += 1;
+                    self.fail_udp_in_flight(idx, uid, ErrorKind::Refused, &Cause::PortUnreachable);
                     continue;
                 }
                 Err(_) => return,
             };
             let now = clock::now_ns();
             for i in 0..n {
+                // The kernel's receive time, as a capture would show it.
+                let at = self.recv.timestamp(i).unwrap_or(now);
                 let (data, from) = (self.recv.data(i), self.recv.source(i));
                 if from != Some(self.server) {
                     self.stats.unmatched_responses += 1;
@@ -228,7 +291,7 @@ impl Querier {
                 let mut answer = std::mem::take(&mut self.answer_buf);
                 answer.clear();
                 answer.extend_from_slice(data);
-                self.complete(slot, Outcome::Answered, Some((&answer, now)));
+                self.complete(slot, Outcome::Answered, Some((&answer, at)));
                 self.answer_buf = answer;
             }
             if n < BATCH {
