@@ -107,6 +107,11 @@ pub struct ReplayArgs {
     /// Do not resume TLS sessions.
     #[arg(long)]
     pub no_tls_resume: bool,
+    /// Where each query's send time comes from: `kernel`, the kernel's timestamp of its last
+    /// packet (SO_TIMESTAMPING, one more system call per query), or `user`, the clock read
+    /// before the send call (cheaper; on a busy or virtual machine tens of µs early).
+    #[arg(long, value_name = "SOURCE", default_value = "kernel", value_parser = ["kernel", "user"])]
+    pub send_times: String,
     /// UDP/TCP port carrying DNS in captures (repeat for several).
     #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16])]
     pub dns_ports: Vec<u16>,

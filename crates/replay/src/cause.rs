@@ -215,8 +215,9 @@ fn tls_hint(e: &TlsError, ctx: &Context<'_>) -> String {
         CertificateError::Other(o) if is_ca_as_end_entity(o) => {
             ": the server presents a CA certificate (basicConstraints CA:TRUE, as `openssl req \
              -x509` makes by default) as its own, which rustls refuses; give the server a \
-             certificate with CA:FALSE signed by that CA (e.g. `openssl req -x509 ... -addext \
-             basicConstraints=critical,CA:FALSE`), or use --tls-insecure for a test server"
+             certificate with CA:FALSE (self-signed with `openssl req -x509 ... -addext \
+             basicConstraints=critical,CA:FALSE` and given with --tls-ca, or signed by a CA \
+             given with --tls-ca), or use --tls-insecure for a test server"
                 .into()
         }
         _ => String::new(),

@@ -91,6 +91,7 @@ impl Replay {
     /// [`Sink`] and must be [`Running::finish`]ed.
     pub fn start(&self, results: Box<dyn ResultSink>) -> Result<Running, ReplayError> {
         let config = self.config.clone();
+        let timestamping = crate::net::timestamping_on();
         let n = config.queriers;
         let (res_tx, res_rx) = bounded::<Vec<QueryResult>>(4096);
         let writer = std::thread::Builder::new()
@@ -172,6 +173,7 @@ impl Replay {
             started: Instant::now(),
             index: 0,
             failed: None,
+            _timestamping: timestamping,
         };
         if let Some(e) = spawn_error {
             let _ = running.shutdown();
@@ -218,6 +220,8 @@ pub struct Running {
     started: Instant,
     index: u64,
     failed: Option<ReplayError>,
+    /// Keeps the kernel's receive timestamping on for the whole run.
+    _timestamping: Option<std::net::UdpSocket>,
 }
 
 impl std::fmt::Debug for Running {

@@ -37,10 +37,11 @@ pub fn client_addr(prefix: (IpAddr, u8), client: u32) -> IpAddr {
 
 fn bind_local(sock: &Socket, local: Option<IpAddr>, server: &SocketAddr) -> io::Result<()> {
     if let Some(ip) = local {
-        // Freebind lets us use addresses routed to us (AnyIP) but not configured.
-        if ip.is_ipv4() {
-            let _ = sock.set_freebind(true);
-        } else {
+        // IPv4 binds to any address routed to this host (AnyIP: `ip route add local PREFIX dev
+        // lo`) and refuses others (EADDRNOTAVAIL), whose answers would go elsewhere. IPv6 checks
+        // configured addresses only, so AnyIP needs IPV6_FREEBIND there, and an IPv6 address
+        // that is not local is not caught here: its answers are lost and its queries time out.
+        if ip.is_ipv6() {
             let _ = sock.set_freebind_ipv6(true);
         }
         sock.bind(&SocketAddr::new(ip, 0).into())
@@ -52,6 +53,15 @@ fn bind_local(sock: &Socket, local: Option<IpAddr>, server: &SocketAddr) -> io::
         };
         sock.bind(&SocketAddr::new(any, 0).into())
     }
+}
+
+/// A socket that asks for the kernel's receive timestamps and does nothing else: kept open for
+/// a whole replay from before its first query, so that the kernel, which turns its timestamping
+/// on a moment after it is first asked, stamps the first answers on arrival too.
+pub(crate) fn timestamping_on() -> Option<std::net::UdpSocket> {
+    let sock = std::net::UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).ok()?;
+    ldplayer_udp::enable_timestamps(sock.as_raw_fd()).ok()?;
+    Some(sock)
 }
 
 /// A non-blocking UDP socket bound to `local` (or the unspecified address), port ephemeral, and

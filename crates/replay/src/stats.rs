@@ -49,6 +49,9 @@ pub struct ReplayStats {
     pub answered: u64,
     /// Queries timed out.
     pub timeouts: u64,
+    /// Of those, queries that were never sent: their connection's connect or TLS handshake did
+    /// not finish in time (a server at its connection limit, or not answering handshakes).
+    pub timeouts_unsent: u64,
     /// Failed queries by kind, in [`ERROR_KINDS`] order.
     pub errors: [u64; 6],
     /// Failed queries by kind and cause (for the failures whose cause is known), in the order
@@ -123,6 +126,7 @@ impl ReplayStats {
         self.sent += other.sent;
         self.answered += other.answered;
         self.timeouts += other.timeouts;
+        self.timeouts_unsent += other.timeouts_unsent;
         for (a, b) in self.errors.iter_mut().zip(other.errors) {
             *a += b;
         }

@@ -213,25 +213,39 @@ fn tcp_refused_on_closed_port() {
 
 #[test]
 fn udp_port_unreachable_is_reported_not_answered() {
-    let port = free_port(); // nothing listens there: the kernel answers with ICMP
-    let results = Results::default();
-    let mut cfg = config(([127, 0, 0, 1], port).into());
-    cfg.timeout = Duration::from_millis(200);
-    let stats = Replay::new(cfg)
-        .unwrap()
-        .run(&mut VecSource(trace(10, 2, Proto::Udp)), results.boxed())
-        .unwrap();
-    let rs = results.sorted();
-    assert_one_each(&rs, 10);
-    assert!(rs.iter().all(|r| matches!(
-        r.outcome,
-        Outcome::Timeout | Outcome::Error(ErrorKind::Refused)
-    )));
-    // Every ICMP report is seen either by the next receive or by the next send on the socket.
-    assert!(
-        stats.udp_unreachable + stats.error_count(ErrorKind::Refused) >= 2,
-        "{stats:?}"
-    );
+    for kernel_send_times in [true, false] {
+        let port = free_port(); // nothing listens there: the kernel answers with ICMP
+        let results = Results::default();
+        let mut cfg = config(([127, 0, 0, 1], port).into());
+        // Far longer than the run may take: ICMP fails the queries at once, not at the timeout.
+        cfg.timeout = Duration::from_secs(30);
+        cfg.kernel_send_times = kernel_send_times;
+        let started = std::time::Instant::now();
+        let stats = Replay::new(cfg)
+            .unwrap()
+            .run(&mut VecSource(trace(10, 2, Proto::Udp)), results.boxed())
+            .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "waited for the timeout"
+        );
+        let rs = results.sorted();
+        assert_one_each(&rs, 10);
+        assert!(
+            rs.iter()
+                .all(|r| r.outcome == Outcome::Error(ErrorKind::Refused)),
+            "kernel send times {kernel_send_times}: {:?}",
+            rs.iter().map(|r| r.outcome).collect::<Vec<_>>()
+        );
+        assert!(stats.udp_unreachable >= 2, "{stats:?}");
+        let causes: Vec<_> = stats
+            .causes
+            .iter()
+            .map(|c| (c.kind, c.cause, c.count))
+            .collect();
+        assert_eq!(causes, [(ErrorKind::Refused, "port-unreachable", 10)]);
+        assert!(stats.causes[0].first.contains("nothing listens"));
+    }
 }
 
 #[test]

@@ -200,11 +200,53 @@ pub fn make_certs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     )
 }
 
-/// Starts nsd on 127.0.0.1 with [`ZONE`], plain DNS on one port and DNS over TLS on another.
+/// Starts nsd on 127.0.0.1 with [`ZONE`], plain DNS on one port and DNS over TLS on another,
+/// with a server certificate signed by a test CA; returns the server and the CA's certificate.
 pub fn nsd_tls() -> (Server, PathBuf) {
-    let bin = find_binary("nsd");
     let dir = tempfile::tempdir().expect("tempdir");
     let (ca, key, cert) = make_certs(dir.path());
+    (nsd_tls_with(dir, &key, &cert), ca)
+}
+
+/// Like [`nsd_tls`] with a self-signed certificate made as `openssl req -x509` makes it by
+/// default: CA:TRUE, which kdig accepts with `+tls-ca` and rustls refuses as a server's own.
+/// Returns the server and its certificate.
+pub fn nsd_tls_self_signed_ca() -> (Server, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let openssl = find_binary("openssl");
+    let out = Command::new(&openssl)
+        .args([
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+        ])
+        .args([
+            "-nodes", "-keyout", "self.key", "-out", "self.pem", "-days", "2",
+        ])
+        .args([
+            "-subj",
+            "/CN=localhost",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1,DNS:localhost",
+        ])
+        .current_dir(dir.path())
+        .output()
+        .expect("run openssl");
+    assert!(
+        out.status.success(),
+        "openssl req -x509: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (key, cert) = (dir.path().join("self.key"), dir.path().join("self.pem"));
+    (nsd_tls_with(dir, &key, &cert), cert)
+}
+
+/// Starts nsd with [`ZONE`] on two loopback ports, plain and TLS with `key` and `cert`, in `dir`.
+fn nsd_tls_with(dir: tempfile::TempDir, key: &Path, cert: &Path) -> Server {
+    let bin = find_binary("nsd");
     let port = free_port();
     let tls_port = free_port();
     let d = dir.path().display();
@@ -234,13 +276,10 @@ pub fn nsd_tls() -> (Server, PathBuf) {
     let tls_addr: SocketAddr = ([127, 0, 0, 1], tls_port).into();
     wait_tcp(addr, &mut child, "nsd");
     wait_tcp(tls_addr, &mut child, "nsd (tls)");
-    (
-        Server {
-            child,
-            addr,
-            tls_addr: Some(tls_addr),
-            dir,
-        },
-        ca,
-    )
+    Server {
+        child,
+        addr,
+        tls_addr: Some(tls_addr),
+        dir,
+    }
 }

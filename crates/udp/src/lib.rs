@@ -204,6 +204,10 @@ impl RecvBatch {
 /// Asks the kernel to stamp every packet the socket receives with the time it entered the
 /// stack (`SO_TIMESTAMPNS`), read back by [`RecvBatch::with_timestamps`] and [`recv_stream`].
 /// Works for UDP and TCP sockets; for TCP the stamp of a read is that of the last segment it took.
+///
+/// The kernel stamps packets on arrival only once some socket has asked for it, and turns that
+/// on a moment (a deferred work item) after the first request: packets that come before are
+/// stamped when they are read. Long runs ask early, on a socket kept open throughout.
 pub fn enable_timestamps(fd: RawFd) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: `on` is a valid c_int that outlives the call.
@@ -272,11 +276,55 @@ const ERRQUEUE_CONTROL_WORDS: usize = 24;
 /// Error-queue messages taken per system call.
 const ERRQUEUE_BATCH: usize = 16;
 
+/// What one read of a socket's error queue found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ErrorQueue {
+    /// Send stamps appended to the caller's vector.
+    pub stamps: usize,
+    /// The error of the last ICMP report queued (with [`enable_icmp_errors`]): `ECONNREFUSED`
+    /// for port unreachable, `EHOSTUNREACH`, `ENETUNREACH`...
+    pub icmp: Option<i32>,
+}
+
+/// Asks the kernel to queue ICMP errors on a datagram socket's error queue too (`IP_RECVERR`,
+/// `IPV6_RECVERR`), so that one read of the queue ([`read_error_queue`]) finds both the send
+/// stamps and an ICMP report that came with them (reading the report clears the socket's error,
+/// so a later send or receive does not report it again).
+pub fn enable_icmp_errors(fd: RawFd, ipv6: bool) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    let (level, name) = if ipv6 {
+        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+    } else {
+        (libc::IPPROTO_IP, libc::IP_RECVERR)
+    };
+    // SAFETY: `on` is a valid c_int that outlives the call.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// Reads the send timestamps waiting on `fd`'s error queue (without blocking) into `out`, in the
 /// order the kernel queued them, and returns how many it read (0: none were waiting).
 pub fn read_send_stamps(fd: RawFd, out: &mut Vec<SendStamp>) -> io::Result<usize> {
+    read_error_queue(fd, out).map(|q| q.stamps)
+}
+
+/// Reads everything waiting on `fd`'s error queue (without blocking): send stamps go to `out`
+/// in the order the kernel queued them; ICMP reports are summed up in the result.
+pub fn read_error_queue(fd: RawFd, out: &mut Vec<SendStamp>) -> io::Result<ErrorQueue> {
     let mut control = [[0u64; ERRQUEUE_CONTROL_WORDS]; ERRQUEUE_BATCH];
-    let mut total = 0;
+    let mut found = ErrorQueue::default();
     loop {
         // SAFETY: zeroed mmsghdr are valid; each points at its own control buffer, which
         // outlives the call and is as large as the length given; no data is asked for.
@@ -299,31 +347,41 @@ pub fn read_send_stamps(fd: RawFd, out: &mut Vec<SendStamp>) -> io::Result<usize
             let e = io::Error::last_os_error();
             return match e.kind() {
                 io::ErrorKind::Interrupted => continue,
-                io::ErrorKind::WouldBlock => Ok(total),
+                io::ErrorKind::WouldBlock => Ok(found),
                 _ => Err(e),
             };
         }
         let n = (n as usize).min(ERRQUEUE_BATCH);
         for h in &hdr[..n] {
             // SAFETY: the kernel wrote `msg_controllen` bytes of control messages.
-            if let Some(stamp) = unsafe { read_send_stamp(&h.msg_hdr) } {
-                out.push(stamp);
-                total += 1;
+            match unsafe { read_error_message(&h.msg_hdr) } {
+                Some(Queued::Stamp(stamp)) => {
+                    out.push(stamp);
+                    found.stamps += 1;
+                }
+                Some(Queued::Icmp(errno)) => found.icmp = Some(errno),
+                None => {}
             }
         }
         if n < ERRQUEUE_BATCH {
-            return Ok(total);
+            return Ok(found);
         }
     }
 }
 
-/// The send timestamp in an error-queue message's control messages, if it holds one.
+/// One message of a socket's error queue.
+enum Queued {
+    Stamp(SendStamp),
+    Icmp(i32),
+}
+
+/// What an error-queue message's control messages hold: a send timestamp or an ICMP report.
 ///
 /// # Safety
 /// `msg.msg_control` must point to `msg.msg_controllen` bytes of control messages as the kernel
 /// wrote them.
-unsafe fn read_send_stamp(msg: &libc::msghdr) -> Option<SendStamp> {
-    let (mut ns, mut key) = (None, None);
+unsafe fn read_error_message(msg: &libc::msghdr) -> Option<Queued> {
+    let (mut ns, mut key, mut icmp) = (None, None, None);
     if msg.msg_controllen == 0 {
         return None;
     }
@@ -346,11 +404,18 @@ unsafe fn read_send_stamp(msg: &libc::msghdr) -> Option<SendStamp> {
                 && e.ee_info == 0
             {
                 key = Some(e.ee_data);
+            } else if e.ee_origin == libc::SO_EE_ORIGIN_ICMP
+                || e.ee_origin == libc::SO_EE_ORIGIN_ICMP6
+            {
+                icmp = Some(e.ee_errno as i32);
             }
         }
         c = libc::CMSG_NXTHDR(msg, c);
     }
-    Some(SendStamp { key: key?, ns: ns? })
+    if let Some(errno) = icmp {
+        return Some(Queued::Icmp(errno));
+    }
+    Some(Queued::Stamp(SendStamp { key: key?, ns: ns? }))
 }
 
 /// Reads what a stream socket has into `buf` (`recvmsg`, non-blocking) and returns how many
@@ -721,6 +786,9 @@ mod tests {
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
         enable_timestamps(b.as_raw_fd()).unwrap();
+        // The kernel turns its timestamping on a moment after the first socket asks for it;
+        // packets before that are stamped when read.
+        std::thread::sleep(std::time::Duration::from_millis(50));
         let before = now();
         a.send_to(b"stamp", b.local_addr().unwrap()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -795,6 +863,33 @@ mod tests {
             2
         );
         assert_eq!((stamps[0].key, stamps[1].key), (99, 149));
+
+        // A port with nothing behind it: the ICMP report comes through the error queue along
+        // with the send stamp, and reading it clears the socket's error.
+        let gone = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let dead = gone.local_addr().unwrap();
+        drop(gone);
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.connect(dead).unwrap();
+        enable_send_timestamps(c.as_raw_fd(), false).unwrap();
+        enable_icmp_errors(c.as_raw_fd(), false).unwrap();
+        assert_eq!(send_connected(c.as_raw_fd(), &[b"anyone?"]).0, 1);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        stamps.clear();
+        let q = read_error_queue(c.as_raw_fd(), &mut stamps).unwrap();
+        assert_eq!(
+            q,
+            ErrorQueue {
+                stamps: 1,
+                icmp: Some(libc::ECONNREFUSED)
+            }
+        );
+        assert_eq!(
+            read_error_queue(c.as_raw_fd(), &mut stamps).unwrap(),
+            ErrorQueue::default()
+        );
+        let mut batch = RecvBatch::new();
+        assert_eq!(batch.recv(c.as_raw_fd(), Wait::No).unwrap(), 0);
     }
 
     #[test]

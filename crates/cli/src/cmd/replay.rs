@@ -5,11 +5,11 @@ use crate::args::{ReadArgs, ReplayArgs};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
-use ldplayer_replay::{Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
+use ldplayer_replay::{LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
 use ldplayer_results::{QueryResult, ResultSink, ResultsWriter, Summary};
 use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -23,11 +23,9 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         ),
         None => None,
     };
-    let answered = Arc::new(AtomicU64::new(0));
     let results = Box::new(Tee {
         summary: summary.clone(),
         writer,
-        answered: answered.clone(),
     });
 
     let progress = Progress::new(args.quiet || args.json);
@@ -36,41 +34,44 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         queries_only: false,
         responses_only: false,
     };
-    let mut input = open_input(&args.trace, &read, &progress)?;
+    // The reader runs ahead of the replay (by the preload window): the display follows the
+    // queries sent and answered, not the bytes read.
+    let mut input = open_input(&args.trace, &read, &Progress::new(true))?;
 
     // Ctrl-C: stop feeding, let the engine stop scheduling, wait for what is in flight, flush.
     let ctrl_c = interrupted();
     let stop = replay.stop_flag();
-    let done = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (ctrl_c, stop, done) = (ctrl_c.clone(), stop.clone(), done.clone());
-        std::thread::spawn(move || {
+    let live = replay.live();
+    let done = AtomicBool::new(false);
+    let running = replay.start(results).context("starting the replay")?;
+    let (read_result, skipped, stats) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            let mut ticks = 0u32;
             while !done.load(Ordering::Relaxed) {
                 if ctrl_c.load(Ordering::Relaxed) {
                     stop.store(true, Ordering::SeqCst);
-                    return;
                 }
+                if ticks.is_multiple_of(5) {
+                    progress.message(live_line(live.counts(), progress.elapsed()));
+                }
+                ticks = ticks.wrapping_add(1);
                 std::thread::sleep(Duration::from_millis(50));
             }
-        })
-    };
-
-    let running = replay.start(results).context("starting the replay")?;
-    let mut feed = Feed {
-        running,
-        stop: stop.clone(),
-        records: 0,
-        skipped: Default::default(),
-        progress: &progress,
-        answered,
-    };
-    let read_result = input.source.run(&mut feed);
-    let Feed {
-        running, skipped, ..
-    } = feed;
-    let stats = running.finish().context("replay")?;
-    done.store(true, Ordering::Relaxed);
-    let _ = watcher.join();
+        });
+        let mut feed = Feed {
+            running,
+            stop: stop.clone(),
+            skipped: Default::default(),
+        };
+        let read_result = input.source.run(&mut feed);
+        let Feed {
+            running, skipped, ..
+        } = feed;
+        let stats = running.finish();
+        done.store(true, Ordering::Relaxed);
+        (read_result, skipped, stats)
+    });
+    let stats = stats.context("replay")?;
     progress.finish();
     match read_result {
         Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => {}
@@ -88,6 +89,13 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         println!("{json}");
     } else {
         print!("{report}");
+        print_causes(&stats);
+        if stats.timeouts_unsent > 0 {
+            println!(
+                "timed out unsent: {} queries waited for a connect or TLS handshake that did not finish (a server at its connection limit?)",
+                stats.timeouts_unsent
+            );
+        }
         println!(
             "engine: {} clients, {} UDP sockets, {} connections opened, {} reused, {} TLS resumed, {} TC retries over TCP, {} UDP retries, {} unmatched responses, {} ICMP unreachable{}",
             stats.clients,
@@ -125,8 +133,50 @@ fn engine_json(stats: &ReplayStats, skipped: &ldplayer_trace::SkipCounts) -> ser
         "udp_retries": stats.udp_retries,
         "unmatched_responses": stats.unmatched_responses,
         "udp_unreachable": stats.udp_unreachable,
+        "timeouts_unsent": stats.timeouts_unsent,
+        "error_causes": stats.causes.iter().map(|c| serde_json::json!({
+            "kind": c.kind.name(),
+            "cause": c.cause,
+            "count": c.count,
+            "first": c.first,
+        })).collect::<Vec<_>>(),
         "trace_skipped": skipped.iter().map(|(r, c)| (r.name().to_string(), c)).collect::<std::collections::BTreeMap<_, _>>(),
     })
+}
+
+/// The progress line: what was sent and what became of it.
+fn live_line(c: LiveCounts, secs: f64) -> String {
+    let done = c.answered + c.timeouts + c.errors;
+    let share = |n: u64| {
+        if done == 0 {
+            0.0
+        } else {
+            100.0 * n as f64 / done as f64
+        }
+    };
+    format!(
+        "{} queries sent ({}), {} answered ({:.1}%), {} timed out, {} failed, {} in flight",
+        c.sent,
+        super::per_second(c.sent, secs),
+        c.answered,
+        share(c.answered),
+        c.timeouts,
+        c.errors,
+        c.sent.saturating_sub(done),
+    )
+}
+
+/// Failed queries by cause, each with its first failure in words.
+fn print_causes(stats: &ReplayStats) {
+    for c in &stats.causes {
+        println!(
+            "failed ({}, {}): {} queries; first: {}",
+            c.kind.name(),
+            c.cause,
+            c.count,
+            c.first
+        );
+    }
 }
 
 /// The engine configuration the flags ask for.
@@ -148,7 +198,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     } else {
         53
     };
-    let server = resolve_server(&args.server, default_port)?;
+    let server = parse_server(&args.server, default_port)?;
     let timing = if args.fast {
         Timing::Fast {
             max_in_flight: args.max_in_flight,
@@ -160,7 +210,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
             speed: args.speed.unwrap_or(1.0),
         }
     };
-    let mut c = ReplayConfig::new(server);
+    let mut c = ReplayConfig::new(server.addr);
     c.proto_override = proto_override;
     c.timing = timing;
     if let Some(n) = args.queriers {
@@ -174,6 +224,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     c.tcp_idle_timeout = seconds(args.idle_timeout, "--idle-timeout")?;
     c.retry_truncated_over_tcp = !args.no_tc_retry;
     c.honor_keepalive = !args.no_keepalive;
+    c.kernel_send_times = args.send_times == "kernel";
     if let Some(p) = &args.source_prefix {
         let (addr, len) = p
             .split_once('/')
@@ -189,7 +240,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     c.tls = TlsConfig {
         ca_file: args.tls_ca.clone(),
         insecure: args.tls_insecure,
-        server_name: args.tls_name.clone().or_else(|| host_name(&args.server)),
+        server_name: args.tls_name.clone().or(server.name),
         resume: !args.no_tls_resume,
     };
     c.validate().context("replay options")?;
@@ -201,55 +252,96 @@ fn seconds(v: f64, flag: &str) -> Result<Duration> {
         .map_err(|_| anyhow::anyhow!("{flag} must be a non-negative number of seconds"))
 }
 
-/// `HOST[:PORT]`, `[V6]:PORT` or a bare IPv6 address.
-fn resolve_server(s: &str, default_port: u16) -> Result<SocketAddr> {
-    if let Ok(a) = s.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    if let Ok(ip) = s.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, default_port));
-    }
-    let with_port = if s.contains(':') {
-        s.to_string()
-    } else {
-        format!("{s}:{default_port}")
+/// The server to query, from `--server`: an address and port, and the host name when one was
+/// given (for TLS).
+#[derive(Debug, PartialEq, Eq)]
+struct ServerArg {
+    addr: SocketAddr,
+    name: Option<String>,
+}
+
+/// Reads `--server`: `IPV4[:PORT]`, `[IPV6][:PORT]`, a bare `IPV6` or `NAME[:PORT]`, with
+/// `default_port` when there is no port. Port 0 is refused, and so is an unbracketed IPv6
+/// address whose last group could be a port (`::1:5531`: port 5531 of `::1`, or the address
+/// `::1:5531`?), with both bracketed forms shown.
+fn parse_server(s: &str, default_port: u16) -> Result<ServerArg> {
+    let port_of = |p: &str| -> Result<u16> {
+        match p.parse::<u16>() {
+            Ok(0) => bail!("--server {s}: port 0 is not a server's port"),
+            Ok(p) => Ok(p),
+            Err(_) => bail!("--server {s}: `{p}` is not a port (1-65535)"),
+        }
     };
-    with_port
+    let plain = |addr: SocketAddr| ServerArg { addr, name: None };
+    if let Some(rest) = s.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .with_context(|| format!("--server {s}: `[` without `]`"))?;
+        let ip: std::net::Ipv6Addr = host
+            .parse()
+            .with_context(|| format!("--server {s}: `{host}` is not an IPv6 address"))?;
+        let port = match after {
+            "" => default_port,
+            _ => match after.strip_prefix(':') {
+                Some(p) => port_of(p)?,
+                None => bail!("--server {s}: expected `:PORT` after `]`"),
+            },
+        };
+        return Ok(plain(SocketAddr::new(IpAddr::V6(ip), port)));
+    }
+    if let Ok(ip) = s.parse::<std::net::Ipv6Addr>() {
+        if let Some((head, tail)) = s.rsplit_once(':') {
+            let could_be_port = !tail.is_empty()
+                && tail.len() <= 5
+                && tail.bytes().all(|b| b.is_ascii_digit())
+                && tail.parse::<u16>().is_ok_and(|p| p > 0);
+            if could_be_port && head.parse::<std::net::Ipv6Addr>().is_ok() {
+                bail!(
+                    "--server {s} is ambiguous: write [{head}]:{tail} for port {tail} of {head}, \
+                     or [{s}] for the address {s} (port {default_port})"
+                );
+            }
+        }
+        return Ok(plain(SocketAddr::new(IpAddr::V6(ip), default_port)));
+    }
+    if let Ok(ip) = s.parse::<std::net::Ipv4Addr>() {
+        return Ok(plain(SocketAddr::new(IpAddr::V4(ip), default_port)));
+    }
+    let (host, port) = match s.rsplit_once(':') {
+        Some((h, p)) => (h, port_of(p)?),
+        None => (s, default_port),
+    };
+    if host.is_empty() {
+        bail!("--server {s}: no host");
+    }
+    if let Ok(ip) = host.parse::<std::net::Ipv4Addr>() {
+        return Ok(plain(SocketAddr::new(IpAddr::V4(ip), port)));
+    }
+    if host.contains(':') {
+        bail!("--server {s}: write an IPv6 address with a port as [ADDRESS]:PORT");
+    }
+    let addr = (host, port)
         .to_socket_addrs()
-        .with_context(|| format!("--server {s}: cannot resolve"))?
+        .with_context(|| format!("--server {s}: cannot resolve {host}"))?
         .next()
-        .with_context(|| format!("--server {s}: no address"))
+        .with_context(|| format!("--server {s}: {host} has no address"))?;
+    Ok(ServerArg {
+        addr,
+        name: Some(host.to_string()),
+    })
 }
 
-/// The host part of `--server` when it is a name rather than an address (for TLS SNI).
-fn host_name(s: &str) -> Option<String> {
-    let host = s.rsplit_once(':').map_or(s, |(h, _)| h);
-    (host.parse::<IpAddr>().is_err() && !s.starts_with('[') && !host.is_empty())
-        .then(|| host.to_string())
-}
-
-/// Feeds the engine and updates the progress display.
-struct Feed<'p> {
+/// Feeds the engine, stopping when asked to, and counts what the trace reader skipped.
+struct Feed {
     running: ldplayer_replay::Running,
     stop: Arc<AtomicBool>,
-    records: u64,
     skipped: ldplayer_trace::SkipCounts,
-    progress: &'p Progress,
-    answered: Arc<AtomicU64>,
 }
 
-impl Sink for Feed<'_> {
+impl Sink for Feed {
     fn record(&mut self, r: &Record<'_>) -> Result<(), SinkError> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(SinkError::Stopped);
-        }
-        self.records += 1;
-        if self.records.is_multiple_of(4096) {
-            self.progress.message(format!(
-                "{} records read, {} answered",
-                self.records,
-                self.answered.load(Ordering::Relaxed)
-            ));
         }
         self.running.record(r)
     }
@@ -266,16 +358,12 @@ impl Sink for Feed<'_> {
 struct Tee {
     summary: Arc<Mutex<Summary>>,
     writer: Option<ResultsWriter<std::io::BufWriter<std::fs::File>>>,
-    answered: Arc<AtomicU64>,
 }
 
 impl ResultSink for Tee {
     fn result(&mut self, r: &QueryResult) -> std::io::Result<()> {
         if let Ok(mut s) = self.summary.lock() {
             s.add(r);
-        }
-        if r.outcome == ldplayer_results::Outcome::Answered {
-            self.answered.fetch_add(1, Ordering::Relaxed);
         }
         match &mut self.writer {
             Some(w) => w.result(r),
@@ -287,5 +375,53 @@ impl ResultSink for Tee {
             Some(w) => w.finish(),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(s: &str) -> Result<SocketAddr> {
+        parse_server(s, 53).map(|a| a.addr)
+    }
+
+    #[test]
+    fn server_addresses_with_and_without_ports() {
+        let ok = |s: &str, want: &str| {
+            assert_eq!(
+                server(s).unwrap(),
+                want.parse::<SocketAddr>().unwrap(),
+                "{s}"
+            )
+        };
+        ok("127.0.0.1", "127.0.0.1:53");
+        ok("127.0.0.1:5300", "127.0.0.1:5300");
+        ok("::1", "[::1]:53");
+        ok("[::1]", "[::1]:53");
+        ok("[::1]:5531", "[::1]:5531");
+        ok("fe80::1", "[fe80::1]:53");
+        ok("2001:db8:0:0:0:0:0:53", "[2001:db8::53]:53");
+        assert_eq!(parse_server("::1", 853).unwrap().addr.port(), 853);
+        let localhost = parse_server("localhost:5300", 53).unwrap();
+        assert_eq!(localhost.name.as_deref(), Some("localhost"));
+        assert_eq!(parse_server("[::1]", 53).unwrap().name, None);
+    }
+
+    #[test]
+    fn bad_and_ambiguous_servers_are_refused() {
+        let err = |s: &str| format!("{:#}", server(s).unwrap_err());
+        assert!(err("127.0.0.1:0").contains("port 0"));
+        assert!(err("[::1]:0").contains("port 0"));
+        let e = err("::1:5531");
+        assert!(
+            e.contains("ambiguous") && e.contains("[::1]:5531") && e.contains("[::1:5531]"),
+            "{e}"
+        );
+        assert!(err("2001:db8::1:53").contains("[2001:db8::1]:53"));
+        assert!(err("[::1").contains("without"));
+        assert!(err("[::1]x").contains(":PORT"));
+        assert!(err("127.0.0.1:http").contains("not a port"));
+        assert!(err("[127.0.0.1]:53").contains("not an IPv6"));
     }
 }

@@ -306,6 +306,10 @@ impl Querier {
                     }
                 }
             }
+            if self.slots[slot as usize].sent_ns == 0 {
+                // Still queued behind a connect or TLS handshake that never finished.
+                self.stats.timeouts_unsent += 1;
+            }
             self.complete(slot, Outcome::Timeout, None);
         }
     }

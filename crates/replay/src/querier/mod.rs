@@ -306,10 +306,11 @@ impl Querier {
                     }
                     t if t >= UDP_BASE => {
                         let idx = (t - UDP_BASE) as u32;
-                        // An error event is most often the kernel's send stamps; when there
-                        // were none, it is the socket's error (ICMP), which a read reports.
-                        let stamps = if error { self.udp_send_stamps(idx) } else { 0 };
-                        if readable || (error && stamps == 0) {
+                        // An error event is most often the kernel's send stamps (or an ICMP
+                        // report queued with them); when the queue is empty, it is the socket's
+                        // error, which a read reports.
+                        let queued = error && self.udp_error_queue(idx);
+                        if readable || (error && !queued) {
                             self.udp_readable(idx);
                         }
                     }

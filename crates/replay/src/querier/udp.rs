@@ -14,6 +14,8 @@ pub(super) struct UdpSock {
     pub(super) datagrams: u64,
     /// Queries waiting for the kernel's send stamps; `None` without them.
     pub(super) send_times: Option<SendTimes>,
+    /// ICMP reports come through the error queue (`IP_RECVERR`), with the send stamps.
+    pub(super) icmp_queued: bool,
     pub(super) prev: u32,
     pub(super) next: u32,
 }
@@ -93,6 +95,10 @@ impl Querier {
         let send_times = (self.config.kernel_send_times
             && ldplayer_udp::enable_send_timestamps(sock.as_raw_fd(), false).is_ok())
         .then(SendTimes::default);
+        // The error events that bring the stamps would hide an ICMP report that came with
+        // them: have it queued beside them.
+        let icmp_queued = send_times.is_some()
+            && ldplayer_udp::enable_icmp_errors(sock.as_raw_fd(), self.server.is_ipv6()).is_ok();
         let idx = match self.free_udp.pop() {
             Some(i) => i,
             None => {
@@ -113,6 +119,7 @@ impl Querier {
             sock,
             datagrams: 0,
             send_times,
+            icmp_queued,
             prev: NONE,
             next: NONE,
         });
@@ -197,6 +204,7 @@ impl Querier {
                 // longer be told apart, so this socket keeps its clock reads.
                 u.send_times = None;
             }
+            let icmp_queued = u.icmp_queued;
             for &s in &group[..n] {
                 self.push_timeout(s, now + self.timeout_ns);
             }
@@ -206,7 +214,10 @@ impl Querier {
                     // A connected UDP socket reports an earlier ICMP port unreachable on its
                     // next send: nothing listens there, so what is in flight fails too.
                     Some(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                        self.stats.udp_unreachable += 1;
+                        if !icmp_queued {
+                            // Otherwise counted when read off the error queue.
+                            self.stats.udp_unreachable += 1;
+                        }
                         refused.push((sock, uid));
                         failed.push((rest, ErrorKind::Refused, Cause::PortUnreachable));
                     }
@@ -229,20 +240,32 @@ impl Querier {
         self.udp_out = out;
     }
 
-    /// Reads the kernel's send stamps queued on socket `idx` into its queries; returns how many
-    /// there were.
-    pub(super) fn udp_send_stamps(&mut self, idx: u32) -> usize {
+    /// Reads socket `idx`'s error queue: kernel send stamps go to its queries, an ICMP report
+    /// fails its queries in flight. Returns whether anything was there.
+    pub(super) fn udp_error_queue(&mut self, idx: u32) -> bool {
         let Some(Some(u)) = self.udp.get_mut(idx as usize) else {
-            return 0;
+            return false;
         };
+        let uid = u.uid;
         self.stamps.clear();
-        let n = ldplayer_udp::read_send_stamps(u.sock.as_raw_fd(), &mut self.stamps).unwrap_or(0);
+        let found = ldplayer_udp::read_error_queue(u.sock.as_raw_fd(), &mut self.stamps)
+            .unwrap_or_default();
         if let Some(t) = u.send_times.as_mut() {
             for st in &self.stamps {
                 t.stamp(&mut self.slots, st.key, st.ns);
             }
         }
-        n
+        if let Some(errno) = found.icmp {
+            let (kind, cause) = if errno == libc::ECONNREFUSED {
+                self.stats.udp_unreachable += 1;
+                (ErrorKind::Refused, Cause::PortUnreachable)
+            } else {
+                let e = io::Error::from_raw_os_error(errno);
+                (ErrorKind::Send, Cause::Io(e))
+            };
+            self.fail_udp_in_flight(idx, uid, kind, &cause);
+        }
+        found.stamps > 0 || found.icmp.is_some()
     }
 
     pub(super) fn udp_readable(&mut self, idx: u32) {

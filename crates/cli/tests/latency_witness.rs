@@ -1,0 +1,231 @@
+//! ldplayer's latencies against an independent witness: tcpdump captures a replay to nsd on
+//! loopback over UDP, TCP and TLS, and tshark measures each answer's response time on the wire
+//! (`dns.time`, from the query's packet to the response's; DNS over TLS decrypted with the key
+//! log the replay writes when SSLKEYLOGFILE is set). The two must agree within 20 µs at the
+//! median, query by query, for every transport.
+
+mod common;
+
+use common::ldplayer;
+use ldplayer_testbed::nsd_tls;
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Largest median difference allowed between ldplayer's latency and the wire's, in µs.
+const AGREEMENT_US: f64 = 20.0;
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// tcpdump on loopback, writing every packet to or from `ports` into `file` until stopped.
+fn tcpdump(file: &Path, ports: &[u16]) -> Child {
+    let filter: Vec<String> = ports.iter().map(|p| format!("port {p}")).collect();
+    let mut child = Command::new("tcpdump")
+        // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
+        .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-s", "0", "-w"])
+        .arg(file)
+        .arg(filter.join(" or "))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("tcpdump must be installed (scripts/test.sh installs it)");
+    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+    let mut line = String::new();
+    let _ = err.read_line(&mut line);
+    assert!(line.contains("listening"), "tcpdump: {line}");
+    std::thread::sleep(Duration::from_millis(200));
+    child
+}
+
+fn stop(mut child: Child) {
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+}
+
+/// Each response's question name and its response time on the wire in µs, as tshark sees them.
+fn wire_latencies(capture: &Path, keylog: &Path, plain: u16, tls: u16) -> HashMap<String, f64> {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(capture)
+        .args(["-o", &format!("tls.keylog_file:{}", s(keylog))])
+        .args(["-d", &format!("udp.port=={plain},dns")])
+        .args(["-d", &format!("tcp.port=={plain},dns")])
+        .args(["-d", &format!("tcp.port=={tls},tls")])
+        .args(["-d", &format!("tls.port=={tls},dns")])
+        .args(["-Y", "dns.flags.response == 1 && dns.time"])
+        .args(["-T", "fields", "-e", "dns.qry.name", "-e", "dns.time"])
+        .output()
+        .expect("tshark must be installed (scripts/test.sh installs it)");
+    assert!(
+        out.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (name, t) = l.split_once('\t')?;
+            Some((
+                name.to_ascii_lowercase(),
+                t.split(',').next()?.parse::<f64>().ok()? * 1e6,
+            ))
+        })
+        .collect()
+}
+
+/// The question name of each record of a trace, by its index (record position), in lower case
+/// without the final dot, as tshark shows it.
+fn names_by_index(trace: &Path) -> Vec<String> {
+    let input = ldplayer_trace::input::open(trace).expect("open trace");
+    let mut reader = ldplayer_trace::binary::BinaryReader::new(input.reader).expect("binary trace");
+    let mut all = ldplayer_trace::Collect::default();
+    ldplayer_trace::Source::run(&mut reader, &mut all).expect("read trace");
+    all.records
+        .iter()
+        .map(|r| {
+            let msg = ldplayer_dns::Message::parse(&r.wire).expect("a DNS query");
+            let mut wire = Vec::new();
+            msg.qname_wire(&mut wire);
+            let mut name = String::new();
+            ldplayer_dns::name_to_presentation(&wire, &mut name);
+            name.trim_end_matches('.').to_ascii_lowercase()
+        })
+        .collect()
+}
+
+/// ldplayer's latency of every answered query, in µs, by question name.
+fn own_latencies(results: &Path, names: &[String]) -> HashMap<String, f64> {
+    let out = ldplayer(&["results", "export", &s(results), "--csv"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).expect(name);
+    let (index, latency, outcome) = (col("index"), col("latency_ns"), col("outcome"));
+    lines
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[outcome] == "answered").then(|| {
+                let i: usize = f[index].parse().expect("index");
+                (
+                    names[i].clone(),
+                    f[latency].parse::<f64>().expect("latency") / 1e3,
+                )
+            })
+        })
+        .collect()
+}
+
+fn quantile(sorted: &[f64], q: f64) -> f64 {
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
+#[test]
+fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
+    let (server, _ca) = nsd_tls();
+    let (plain, tls) = (server.addr.port(), server.tls_addr.expect("tls").port());
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    // 300 queries 3 ms apart from 10 clients: connections are opened and reused.
+    ldplayer(&[
+        "synth",
+        "--workload",
+        "fixed",
+        "--interval",
+        "0.003",
+        "-n",
+        "300",
+        "--clients",
+        "10",
+        "--zone",
+        "example.",
+        "-o",
+        &s(&trace),
+        "-q",
+    ]);
+    let names = names_by_index(&trace);
+    assert_eq!(names.len(), 300);
+
+    for proto in ["udp", "tcp", "tls"] {
+        let capture = dir.path().join(format!("{proto}.pcap"));
+        let keylog = dir.path().join(format!("{proto}.keys"));
+        let results = dir.path().join(format!("{proto}.res"));
+        let target = if proto == "tls" {
+            server.tls_addr.expect("tls")
+        } else {
+            server.addr
+        };
+        let dump = tcpdump(&capture, &[plain, tls]);
+        let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+            .args(["replay", &s(&trace), "--server", &target.to_string()])
+            .args([
+                "--proto",
+                proto,
+                "--tls-insecure",
+                "--results",
+                &s(&results),
+                "-q",
+            ])
+            .env("SSLKEYLOGFILE", &keylog)
+            .output()
+            .expect("ldplayer runs");
+        stop(dump);
+        assert!(
+            out.status.success(),
+            "replay {proto}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let ours = own_latencies(&results, &names);
+        let wire = wire_latencies(&capture, &keylog, plain, tls);
+        assert!(
+            ours.len() >= 290,
+            "{proto}: only {} of 300 queries answered",
+            ours.len()
+        );
+        let mut diffs: Vec<f64> = ours
+            .iter()
+            .filter_map(|(name, us)| Some(us - wire.get(name)?))
+            .collect();
+        // tshark leaves some DNS-over-TLS responses without a response time when answers and
+        // the next queries share segments; the median needs most of them, not all.
+        assert!(
+            diffs.len() * 3 >= ours.len() * 2,
+            "{proto}: tshark matched only {} of {} answers",
+            diffs.len(),
+            ours.len()
+        );
+        diffs.sort_by(f64::total_cmp);
+        let mut own: Vec<f64> = ours.values().copied().collect();
+        own.sort_by(f64::total_cmp);
+        let mut seen: Vec<f64> = wire.values().copied().collect();
+        seen.sort_by(f64::total_cmp);
+        let median = quantile(&diffs, 0.5);
+        eprintln!(
+            "{proto}: latency p50 {:.1} µs (wire {:.1} µs); ldplayer − wire per query: \
+             p5 {:+.1}, p25 {:+.1}, p50 {median:+.1}, p75 {:+.1}, p95 {:+.1} µs over {} answers",
+            quantile(&own, 0.5),
+            quantile(&seen, 0.5),
+            quantile(&diffs, 0.05),
+            quantile(&diffs, 0.25),
+            quantile(&diffs, 0.75),
+            quantile(&diffs, 0.95),
+            diffs.len()
+        );
+        assert!(
+            median.abs() <= AGREEMENT_US,
+            "{proto}: ldplayer's latencies differ from the wire's by {median:+.1} µs at the median"
+        );
+        // Never faster than the wire: a send time taken after the query left would show so.
+        assert!(
+            quantile(&diffs, 0.05) > -AGREEMENT_US,
+            "{proto}: ldplayer's latencies are below the wire's (p5 {:+.1} µs)",
+            quantile(&diffs, 0.05)
+        );
+    }
+}
