@@ -73,13 +73,17 @@ if [[ " $parts " == *" fast "* ]]; then
     /usr/bin/time -f "%e %U %S %M" -o "$out/t-dnsperf" taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$out/fast.dnsperf" \
       -l 20 -c 1 -T 1 -q 1000 > "$out/dnsperf.txt" 2>&1
     dq=$(awk '/Queries per second/ { print $4 }' "$out/dnsperf.txt"); dn=$(awk '/Queries completed/ { print $3 }' "$out/dnsperf.txt")
-    /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout 60 $bin replay "$out/fast.bin" --server 127.0.0.1:$port \
-      --fast --max-in-flight 1000 --queriers 1 --pin 1 --timeout 1 --json --dns-port 53 > "$out/ldp-fast.json" < /dev/null &
-    ldp=$!; sleep 20; pkill -INT -f 'ldplayer replay' 2>/dev/null || true; wait $ldp || true
-    lq=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(round(d['qps']))"); ln=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(d['answered'])")
-    printf 'round %s: dnsperf %s qps (%s answered, %.2f µs CPU/query) | ldplayer %s qps (%s answered, %.2f µs CPU/query) | ratio %.2f\n' \
-      "$round" "$dq" "$dn" "$(echo "$(cpu_of "$out/t-dnsperf") * 1000000 / $dn" | bc -l)" "$lq" "$ln" \
-      "$(echo "$(cpu_of "$out/t-ldp") * 1000000 / $ln" | bc -l)" "$(echo "$lq / $dq" | bc -l)"
+    line="round $round: dnsperf $dq qps ($dn answered, $(printf %.2f "$(echo "$(cpu_of "$out/t-dnsperf") * 1000000 / $dn" | bc -l)") µs CPU/query)"
+    # ldplayer with the kernel's send timestamps (the default) and with clock reads.
+    for send_times in kernel user; do
+      /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout 60 $bin replay "$out/fast.bin" --server 127.0.0.1:$port \
+        --fast --max-in-flight 1000 --queriers 1 --pin 1 --timeout 1 --send-times $send_times --json --dns-port 53 \
+        > "$out/ldp-fast.json" < /dev/null &
+      ldp=$!; sleep 20; pkill -INT -f 'ldplayer replay' 2>/dev/null || true; wait $ldp || true
+      lq=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(round(d['qps']))"); ln=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(d['answered'])")
+      line="$line | ldplayer ($send_times send times) $lq qps ($ln answered, $(printf %.2f "$(echo "$(cpu_of "$out/t-ldp") * 1000000 / $ln" | bc -l)") µs CPU/query, ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"))"
+    done
+    echo "$line"
   done
   stop_knot
 fi
