@@ -2,15 +2,16 @@
 //!
 //! One reader for every command that takes zone files (`serve`, `zones build --zone`), so that
 //! they accept the same files and place an error at the same file, line and column. It follows
-//! `$INCLUDE` (paths relative to the including file), takes time values with units (`1h`), and
-//! reads text that is not UTF-8 byte by byte. Positions are counted on the file as written:
-//! lines from 1, columns from 1 in bytes (a tab counts one), CR-LF line ends as one line end.
+//! `$INCLUDE` (paths relative to the including file) and takes time values with units (`1h`).
+//! Positions are counted on the file as written, in bytes, so text that is not UTF-8 is placed
+//! right (the parser takes such bytes only as `\DDD` escapes, and says so): lines from 1,
+//! columns from 1 in bytes (a tab counts one), CR-LF line ends as one line end.
 //!
 //! A record's position is where it starts: its owner, or its first token when it leaves the
 //! owner out (so a record spread over lines in parentheses is placed on its first line, as
 //! `named-checkzone` does). A parse error is placed on the token it is about, which can be on a
 //! later line of such a record: `domain`'s parser stops past the token it finds wrong (often at
-//! the start of the next line), and the tokens of the file (see [`crate::tokens`]) tell which
+//! the start of the next line), and the tokens of the file, split by the same rules, tell which
 //! token that was.
 
 use std::path::{Path, PathBuf};
