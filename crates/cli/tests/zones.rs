@@ -142,3 +142,83 @@ fn rebuilds_root_tld_and_sld_zones_that_zone_checkers_accept() {
     let dig = String::from_utf8_lossy(&dig.stdout);
     assert!(dig.contains("status: REFUSED"), "{dig}");
 }
+
+/// The TLDs the root zone delegates, read from the file as text (an independent count).
+fn delegated_tlds(root: &Path) -> std::collections::BTreeSet<String> {
+    std::fs::read_to_string(root)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f.len() >= 5 && f[3] == "NS" && f[0] != ".").then(|| f[0].to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn root_zone_alone_warns_of_delegations_without_zones() {
+    let Some(root) = ldplayer_testbed::prerequisite::shared_data(
+        env!("CARGO_MANIFEST_DIR"),
+        "zones/root-2018-03-12.zone",
+    ) else {
+        return;
+    };
+    let tlds = delegated_tlds(&root);
+    assert!(tlds.len() > 1000 && tlds.contains("aaa."), "{}", tlds.len());
+    let dir = tempfile::tempdir().unwrap();
+    let out = ldplayer(&[
+        "zones",
+        "build",
+        "--zone",
+        root.to_str().unwrap(),
+        "-o",
+        dir.path().join("root-only").to_str().unwrap(),
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let missing: std::collections::BTreeSet<String> = report["delegations_without_zone"]
+        .as_array()
+        .expect("a list")
+        .iter()
+        .map(|v| v.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(missing, tlds);
+    let warning = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        warning.contains(&format!(
+            "warning: {} delegations lead to no zone of this hierarchy (aaa. aarp. abarth. abb. abbott. and {} more)",
+            tlds.len(),
+            tlds.len() - 5
+        )) && warning.contains("REFUSED")
+            && warning.contains("--zone"),
+        "{warning}"
+    );
+
+    // A zone for one TLD: one delegation fewer.
+    let aaa = dir.path().join("aaa.zone");
+    std::fs::write(
+        &aaa,
+        "$ORIGIN aaa.\n$TTL 3600\n@ SOA ns1.dns.nic.aaa. h 1 2 3 4 5\n@ NS ns1.dns.nic.aaa.\n",
+    )
+    .unwrap();
+    let out = ldplayer(&[
+        "zones",
+        "build",
+        "--zone",
+        root.to_str().unwrap(),
+        "--zone",
+        aaa.to_str().unwrap(),
+        "-o",
+        dir.path().join("with-aaa").to_str().unwrap(),
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    let missing = report["delegations_without_zone"].as_array().unwrap();
+    assert_eq!(missing.len(), tlds.len() - 1);
+    assert!(!missing.iter().any(|v| v == "aaa."));
+    let warning = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        warning.contains("(aarp. abarth. abb. abbott. abbvie. and"),
+        "{warning}"
+    );
+}

@@ -6,6 +6,8 @@
 //!
 //! Only loopback addresses are used.
 
+pub mod prerequisite;
+
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

@@ -9,6 +9,9 @@
 //!   only writes owner names (compressed) and copies bytes. Cuts, occluded names (glue), empty
 //!   non-terminals, the NSEC chain (canonical order) and the NSEC3 chain (hash order) are found
 //!   at load time.
+//! * [`reader`] reads zone files into records that know their file, line and column, for
+//!   every command that takes zone files; [`check_zone`] makes sure they are one zone as BIND
+//!   and nsd see one (one SOA at the apex, no out-of-zone data, a CNAME alone at its name).
 //! * [`ZoneSet`] picks the zone with the longest matching origin (DS at a child apex goes to the
 //!   parent when both are served).
 //! * [`Manifest`] says which zone files each nameserver address serves; its [`Views`] pick the
@@ -23,15 +26,19 @@
 //! additional-section RRsets that do not fit are left out without TC.
 
 mod answer;
+mod check;
 pub mod manifest;
 pub mod name;
+pub mod reader;
 mod set;
 pub mod text;
+mod tokens;
 mod units;
 mod writer;
 mod zone;
 
 pub use answer::{answer, AnswerOptions, Kind, Outcome, Response};
+pub use check::check_zone;
 pub use manifest::{Manifest, ManifestEntry, Views};
 pub use set::ZoneSet;
 pub use units::expand as expand_time_units;

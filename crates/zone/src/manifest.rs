@@ -44,11 +44,7 @@ pub struct ManifestEntry {
 }
 
 fn syntax(file: &str, line: usize, msg: String) -> ZoneError {
-    ZoneError::Syntax {
-        file: file.to_string(),
-        line,
-        msg,
-    }
+    ZoneError::at(file, line, None, msg)
 }
 
 impl Manifest {
@@ -130,7 +126,7 @@ impl Manifest {
                         z
                     }
                 };
-                set.insert(zone);
+                set.insert_distinct(zone)?;
             }
             views.insert(e.address, Arc::new(set));
         }
@@ -266,6 +262,32 @@ mod tests {
             .to_string();
         assert!(e.contains("m.txt:1:") && e.contains("no zone file"), "{e}");
         assert!(Manifest::parse("# nothing\n", "m", Path::new("")).is_err());
+    }
+
+    #[test]
+    fn one_file_per_zone_at_an_address() {
+        let dir = tempfile::tempdir().unwrap();
+        let zone = "$ORIGIN example.\n@ 60 SOA ns h 1 2 3 4 5\n@ 60 NS ns\n";
+        std::fs::write(dir.path().join("a.zone"), zone).unwrap();
+        std::fs::write(dir.path().join("b.zone"), zone).unwrap();
+        // Another version of the zone at another address: split horizon.
+        let m = Manifest::parse(
+            "192.0.2.1 a.zone\n192.0.2.2 b.zone\n192.0.2.3 a.zone a.zone\n",
+            "m",
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(m.load().unwrap().addresses().len(), 3);
+        let m = Manifest::parse("192.0.2.1 a.zone b.zone\n", "m", dir.path()).unwrap();
+        let e = m.load().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            format!(
+                "{}: zone example. is also loaded from {}: one file per zone",
+                dir.path().join("b.zone").display(),
+                dir.path().join("a.zone").display()
+            )
+        );
     }
 
     #[test]

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use crate::name;
 use crate::rtype;
-use crate::zone::Zone;
+use crate::zone::{Zone, ZoneError};
 
 /// A set of zones; queries go to the zone with the longest matching origin, except that a DS
 /// query for a zone's apex goes to the parent zone when that is served too (RFC 4035 §3.1.4.1).
@@ -32,6 +32,29 @@ impl ZoneSet {
                 self.zones.push(zone);
             }
         }
+    }
+
+    /// Adds a zone unless another file's zone has the same origin: one file per zone, as a
+    /// name server loads them (the same zone shared again is fine).
+    pub fn insert_distinct(&mut self, zone: impl Into<Arc<Zone>>) -> Result<(), ZoneError> {
+        let zone = zone.into();
+        if let Some(&i) = self.index.get(&zone.origin) {
+            let other = &self.zones[i];
+            if !Arc::ptr_eq(other, &zone) {
+                return Err(ZoneError::at(
+                    &zone.file,
+                    0,
+                    None,
+                    format!(
+                        "zone {} is also loaded from {}: one file per zone",
+                        zone.origin_text(),
+                        other.file
+                    ),
+                ));
+            }
+        }
+        self.insert(zone);
+        Ok(())
     }
 
     /// The zones.

@@ -8,6 +8,9 @@
 //! so error messages keep their line numbers. Text with no such token is not copied.
 
 use std::borrow::Cow;
+use std::ops::Range;
+
+use crate::tokens::Tokens;
 
 /// Seconds of a BIND time value with units (`1w2d3h4m5s`, case-insensitive, the last pair may
 /// lack its unit); `None` for a plain number (nothing to rewrite) or anything else.
@@ -58,86 +61,53 @@ enum State {
     TtlDirective,
 }
 
+/// A zone file's text with its time values in seconds, and where its bytes came from.
+pub(crate) struct Expanded<'a> {
+    /// The text as the parser is to read it.
+    pub text: Cow<'a, [u8]>,
+    /// Each rewritten token: its range in the original text and in the rewritten one, in order.
+    edits: Vec<(Range<usize>, Range<usize>)>,
+}
+
+impl Expanded<'_> {
+    /// The offset in the original text of an offset in the rewritten one (a rewritten token's
+    /// bytes map to its start).
+    pub fn original_offset(&self, offset: usize) -> usize {
+        let i = self.edits.partition_point(|(_, new)| new.start <= offset);
+        match i.checked_sub(1).map(|i| &self.edits[i]) {
+            None => offset,
+            Some((old, new)) if offset < new.end => old.start,
+            Some((old, new)) => offset - new.end + old.end,
+        }
+    }
+}
+
 /// The zone file text with every time value that has units (`$TTL 1h`, record TTLs, the SOA's
 /// timers) rewritten to seconds, for parsers that take only seconds; borrowed when there is none.
 pub fn expand(text: &[u8]) -> Cow<'_, [u8]> {
+    expand_mapped(text).text
+}
+
+/// [`expand`], keeping where each rewritten token was.
+pub(crate) fn expand_mapped(text: &[u8]) -> Expanded<'_> {
     // Quick exit: no digit is followed by a unit letter anywhere.
     let has_candidate = text.windows(2).any(|w| {
         w[0].is_ascii_digit()
             && matches!(w[1].to_ascii_lowercase(), b's' | b'm' | b'h' | b'd' | b'w')
     });
+    let mut expanded = Expanded {
+        text: Cow::Borrowed(text),
+        edits: Vec::new(),
+    };
     if !has_candidate {
-        return Cow::Borrowed(text);
+        return expanded;
     }
-    let mut out: Option<Vec<u8>> = None;
-    let mut copied = 0; // text[..copied] is in `out` (when it exists)
+    let mut out: Vec<u8> = Vec::new();
+    let mut copied = 0; // text[..copied] is in `out`
     let mut state = State::Rest;
-    let mut parens = 0u32;
-    // A record or directive starts at the next token (a line break outside parentheses), and
-    // whether that token stands at the start of its line (an owner or a directive) or after a
-    // blank (the owner left out).
-    let mut new_entry = true;
-    let mut at_line_start = true;
-    let mut i = 0;
-    while i < text.len() {
-        let b = text[i];
-        match b {
-            b'\n' => {
-                if parens == 0 {
-                    new_entry = true;
-                }
-                at_line_start = true;
-                i += 1;
-                continue;
-            }
-            b' ' | b'\t' | b'\r' => {
-                at_line_start = false;
-                i += 1;
-                continue;
-            }
-            b';' => {
-                while i < text.len() && text[i] != b'\n' {
-                    i += 1;
-                }
-                continue;
-            }
-            b'(' => {
-                parens += 1;
-                at_line_start = false;
-                i += 1;
-                continue;
-            }
-            b')' => {
-                parens = parens.saturating_sub(1);
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        let owner_or_directive = new_entry && at_line_start;
-        if new_entry && !at_line_start {
-            state = State::Head;
-        }
-        new_entry = false;
-        at_line_start = false;
-        // A token: a quoted string or a run up to a blank, a comment or a parenthesis.
-        let start = i;
-        if b == b'"' {
-            i += 1;
-            while i < text.len() && text[i] != b'"' {
-                i += if text[i] == b'\\' { 2 } else { 1 };
-            }
-            i = (i + 1).min(text.len());
-        } else {
-            while i < text.len()
-                && !matches!(text[i], b' ' | b'\t' | b'\r' | b'\n' | b';' | b'(' | b')')
-            {
-                i += if text[i] == b'\\' { 2 } else { 1 };
-            }
-            i = i.min(text.len());
-        }
-        let token = &text[start..i];
-        let rewrite = if owner_or_directive {
+    for t in Tokens::new(text) {
+        let token = &text[t.start..t.end];
+        let rewrite = if t.starts_entry && !t.indented {
             // A new record (its owner) or a directive.
             state = if token.eq_ignore_ascii_case(b"$TTL") {
                 State::TtlDirective
@@ -148,6 +118,10 @@ pub fn expand(text: &[u8]) -> Cow<'_, [u8]> {
             };
             false
         } else {
+            if t.starts_entry {
+                // A record that leaves its owner out.
+                state = State::Head;
+            }
             match state {
                 State::TtlDirective => {
                     state = State::Rest;
@@ -180,20 +154,19 @@ pub fn expand(text: &[u8]) -> Cow<'_, [u8]> {
         };
         if rewrite {
             if let Some(secs) = seconds_with_units(token) {
-                let out = out.get_or_insert_with(|| Vec::with_capacity(text.len()));
-                out.extend_from_slice(&text[copied..start]);
+                out.extend_from_slice(&text[copied..t.start]);
+                let new_start = out.len();
                 out.extend_from_slice(secs.to_string().as_bytes());
-                copied = i;
+                expanded.edits.push((t.start..t.end, new_start..out.len()));
+                copied = t.end;
             }
         }
     }
-    match out {
-        Some(mut out) => {
-            out.extend_from_slice(&text[copied..]);
-            Cow::Owned(out)
-        }
-        None => Cow::Borrowed(text),
+    if !expanded.edits.is_empty() {
+        out.extend_from_slice(&text[copied..]);
+        expanded.text = Cow::Owned(out);
     }
+    expanded
 }
 
 fn is_class(token: &[u8]) -> bool {
@@ -232,6 +205,17 @@ mod tests {
             expanded(text),
             "$ORIGIN 1h.example.\n$TTL 3600\n@ 86400 IN SOA ns 1h ( 2010111213 ; 1w\n 21600 3600\n 604800 86400 )\n 9000 A 192.0.2.1\n1h TXT \"1h\" 2h\nmx MX 10 1h\n"
         );
+    }
+
+    #[test]
+    fn offsets_map_back_to_the_original_text() {
+        let e = expand_mapped(b"$TTL 1h\n@ 1d SOA ns h 1 2 3 4 5\n");
+        assert_eq!(&*e.text, b"$TTL 3600\n@ 86400 SOA ns h 1 2 3 4 5\n");
+        assert_eq!(e.original_offset(2), 2, "before any rewrite");
+        assert_eq!(e.original_offset(5), 5, "a rewritten token's start");
+        assert_eq!(e.original_offset(8), 5, "inside it");
+        assert_eq!(e.original_offset(9), 7, "the line feed after it");
+        assert_eq!(e.original_offset(18), 13, "SOA, after two rewrites");
     }
 
     #[test]

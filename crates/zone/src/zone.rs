@@ -1,14 +1,13 @@
 //! A zone loaded into memory: nodes keyed by lowercase wire name, RRsets pre-encoded, the NSEC
 //! chain in canonical order and the NSEC3 chain in hash order.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use domain::base::name::ToName;
-use domain::base::rdata::ComposeRecordData;
-use domain::zonefile::inplace::{Entry, Zonefile};
 use rustc_hash::FxHashMap;
 
+use crate::check::check_zone;
 use crate::name;
+use crate::reader::{parse_origin, read_zone_file, read_zone_text, ZoneRecord};
 use crate::rtype;
 
 /// An error while loading a zone, naming the file and line.
@@ -23,15 +22,38 @@ pub enum ZoneError {
         source: std::io::Error,
     },
     /// The text could not be parsed or the zone is inconsistent.
-    #[error("{file}:{line}: {msg}")]
+    #[error("{}: {msg}", place(file, *line, *column))]
     Syntax {
         /// The file.
         file: String,
-        /// The line (1-based; 0 when the error concerns the whole zone).
+        /// The line, from 1 (0 when the error concerns the whole zone).
         line: usize,
+        /// The column, from 1, in bytes, where known.
+        column: Option<usize>,
         /// What is wrong.
         msg: String,
     },
+}
+
+impl ZoneError {
+    /// An error at a line (0: the whole file) and column of a file.
+    pub fn at(file: &str, line: usize, column: Option<usize>, msg: impl Into<String>) -> Self {
+        ZoneError::Syntax {
+            file: file.to_string(),
+            line,
+            column: column.filter(|_| line > 0),
+            msg: msg.into(),
+        }
+    }
+}
+
+/// `file:line:column`, `file:line` or `file`, as compilers and zone checkers write places.
+fn place(file: &str, line: usize, column: Option<usize>) -> String {
+    match (line, column) {
+        (0, _) => file.to_string(),
+        (l, Some(c)) => format!("{file}:{l}:{c}"),
+        (l, None) => format!("{file}:{l}"),
+    }
 }
 
 /// One RRset, pre-encoded: each record is `TYPE CLASS TTL RDLENGTH RDATA` in wire format,
@@ -210,153 +232,12 @@ pub struct Zone {
     pub soa_sig_neg: Option<RRset>,
     /// Number of records loaded.
     pub record_count: usize,
-}
-
-/// One record as scanned.
-struct Raw {
-    file: std::sync::Arc<str>,
-    line: usize,
-    owner: Vec<u8>,
-    rtype: u16,
-    ttl: u32,
-    rdata: Vec<u8>,
+    /// The file it was loaded from, as named in messages.
+    pub file: String,
 }
 
 fn syntax(file: &str, line: usize, msg: impl Into<String>) -> ZoneError {
-    ZoneError::Syntax {
-        file: file.to_string(),
-        line,
-        msg: msg.into(),
-    }
-}
-
-fn line_at(text: &[u8], offset: usize) -> usize {
-    let end = offset.min(text.len());
-    // The offset is just past the entry; report the line the entry ends on.
-    let mut end_trim = end;
-    while end_trim > 0 && matches!(text[end_trim - 1], b'\n' | b'\r' | b' ' | b'\t') {
-        end_trim -= 1;
-    }
-    1 + text[..end_trim].iter().filter(|&&b| b == b'\n').count()
-}
-
-/// Loads a zone file's records (following `$INCLUDE`).
-fn scan(
-    text: &[u8],
-    file: &str,
-    dir: &Path,
-    origin: Option<&[u8]>,
-    depth: usize,
-    out: &mut Vec<Raw>,
-) -> Result<(), ZoneError> {
-    let expanded = crate::units::expand(text);
-    let text = &expanded[..];
-    let mut zf = Zonefile::from(text);
-    // Incremental line counting (offsets only grow).
-    let (mut cur_off, mut cur_line) = (0usize, 1usize);
-    let file_arc: std::sync::Arc<str> = file.into();
-    if let Some(o) = origin {
-        let n = domain::base::Name::from_octets(bytes::Bytes::copy_from_slice(o))
-            .map_err(|e| syntax(file, 0, format!("bad origin: {e}")))?;
-        zf.set_origin(n);
-    }
-    zf.set_default_class(domain::base::iana::Class::IN);
-    loop {
-        let entry = match zf.next_entry() {
-            Ok(Some(e)) => e,
-            Ok(None) => return Ok(()),
-            Err(e) => {
-                // domain's error displays as "line:col: message", the position being where
-                // scanning stopped: for a bad last token that is the start of the next line, so
-                // back up over blanks and line ends to the line holding the token.
-                let s = e.to_string();
-                let mut parts = s.splitn(3, ':');
-                let l = parts.next().and_then(|v| v.parse::<usize>().ok());
-                let c = parts.next().and_then(|v| v.parse::<usize>().ok());
-                let rest = parts.next().unwrap_or("").trim().to_string();
-                let (line, msg) = match (l, c) {
-                    (Some(l), Some(1)) if l > 1 => {
-                        let mut off = 0;
-                        let mut seen = 1;
-                        while seen < l && off < text.len() {
-                            if text[off] == b'\n' {
-                                seen += 1;
-                            }
-                            off += 1;
-                        }
-                        (line_at(text, off), rest)
-                    }
-                    (Some(l), Some(_)) => (l, rest),
-                    _ => (0, s),
-                };
-                return Err(syntax(file, line, msg));
-            }
-        };
-        match entry {
-            Entry::Record(rec) => {
-                let mut end = zf.current_offset().min(text.len());
-                while end > cur_off && matches!(text[end - 1], b'\n' | b'\r' | b' ' | b'\t') {
-                    end -= 1;
-                }
-                if end > cur_off {
-                    cur_line += text[cur_off..end].iter().filter(|&&b| b == b'\n').count();
-                    cur_off = end;
-                }
-                let rec_line = cur_line;
-                let line = || rec_line;
-                if rec.class() != domain::base::iana::Class::IN {
-                    return Err(syntax(
-                        file,
-                        line(),
-                        format!("class {} not supported", rec.class()),
-                    ));
-                }
-                let mut owner = Vec::with_capacity(32);
-                let _ = rec.owner().compose(&mut owner);
-                let mut rdata = Vec::new();
-                rec.data()
-                    .compose_rdata(&mut rdata)
-                    .map_err(|_| syntax(file, line(), "rdata too long"))?;
-                if rdata.len() > 65535 {
-                    return Err(syntax(file, line(), "rdata too long"));
-                }
-                out.push(Raw {
-                    file: file_arc.clone(),
-                    line: rec_line,
-                    owner,
-                    rtype: rec.rtype().to_int(),
-                    ttl: rec.ttl().as_secs(),
-                    rdata,
-                });
-            }
-            Entry::Include {
-                path,
-                origin: inc_origin,
-            } => {
-                let line = line_at(text, zf.current_offset());
-                if depth >= 8 {
-                    return Err(syntax(file, line, "$INCLUDE nested too deeply"));
-                }
-                let p = PathBuf::from(path.to_string());
-                let p = if p.is_absolute() { p } else { dir.join(p) };
-                let sub = std::fs::read(&p)
-                    .map_err(|e| syntax(file, line, format!("$INCLUDE {}: {e}", p.display())))?;
-                let o: Option<Vec<u8>> = match inc_origin {
-                    Some(o) => Some(o.as_slice().to_vec()),
-                    None => zf.origin().ok().map(|o| o.as_slice().to_vec()),
-                };
-                let subdir = p.parent().map(Path::to_path_buf).unwrap_or_default();
-                scan(
-                    &sub,
-                    &p.display().to_string(),
-                    &subdir,
-                    o.as_deref(),
-                    depth + 1,
-                    out,
-                )?;
-            }
-        }
-    }
+    ZoneError::at(file, line, None, msg)
 }
 
 /// Whether a type's rdata names may be compressed (RFC 3597 §4: the RFC 1035 types).
@@ -412,86 +293,46 @@ fn encode_rrset(rtype: u16, covered: u16, recs: &[(u32, &[u8])]) -> RRset {
 
 impl Zone {
     /// Loads a zone file. The origin is `origin` if given (presentation format), else the file's
-    /// `$ORIGIN`/absolute names decide and the zone's origin is the SOA owner.
+    /// `$ORIGIN`/absolute names decide and the zone's origin is the SOA owner. The file must
+    /// make one zone as BIND and nsd see one (see [`check_zone`](crate::check_zone)); errors
+    /// name the file, line and column.
     pub fn from_file(path: impl AsRef<Path>, origin: Option<&str>) -> Result<Zone, ZoneError> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        let text = std::fs::read(path).map_err(|source| ZoneError::Io {
-            file: file.clone(),
-            source,
-        })?;
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        Self::load(&text, &file, &dir, origin)
+        let origin = origin.map(|o| parse_origin(o, &file)).transpose()?;
+        let records = read_zone_file(path, origin.as_deref())?;
+        Self::from_records(records, origin.as_deref(), &file)
     }
 
     /// Loads a zone from text; `file` names it in errors and `$INCLUDE` paths are relative to
     /// the current directory.
     pub fn from_text(text: &str, file: &str, origin: Option<&str>) -> Result<Zone, ZoneError> {
-        Self::load(text.as_bytes(), file, Path::new("."), origin)
+        let origin = origin.map(|o| parse_origin(o, file)).transpose()?;
+        let records = read_zone_text(text.as_bytes(), file, Path::new("."), origin.as_deref())?;
+        Self::from_records(records, origin.as_deref(), file)
     }
 
-    fn load(text: &[u8], file: &str, dir: &Path, origin: Option<&str>) -> Result<Zone, ZoneError> {
-        let origin_wire = match origin {
-            Some(o) => {
-                let o = if o.ends_with('.') {
-                    o.to_string()
-                } else {
-                    format!("{o}.")
-                };
-                Some(
-                    ldplayer_dns::name_from_presentation(&o)
-                        .map_err(|e| syntax(file, 0, format!("bad origin {o:?}: {e}")))?,
-                )
-            }
-            None => None,
-        };
-        let mut raws = Vec::new();
-        scan(text, file, dir, origin_wire.as_deref(), 0, &mut raws)?;
-        let soa_owner = raws
-            .iter()
-            .find(|r| r.rtype == rtype::SOA)
-            .map(|r| name::lowercase(&r.owner))
-            .ok_or_else(|| syntax(file, 0, "no SOA record"))?;
-        let origin = match origin_wire {
-            Some(o) => name::lowercase(&o),
-            None => soa_owner.clone(),
-        };
-        if soa_owner != origin {
-            return Err(syntax(
-                file,
-                0,
-                format!(
-                    "SOA owner {} is not the origin {}",
-                    name::to_text(&soa_owner),
-                    name::to_text(&origin)
-                ),
-            ));
-        }
-        Self::build(origin, raws, file)
+    /// The zone of records read from `file` (the apex is `origin`, wire format, when given).
+    fn from_records(
+        records: Vec<ZoneRecord>,
+        origin: Option<&[u8]>,
+        file: &str,
+    ) -> Result<Zone, ZoneError> {
+        let origin = check_zone(&records, origin, file)?;
+        Self::build(origin, records, file)
     }
 
-    fn build(origin: Box<[u8]>, raws: Vec<Raw>, file: &str) -> Result<Zone, ZoneError> {
+    fn build(origin: Box<[u8]>, raws: Vec<ZoneRecord>, file: &str) -> Result<Zone, ZoneError> {
         let record_count = raws.len();
-        // Group records by owner.
+        // Group records by owner (all at or below the origin: checked).
         let mut index: FxHashMap<Box<[u8]>, u32> = FxHashMap::default();
         let mut names: Vec<Box<[u8]>> = Vec::new();
-        let mut recs: Vec<Vec<Raw>> = Vec::new();
+        let mut recs: Vec<Vec<ZoneRecord>> = Vec::new();
         index.insert(origin.clone(), 0);
         names.push(origin.clone());
         recs.push(Vec::new());
         for r in raws {
             let lower = name::lowercase(&r.owner);
-            if !name::is_subdomain(&lower, &origin) {
-                return Err(syntax(
-                    &r.file,
-                    r.line,
-                    format!(
-                        "{} is outside the zone {}",
-                        name::to_text(&r.owner),
-                        name::to_text(&origin)
-                    ),
-                ));
-            }
             let i = match index.get(&lower) {
                 Some(&i) => i,
                 None => {
@@ -703,6 +544,7 @@ impl Zone {
             soa_neg,
             soa_sig_neg,
             record_count,
+            file: file.to_string(),
         })
     }
 
@@ -750,8 +592,8 @@ impl Zone {
 
 /// Splits records into RRsets (sorted by type, duplicates removed) and RRSIG sets by covered
 /// type.
-fn split_sets(mut rs: Vec<Raw>) -> (Vec<RRset>, Vec<RRset>) {
-    let key = |r: &Raw| {
+fn split_sets(mut rs: Vec<ZoneRecord>) -> (Vec<RRset>, Vec<RRset>) {
+    let key = |r: &ZoneRecord| {
         if r.rtype == rtype::RRSIG && r.rdata.len() >= 2 {
             (1u8, u16::from_be_bytes([r.rdata[0], r.rdata[1]]))
         } else {

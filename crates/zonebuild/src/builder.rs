@@ -245,7 +245,8 @@ impl Assembler {
     }
 
     /// Files each RRset of a response into the deepest zone that the responding server serves
-    /// and that contains the owner (a DS, or its RRSIG, at a zone's apex goes to the parent).
+    /// and that contains the owner (a DS, or its RRSIG, at a zone's apex goes to the parent; an
+    /// SOA, or its RRSIG, to the zone at its owner, if there is one).
     fn file_records(&mut self, e: &Exchange) {
         let mut served: Vec<Key> = self
             .zones
@@ -289,14 +290,24 @@ impl Assembler {
                     continue;
                 }
                 let at_parent = rtype == Rtype::DS.to_int() || covered == Rtype::DS.to_int();
-                let zone = served.iter().find(|z| {
-                    is_subdomain(&owner, z) && !(at_parent && owner == **z && z.len() > 1)
-                });
+                let zone = if rtype == Rtype::SOA.to_int() || covered == Rtype::SOA.to_int() {
+                    // An SOA names its zone: the zone at its owner, whoever sent it (a Deckard
+                    // range answers for several zones' servers), never a parent, where it would
+                    // stand below the apex.
+                    self.zones.contains_key(&owner).then(|| owner.clone())
+                } else {
+                    served
+                        .iter()
+                        .find(|z| {
+                            is_subdomain(&owner, z) && !(at_parent && owner == **z && z.len() > 1)
+                        })
+                        .cloned()
+                };
                 let Some(zone) = zone else {
                     self.report.records_out_of_zone += set.len() as u64;
                     continue;
                 };
-                let Some(draft) = self.zones.get_mut(zone) else {
+                let Some(draft) = self.zones.get_mut(&zone) else {
                     continue;
                 };
                 match draft.sets.get(&(owner.clone(), rtype, covered)) {
@@ -484,4 +495,83 @@ fn synthesized_soa(apex: &Name<Bytes>, primary: Name<Bytes>) -> Rr {
             Ttl::from_secs(300),
         )),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use domain::base::iana::Rcode;
+    use domain::rdata::{Ns, A};
+
+    fn name(s: &str) -> Name<Bytes> {
+        s.parse().unwrap()
+    }
+
+    fn rr(owner: &str, data: AllRecordData<Bytes, Name<Bytes>>) -> Rr {
+        Record::new(name(owner), Class::IN, Ttl::from_secs(3600), data)
+    }
+
+    fn ns(owner: &str, target: &str) -> Rr {
+        rr(owner, AllRecordData::Ns(Ns::new(name(target))))
+    }
+
+    fn a(owner: &str, addr: [u8; 4]) -> Rr {
+        rr(
+            owner,
+            AllRecordData::A(A::from_octets(addr[0], addr[1], addr[2], addr[3])),
+        )
+    }
+
+    fn exchange(
+        server: [u8; 4],
+        aa: bool,
+        answer: Vec<Rr>,
+        authority: Vec<Rr>,
+        additional: Vec<Rr>,
+    ) -> Exchange {
+        Exchange {
+            server: IpAddr::from(server),
+            authoritative: aa,
+            qname: name("x.child.net."),
+            qtype: Rtype::A,
+            rcode: Rcode::NXDOMAIN,
+            answer,
+            authority,
+            additional,
+        }
+    }
+
+    #[test]
+    fn an_soa_goes_to_the_zone_it_names_not_to_the_parent() {
+        let net = [192, 0, 2, 1];
+        let child_soa = synthesized_soa(&name("child.net."), name("ns.child.net."));
+        let mut b = ZoneBuilder::new();
+        // net.'s server gives its NS set and delegates child.net.
+        b.add_exchange(exchange(
+            net,
+            true,
+            vec![ns("net.", "ns.net.")],
+            vec![],
+            vec![a("ns.net.", net)],
+        ));
+        b.add_exchange(exchange(
+            net,
+            false,
+            vec![],
+            vec![ns("child.net.", "ns.child.net.")],
+            vec![a("ns.child.net.", [192, 0, 2, 2])],
+        ));
+        // The same address answers with child.net.'s SOA (a Deckard range answering for both).
+        b.add_exchange(exchange(net, true, vec![], vec![child_soa], vec![]));
+        let h = b.build();
+        let text: Vec<(String, String)> = h.zones.iter().map(|z| (z.name(), z.to_text())).collect();
+        let (_, net_text) = text.iter().find(|(n, _)| n == "net.").unwrap();
+        assert!(!net_text.contains("child.net. 3600 IN SOA"), "{net_text}");
+        let child = h.zones.iter().find(|z| z.name() == "child.net.").unwrap();
+        assert!(!child.soa_synthesized, "the captured SOA is used");
+        // Every zone written loads and passes the zone checks.
+        for (n, t) in &text {
+            ldplayer_zone::Zone::from_text(t, n, None).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
 }

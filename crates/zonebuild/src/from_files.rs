@@ -8,42 +8,31 @@
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use bytes::Bytes;
 use domain::base::iana::{Class, Rtype};
 use domain::base::name::FlattenInto as _;
-use domain::base::rdata::{ComposeRecordData as _, ParseAnyRecordData as _};
-use domain::base::{Name, ParsedName, Record, ToName};
+use domain::base::rdata::ParseAnyRecordData as _;
+use domain::base::{Name, ParsedName, Record, Ttl};
 use domain::dep::octseq::Parser;
 use domain::rdata::AllRecordData;
-use domain::zonefile::inplace::{Entry, Zonefile};
+use ldplayer_zone::reader::{parse_origin, read_zone_file, ZoneRecord};
+use ldplayer_zone::{check_zone, ZoneError};
 use thiserror::Error;
 
 use crate::builder::key;
 use crate::exchange::Rr;
 use crate::hierarchy::{BuildReport, BuiltZone, Hierarchy};
 
-/// Why a zone file could not be taken.
+/// Why zone files could not be taken.
 #[derive(Debug, Error)]
 pub enum ZoneFileError {
-    /// The file could not be read.
-    #[error("cannot read {path}")]
-    Read {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The zone file parser's complaint, with its position.
-    #[error("{path}: {message}")]
-    Syntax {
-        /// The file.
-        path: PathBuf,
-        /// `line:column: message` as the parser reports it.
-        message: String,
-    },
+    /// A file could not be read, or is not one zone as BIND and nsd see one (out-of-zone
+    /// data, a CNAME beside other data, two SOA records...); the error names the file, line
+    /// and column, as `serve` reports the same file.
+    #[error(transparent)]
+    Load(#[from] ZoneError),
     /// A `ZONE=ADDRESS` that is not one.
     #[error("{spec:?}: {message}")]
     Server {
@@ -52,13 +41,15 @@ pub enum ZoneFileError {
         /// What is wrong.
         message: String,
     },
-    /// The file has no SOA record, or more than one zone's.
-    #[error("{path}: {message}")]
-    Zone {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong.
-        message: String,
+    /// Two files hold the same zone.
+    #[error("{second}: zone {zone} again, already in {first}: one file per zone")]
+    SameZone {
+        /// The zone's apex.
+        zone: String,
+        /// Where the first file's SOA record is (`file:line`).
+        first: String,
+        /// Where the second file's SOA record is.
+        second: String,
     },
 }
 
@@ -67,87 +58,61 @@ pub enum ZoneFileError {
 pub struct ZoneFile {
     /// The zone's apex (the SOA's owner).
     pub apex: Name<Bytes>,
-    /// Every record of the file.
+    /// Every record of the file (a repeated SOA record once).
     pub records: Vec<Rr>,
+    /// Where its SOA record is (`file:line`), to name the file in messages.
+    pub source: String,
 }
 
 impl ZoneFile {
     /// Reads a zone file; relative names are relative to `origin` if given, else to the
-    /// file's `$ORIGIN` (names must be absolute before one). Time values with units are taken.
+    /// file's `$ORIGIN` (names must be absolute before one). Time values with units are taken
+    /// and `$INCLUDE` is followed. The file must make one zone as BIND and nsd see one (see
+    /// [`check_zone`]).
     pub fn read(path: &Path, origin: Option<&str>) -> Result<ZoneFile, ZoneFileError> {
-        let text = std::fs::read(path).map_err(|source| ZoneFileError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        let text = ldplayer_zone::expand_time_units(&text);
-        let syntax = |message: String| ZoneFileError::Syntax {
-            path: path.to_path_buf(),
-            message,
-        };
-        let zone_err = |message: String| ZoneFileError::Zone {
-            path: path.to_path_buf(),
-            message,
-        };
-        let mut zf = Zonefile::from(&text[..]);
-        zf.set_default_class(Class::IN);
-        if let Some(o) = origin {
-            let o = if o.ends_with('.') {
-                o.to_string()
-            } else {
-                format!("{o}.")
-            };
-            let n: Name<Bytes> = o
-                .parse()
-                .map_err(|e| syntax(format!("bad origin {o:?}: {e}")))?;
-            zf.set_origin(n);
-        }
-        let mut records = Vec::new();
-        let mut apex: Option<Name<Bytes>> = None;
-        let mut rdata = Vec::new();
-        loop {
-            let rec = match zf.next_entry() {
-                Ok(Some(Entry::Record(rec))) => rec,
-                Ok(Some(Entry::Include { path: inc, .. })) => {
-                    return Err(syntax(format!(
-                        "$INCLUDE {} is not followed here: inline it",
-                        String::from_utf8_lossy(inc.as_slice())
-                    )))
+        let file = path.display().to_string();
+        let origin = origin.map(|o| parse_origin(o, &file)).transpose()?;
+        let records = read_zone_file(path, origin.as_deref())?;
+        check_zone(&records, None, &file)?;
+        let mut soa: Option<&ZoneRecord> = None;
+        let mut rrs = Vec::with_capacity(records.len());
+        for r in &records {
+            if r.rtype == Rtype::SOA.to_int() {
+                if soa.is_some() {
+                    continue; // the same SOA again (checked)
                 }
-                Ok(None) => break,
-                Err(e) => return Err(syntax(e.to_string())),
-            };
-            rdata.clear();
-            rec.data()
-                .compose_rdata(&mut rdata)
-                .map_err(|_| syntax("rdata too long".into()))?;
-            let wire = Bytes::copy_from_slice(&rdata);
-            let data = AllRecordData::<Bytes, ParsedName<Bytes>>::parse_any_rdata(
-                rec.rtype(),
-                &mut Parser::from_ref(&wire),
-            )
-            .map_err(|e| syntax(format!("{} {}: {e}", rec.owner(), rec.rtype())))?;
-            let owner: Name<Bytes> = rec.owner().to_name();
-            let parsed = Record::new(owner, rec.class(), rec.ttl(), data);
-            let rr: Rr = parsed
-                .try_flatten_into()
-                .map_err(|e| syntax(format!("{}: {e}", rec.owner())))?;
-            if rr.rtype() == Rtype::SOA {
-                if let Some(a) = &apex {
-                    if key(a) != key(rr.owner()) {
-                        return Err(zone_err(format!(
-                            "two SOA records, at {a} and {}: one zone per file",
-                            rr.owner()
-                        )));
-                    }
-                    continue;
-                }
-                apex = Some(rr.owner().clone());
+                soa = Some(r);
             }
-            records.push(rr);
+            rrs.push(to_rr(r)?);
         }
-        let apex = apex.ok_or_else(|| zone_err("no SOA record".into()))?;
-        Ok(ZoneFile { apex, records })
+        let soa = soa.ok_or_else(|| ZoneError::at(&file, 0, None, "no SOA record"))?;
+        let apex = owner_name(soa)?;
+        Ok(ZoneFile {
+            apex,
+            records: rrs,
+            source: soa.place(),
+        })
     }
+}
+
+fn owner_name(r: &ZoneRecord) -> Result<Name<Bytes>, ZoneError> {
+    Name::from_octets(Bytes::copy_from_slice(&r.owner))
+        .map_err(|e| r.error(format!("bad owner name: {e}")))
+}
+
+/// A record read from a zone file as the constructor keeps records.
+fn to_rr(r: &ZoneRecord) -> Result<Rr, ZoneError> {
+    let rtype = Rtype::from_int(r.rtype);
+    let wire = Bytes::copy_from_slice(&r.rdata);
+    let data = AllRecordData::<Bytes, ParsedName<Bytes>>::parse_any_rdata(
+        rtype,
+        &mut Parser::from_ref(&wire),
+    )
+    .map_err(|e| r.error(format!("{rtype} record: {e}")))?;
+    let parsed = Record::new(owner_name(r)?, Class::IN, Ttl::from_secs(r.ttl), data);
+    parsed
+        .try_flatten_into()
+        .map_err(|e| r.error(format!("{rtype} record: {e}")))
 }
 
 /// Reads `ZONE=ADDRESS` (`example.com=192.0.2.53`): one more address serving a zone.
@@ -174,8 +139,22 @@ pub fn zone_server(spec: &str) -> Result<(Name<Bytes>, IpAddr), ZoneFileError> {
 /// The hierarchy of the given zones: each served by the addresses of its apex NS names found in
 /// any of the zones, and by `extra` (apex, address) pairs. Zones with no known address are
 /// reported in [`BuildReport::zones_without_servers`] (and written without servers), NS names
-/// without addresses in [`BuildReport::missing_addresses`].
-pub fn hierarchy(zones: Vec<ZoneFile>, extra: &[(Name<Bytes>, IpAddr)]) -> Hierarchy {
+/// without addresses in [`BuildReport::missing_addresses`]. Two files of the same zone are an
+/// error that names both: a name server loads one file per zone.
+pub fn hierarchy(
+    zones: Vec<ZoneFile>,
+    extra: &[(Name<Bytes>, IpAddr)],
+) -> Result<Hierarchy, ZoneFileError> {
+    let mut first_of: BTreeMap<Vec<u8>, &ZoneFile> = BTreeMap::new();
+    for z in &zones {
+        if let Some(first) = first_of.insert(key(&z.apex), z) {
+            return Err(ZoneFileError::SameZone {
+                zone: z.apex.fmt_with_dot().to_string(),
+                first: first.source.clone(),
+                second: z.source.clone(),
+            });
+        }
+    }
     let mut addresses: BTreeMap<Vec<u8>, Vec<IpAddr>> = BTreeMap::new();
     for z in &zones {
         for r in &z.records {
@@ -237,7 +216,7 @@ pub fn hierarchy(zones: Vec<ZoneFile>, extra: &[(Name<Bytes>, IpAddr)]) -> Hiera
     }
     report.missing_addresses.sort();
     report.missing_addresses.dedup();
-    Hierarchy::new(built, report)
+    Ok(Hierarchy::new(built, report))
 }
 
 #[cfg(test)]
@@ -271,7 +250,7 @@ mod tests {
         assert!(root.apex.is_root());
         assert_eq!(root.records[0].ttl().as_secs(), 86_400, "units read");
         let extra = [zone_server("example=198.51.100.7").unwrap()];
-        let h = hierarchy(vec![example, root], &extra);
+        let h = hierarchy(vec![example, root], &extra).unwrap();
         let servers: Vec<(String, Vec<String>)> = h
             .zones
             .iter()
@@ -296,27 +275,113 @@ mod tests {
             ]
         );
         assert!(h.report.missing_addresses.is_empty());
+        assert_eq!(h.report.delegations_without_zone, ["other."]);
+    }
+
+    #[test]
+    fn delegations_without_zone_are_reported_in_canonical_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = read(
+            dir.path(),
+            "root",
+            "$ORIGIN .\n$TTL 1d\n@ SOA a.root. h.root. 1 1h 15m 1w 1d\n@ NS a.root.\n\
+             a.root. A 192.0.2.1\nzz. NS ns.zz.\nexample. NS ns.example.\nb. NS ns.b.\n\
+             deep.b. NS ns.b.\nns.b. A 192.0.2.9\n",
+        )
+        .unwrap();
+        let example = read(
+            dir.path(),
+            "example",
+            "$ORIGIN example.\n@ 3600 SOA ns h 1 7200 3600 1209600 300\n@ 3600 NS ns\n\
+             ns 3600 A 192.0.2.53\nsub 3600 NS ns.sub\nns.sub 3600 A 192.0.2.54\n",
+        )
+        .unwrap();
+        let h = hierarchy(vec![root, example], &[]).unwrap();
+        // deep.b. is below the delegation to b.: not one of the root's.
+        assert_eq!(
+            h.report.delegations_without_zone,
+            ["b.", "sub.example.", "zz."]
+        );
     }
 
     #[test]
     fn bad_files_are_named_with_the_reason() {
         let dir = tempfile::tempdir().unwrap();
+        let path = |name: &str| dir.path().join(name).display().to_string();
         let e = read(dir.path(), "nosoa", "$ORIGIN x.\n@ 60 NS ns\n").unwrap_err();
-        assert!(e.to_string().contains("no SOA record"), "{e}");
+        assert_eq!(e.to_string(), format!("{}: no SOA record", path("nosoa")));
         let e = read(dir.path(), "bad", "$ORIGIN x.\n@ 60 SOA ns h one 2 3 4 5\n").unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with(&format!("{}:", dir.path().join("bad").display())),
-            "{e}"
+        assert_eq!(
+            e.to_string(),
+            format!("{}:2:15: expected decimal number", path("bad"))
         );
         let e = read(
             dir.path(),
             "two",
-            "$ORIGIN x.\n@ 60 SOA ns h 1 2 3 4 5\ny. 60 SOA ns h 1 2 3 4 5\n",
+            "$ORIGIN x.\n@ 60 SOA ns h 1 2 3 4 5\nsub 60 SOA ns h 1 2 3 4 5\n",
         )
         .unwrap_err();
-        assert!(e.to_string().contains("two SOA records"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}:3:1: SOA record at sub.x., not at the zone's apex x.",
+                path("two")
+            )
+        );
         assert!(zone_server("example").is_err());
         assert!(zone_server("example=not-an-address").is_err());
+    }
+
+    #[test]
+    fn out_of_zone_records_are_rejected_at_their_line_and_glue_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = "$ORIGIN example.\n$TTL 60\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 192.0.2.1\n";
+        // Glue below a delegation is in the zone.
+        let z = read(
+            dir.path(),
+            "glue",
+            &format!("{head}sub NS ns.sub\nns.sub A 192.0.2.2\n"),
+        )
+        .unwrap();
+        assert_eq!(z.records.len(), 5);
+        let e = read(
+            dir.path(),
+            "ooz",
+            &format!("{head}sub NS ns.sub\nwww.other. A 192.0.2.3\nns.sub A 192.0.2.2\n"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}:7:1: www.other. is outside the zone example. (out-of-zone data)",
+                dir.path().join("ooz").display()
+            )
+        );
+    }
+
+    #[test]
+    fn two_files_of_one_zone_are_rejected_naming_both() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = read(
+            dir.path(),
+            "a",
+            "$ORIGIN example.\n@ 60 SOA ns h 1 2 3 4 5\n@ 60 NS ns\n",
+        )
+        .unwrap();
+        let b = read(
+            dir.path(),
+            "b",
+            "; a newer version\n$ORIGIN example.\n@ 60 SOA ns h 2 2 3 4 5\n@ 60 NS ns\n",
+        )
+        .unwrap();
+        let e = hierarchy(vec![a, b], &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "{}:3: zone example. again, already in {}:2: one file per zone",
+                dir.path().join("b").display(),
+                dir.path().join("a").display()
+            )
+        );
     }
 }

@@ -13,7 +13,7 @@ use domain::base::iana::Rtype;
 use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::base::Name;
 use domain::rdata::AllRecordData;
-use ldplayer_zone::name::canonical_key;
+use ldplayer_zone::name::{canonical_key, parent};
 use ldplayer_zone::{Manifest, ManifestEntry};
 use serde::Serialize;
 
@@ -156,6 +156,42 @@ pub struct BuildReport {
     /// Servers whose zone was inferred from their answers (`address zone`): their NS or glue
     /// was not captured.
     pub inferred_servers: Vec<String>,
+    /// Delegations (NS records below a zone's apex, not below another delegation) to zones the
+    /// hierarchy does not hold, in canonical order: no nameserver address serves them, so a
+    /// resolver walking the hierarchy gets no answer below them (REFUSED). The root zone alone
+    /// has one per TLD.
+    pub delegations_without_zone: Vec<String>,
+}
+
+/// The delegations of `zones` to zones that are not among them (see
+/// [`BuildReport::delegations_without_zone`]), in canonical order.
+fn delegations_without_zone(zones: &[BuiltZone]) -> Vec<String> {
+    let apexes: BTreeSet<Vec<u8>> = zones.iter().map(|z| key(&z.apex)).collect();
+    let mut missing: BTreeMap<Vec<u8>, String> = BTreeMap::new();
+    for z in zones {
+        let apex = key(&z.apex);
+        let cuts: BTreeMap<Vec<u8>, &Rr> = z
+            .records
+            .iter()
+            .filter(|r| r.rtype() == Rtype::NS)
+            .map(|r| (key(r.owner()), r))
+            .filter(|(k, _)| *k != apex)
+            .collect();
+        for (cut, r) in &cuts {
+            let mut above = parent(cut);
+            let mut occluded = false;
+            while let Some(a) = above.filter(|a| a.len() > apex.len()) {
+                occluded |= cuts.contains_key(a);
+                above = parent(a);
+            }
+            if !occluded && !apexes.contains(cut) {
+                let mut k = Vec::new();
+                canonical_key(cut, &mut k);
+                missing.insert(k, r.owner().fmt_with_dot().to_string());
+            }
+        }
+    }
+    missing.into_values().collect()
 }
 
 /// The rebuilt zones and the report.
@@ -181,12 +217,13 @@ pub struct Written {
 }
 
 impl Hierarchy {
-    pub(crate) fn new(mut zones: Vec<BuiltZone>, report: BuildReport) -> Hierarchy {
+    pub(crate) fn new(mut zones: Vec<BuiltZone>, mut report: BuildReport) -> Hierarchy {
         zones.sort_by_cached_key(|z| {
             let mut k = Vec::new();
             canonical_key(&key(&z.apex), &mut k);
             k
         });
+        report.delegations_without_zone = delegations_without_zone(&zones);
         Hierarchy { zones, report }
     }
 

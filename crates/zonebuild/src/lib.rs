@@ -9,8 +9,9 @@
 //!    that answered but serves no zone found this way is given the zone its answers show (and
 //!    reported: its NS or glue was not captured).
 //! 2. Each response's RRsets go into the deepest zone that the responding server serves and
-//!    that contains the owner (a DS at a zone's apex goes to the parent); the answer section
-//!    only from authoritative responses; the first RRset seen wins over later, different ones.
+//!    that contains the owner (a DS at a zone's apex goes to the parent, an SOA to the zone it
+//!    names); the answer section only from authoritative responses; the first RRset seen wins
+//!    over later, different ones.
 //! 3. Each zone is completed: an SOA is synthesized where none was captured, the apex NS set is
 //!    taken from the parent's referral where the zone's own was not seen, the parent gets the
 //!    delegation, and nameserver names inside a zone get their addresses (glue). DNSSEC

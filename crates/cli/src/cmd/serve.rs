@@ -12,12 +12,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// Loads zone files into one set; errors name the file and line.
+/// Loads zone files into one set, one file per zone; errors name the file, line and column.
 pub fn load_zones(files: &[impl AsRef<Path>]) -> Result<ZoneSet> {
     let mut set = ZoneSet::new();
     for f in files {
         let zone = Zone::from_file(f.as_ref(), None).map_err(|e| anyhow::anyhow!("{e}"))?;
-        set.insert(zone);
+        set.insert_distinct(zone)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     Ok(set)
 }

@@ -113,7 +113,8 @@ fn zone_files(files: &[String], servers: &[String]) -> Result<Hierarchy> {
             Some((p, o)) if !Path::new(f).exists() => (p, Some(o)),
             _ => (f.as_str(), None),
         };
-        zones.push(ZoneFile::read(Path::new(path), origin)?);
+        // Flattened like `serve`'s load errors: the same file gives the same message.
+        zones.push(ZoneFile::read(Path::new(path), origin).map_err(|e| anyhow::anyhow!("{e}"))?);
     }
     let mut extra = Vec::new();
     for s in servers {
@@ -123,7 +124,34 @@ fn zone_files(files: &[String], servers: &[String]) -> Result<Hierarchy> {
         }
         extra.push((name, ip));
     }
-    Ok(from_files::hierarchy(zones, &extra))
+    Ok(from_files::hierarchy(zones, &extra)?)
+}
+
+/// How many delegations lead to no zone of the hierarchy shown before the rest are counted.
+const DELEGATIONS_NAMED: usize = 5;
+
+/// Warns (standard error) that some delegations lead to no zone of the hierarchy, naming a few
+/// and saying how to add them.
+fn warn_delegations_without_zone(missing: &[String]) {
+    if missing.is_empty() {
+        return;
+    }
+    let mut named = missing
+        .iter()
+        .take(DELEGATIONS_NAMED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if missing.len() > DELEGATIONS_NAMED {
+        named.push_str(&format!(" and {} more", missing.len() - DELEGATIONS_NAMED));
+    }
+    eprintln!(
+        "ldplayer: warning: {} delegations lead to no zone of this hierarchy ({named}): no \
+         nameserver address serves them, so a resolver gets REFUSED below them; add their zones \
+         with more --zone files, or give captures of a resolver's upstream traffic (lab \
+         --capture) as INPUT",
+        missing.len()
+    );
 }
 
 fn build(args: ZonesBuildArgs) -> Result<()> {
@@ -171,6 +199,7 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
             added.join("; ")
         );
     }
+    warn_delegations_without_zone(&hierarchy.report.delegations_without_zone);
     let written = hierarchy
         .write(&args.output)
         .with_context(|| format!("writing into {}", args.output.display()))?;
