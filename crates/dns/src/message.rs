@@ -2,9 +2,9 @@
 
 use crate::error::DnsError;
 use crate::mnemonic::rtype;
-use crate::records::Records;
+use crate::records::{Records, Rr, Section};
 use crate::tsig::Tsig;
-use crate::wire::{read_name, u16_at, walk};
+use crate::wire::{read_name, u16_at, walk, RecordPos};
 
 /// Length of the fixed DNS header.
 pub const HEADER_LEN: usize = 12;
@@ -125,6 +125,8 @@ pub struct Message<'a> {
     /// End of the question section.
     question_end: usize,
     edns: Option<Edns>,
+    /// The last record of the additional section, when it is a TSIG record.
+    tsig: Option<RecordPos>,
     end: usize,
 }
 
@@ -135,7 +137,11 @@ impl<'a> Message<'a> {
         let mut question = None;
         let mut question_end = HEADER_LEN;
         let mut edns = None;
+        let mut tsig = None;
         let end = walk(wire, |section, rr| {
+            if section == 3 {
+                tsig = (rr.rr_type == rtype::TSIG).then_some(rr);
+            }
             match section {
                 0 => {
                     if question.is_none() {
@@ -168,6 +174,7 @@ impl<'a> Message<'a> {
             question,
             question_end,
             edns,
+            tsig,
             end,
         })
     }
@@ -227,12 +234,11 @@ impl<'a> Message<'a> {
     pub fn records(&self) -> Records<'a> {
         Records::new(self.wire, &self.header, self.question_end)
     }
-    /// The TSIG record (RFC 8945), when the last record of the additional section is one.
+    /// The TSIG record (RFC 8945), when the last record of the additional section is one (found
+    /// while parsing: no walk here).
     pub fn tsig(&self) -> Option<Result<Tsig<'a>, DnsError>> {
-        if self.header.arcount == 0 {
-            return None;
-        }
-        self.records().last().and_then(|rr| rr.tsig())
+        let pos = self.tsig?;
+        Rr::at(self.wire, Section::Additional, pos).and_then(|rr| rr.tsig())
     }
     /// The EDNS options (the OPT RDATA), empty when there is no OPT record.
     pub fn edns_options(&self) -> &'a [u8] {

@@ -1,7 +1,7 @@
 //! Walking the resource records of a parsed message.
 
 use crate::message::Header;
-use crate::wire::{read_name, skip_name, u16_at};
+use crate::wire::{read_name, skip_name, u16_at, RecordPos};
 
 /// The section a resource record is in.
 ///
@@ -53,6 +53,21 @@ impl<'a> Rr<'a> {
     pub(crate) fn message(&self) -> &'a [u8] {
         self.wire
     }
+
+    /// The record the walk found at `pos` in `wire`.
+    pub(crate) fn at(wire: &'a [u8], section: Section, pos: RecordPos) -> Option<Rr<'a>> {
+        let word = |at: usize| u16_at(wire, at).ok();
+        Some(Rr {
+            wire,
+            section,
+            offset: pos.owner,
+            rtype: pos.rr_type,
+            class: word(pos.fixed + 2)?,
+            ttl: (u32::from(word(pos.fixed + 4)?) << 16) | u32::from(word(pos.fixed + 6)?),
+            rdata_offset: pos.rdata,
+            end: pos.end,
+        })
+    }
 }
 
 /// Iterator over the records after the question section of a parsed message; see
@@ -89,28 +104,22 @@ impl<'a> Iterator for Records<'a> {
         // The walk that validated the message read these very fields, so none of this fails; a
         // failure ends the iteration rather than panicking.
         let fixed = skip_name(self.wire, self.pos).ok()?;
-        let word = |at: usize| u16_at(self.wire, at).ok();
-        let rtype = word(fixed)?;
-        let class = word(fixed + 2)?;
-        let ttl = (u32::from(word(fixed + 4)?) << 16) | u32::from(word(fixed + 6)?);
-        let rdata_offset = fixed + 10;
-        let end = rdata_offset + word(fixed + 8)? as usize;
+        let rdata = fixed + 10;
+        let end = rdata + u16_at(self.wire, fixed + 8).ok()? as usize;
         if end > self.wire.len() {
             self.left = [0; 3];
             return None;
         }
-        let rr = Rr {
-            wire: self.wire,
-            section: [Section::Answer, Section::Authority, Section::Additional][section],
-            offset: self.pos,
-            rtype,
-            class,
-            ttl,
-            rdata_offset,
+        let pos = RecordPos {
+            owner: self.pos,
+            fixed,
+            rr_type: u16_at(self.wire, fixed).ok()?,
+            rdata,
             end,
         };
+        let section = [Section::Answer, Section::Authority, Section::Additional][section];
         self.pos = end;
-        Some(rr)
+        Rr::at(self.wire, section, pos)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {

@@ -290,6 +290,9 @@ proptest! {
                 let _ = r.tkey();
             }).count();
             prop_assert_eq!(n, h.ancount as usize + h.nscount as usize + h.arcount as usize);
+            // The TSIG the parser remembers is the last additional record, when it is one.
+            let last = m.records().last().filter(|r| r.section == Section::Additional);
+            prop_assert_eq!(m.tsig(), last.and_then(|r| r.tsig()));
         }
     }
 
