@@ -35,6 +35,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         dns_ports: args.dns_ports.clone(),
         queries_only: false,
         responses_only: false,
+        drop_malformed: args.drop_malformed,
     };
     let mut input = open_input(&args.trace, &read, &progress)?;
 
@@ -61,12 +62,16 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         stop: stop.clone(),
         records: 0,
         skipped: Default::default(),
+        malformed: Default::default(),
         progress: &progress,
         answered,
     };
     let read_result = input.source.run(&mut feed);
     let Feed {
-        running, skipped, ..
+        running,
+        skipped,
+        malformed,
+        ..
     } = feed;
     let stats = running.finish().context("replay")?;
     done.store(true, Ordering::Relaxed);
@@ -83,7 +88,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     if args.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
-            obj.insert("replay".into(), engine_json(&stats, &skipped));
+            obj.insert("replay".into(), engine_json(&stats, &skipped, &malformed));
         }
         println!("{json}");
     } else {
@@ -104,6 +109,13 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         if skipped.total() > 0 {
             println!("trace: skipped {}", super::skipped_list(&skipped));
         }
+        if malformed.total() > 0 {
+            println!(
+                "trace: {} malformed messages read (queries among them sent as they are): {}",
+                malformed.total(),
+                super::skipped_list(&malformed)
+            );
+        }
         if let Some(p) = &args.results {
             println!("results: {}", p.display());
         }
@@ -111,7 +123,11 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
-fn engine_json(stats: &ReplayStats, skipped: &ldplayer_trace::SkipCounts) -> serde_json::Value {
+fn engine_json(
+    stats: &ReplayStats,
+    skipped: &ldplayer_trace::SkipCounts,
+    malformed: &ldplayer_trace::SkipCounts,
+) -> serde_json::Value {
     serde_json::json!({
         "records": stats.records,
         "queries": stats.queries,
@@ -125,7 +141,8 @@ fn engine_json(stats: &ReplayStats, skipped: &ldplayer_trace::SkipCounts) -> ser
         "udp_retries": stats.udp_retries,
         "unmatched_responses": stats.unmatched_responses,
         "udp_unreachable": stats.udp_unreachable,
-        "trace_skipped": skipped.iter().map(|(r, c)| (r.name().to_string(), c)).collect::<std::collections::BTreeMap<_, _>>(),
+        "trace_skipped": super::counts_json(skipped),
+        "trace_malformed": super::counts_json(malformed),
     })
 }
 
@@ -234,6 +251,7 @@ struct Feed<'p> {
     stop: Arc<AtomicBool>,
     records: u64,
     skipped: ldplayer_trace::SkipCounts,
+    malformed: ldplayer_trace::SkipCounts,
     progress: &'p Progress,
     answered: Arc<AtomicU64>,
 }
@@ -256,6 +274,9 @@ impl Sink for Feed<'_> {
     fn skipped(&mut self, reason: SkipReason, location: u64) {
         self.skipped.add(reason);
         self.running.skipped(reason, location)
+    }
+    fn malformed(&mut self, error: ldplayer_dns::DnsError, _location: u64) {
+        self.malformed.add(SkipReason::Dns(error));
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
