@@ -319,3 +319,52 @@ proptest! {
         prop_assert_eq!((t.original_id, t.error), (original_id, error));
     }
 }
+
+/// The fuzzer's seed inputs (fuzz/seeds/dns_message) are what their names say: dynamic updates
+/// and TKEY messages that parse and decode, and malformed queries rejected for their reason
+/// with their header still readable.
+#[test]
+fn fuzz_seeds_are_what_their_names_say() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/seeds/dns_message");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.expect("entry").path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let wire = std::fs::read(&path).expect("seed");
+        seen += 1;
+        match name.strip_prefix("malformed-") {
+            Some(reason) => {
+                let e = Message::parse(&wire).expect_err(&name);
+                assert_eq!(e.name(), format!("dns-{reason}"), "{name}");
+                assert!(Partial::read(&wire).is_some(), "{name}");
+            }
+            None => {
+                let m = Message::parse(&wire).unwrap_or_else(|e| panic!("{name}: {e}"));
+                if name.contains("gss-tsig")
+                    || name.contains("signed")
+                    || name.starts_with("update-")
+                {
+                    let tsig = m.tsig().expect(&name).expect(&name);
+                    assert_eq!(tsig.algorithm, wire_name("gss-tsig"), "{name}");
+                }
+                if name.starts_with("tkey-") {
+                    let tkey = m
+                        .records()
+                        .find_map(|rr| rr.tkey())
+                        .expect(&name)
+                        .expect(&name);
+                    assert_eq!(
+                        (tkey.algorithm, tkey.mode),
+                        (wire_name("gss-tsig"), 3),
+                        "{name}"
+                    );
+                }
+            }
+        }
+    }
+    assert_eq!(seen, 12, "seeds in {}", dir.display());
+}
