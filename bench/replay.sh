@@ -104,7 +104,7 @@ PY
   echo "-- tcpdump witness (packet time - first packet) vs (trace time - first trace time), after removing the median offset"
   $bin convert "$out/t200k.bin" --to pcap -o "$out/t200k.pcap" -q
   tshark -r "$out/t200k-wire.pcap" -d udp.port==$port,dns -T fields -e frame.time_epoch -e dns.qry.name > "$out/wire.tsv"
-  $bin convert "$out/t200k.bin" --to text -o - -q | awk -F'\t' 'NR > 1 { print $1 "\t" $13 }' > "$out/plan.tsv"
+  $bin convert "$out/t200k.bin" --to text -o - -q | awk -F'\t' 'NR > 2 { print $1 "\t" $13 }' > "$out/plan.tsv"
   python3 - "$out/wire.tsv" "$out/plan.tsv" <<'PY'
 import sys, statistics
 plan = {}
