@@ -67,7 +67,7 @@ if [[ " $parts " == *" fast "* ]]; then
   echo "== --fast UDP: knotd on core 0 (1 UDP worker), generator on core 1, 20 s each"
   # Wildcard names: every query answered from the zone, unique so nothing is cached anywhere.
   $bin synth --workload fixed --interval 0.00001 -n 5000000 --clients 1 --zone w.example. -o "$out/fast.bin" -q
-  $bin convert "$out/fast.bin" --to text -o - -q | awk -F'\t' 'NR > 1 { print $13, $15 }' > "$out/fast.dnsperf"
+  $bin convert "$out/fast.bin" --to text -o - -q | awk -F'\t' 'NR > 2 { print $13, $15 }' > "$out/fast.dnsperf"
   start_knot 1
   for round in 1 2; do
     /usr/bin/time -f "%e %U %S %M" -o "$out/t-dnsperf" taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$out/fast.dnsperf" \
@@ -108,7 +108,7 @@ PY
   echo "-- tcpdump witness (packet time - first packet) vs (trace time - first trace time), after removing the median offset"
   $bin convert "$out/t200k.bin" --to pcap -o "$out/t200k.pcap" -q
   tshark -r "$out/t200k-wire.pcap" -d udp.port==$port,dns -T fields -e frame.time_epoch -e dns.qry.name > "$out/wire.tsv"
-  $bin convert "$out/t200k.bin" --to text -o - -q | awk -F'\t' 'NR > 1 { print $1 "\t" $13 }' > "$out/plan.tsv"
+  $bin convert "$out/t200k.bin" --to text -o - -q | awk -F'\t' 'NR > 2 { print $1 "\t" $13 }' > "$out/plan.tsv"
   python3 - "$out/wire.tsv" "$out/plan.tsv" <<'PY'
 import sys, statistics
 plan = {}

@@ -11,6 +11,9 @@ command -v tcpdump >/dev/null 2>&1 || packages+=(tcpdump)
 [ -x /usr/bin/time ] || packages+=(time)
 command -v xz >/dev/null 2>&1 || packages+=(xz-utils)
 command -v zstd >/dev/null 2>&1 || packages+=(zstd)
+# Debian's Python modules the tests use: dnspython builds dynamic updates, pandas reads text traces.
+/usr/bin/python3 -c 'import dns.update' >/dev/null 2>&1 || packages+=(python3-dnspython)
+/usr/bin/python3 -c 'import pandas' >/dev/null 2>&1 || packages+=(python3-pandas)
 # Real DNS servers the replay tests talk to, on loopback ports the tests choose.
 command -v knotd >/dev/null 2>&1 || packages+=(knot)
 command -v kdig >/dev/null 2>&1 || packages+=(knot-dnsutils)

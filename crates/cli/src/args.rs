@@ -115,6 +115,9 @@ pub struct ReplayArgs {
     /// UDP/TCP port carrying DNS in captures (repeat for several).
     #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16])]
     pub dns_ports: Vec<u16>,
+    /// Do not send malformed queries (skip them, counted by their `dns-*` reason).
+    #[arg(long)]
+    pub drop_malformed: bool,
     /// Do not show progress.
     #[arg(short, long)]
     pub quiet: bool,
@@ -317,6 +320,9 @@ pub struct ReadArgs {
     /// Keep only responses.
     #[arg(long)]
     pub responses_only: bool,
+    /// Skip malformed messages (counted by their `dns-*` reason) instead of keeping them.
+    #[arg(long)]
+    pub drop_malformed: bool,
 }
 
 /// Output options shared by commands that write traces.

@@ -2,13 +2,15 @@
 //! file name suffix).
 
 use crate::args::{OutFormat, ReadArgs};
+use crate::port_hint::PortHint;
 use crate::progress::Progress;
 use anyhow::{Context, Result};
+use ldplayer_dns::DnsError;
 use ldplayer_pcap::{CaptureOptions, CaptureReader, PcapWriter};
 use ldplayer_trace::binary::{BinaryReader, BinaryWriter};
 use ldplayer_trace::input::{self, Format};
 use ldplayer_trace::text::{LineError, TextReader, TextWriter};
-use ldplayer_trace::{Record, Sink, SinkError, SkipReason, Source, TraceError};
+use ldplayer_trace::{Checked, Record, Sink, SinkError, SkipReason, Source, TraceError};
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
@@ -38,21 +40,28 @@ pub fn open_input(path: &Path, read: &ReadArgs, progress: &Progress) -> Result<I
         Format::Capture => {
             let options = CaptureOptions {
                 dns_ports: read.dns_ports.clone(),
+                keep_malformed: !read.drop_malformed,
                 ..CaptureOptions::default()
             };
-            Box::new(
+            Box::new(PortHint::new(
                 CaptureReader::new(opened.reader, options)
                     .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            )
+                &read.dns_ports,
+            ))
         }
-        Format::Text => Box::new(ReportingText(
-            TextReader::new(opened.reader)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        // Captures decide about malformed messages as they frame them; traces are checked.
+        Format::Text => Box::new(Checked::new(
+            ReportingText(
+                TextReader::new(opened.reader)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            ),
+            read.drop_malformed,
         )),
-        Format::Binary => Box::new(
+        Format::Binary => Box::new(Checked::new(
             BinaryReader::new(opened.reader)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-        ),
+            read.drop_malformed,
+        )),
     };
     Ok(Input {
         source,
@@ -78,6 +87,8 @@ impl<R: io::BufRead> Source for ReportingText<R> {
 pub struct QrFilter<S> {
     inner: S,
     keep_qr: Option<bool>,
+    /// The last record was passed on (so a note about it is too).
+    passed: bool,
 }
 
 impl<S: Sink> QrFilter<S> {
@@ -90,12 +101,17 @@ impl<S: Sink> QrFilter<S> {
         } else {
             None
         };
-        QrFilter { inner, keep_qr }
+        QrFilter {
+            inner,
+            keep_qr,
+            passed: false,
+        }
     }
 }
 
 impl<S: Sink> Sink for QrFilter<S> {
     fn record(&mut self, r: &Record<'_>) -> Result<(), SinkError> {
+        self.passed = false;
         if let Some(want) = self.keep_qr {
             // Byte 2 bit 7 is QR; records too short to be DNS are dropped by either filter.
             match r.wire.get(2) {
@@ -103,10 +119,16 @@ impl<S: Sink> Sink for QrFilter<S> {
                 _ => return Ok(()),
             }
         }
+        self.passed = true;
         self.inner.record(r)
     }
     fn skipped(&mut self, reason: SkipReason, location: u64) {
         self.inner.skipped(reason, location)
+    }
+    fn malformed(&mut self, error: DnsError, location: u64) {
+        if self.passed {
+            self.inner.malformed(error, location)
+        }
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         self.inner.finish()

@@ -7,6 +7,7 @@
 mod args;
 mod cmd;
 mod io;
+mod port_hint;
 mod progress;
 
 use clap::Parser;

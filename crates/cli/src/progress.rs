@@ -86,6 +86,8 @@ pub struct Watch<'p, S> {
     pub records: u64,
     /// Items the source skipped.
     pub skipped: ldplayer_trace::SkipCounts,
+    /// Records passed on although their message is malformed, by reason.
+    pub malformed: ldplayer_trace::SkipCounts,
     /// True when the run was cut short by Ctrl-C.
     pub interrupted: bool,
 }
@@ -99,6 +101,7 @@ impl<'p, S: Sink> Watch<'p, S> {
             stop: interrupted(),
             records: 0,
             skipped: Default::default(),
+            malformed: Default::default(),
             interrupted: false,
         }
     }
@@ -126,6 +129,10 @@ impl<S: Sink> Sink for Watch<'_, S> {
     fn skipped(&mut self, reason: SkipReason, location: u64) {
         self.skipped.add(reason);
         self.inner.skipped(reason, location)
+    }
+    fn malformed(&mut self, error: ldplayer_dns::DnsError, location: u64) {
+        self.malformed.add(SkipReason::Dns(error));
+        self.inner.malformed(error, location)
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         self.inner.finish()

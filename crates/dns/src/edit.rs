@@ -3,6 +3,7 @@
 use crate::error::DnsError;
 use crate::message::{flag, Message, HEADER_LEN};
 use crate::mnemonic::rtype;
+use crate::partial::Partial;
 use crate::wire::{decompress, has_pointer_at_or_after};
 use thiserror::Error;
 
@@ -97,6 +98,23 @@ impl Fields {
     }
 }
 
+impl Fields {
+    /// The fields that can be read off a malformed message: its header (the RCODE is the
+    /// header's four bits, as no OPT record is read) and its first question when that reads.
+    pub fn of_partial(p: &Partial) -> Fields {
+        let h = &p.header;
+        Fields {
+            id: h.id,
+            qr: h.qr(),
+            opcode: h.opcode(),
+            flags: h.flags & flag::NAMED_MASK,
+            rcode: h.rcode_low() as u16,
+            question: p.question.clone(),
+            edns: None,
+        }
+    }
+}
+
 /// Builds a new message that holds exactly `fields`: the header, at most one question and at
 /// most one OPT record.
 pub fn build(fields: &Fields) -> Result<Vec<u8>, EditError> {
@@ -113,7 +131,22 @@ pub fn apply(wire: &mut Vec<u8>, fields: &Fields) -> Result<(), EditError> {
     if fields.rcode > 15 && fields.edns.is_none() {
         return Err(EditError::RcodeNeedsEdns(fields.rcode));
     }
-    // Header words.
+    apply_header(wire, fields)?;
+    set_question(wire, fields.question.as_ref())?;
+    set_edns(wire, fields.edns.as_ref(), (fields.rcode >> 4) as u8)?;
+    if wire.len() > u16::MAX as usize {
+        return Err(EditError::TooLarge);
+    }
+    Ok(())
+}
+
+/// Writes the header fields of `fields` (ID, QR, opcode, the named flags and the low four bits of
+/// the RCODE) into the first 12 bytes of `wire`, leaving everything else alone. This is the only
+/// edit that a malformed message can take, as it needs nothing beyond the header to be readable.
+pub fn apply_header(wire: &mut [u8], fields: &Fields) -> Result<(), EditError> {
+    if wire.len() < HEADER_LEN {
+        return Err(EditError::Malformed(DnsError::ShortHeader));
+    }
     wire[0..2].copy_from_slice(&fields.id.to_be_bytes());
     let old = u16::from_be_bytes([wire[2], wire[3]]);
     let mut new = old & !(flag::QR | 0x7800 | flag::NAMED_MASK | 0x000F);
@@ -124,12 +157,6 @@ pub fn apply(wire: &mut Vec<u8>, fields: &Fields) -> Result<(), EditError> {
     new |= fields.flags & flag::NAMED_MASK;
     new |= fields.rcode & 0xF;
     wire[2..4].copy_from_slice(&new.to_be_bytes());
-
-    set_question(wire, fields.question.as_ref())?;
-    set_edns(wire, fields.edns.as_ref(), (fields.rcode >> 4) as u8)?;
-    if wire.len() > u16::MAX as usize {
-        return Err(EditError::TooLarge);
-    }
     Ok(())
 }
 

@@ -9,6 +9,14 @@
 //! response; this walker takes well under 100 ns, which is what the 2 million messages per second
 //! goal of `ldplayer convert` needs.
 //!
+//! Malformed messages are not thrown away by the callers: [`Partial`] reads what still can be
+//! read of one (the header, the first question), so traces keep them with their bytes.
+//!
+//! Dynamic updates (RFC 2136) parse like any message (the zone section is the question section;
+//! prerequisites and updates are the answer and authority sections, with their empty RDATA of
+//! class NONE or ANY); [`Message::records`] walks the records and [`Rr::tsig`] / [`Rr::tkey`]
+//! decode the transaction signatures and key exchanges that secure them (GSS-TSIG).
+//!
 //! Editing goes through one mechanism: [`Fields`] is everything the text format's columns express;
 //! [`Fields::of`] reads them off a message and [`apply`] rewrites a message so it carries a given
 //! set of fields, touching only what differs, so an unedited message stays byte-identical.
@@ -19,9 +27,12 @@ mod error;
 mod message;
 mod mnemonic;
 mod name;
+mod partial;
+mod records;
+mod tsig;
 mod wire;
 
-pub use edit::{apply, build, EditError, EdnsFields, Fields, Question};
+pub use edit::{apply, apply_header, build, EditError, EdnsFields, Fields, Question};
 pub use edns::{code as option_code, parse_options, render_options, OptionsError};
 pub use error::DnsError;
 pub use message::{flag, Edns, Header, Message, HEADER_LEN};
@@ -30,4 +41,7 @@ pub use mnemonic::{
     rcode_to_string, rtype, rtype_from_str, rtype_to_string,
 };
 pub use name::{name_from_presentation, name_to_presentation, NameError, MAX_NAME_LEN};
+pub use partial::Partial;
+pub use records::{Records, Rr, Section};
+pub use tsig::{Tkey, Tsig};
 pub use wire::decompress;

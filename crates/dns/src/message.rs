@@ -2,7 +2,9 @@
 
 use crate::error::DnsError;
 use crate::mnemonic::rtype;
-use crate::wire::{read_name, u16_at, walk};
+use crate::records::{Records, Rr, Section};
+use crate::tsig::Tsig;
+use crate::wire::{read_name, u16_at, walk, RecordPos};
 
 /// Length of the fixed DNS header.
 pub const HEADER_LEN: usize = 12;
@@ -57,6 +59,19 @@ pub struct Header {
 }
 
 impl Header {
+    /// Reads the header at the start of `wire`, or `None` when `wire` is shorter than 12 bytes.
+    pub fn read(wire: &[u8]) -> Option<Header> {
+        let h = wire.get(..HEADER_LEN)?;
+        let word = |i: usize| u16::from_be_bytes([h[i], h[i + 1]]);
+        Some(Header {
+            id: word(0),
+            flags: word(2),
+            qdcount: word(4),
+            ancount: word(6),
+            nscount: word(8),
+            arcount: word(10),
+        })
+    }
     /// True for a response, false for a query.
     pub fn qr(&self) -> bool {
         self.flags & flag::QR != 0
@@ -110,27 +125,23 @@ pub struct Message<'a> {
     /// End of the question section.
     question_end: usize,
     edns: Option<Edns>,
+    /// The last record of the additional section, when it is a TSIG record.
+    tsig: Option<RecordPos>,
     end: usize,
 }
 
 impl<'a> Message<'a> {
     /// Parses and validates a message.
     pub fn parse(wire: &'a [u8]) -> Result<Self, DnsError> {
-        if wire.len() < HEADER_LEN {
-            return Err(DnsError::ShortHeader);
-        }
-        let header = Header {
-            id: u16_at(wire, 0)?,
-            flags: u16_at(wire, 2)?,
-            qdcount: u16_at(wire, 4)?,
-            ancount: u16_at(wire, 6)?,
-            nscount: u16_at(wire, 8)?,
-            arcount: u16_at(wire, 10)?,
-        };
+        let header = Header::read(wire).ok_or(DnsError::ShortHeader)?;
         let mut question = None;
         let mut question_end = HEADER_LEN;
         let mut edns = None;
+        let mut tsig = None;
         let end = walk(wire, |section, rr| {
+            if section == 3 {
+                tsig = (rr.rr_type == rtype::TSIG).then_some(rr);
+            }
             match section {
                 0 => {
                     if question.is_none() {
@@ -163,6 +174,7 @@ impl<'a> Message<'a> {
             question,
             question_end,
             edns,
+            tsig,
             end,
         })
     }
@@ -216,6 +228,17 @@ impl<'a> Message<'a> {
     /// Bytes after the last record (junk some captures carry).
     pub fn trailing(&self) -> &'a [u8] {
         &self.wire[self.end..]
+    }
+    /// The resource records after the question section (answer, authority and additional; in
+    /// an UPDATE, prerequisite, update and additional), in message order.
+    pub fn records(&self) -> Records<'a> {
+        Records::new(self.wire, &self.header, self.question_end)
+    }
+    /// The TSIG record (RFC 8945), when the last record of the additional section is one (found
+    /// while parsing: no walk here).
+    pub fn tsig(&self) -> Option<Result<Tsig<'a>, DnsError>> {
+        let pos = self.tsig?;
+        Rr::at(self.wire, Section::Additional, pos).and_then(|rr| rr.tsig())
     }
     /// The EDNS options (the OPT RDATA), empty when there is no OPT record.
     pub fn edns_options(&self) -> &'a [u8] {

@@ -93,7 +93,9 @@ pub(crate) fn read_name(wire: &[u8], pos: usize, out: &mut Vec<u8>) -> Result<us
 /// Where the domain names sit inside the RDATA of a record type that may carry compressed names.
 ///
 /// Only the types of RFC 1035 may be compressed (RFC 3597 §4); a few later types are listed
-/// because some servers compress them anyway and decoders are told to accept that.
+/// because some servers compress them anyway and decoders are told to accept that. TKEY and TSIG
+/// (RFC 2930, RFC 8945) start with an algorithm name that must not be compressed, but decoders
+/// (tshark's, dnspython's) follow a pointer there, so it is validated and expanded like the others.
 pub(crate) enum RdataNames {
     /// No names that can be compressed.
     None,
@@ -120,6 +122,7 @@ pub(crate) fn rdata_names(rr_type: u16) -> RdataNames {
         rtype::MX | rtype::AFSDB | rtype::RT | rtype::KX => RdataNames::At(2),
         rtype::SRV => RdataNames::At(6),
         rtype::NAPTR => RdataNames::Naptr,
+        rtype::TKEY | rtype::TSIG => RdataNames::At(0),
         _ => RdataNames::None,
     }
 }
@@ -228,6 +231,10 @@ pub(crate) fn walk(
 }
 
 /// Positions of the compressible names inside one record's RDATA.
+///
+/// An empty RDATA holds no name whatever the type: dynamic updates (RFC 2136 §2.4, §2.5) use
+/// records of class ANY or NONE with RDLENGTH 0 to say "this RRset exists", "this name has no
+/// CNAME" or "delete this RRset", for name-holding types (CNAME, PTR, NS, SRV, ...) too.
 fn rdata_name_positions(
     wire: &[u8],
     rr_type: u16,
@@ -235,7 +242,12 @@ fn rdata_name_positions(
     end: usize,
 ) -> impl Iterator<Item = Result<usize, DnsError>> {
     let mut out: [Option<Result<usize, DnsError>>; 2] = [None, None];
-    match rdata_names(rr_type) {
+    let names = if rdata == end {
+        RdataNames::None
+    } else {
+        rdata_names(rr_type)
+    };
+    match names {
         RdataNames::None => {}
         RdataNames::At(off) => {
             out[0] = Some(if rdata + off < end {

@@ -10,7 +10,7 @@ mod summary;
 
 pub use summary::{Count, Rate, Summary};
 
-use ldplayer_dns::Message;
+use ldplayer_dns::{opcode_to_string, Header, Message, Partial};
 use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipCounts, SkipReason};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
@@ -51,6 +51,12 @@ pub struct Inspector {
     do_queries: u64,
     qtypes: FxHashMap<u16, u64>,
     rcodes: FxHashMap<u16, u64>,
+    /// Messages by opcode.
+    opcodes: [u64; 16],
+    /// Messages signed with TSIG.
+    tsig: u64,
+    /// Records whose message does not parse, by reason.
+    malformed: SkipCounts,
     skipped: SkipCounts,
 }
 
@@ -70,24 +76,49 @@ impl Inspector {
         if r.conn != 0 {
             self.connections.insert(r.conn);
         }
-        let Ok(msg) = Message::parse(r.wire) else {
-            self.not_dns += 1;
-            return;
+        // A malformed message counts by what its header and question say (servers see it as a
+        // query or a response all the same), and by reason.
+        let (header, rcode, qtype, edns) = match Message::parse(r.wire) {
+            Ok(msg) => {
+                self.tsig += msg.tsig().is_some() as u64;
+                (*msg.header(), msg.rcode(), msg.qtype(), msg.edns().copied())
+            }
+            Err(e) => {
+                self.malformed.add(SkipReason::Dns(e));
+                let Some(p) = Partial::read(r.wire) else {
+                    self.not_dns += 1;
+                    return;
+                };
+                let qtype = p.question.map(|q| q.qtype);
+                (p.header, p.header.rcode_low() as u16, qtype, None)
+            }
         };
-        if msg.header().qr() {
+        self.count_message(r, &header, rcode, qtype, edns);
+    }
+
+    fn count_message(
+        &mut self,
+        r: &Record<'_>,
+        header: &Header,
+        rcode: u16,
+        qtype: Option<u16>,
+        edns: Option<ldplayer_dns::Edns>,
+    ) {
+        self.opcodes[header.opcode() as usize] += 1;
+        if header.qr() {
             self.responses += 1;
             self.response_proto[r.proto as usize] += 1;
-            *self.rcodes.entry(msg.rcode()).or_insert(0) += 1;
+            *self.rcodes.entry(rcode).or_insert(0) += 1;
             self.response_clients.insert(r.dst.ip());
             return;
         }
         self.queries += 1;
         self.query_proto[r.proto as usize] += 1;
         *self.clients.entry(r.src.ip()).or_insert(0) += 1;
-        if let Some(t) = msg.qtype() {
+        if let Some(t) = qtype {
             *self.qtypes.entry(t).or_insert(0) += 1;
         }
-        if let Some(e) = msg.edns() {
+        if let Some(e) = edns {
             self.edns_queries += 1;
             self.do_queries += e.dnssec_ok() as u64;
         }
@@ -182,17 +213,25 @@ impl Inspector {
             do_share: share(self.do_queries),
             top_qtypes: top(&self.qtypes, ldplayer_dns::rtype_to_string),
             top_rcodes: top(&self.rcodes, ldplayer_dns::rcode_to_string),
+            opcodes: {
+                let mut v: Vec<(u8, u64)> = (0..16u8)
+                    .map(|o| (o, self.opcodes[o as usize]))
+                    .filter(|(_, c)| *c > 0)
+                    .collect();
+                v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+                v.into_iter()
+                    .map(|(o, count)| Count {
+                        name: opcode_to_string(o),
+                        count,
+                    })
+                    .collect()
+            },
+            tsig_signed: self.tsig,
+            malformed: counts(&self.malformed),
             busiest_1pct_clients: busiest as u64,
             busiest_1pct_share: busiest_share,
             median_queries_per_client: median_client,
-            skipped: self
-                .skipped
-                .iter()
-                .map(|(r, c)| Count {
-                    name: r.name().to_string(),
-                    count: c,
-                })
-                .collect(),
+            skipped: counts(&self.skipped),
         }
     }
 
@@ -225,6 +264,16 @@ impl Inspector {
             max: kth(span - 1),
         })
     }
+}
+
+/// Counts by reason, as named counts.
+fn counts(c: &SkipCounts) -> Vec<Count> {
+    c.iter()
+        .map(|(r, count)| Count {
+            name: r.name().to_string(),
+            count,
+        })
+        .collect()
 }
 
 impl Sink for Inspector {

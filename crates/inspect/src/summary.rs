@@ -38,8 +38,13 @@ pub struct Summary {
     pub queries: u64,
     /// Responses (QR = 1).
     pub responses: u64,
-    /// Records whose bytes are not a DNS message (possible in edited or binary traces).
+    /// Records too short to hold a DNS header (possible in edited or binary traces); they are
+    /// neither queries nor responses.
     pub not_dns: u64,
+    /// Records whose message does not parse, by reason (`dns-truncated`, ...). Those with a
+    /// header count as queries or responses by their QR bit (and by their question's type,
+    /// when it reads); those without are `not_dns` (`dns-short-header`).
+    pub malformed: Vec<Count>,
     /// Distinct addresses sending queries (or receiving responses when there are no queries).
     pub unique_clients: u64,
     /// Distinct connections (TCP, TLS, ...).
@@ -64,6 +69,10 @@ pub struct Summary {
     pub top_qtypes: Vec<Count>,
     /// Most frequent response codes of responses.
     pub top_rcodes: Vec<Count>,
+    /// Messages (queries and responses) by opcode, most frequent first.
+    pub opcodes: Vec<Count>,
+    /// Messages signed with TSIG (RFC 8945; GSS-TSIG for Windows' dynamic updates).
+    pub tsig_signed: u64,
     /// How many clients make up the busiest 1% (rounded up).
     pub busiest_1pct_clients: u64,
     /// Share of queries sent by the busiest 1% of clients.
@@ -111,6 +120,14 @@ impl fmt::Display for Summary {
         if self.not_dns > 0 {
             row(f, "not DNS", self.not_dns.to_string())?;
         }
+        row(
+            f,
+            "malformed",
+            match self.malformed.iter().map(|c| c.count).sum::<u64>() {
+                0 => "0".to_string(),
+                n => format!("{n}: {}", list(&self.malformed, 0)),
+            },
+        )?;
         row(f, "unique clients", self.unique_clients.to_string())?;
         row(f, "connections", self.connections.to_string())?;
         row(
@@ -152,6 +169,8 @@ impl fmt::Display for Summary {
         )?;
         row(f, "top qtypes", list(&self.top_qtypes, self.queries))?;
         row(f, "top rcodes", list(&self.top_rcodes, self.responses))?;
+        row(f, "opcodes", list(&self.opcodes, self.messages))?;
+        row(f, "TSIG-signed", self.tsig_signed.to_string())?;
         row(
             f,
             "busiest 1% of clients",

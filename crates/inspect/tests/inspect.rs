@@ -147,3 +147,67 @@ fn empty_trace_has_no_rates() {
     assert_eq!(s.messages, 0);
     assert!(s.qps_1s.is_none() && s.start.is_none() && s.interarrival_mean_s.is_none());
 }
+
+/// Malformed messages count as queries or responses by their header, and by reason; records
+/// too short for a header are "not DNS"; UPDATE and TSIG show in the opcode mix and the signed
+/// count.
+#[test]
+fn malformed_messages_and_updates_are_counted() {
+    let mut ins = Inspector::new();
+    // A query whose answer count (40000) the message cannot hold, with a readable AAAA question.
+    let mut absurd = query(28, None);
+    absurd[6..8].copy_from_slice(&40000u16.to_be_bytes());
+    // A response cut in the middle of its question.
+    let cut = response(3)[..23].to_vec();
+    // An UPDATE of example. signed with TSIG (algorithm gss-tsig.).
+    let mut update = vec![0, 9, 0x28, 0, 0, 1, 0, 0, 0, 0, 0, 1];
+    update.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
+    update.extend_from_slice(b"\x03key\x00\x00\xfa\x00\xff\x00\x00\x00\x00\x00\x1a");
+    update.extend_from_slice(
+        b"\x08gss-tsig\x00\x00\x00\x65\x4f\x1a\x2b\x01\x2c\x00\x00\x00\x09\x00\x00\x00\x00",
+    );
+    for (i, (wire, qr)) in [
+        (query(1, None), false),
+        (absurd, false),
+        (cut, true),
+        (b"tiny".to_vec(), false),
+        (update, false),
+    ]
+    .iter()
+    .enumerate()
+    {
+        feed(&mut ins, i as i64, 1, Proto::Udp, wire, *qr);
+    }
+    let s = ins.summary();
+    assert_eq!(
+        (s.messages, s.queries, s.responses, s.not_dns),
+        (5, 3, 1, 1)
+    );
+    let malformed: Vec<(&str, u64)> = s.malformed.iter().map(|c| (&c.name[..], c.count)).collect();
+    assert_eq!(
+        malformed,
+        [
+            ("dns-short-header", 1),
+            ("dns-truncated", 1),
+            ("dns-absurd-counts", 1)
+        ]
+    );
+    let qtypes: Vec<(&str, u64)> = s
+        .top_qtypes
+        .iter()
+        .map(|c| (&c.name[..], c.count))
+        .collect();
+    assert_eq!(qtypes, [("A", 1), ("SOA", 1), ("AAAA", 1)]);
+    assert_eq!(s.top_rcodes[0].name, "NXDOMAIN");
+    let opcodes: Vec<(&str, u64)> = s.opcodes.iter().map(|c| (&c.name[..], c.count)).collect();
+    assert_eq!(opcodes, [("QUERY", 3), ("UPDATE", 1)]);
+    assert_eq!(s.tsig_signed, 1);
+    let json = serde_json::to_value(&s).unwrap();
+    assert_eq!(json["malformed"][2]["name"], "dns-absurd-counts");
+    assert_eq!(json["not_dns"], 1);
+    let text = s.to_string();
+    assert!(
+        text.contains("malformed                    3: dns-short-header 1, dns-truncated 1, dns-absurd-counts 1"),
+        "{text}"
+    );
+}

@@ -3,9 +3,10 @@
 use crate::frag::{Defrag, FragKey, Fragment};
 use crate::net::{link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
 use crate::options::{CaptureOptions, Keep, PortSet};
+use crate::ports::PortCensus;
 use crate::tcp::{Out, TcpLimits, TcpTable};
 use ldplayer_dns::Message;
-use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason};
+use ldplayer_trace::{Proto, Sink, SinkError, SkipReason};
 use std::net::{IpAddr, SocketAddr};
 
 const UDP: u8 = 17;
@@ -22,6 +23,8 @@ const SWEEP_INTERVAL_NS: i64 = 1_000_000_000;
 pub struct PacketDecoder {
     ports: PortSet,
     keep: Keep,
+    keep_malformed: bool,
+    census: PortCensus,
     defrag: Defrag,
     tcp: TcpTable,
     next_sweep: Option<i64>,
@@ -34,6 +37,8 @@ impl PacketDecoder {
         PacketDecoder {
             ports: PortSet::new(&options.dns_ports),
             keep: options.keep,
+            keep_malformed: options.keep_malformed,
+            census: PortCensus::default(),
             defrag: Defrag::new(options.max_frag_bytes, options.frag_timeout_ns),
             tcp: TcpTable::new(TcpLimits {
                 max_flows: options.max_tcp_flows,
@@ -61,6 +66,7 @@ impl PacketDecoder {
             sink,
             packet,
             keep: self.keep,
+            keep_malformed: self.keep_malformed,
         };
         self.last_time = time_ns;
         match self.next_sweep {
@@ -177,7 +183,7 @@ impl PacketDecoder {
                 }
                 let sport = u16::from_be_bytes([payload[0], payload[1]]);
                 let dport = u16::from_be_bytes([payload[2], payload[3]]);
-                if !self.is_dns(sport, dport) {
+                if !self.count_ports(sport, dport) {
                     return Ok(());
                 }
                 if truncated {
@@ -198,22 +204,13 @@ impl PacketDecoder {
                     ulen
                 };
                 let wire = &payload[8..end];
+                let (src, dst) = (SocketAddr::new(src, sport), SocketAddr::new(dst, dport));
                 match Message::parse(wire) {
-                    Ok(_) => {
-                        if out.keep.keeps(wire) {
-                            out.sink.record(&Record {
-                                time_ns: time,
-                                src: SocketAddr::new(src, sport),
-                                dst: SocketAddr::new(dst, dport),
-                                proto: Proto::Udp,
-                                conn: 0,
-                                wire,
-                            })?;
-                        }
-                    }
-                    Err(e) => out.skip(SkipReason::Dns(e)),
+                    Ok(_) => out.record(src, dst, Proto::Udp, 0, wire, time),
+                    Err(e) => out.malformed(e, wire, |out, w| {
+                        out.record(src, dst, Proto::Udp, 0, w, time)
+                    }),
                 }
-                Ok(())
             }
             TCP => {
                 if payload.len() < 4 {
@@ -226,7 +223,7 @@ impl PacketDecoder {
                 }
                 let sport = u16::from_be_bytes([payload[0], payload[1]]);
                 let dport = u16::from_be_bytes([payload[2], payload[3]]);
-                if !self.is_dns(sport, dport) {
+                if !self.count_ports(sport, dport) {
                     return Ok(());
                 }
                 let Some(h) = parse_tcp(payload) else {
@@ -259,6 +256,25 @@ impl PacketDecoder {
         self.ports.contains(a) || self.ports.contains(b)
     }
 
+    /// Whether a UDP or TCP packet with these ports is on a DNS port; counted in the census
+    /// either way.
+    #[inline]
+    fn count_ports(&mut self, sport: u16, dport: u16) -> bool {
+        let dns = self.is_dns(sport, dport);
+        if dns {
+            self.census.dns_packet();
+        } else {
+            self.census.other_packet(sport, dport);
+        }
+        dns
+    }
+
+    /// The UDP and TCP ports seen so far: how many packets were on the DNS ports, and the
+    /// busiest others.
+    pub fn census(&self) -> &PortCensus {
+        &self.census
+    }
+
     /// Ends the capture: frames what TCP reassembly still holds (skipping holes) and counts the
     /// fragments that never completed. `packet` is the location reported for those skips (the
     /// number of the last packet).
@@ -267,6 +283,7 @@ impl PacketDecoder {
             sink,
             packet,
             keep: self.keep,
+            keep_malformed: self.keep_malformed,
         };
         self.defrag.flush(&mut |r| out.skip(r));
         self.tcp.finish(&mut out)

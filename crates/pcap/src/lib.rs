@@ -7,7 +7,9 @@
 //!   fragment reassembly), and DNS over UDP and over TCP (full stream reassembly with the
 //!   two-byte length framing, resynchronization after gaps and junk), and pushes one
 //!   [`Record`](ldplayer_trace::Record) per DNS message. Whatever it cannot use is reported to
-//!   the sink as a [`SkipReason`](ldplayer_trace::SkipReason).
+//!   the sink as a [`SkipReason`](ldplayer_trace::SkipReason); malformed messages whose header
+//!   reads are kept and noted (see [`CaptureOptions::keep_malformed`]), and [`PortCensus`] says
+//!   which ports the traffic was on when it was not on the DNS ports.
 //! - [`PacketDecoder`] is the same decoding, one frame at a time, for frames that come from
 //!   elsewhere.
 //! - [`PcapWriter`] is a [`Sink`](ldplayer_trace::Sink) that writes records as a pcap file of
@@ -21,6 +23,7 @@ mod decoder;
 mod frag;
 mod net;
 mod options;
+mod ports;
 mod reader;
 mod tcp;
 mod writer;
@@ -28,5 +31,6 @@ mod writer;
 pub use decoder::PacketDecoder;
 pub use net::linktype;
 pub use options::{CaptureOptions, Keep};
+pub use ports::PortCensus;
 pub use reader::{read_capture_bytes, CaptureReader};
 pub use writer::PcapWriter;

@@ -34,6 +34,13 @@ pub struct CaptureOptions {
     pub dns_ports: Vec<u16>,
     /// Which messages to keep. Default: all.
     pub keep: Keep,
+    /// Keep messages whose 12-byte header reads but whose body does not parse (absurd counts,
+    /// bad labels or pointers, cut short): they are passed on with their bytes and noted to the
+    /// sink ([`Sink::malformed`](ldplayer_trace::Sink::malformed)). Over TCP, such a message is
+    /// kept when the next message starts right after it (or the stream ends there); otherwise
+    /// framing was lost and its bytes count as `tcp-junk`. When false, they are skipped with
+    /// their `dns-*` reason. Shorter messages are always skipped. Default: true.
+    pub keep_malformed: bool,
     /// Most TCP connections tracked at once; beyond it the least recently used ones are dropped
     /// (counted as `TcpOverflow` when they were still open). Default: 65,536.
     pub max_tcp_flows: usize,
@@ -59,6 +66,7 @@ impl Default for CaptureOptions {
         CaptureOptions {
             dns_ports: vec![53],
             keep: Keep::All,
+            keep_malformed: true,
             max_tcp_flows: 65_536,
             max_tcp_buffer_per_flow: 256 * 1024,
             tcp_gap_timeout_ns: 10_000_000_000,

@@ -2,6 +2,7 @@
 
 use crate::decoder::PacketDecoder;
 use crate::options::CaptureOptions;
+use crate::ports::PortCensus;
 use ldplayer_trace::{drive, Sink, SkipReason, Source, TraceError};
 use pcap_parser::pcapng::Block;
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
@@ -40,6 +41,7 @@ const PCAP_MAGICS: [u32; 5] = [
 pub struct CaptureReader<R: Read> {
     opened: Option<Opened<R>>,
     options: CaptureOptions,
+    census: PortCensus,
 }
 
 /// An input whose format is known, with the bytes read to recognize it.
@@ -60,7 +62,14 @@ impl<R: Read> CaptureReader<R> {
         Ok(CaptureReader {
             opened: Some(open(input)?),
             options,
+            census: PortCensus::default(),
         })
+    }
+
+    /// The UDP and TCP ports of the packets read (complete once [`Source::run`] returned): when
+    /// none was on the DNS ports, [`PortCensus::busiest`] says where the traffic was.
+    pub fn census(&self) -> &PortCensus {
+        &self.census
     }
 }
 
@@ -68,8 +77,9 @@ impl<R: Read> Source for CaptureReader<R> {
     fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
         let opened = self.opened.take();
         let options = &self.options;
+        let census = &mut self.census;
         drive(sink, |sink| match opened {
-            Some(opened) => read_opened(opened, options, sink),
+            Some(opened) => read_opened(opened, options, sink, census),
             None => Err(TraceError::Format("the capture was already read".into())),
         })
     }
@@ -82,7 +92,9 @@ pub fn read_capture_bytes(
     options: &CaptureOptions,
     sink: &mut dyn Sink,
 ) -> Result<(), TraceError> {
-    drive(sink, |sink| read_opened(open(data)?, options, sink))
+    drive(sink, |sink| {
+        read_opened(open(data)?, options, sink, &mut PortCensus::default())
+    })
 }
 
 /// Passes reads through, keeping the first error so that it can be reported as it was
@@ -178,10 +190,12 @@ fn open<R: Read>(mut input: R) -> Result<Opened<R>, TraceError> {
     })
 }
 
+/// Reads the capture; `census` gets the decoder's port census, also when reading fails.
 fn read_opened<R: Read>(
     opened: Opened<R>,
     options: &CaptureOptions,
     sink: &mut dyn Sink,
+    census: &mut PortCensus,
 ) -> Result<(), TraceError> {
     let Opened {
         prefix,
@@ -220,11 +234,14 @@ fn read_opened<R: Read>(
             Err(_) => Err(not_capture()),
         }
     };
-    result?;
-    state
-        .decoder
-        .finish(state.packets, sink)
-        .map_err(TraceError::Sink)
+    let finished = result.and_then(|()| {
+        state
+            .decoder
+            .finish(state.packets, sink)
+            .map_err(TraceError::Sink)
+    });
+    *census = state.decoder.census().clone();
+    finished
 }
 
 /// What a pcapng interface description says.

@@ -20,6 +20,8 @@ pub(crate) struct Out<'a> {
     /// Number of the packet being decoded (for skip locations).
     pub packet: u64,
     pub keep: Keep,
+    /// Keep malformed messages (noted to the sink) rather than skipping them.
+    pub keep_malformed: bool,
 }
 
 impl Out<'_> {
@@ -30,17 +32,48 @@ impl Out<'_> {
 
     #[inline]
     fn message(&mut self, t: &Tmpl, wire: &[u8], time: i64) -> Result<(), SinkError> {
+        self.record(t.src, t.dst, Proto::Tcp, t.conn, wire, time)
+    }
+
+    /// Passes on a message unless the QR filter drops it.
+    #[inline]
+    pub(crate) fn record(
+        &mut self,
+        src: SocketAddr,
+        dst: SocketAddr,
+        proto: Proto,
+        conn: u64,
+        wire: &[u8],
+        time: i64,
+    ) -> Result<(), SinkError> {
         if !self.keep.keeps(wire) {
             return Ok(());
         }
         self.sink.record(&Record {
             time_ns: time,
-            src: t.src,
-            dst: t.dst,
-            proto: Proto::Tcp,
-            conn: t.conn,
+            src,
+            dst,
+            proto,
+            conn,
             wire,
         })
+    }
+
+    /// A message of at least a header's length that does not parse: kept and noted, or
+    /// skipped with its reason, as the options say.
+    pub(crate) fn malformed(
+        &mut self,
+        error: DnsError,
+        wire: &[u8],
+        make: impl FnOnce(&mut Self, &[u8]) -> Result<(), SinkError>,
+    ) -> Result<(), SinkError> {
+        if !self.keep_malformed || wire.len() < ldplayer_dns::HEADER_LEN {
+            self.skip(SkipReason::Dns(error));
+        } else if self.keep.keeps(wire) {
+            make(self, wire)?;
+            self.sink.malformed(error, self.packet);
+        }
+        Ok(())
     }
 }
 
@@ -75,8 +108,12 @@ struct Framer {
     /// Stream offset of the first byte not yet framed.
     base: u64,
     /// A frame that did not parse: its error and the stream offset of its end. If resync finds
-    /// the next message right there, the frame counts as a bad DNS message, not junk.
+    /// the next message right there (or the stream ends there), the frame was a malformed DNS
+    /// message, not junk.
     pending_err: Option<(DnsError, u64)>,
+    /// The bytes and time of that frame, when malformed messages are kept: at most one message
+    /// (64 KiB) per direction.
+    pending_msg: Option<(Vec<u8>, i64)>,
     /// Bytes were skipped since resync started.
     skipping: bool,
 }
@@ -98,15 +135,35 @@ impl Framer {
             mode,
             base: 0,
             pending_err: None,
+            pending_msg: None,
             skipping: false,
         }
     }
 
-    /// Counts the bytes skipped by a resync that ends (at stream offset `at`).
-    fn end_skip(&mut self, reason: Resync, at: u64, out: &mut Out<'_>) {
+    /// Forgets a frame that did not parse.
+    fn clear_pending(&mut self) {
+        self.pending_err = None;
+        self.pending_msg = None;
+    }
+
+    /// Counts the bytes skipped by a resync that ends (at stream offset `at`); a malformed
+    /// message that ends right there is passed on (or counted by its DNS reason).
+    fn end_skip(
+        &mut self,
+        reason: Resync,
+        at: u64,
+        t: &Tmpl,
+        out: &mut Out<'_>,
+    ) -> Result<(), SinkError> {
+        let msg = self.pending_msg.take();
         if self.skipping {
             match self.pending_err.take() {
-                Some((e, end)) if end == at => out.skip(SkipReason::Dns(e)),
+                Some((e, end)) if end == at => match msg {
+                    Some((wire, time)) => {
+                        out.malformed(e, &wire, |out, w| out.message(t, w, time))?
+                    }
+                    None => out.skip(SkipReason::Dns(e)),
+                },
                 Some(_) => out.skip(SkipReason::TcpJunk),
                 None => match reason {
                     Resync::Junk => out.skip(SkipReason::TcpJunk),
@@ -115,8 +172,9 @@ impl Framer {
                 },
             }
         }
-        self.pending_err = None;
+        self.clear_pending();
         self.skipping = false;
+        Ok(())
     }
 
     /// Frames messages in `data` (the unframed bytes of the stream); returns how many bytes
@@ -155,6 +213,9 @@ impl Framer {
                         }
                         Err(e) => {
                             self.pending_err = Some((e, self.base + end as u64));
+                            if out.keep_malformed {
+                                self.pending_msg = Some((wire.to_vec(), time));
+                            }
                             self.mode = Mode::Resync(Resync::Junk);
                             self.skipping = true;
                             pos += 1;
@@ -187,7 +248,7 @@ impl Framer {
                         if q > pos {
                             self.skipping = true;
                         }
-                        self.end_skip(reason, self.base + q as u64, out);
+                        self.end_skip(reason, self.base + q as u64, t, out)?;
                         self.mode = Mode::Synced;
                         pos = q;
                         continue;
@@ -203,7 +264,7 @@ impl Framer {
                     }
                     pos = keep_from;
                     if last && pos == data.len() {
-                        self.end_skip(reason, self.base + pos as u64, out);
+                        self.end_skip(reason, self.base + pos as u64, t, out)?;
                     }
                     break;
                 }
@@ -327,7 +388,7 @@ impl Dir {
         out.skip(reason);
         self.framer.base += self.buf.len() as u64;
         self.buf.clear();
-        self.framer.pending_err = None;
+        self.framer.clear_pending();
         self.framer.skipping = false;
         self.framer.mode = Mode::Resync(Resync::Gap);
         self.next = to;
@@ -378,7 +439,7 @@ impl Dir {
                 Mode::Synced => out.skip(SkipReason::TcpGap),
                 Mode::Resync(r) => {
                     self.framer.skipping = true;
-                    self.framer.end_skip(r, u64::MAX, out);
+                    self.framer.end_skip(r, u64::MAX, t, out)?;
                 }
             }
         }

@@ -6,6 +6,7 @@ mod common;
 use common::message;
 
 use etherparse::PacketBuilder;
+use ldplayer_dns::DnsError;
 use ldplayer_pcap::{read_capture_bytes, CaptureOptions, CaptureReader, Keep};
 use ldplayer_trace::{Collect, Proto, SkipReason, Source, TraceError};
 use proptest::prelude::*;
@@ -240,11 +241,74 @@ fn malformed_dns_and_packets_are_skipped_with_reasons() {
         (0, vec![0x45]),
         (0, udp4(&message(4, false, 0), 1, 53)),
     ];
-    let c = read(&pcap(101, true, false, &pkts));
-    assert_eq!(c.records.len(), 1);
-    assert_eq!(c.skipped.get(SkipReason::TruncatedPacket), 2);
-    assert_eq!(c.skipped.get(SkipReason::MalformedIp), 1);
-    assert_eq!(c.skipped.total(), 4);
+    let file = pcap(101, true, false, &pkts);
+    let dropping = read_with(
+        &file,
+        CaptureOptions {
+            keep_malformed: false,
+            ..CaptureOptions::default()
+        },
+    );
+    assert_eq!(dropping.records.len(), 1);
+    assert_eq!(dropping.skipped.get(SkipReason::TruncatedPacket), 2);
+    assert_eq!(dropping.skipped.get(SkipReason::MalformedIp), 1);
+    assert_eq!(
+        dropping
+            .skipped
+            .get(SkipReason::Dns(DnsError::AbsurdCounts)),
+        1
+    );
+    assert_eq!(dropping.skipped.total(), 4);
+    assert_eq!(dropping.malformed.total(), 0);
+    // By default the malformed message is kept, byte for byte, and noted.
+    let keeping = read(&file);
+    let wires: Vec<&[u8]> = keeping.records.iter().map(|r| &r.wire[..]).collect();
+    assert_eq!(wires, [&bad[..], &message(4, false, 0)[..]]);
+    assert_eq!(keeping.skipped.total(), 3);
+    assert_eq!(
+        keeping
+            .malformed
+            .get(SkipReason::Dns(DnsError::AbsurdCounts)),
+        1
+    );
+    // A payload shorter than a header is never a message.
+    let short = read(&pcap(101, true, false, &[(0, udp4(&bad[..11], 1, 53))]));
+    assert_eq!(short.records.len(), 0);
+    assert_eq!(short.skipped.get(SkipReason::Dns(DnsError::ShortHeader)), 1);
+}
+
+#[test]
+fn the_census_names_the_ports_the_traffic_was_on() {
+    let q = message(1, false, 0);
+    let r = message(1, true, 0);
+    let mut pkts = Vec::new();
+    for i in 0..5u16 {
+        pkts.push((0, udp4(&q, 40000 + i, 5392)));
+        pkts.push((1, udp4(&r, 5392, 40000 + i)));
+    }
+    pkts.push((2, udp4(&q, 1234, 4321)));
+    let file = pcap(101, true, false, &pkts);
+    let mut reader = CaptureReader::new(&file[..], CaptureOptions::default()).unwrap();
+    let mut sink = Collect::default();
+    reader.run(&mut sink).unwrap();
+    assert_eq!(sink.records.len(), 0);
+    let census = reader.census();
+    assert_eq!((census.dns_packets(), census.other_packets()), (0, 11));
+    assert_eq!(census.busiest(3), vec![(5392, 10), (40000, 2), (40001, 2)]);
+    // On the right port, the same capture is DNS.
+    let mut reader = CaptureReader::new(
+        &file[..],
+        CaptureOptions {
+            dns_ports: vec![5392],
+            ..CaptureOptions::default()
+        },
+    )
+    .unwrap();
+    let mut sink = Collect::default();
+    reader.run(&mut sink).unwrap();
+    assert_eq!(sink.records.len(), 10);
+    assert_eq!(reader.census().dns_packets(), 10);
+    assert_eq!(reader.census().busiest(3), vec![(1234, 1), (4321, 1)]);
 }
 
 /// Splits the IP payload of an IPv4 packet into fragments (offsets multiple of 8).

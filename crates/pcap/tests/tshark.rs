@@ -1,4 +1,6 @@
-//! Every shared sample capture decodes to the same DNS messages as tshark finds in it.
+//! Every shared sample capture decodes to the same DNS messages as tshark finds in it: the same
+//! well-formed messages (QR, question, transport), and as many malformed ones (see
+//! [`common::TsharkMessages::malformed`] for how those are compared).
 
 mod common;
 
@@ -18,15 +20,23 @@ fn every_sample_capture_agrees_with_tshark() {
     let mut failures = Vec::new();
     for path in &files {
         let name = path.file_name().unwrap_or_default().to_string_lossy();
-        let theirs = tshark_messages(path);
+        let found = tshark_messages(path);
+        let theirs = found.keys;
         let ours = read(path, CaptureOptions::default());
-        let our_keys: Vec<_> = ours.records.iter().map(key).collect();
+        let our_keys: Vec<_> = ours.records.iter().filter_map(key).collect();
+        let our_malformed = ours.records.len() - our_keys.len();
         let (tq, tr) = count(&theirs);
         let (oq, or) = count(&our_keys);
         eprintln!(
-            "{name}: tshark {tq} queries {tr} responses; ours {oq} queries {or} responses; skipped {:?}",
-            ours.skipped
+            "{name}: tshark {tq} queries {tr} responses {} malformed; ours {oq} queries {or} responses {our_malformed} malformed; skipped {:?}",
+            found.malformed, ours.skipped
         );
+        if found.malformed != our_malformed {
+            failures.push(format!(
+                "{name}: tshark flags {} messages malformed, ldplayer keeps {our_malformed}",
+                found.malformed
+            ));
+        }
         if multiset(theirs.clone()) != multiset(our_keys.clone()) {
             failures.push(format!(
                 "{name}: tshark {:?}\n  ours {:?}",

@@ -201,7 +201,9 @@ fn tshark_decodes_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("written.pcap");
     std::fs::write(&path, write(&records)).unwrap();
-    let theirs = common::tshark_messages(&path);
+    let found = common::tshark_messages(&path);
+    assert_eq!(found.malformed, 0);
+    let theirs = found.keys;
     assert_eq!(theirs.len(), records.len());
     let mut ours = Collect::default();
     read_capture_bytes(
@@ -210,7 +212,12 @@ fn tshark_decodes_what_was_written() {
         &mut ours,
     )
     .unwrap();
-    let ours: Vec<_> = ours.records.iter().map(common::key).collect();
+    let ours: Vec<_> = ours.records.iter().filter_map(common::key).collect();
+    assert_eq!(
+        ours.len(),
+        records.len(),
+        "every record written is well-formed"
+    );
     assert_eq!(common::multiset(theirs), common::multiset(ours));
     // And tshark finds the checksums right.
     let out = std::process::Command::new("tshark")

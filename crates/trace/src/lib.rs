@@ -12,6 +12,7 @@
 //! Packet captures (pcap, pcapng) live in the `ldplayer-pcap` crate.
 
 pub mod binary;
+mod check;
 pub mod input;
 mod record;
 mod sink;
@@ -19,6 +20,7 @@ mod skip;
 pub mod text;
 mod time;
 
+pub use check::{CheckMessages, Checked};
 pub use record::{Proto, Record, RecordBuf};
 pub use sink::{drive, Collect, Sink, SinkError, Source, TraceError};
 pub use skip::{SkipCounts, SkipReason};

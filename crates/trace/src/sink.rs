@@ -1,5 +1,6 @@
 use crate::record::{Record, RecordBuf};
 use crate::skip::{SkipCounts, SkipReason};
+use ldplayer_dns::DnsError;
 use std::io;
 use thiserror::Error;
 
@@ -53,6 +54,14 @@ pub trait Sink {
         let _ = (reason, location);
     }
 
+    /// Notes that the record just passed to [`Sink::record`] holds a malformed DNS message (its
+    /// header reads, the rest may not), kept for its bytes: real traffic holds such messages and
+    /// servers spend work on them. `error` is the first fault found; `location` is as for
+    /// [`Sink::skipped`].
+    fn malformed(&mut self, error: DnsError, location: u64) {
+        let _ = (error, location);
+    }
+
     /// Flushes whatever is buffered; called once when the source is done.
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
@@ -65,6 +74,9 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     }
     fn skipped(&mut self, reason: SkipReason, location: u64) {
         (**self).skipped(reason, location)
+    }
+    fn malformed(&mut self, error: DnsError, location: u64) {
+        (**self).malformed(error, location)
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         (**self).finish()
@@ -98,6 +110,8 @@ pub struct Collect {
     pub records: Vec<RecordBuf>,
     /// What the source skipped.
     pub skipped: SkipCounts,
+    /// The records noted as malformed, by reason (`SkipReason::Dns`).
+    pub malformed: SkipCounts,
 }
 
 impl Sink for Collect {
@@ -108,6 +122,9 @@ impl Sink for Collect {
     fn skipped(&mut self, reason: SkipReason, _location: u64) {
         self.skipped.add(reason);
     }
+    fn malformed(&mut self, error: DnsError, _location: u64) {
+        self.malformed.add(SkipReason::Dns(error));
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for Box<S> {
@@ -116,6 +133,9 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn skipped(&mut self, reason: SkipReason, location: u64) {
         (**self).skipped(reason, location)
+    }
+    fn malformed(&mut self, error: DnsError, location: u64) {
+        (**self).malformed(error, location)
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         (**self).finish()

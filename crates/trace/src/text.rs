@@ -1,19 +1,27 @@
 //! The text trace format: one tab-separated line per DNS message.
 //!
-//! The first line names the format version and the columns (tab-separated; spaces here):
+//! The first line names the format and its version; the second names the columns
+//! (tab-separated; spaces here):
 //!
 //! ```text
-//! #ldplayer-text/1 time src sport dst dport proto conn id qr opcode rcode flags qname qclass qtype edns bufsize do ednsopts wire
+//! #ldplayer-text/2
+//! time src sport dst dport proto conn id qr opcode rcode flags qname qclass qtype edns bufsize do ednsopts wire
 //! ```
 //!
-//! Every other line is one message; lines starting with `#` and empty lines are ignored. `-`
-//! stands for "none". The `wire` column holds the whole DNS message as captured (base64), so
+//! so that `pandas.read_csv(f, sep="\t", comment="#")` and `awk` read it as it is: no data field
+//! ever holds a `#` (it is escaped as `\035` in names) and no value reads as "not available"
+//! (the NULL type is written `TYPE10`). Files of version 1, whose first line holds the tag and
+//! the column names together, still read. Every other line is one message; lines starting with
+//! `#` and empty lines are ignored. `-` stands for "none". The `wire` column holds the whole DNS message as captured (base64), so
 //! nothing is lost; the other columns are a readable view of it *and* a way to edit it: when a
 //! line is read, every column whose value differs from what the `wire` message says is written
 //! into the message (changing only those bytes), so `awk` can set `do` to 1 or `proto` to `tcp`
 //! and the rebuilt message follows. A line whose `wire` is `-` is built from the columns alone,
 //! so traces can also be written by hand. Columns may come in any order; unknown columns are
-//! ignored; missing DNS columns keep what `wire` says. See docs/formats.md for every column.
+//! ignored; missing DNS columns keep what `wire` says. A malformed message (one whose header
+//! reads but whose body does not) shows its header columns and, when it reads, its question;
+//! the other DNS columns are `-`, and only the header columns can be edited. See
+//! docs/formats.md for every column.
 
 use crate::record::{Proto, Record, RecordBuf};
 use crate::sink::{drive, Sink, SinkError, Source, TraceError};
@@ -22,16 +30,27 @@ use crate::time::{format_time, parse_time};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use ldplayer_dns::{
-    class_from_str, class_to_string, flag, name_from_presentation, name_to_presentation,
-    opcode_from_str, opcode_to_string, parse_options, rcode_from_str, rcode_to_string,
-    render_options, rtype_from_str, rtype_to_string, EdnsFields, Fields, Message, Question,
+    apply_header, class_from_str, class_to_string, flag, name_from_presentation,
+    name_to_presentation, opcode_from_str, opcode_to_string, parse_options, rcode_from_str,
+    rcode_to_string, render_options, rtype, rtype_from_str, rtype_to_string, EdnsFields, Fields,
+    Message, Partial, Question,
 };
 use std::fmt::Write as _;
 use std::io::{self, BufRead, Write};
 use std::net::{IpAddr, SocketAddr};
 
-/// The first field of the header line: format name and version.
-pub const MAGIC: &str = "#ldplayer-text/1";
+/// The first line of the text traces this version writes: format name and version.
+///
+/// Version 2 puts the column names on a line of their own (version 1 had them on the tag's
+/// line), escapes `#` in names and writes the NULL type as `TYPE10`, so that tools that take
+/// `#` as a comment and `NULL` as a missing value read every field.
+pub const MAGIC: &str = "#ldplayer-text/2";
+
+/// What every version's tag starts with.
+const TAG_PREFIX: &str = "#ldplayer-text/";
+
+/// The versions this build reads.
+const READS: [&str; 2] = ["#ldplayer-text/1", "#ldplayer-text/2"];
 
 /// The columns this version writes, in order.
 pub const COLUMNS: [&str; 20] = [
@@ -63,18 +82,17 @@ enum Col {
     Wire,
 }
 
-/// True when `head` starts like a text trace.
+/// True when `head` starts like a text trace (of any version, so that a version this build does
+/// not read gets a clear error rather than "not a trace").
 pub fn sniff(head: &[u8]) -> bool {
-    head.starts_with(MAGIC.as_bytes())
+    head.starts_with(TAG_PREFIX.as_bytes())
 }
 
-/// The header line, newline included.
+/// The header [`TextWriter`] writes: the tag line, then the column line, newlines included.
 pub fn header_line() -> String {
     let mut s = String::from(MAGIC);
-    for c in COLUMNS {
-        s.push('\t');
-        s.push_str(c);
-    }
+    s.push('\n');
+    s.push_str(&COLUMNS.join("\t"));
     s.push('\n');
     s
 }
@@ -107,13 +125,44 @@ pub fn render_line(r: &Record<'_>, out: &mut String) {
 fn render_dns(wire: &[u8], out: &mut String) {
     match Message::parse(wire) {
         Ok(msg) => render_fields(&Fields::of(&msg), out),
-        // Not a DNS message: every DNS column is "none"; the wire column keeps the bytes.
-        Err(_) => out.push_str("-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-"),
+        Err(_) => match Partial::read(wire) {
+            // Malformed: what reads (header, question); the wire column keeps the bytes.
+            Some(p) => render_partial(&Fields::of_partial(&p), out),
+            // Not even a header: every DNS column is "none".
+            None => out.push_str("-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-\t-"),
+        },
     }
+}
+
+/// Appends the DNS columns of a malformed message: its header and question as read, `-` for
+/// the EDNS columns, which are not read.
+fn render_partial(f: &Fields, out: &mut String) {
+    render_header_and_question(f, out);
+    out.push_str("-\t-\t-\t-");
 }
 
 /// Appends the DNS columns (`id` to `ednsopts`) that show `f`.
 fn render_fields(f: &Fields, out: &mut String) {
+    render_header_and_question(f, out);
+    match &f.edns {
+        Some(e) => {
+            let _ = write!(
+                out,
+                "{}\t{}\t{}\t",
+                e.version, e.udp_size, e.dnssec_ok as u8
+            );
+            let start = out.len();
+            render_options(&e.options, out);
+            if out.len() == start {
+                out.push('-');
+            }
+        }
+        None => out.push_str("-\t-\t0\t-"),
+    }
+}
+
+/// Appends the columns `id` to `qtype` of `f`, each followed by a tab.
+fn render_header_and_question(f: &Fields, out: &mut String) {
     let _ = write!(
         out,
         "{}\t{}\t{}\t{}\t",
@@ -137,30 +186,29 @@ fn render_fields(f: &Fields, out: &mut String) {
     out.push('\t');
     match &f.question {
         Some(q) => {
-            name_to_presentation(&q.name, out);
-            let _ = write!(
-                out,
-                "\t{}\t{}\t",
-                class_to_string(q.qclass),
-                rtype_to_string(q.qtype)
-            );
+            push_name(&q.name, out);
+            let _ = write!(out, "\t{}\t", class_to_string(q.qclass));
+            // `NULL` reads as a missing value in pandas and R; `TYPE10` is the same type.
+            if q.qtype == rtype::NULL {
+                out.push_str("TYPE10");
+            } else {
+                out.push_str(&rtype_to_string(q.qtype));
+            }
+            out.push('\t');
         }
         None => out.push_str("-\t-\t-\t"),
     }
-    match &f.edns {
-        Some(e) => {
-            let _ = write!(
-                out,
-                "{}\t{}\t{}\t",
-                e.version, e.udp_size, e.dnssec_ok as u8
-            );
-            let start = out.len();
-            render_options(&e.options, out);
-            if out.len() == start {
-                out.push('-');
-            }
-        }
-        None => out.push_str("-\t-\t0\t-"),
+}
+
+/// Appends a name in presentation format with `#` escaped as `\035`, so that no field holds the
+/// comment character of the tools that read the format.
+fn push_name(name: &[u8], out: &mut String) {
+    let start = out.len();
+    name_to_presentation(name, out);
+    if out[start..].contains('#') {
+        let escaped = out[start..].replace('#', "\\035");
+        out.truncate(start);
+        out.push_str(&escaped);
     }
 }
 
@@ -221,6 +269,22 @@ fn err(column: &'static str, message: impl Into<String>) -> LineError {
     }
 }
 
+/// Checks the tag that starts a text trace (`#ldplayer-text/1` or `#ldplayer-text/2`).
+pub fn check_tag(tag: &str) -> Result<(), TraceError> {
+    if READS.contains(&tag) {
+        return Ok(());
+    }
+    let what = if tag.starts_with(TAG_PREFIX) {
+        format!(
+            "text trace version `{tag}` is not supported (this build reads {})",
+            READS.join(" and ")
+        )
+    } else {
+        format!("not an ldplayer text trace (the first line must be {MAGIC})")
+    };
+    Err(TraceError::Format(what))
+}
+
 /// Maps the columns of a header line to their positions.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -229,22 +293,20 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// Reads a header line (with or without its newline).
+    /// Reads a one-line header: the tag followed by the column names, tab-separated (the layout
+    /// of version 1; with or without its newline).
     pub fn from_header(line: &str) -> Result<Layout, TraceError> {
         let line = line.trim_end_matches(['\n', '\r']);
-        let mut fields = line.split('\t');
-        let magic = fields.next().unwrap_or("");
-        if magic != MAGIC {
-            let what = if magic.starts_with("#ldplayer-text/") {
-                format!("text trace version `{magic}` is not supported (this build reads {MAGIC})")
-            } else {
-                "not an ldplayer text trace (the first line must start with #ldplayer-text/1)"
-                    .into()
-            };
-            return Err(TraceError::Format(what));
-        }
+        let (tag, columns) = line.split_once('\t').unwrap_or((line, ""));
+        check_tag(tag)?;
+        Layout::from_columns(columns)
+    }
+
+    /// Reads a column line: the column names, tab-separated (with or without its newline).
+    pub fn from_columns(line: &str) -> Result<Layout, TraceError> {
+        let line = line.trim_end_matches(['\n', '\r']);
         let mut positions = [None; 20];
-        for (i, name) in fields.enumerate() {
+        for (i, name) in line.split('\t').enumerate() {
             if let Some(c) = COLUMNS.iter().position(|c| *c == name) {
                 positions[c] = Some(i);
             }
@@ -341,17 +403,24 @@ impl Layout {
         wire: &mut Vec<u8>,
         from_columns: bool,
     ) -> Result<(), LineError> {
-        let baseline = if from_columns {
-            Some(empty_fields())
+        let (baseline, malformed) = if from_columns {
+            (empty_fields(), false)
         } else {
-            Message::parse(wire).ok().map(|m| Fields::of(&m))
-        };
-        let Some(baseline) = baseline else {
-            // Not DNS: the bytes pass through untouched.
-            return Ok(());
+            match Message::parse(wire) {
+                Ok(m) => (Fields::of(&m), false),
+                Err(_) => match Partial::read(wire) {
+                    Some(p) => (Fields::of_partial(&p), true),
+                    // Not even a header: the bytes pass through untouched.
+                    None => return Ok(()),
+                },
+            }
         };
         let mut rendered = String::new();
-        render_fields(&baseline, &mut rendered);
+        if malformed {
+            render_partial(&baseline, &mut rendered);
+        } else {
+            render_fields(&baseline, &mut rendered);
+        }
         let base: Vec<&str> = rendered.split('\t').collect();
         // A column differs when it is there, says something else than the message, and is not
         // `-` where `-` cannot be a value (so `-` means "as the message says").
@@ -383,6 +452,20 @@ impl Layout {
         }
         if let Some(v) = changed(Col::Flags) {
             f.flags = parse_flags(v)?;
+        }
+        if malformed {
+            // Only the header of a malformed message can be rewritten; its other columns are a
+            // view of what could be read.
+            if f.rcode > 15 {
+                return Err(err(
+                    "rcode",
+                    "a malformed message has no readable OPT record for an extended RCODE",
+                ));
+            }
+            if f != baseline {
+                apply_header(wire, &f).map_err(|e| err("wire", e.to_string()))?;
+            }
+            return Ok(());
         }
         let qname = changed(Col::Qname);
         let qclass = changed(Col::Qclass);
@@ -515,15 +598,36 @@ pub struct TextReader<R: BufRead> {
 pub const KEPT_ERRORS: usize = 20;
 
 impl<R: BufRead> TextReader<R> {
-    /// Reads the header line.
+    /// Reads the header: the tag line and, unless the tag line names the columns itself (as in
+    /// version 1), the column line, which is the next line that is neither empty nor a comment.
     pub fn new(mut input: R) -> Result<Self, TraceError> {
-        let mut header = String::new();
-        input.read_line(&mut header)?;
-        let layout = Layout::from_header(&header)?;
+        let mut line = String::new();
+        input.read_line(&mut line)?;
+        let first = line.trim_end_matches(['\n', '\r']);
+        let mut line_no = 1;
+        let layout = match first.split_once('\t') {
+            Some(_) => Layout::from_header(first)?,
+            None => {
+                check_tag(first)?;
+                loop {
+                    line.clear();
+                    if input.read_line(&mut line)? == 0 {
+                        return Err(TraceError::Format(
+                            "text trace has no column line after its first line".into(),
+                        ));
+                    }
+                    line_no += 1;
+                    let text = line.trim_end_matches(['\n', '\r']);
+                    if !text.is_empty() && !text.starts_with('#') {
+                        break Layout::from_columns(text)?;
+                    }
+                }
+            }
+        };
         Ok(TextReader {
             input,
             layout,
-            line_no: 1,
+            line_no,
             errors: Vec::new(),
         })
     }

@@ -47,12 +47,23 @@ fn from_text(text: &str) -> Collect {
     got
 }
 
+/// The column names of a trace written by [`TextWriter`] (its second line).
+fn column_names(text: &str) -> Vec<&str> {
+    text.lines().nth(1).unwrap().split('\t').collect()
+}
+
+/// The first data line of a trace written by [`TextWriter`] (its third line).
+fn first_data_line(text: &str) -> &str {
+    text.lines().nth(2).unwrap()
+}
+
 /// Replaces column `name` of every data line.
 fn set_column(text: &str, name: &str, value: &str) -> String {
     let mut lines = text.lines();
+    let tag = lines.next().unwrap();
     let header = lines.next().unwrap();
-    let idx = header.split('\t').skip(1).position(|c| c == name).unwrap();
-    let mut out = format!("{header}\n");
+    let idx = header.split('\t').position(|c| c == name).unwrap();
+    let mut out = format!("{tag}\n{header}\n");
     for line in lines {
         let mut f: Vec<&str> = line.split('\t').collect();
         f[idx] = value;
@@ -65,7 +76,9 @@ fn set_column(text: &str, name: &str, value: &str) -> String {
 #[test]
 fn renders_the_documented_columns() {
     let text = to_text(&[record(compressed_response())]);
-    let line = text.lines().nth(1).unwrap();
+    assert_eq!(text.lines().next(), Some("#ldplayer-text/2"));
+    assert_eq!(column_names(&text), ldplayer_trace::text::COLUMNS);
+    let line = first_data_line(&text);
     let cols: Vec<&str> = line.split('\t').collect();
     assert_eq!(
         &cols[..19],
@@ -189,9 +202,9 @@ fn edits_take_effect_in_the_message() {
         check(&edited.records[0]);
         // Everything else unchanged: the edited record renders with only that column changed.
         let again = to_text(&edited.records);
-        let a: Vec<&str> = text.lines().nth(1).unwrap().split('\t').collect();
-        let b: Vec<&str> = again.lines().nth(1).unwrap().split('\t').collect();
-        let header: Vec<&str> = text.lines().next().unwrap().split('\t').skip(1).collect();
+        let a: Vec<&str> = first_data_line(&text).split('\t').collect();
+        let b: Vec<&str> = first_data_line(&again).split('\t').collect();
+        let header = column_names(&text);
         for (i, name) in header.iter().enumerate() {
             if *name != column
                 && *name != "wire"
@@ -241,8 +254,181 @@ fn bad_lines_are_skipped_and_explained() {
 #[test]
 fn other_files_are_refused() {
     assert!(TextReader::new(&b"time\tsrc\n"[..]).is_err());
-    assert!(TextReader::new(&b"#ldplayer-text/9\ttime\tsrc\tdst\n"[..]).is_err());
+    let unknown = TextReader::new(&b"#ldplayer-text/9\ntime\tsrc\tdst\n"[..]);
+    let message = unknown.err().expect("version 9 is refused").to_string();
+    assert!(message.contains("version `#ldplayer-text/9`"), "{message}");
     assert!(TextReader::new(&b"#ldplayer-text/1\tsrc\tdst\n"[..]).is_err());
+    // The tag alone, without a column line.
+    assert!(TextReader::new(&b"#ldplayer-text/2\n# nothing else\n"[..]).is_err());
+    assert!(TextReader::new(&b"#ldplayer-text/2\nsrc\tdst\n"[..]).is_err());
+}
+
+#[test]
+fn both_header_layouts_read() {
+    let data = "1.5\t10.0.0.1\t192.0.2.1\texample.org.\tAAAA\n";
+    let columns = "time\tsrc\tdst\tqname\tqtype";
+    let layouts = [
+        // Version 1: the tag and the columns on one line.
+        format!("#ldplayer-text/1\t{columns}\n{data}"),
+        // Version 2: the tag alone, then the columns (comments and blank lines may come between).
+        format!("#ldplayer-text/2\n{columns}\n{data}"),
+        format!("#ldplayer-text/2\n# written by hand\n\n{columns}\n{data}"),
+        // Lenient: either tag in either layout.
+        format!("#ldplayer-text/1\n{columns}\n{data}"),
+        format!("#ldplayer-text/2\t{columns}\n{data}"),
+    ];
+    let mut seen = Vec::new();
+    for text in &layouts {
+        let got = from_text(text);
+        assert_eq!(got.skipped.total(), 0, "{text}");
+        assert_eq!(got.records.len(), 1, "{text}");
+        seen.push(got.records[0].clone());
+    }
+    assert!(seen.windows(2).all(|w| w[0] == w[1]));
+    assert_eq!(Message::parse(&seen[0].wire).unwrap().qtype(), Some(28));
+    // Line numbers of bad lines count the header lines.
+    let text = format!("#ldplayer-text/2\n{columns}\nbad\t10.0.0.1\t192.0.2.1\tx.\tA\n");
+    let mut reader = TextReader::new(text.as_bytes()).unwrap();
+    reader.run(&mut Collect::default()).unwrap();
+    assert_eq!(reader.errors()[0].0, 3);
+}
+
+#[test]
+fn no_field_holds_a_hash_or_a_missing_value_word() {
+    let mut q = build(&Fields {
+        id: 1,
+        qr: false,
+        opcode: 0,
+        flags: 0,
+        rcode: 0,
+        question: Some(Question {
+            name: name_from_presentation("a#b.\\#c.example.").unwrap(),
+            qtype: 10,
+            qclass: 1,
+        }),
+        edns: None,
+    })
+    .unwrap();
+    let text = to_text(&[record(q.clone())]);
+    let line = first_data_line(&text);
+    assert!(!line.contains('#'), "{line}");
+    let cols: Vec<&str> = line.split('\t').collect();
+    assert_eq!(&cols[12..15], ["a\\035b.\\035c.example.", "IN", "TYPE10"]);
+    let back = from_text(&text);
+    assert_eq!(back.records[0].wire, q);
+    // Writing the name with a plain `#` or the type as NULL by hand means the same.
+    let edited = set_column(
+        &set_column(&text, "qname", "a#b.\\#c.example."),
+        "qtype",
+        "NULL",
+    );
+    assert_eq!(from_text(&edited).records[0].wire, q);
+    q[0] = 2;
+    let edited = set_column(&text, "id", "513");
+    assert_eq!(from_text(&edited).records[0].wire, q);
+}
+
+/// A query for www.example. AAAA whose answer count says 40000: the header and question read,
+/// the rest does not.
+fn malformed_query() -> Vec<u8> {
+    let mut m = vec![0xbe, 0xef, 0x01, 0x20, 0, 1, 0x9c, 0x40, 0, 0, 0, 0];
+    m.extend_from_slice(b"\x03www\x07example\x00\x00\x1c\x00\x01");
+    m
+}
+
+#[test]
+fn malformed_messages_show_header_and_question_and_keep_their_bytes() {
+    let wire = malformed_query();
+    assert!(Message::parse(&wire).is_err());
+    let text = to_text(&[record(wire.clone())]);
+    let cols: Vec<&str> = first_data_line(&text).split('\t').collect();
+    assert_eq!(
+        &cols[7..],
+        [
+            "48879",
+            "0",
+            "QUERY",
+            "NOERROR",
+            "rd,ad",
+            "www.example.",
+            "IN",
+            "AAAA",
+            "-",
+            "-",
+            "-",
+            "-",
+            "vu8BIAABnEAAAAAAA3d3dwdleGFtcGxlAAAcAAE="
+        ]
+    );
+    assert_eq!(from_text(&text).records, vec![record(wire.clone())]);
+    // A bad label in the question: the header still shows.
+    let mut bad = wire[..12].to_vec();
+    bad.extend_from_slice(&[0x41, b'x', 0, 0, 1, 0, 1]);
+    let text_bad = to_text(&[record(bad)]);
+    let cols: Vec<&str> = first_data_line(&text_bad).split('\t').collect();
+    assert_eq!(
+        &cols[7..19],
+        ["48879", "0", "QUERY", "NOERROR", "rd,ad", "-", "-", "-", "-", "-", "-", "-"]
+    );
+    // The header columns edit the header; the others are a view and are left alone.
+    let mut want = wire.clone();
+    want[0..2].copy_from_slice(&7u16.to_be_bytes());
+    want[3] = 0x25; // ad and RCODE 5
+    let edited = set_column(&set_column(&text, "id", "7"), "rcode", "REFUSED");
+    let edited = set_column(&set_column(&edited, "qname", "other.example."), "do", "1");
+    let got = from_text(&edited);
+    assert_eq!(got.records[0].wire, want);
+    // An extended RCODE needs an OPT record the message does not have.
+    let got = from_text(&set_column(&text, "rcode", "BADVERS"));
+    assert_eq!(
+        (got.records.len(), got.skipped.get(SkipReason::TextLine)),
+        (0, 1)
+    );
+}
+
+#[test]
+fn checked_sources_note_or_drop_malformed_messages() {
+    use ldplayer_dns::DnsError;
+    use ldplayer_trace::Checked;
+    let good = compressed_response();
+    let records = vec![
+        record(good.clone()),
+        record(malformed_query()),
+        record(b"short".to_vec()),
+        record(good),
+    ];
+    let text = to_text(&records);
+    let mut kept = Collect::default();
+    Checked::new(TextReader::new(text.as_bytes()).unwrap(), false)
+        .run(&mut kept)
+        .unwrap();
+    assert_eq!(kept.records, records);
+    assert_eq!(
+        kept.malformed.get(SkipReason::Dns(DnsError::AbsurdCounts)),
+        1
+    );
+    assert_eq!(
+        kept.malformed.get(SkipReason::Dns(DnsError::ShortHeader)),
+        1
+    );
+    assert_eq!((kept.malformed.total(), kept.skipped.total()), (2, 0));
+    let mut dropped = Collect::default();
+    Checked::new(TextReader::new(text.as_bytes()).unwrap(), true)
+        .run(&mut dropped)
+        .unwrap();
+    assert_eq!(
+        dropped.records,
+        vec![records[0].clone(), records[3].clone()]
+    );
+    assert_eq!(
+        dropped.skipped.get(SkipReason::Dns(DnsError::AbsurdCounts)),
+        1
+    );
+    assert_eq!(
+        dropped.skipped.get(SkipReason::Dns(DnsError::ShortHeader)),
+        1
+    );
+    assert_eq!(dropped.malformed.total(), 0);
 }
 
 fn fields_strategy() -> impl Strategy<Value = Fields> {
@@ -324,7 +510,11 @@ proptest! {
     #[test]
     fn any_bytes_survive_a_text_round_trip(wire in prop::collection::vec(any::<u8>(), 0..300)) {
         let r = record(wire);
-        let got = Layout::standard().parse_line(to_text(std::slice::from_ref(&r)).lines().nth(1).unwrap());
+        let text = to_text(std::slice::from_ref(&r));
+        let line = first_data_line(&text);
+        // Tools that take `#` as a comment read every field.
+        prop_assert!(!line.contains('#'), "{}", line);
+        let got = Layout::standard().parse_line(line);
         prop_assert_eq!(got.unwrap(), r);
     }
 }

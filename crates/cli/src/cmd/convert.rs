@@ -16,8 +16,9 @@ pub fn run(args: ConvertArgs) -> Result<()> {
     let secs = progress.elapsed();
     if !args.write.quiet {
         eprintln!(
-            "ldplayer: {} messages from {:?} to {:?} in {:.2} s ({}){}; skipped: {}",
+            "ldplayer: {} messages{} from {:?} to {:?} in {:.2} s ({}){}; skipped: {}",
             watch.records,
+            super::malformed_note(&watch.malformed),
             input.format,
             args.to,
             secs,

@@ -42,6 +42,7 @@ pub fn run(args: DemoArgs) -> Result<()> {
         dns_ports: vec![53],
         queries_only: false,
         responses_only: false,
+        drop_malformed: false,
     };
     let progress = Progress::new(true);
 

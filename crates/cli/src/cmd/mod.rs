@@ -25,6 +25,27 @@ pub fn skipped_list(skipped: &SkipCounts) -> String {
         .join(", ")
 }
 
+/// ` (N malformed: reason=count, ...)` after a message count, or nothing when none was.
+pub fn malformed_note(malformed: &SkipCounts) -> String {
+    if malformed.total() == 0 {
+        return String::new();
+    }
+    format!(
+        " ({} malformed: {})",
+        malformed.total(),
+        skipped_list(malformed)
+    )
+}
+
+/// Counts by reason as a JSON object (`{"dns-truncated": 3, ...}`).
+pub fn counts_json(counts: &SkipCounts) -> serde_json::Value {
+    counts
+        .iter()
+        .map(|(r, c)| (r.name().to_string(), serde_json::Value::from(c)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
+}
+
 /// A rate in human units (`2.31 M/s`).
 pub fn per_second(n: u64, secs: f64) -> String {
     let r = if secs > 0.0 { n as f64 / secs } else { 0.0 };

@@ -140,8 +140,9 @@ pub fn run(args: MutateArgs) -> Result<()> {
             }
         };
         eprintln!(
-            "ldplayer: {} records in, {} out{}; changed: {}; filtered: {}; dropped: {}; skipped by the reader: {}",
+            "ldplayer: {} records in{}, {} out{}; changed: {}; filtered: {}; dropped: {}; skipped by the reader: {}",
             stats.records_in,
+            super::malformed_note(&watch.malformed),
             stats.records_out,
             if watch.interrupted { " (interrupted)" } else { "" },
             list(&stats.changed),

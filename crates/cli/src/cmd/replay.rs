@@ -33,6 +33,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         dns_ports: args.dns_ports.clone(),
         queries_only: false,
         responses_only: false,
+        drop_malformed: args.drop_malformed,
     };
     // The reader runs ahead of the replay (by the preload window): the display follows the
     // queries sent and answered, not the bytes read.
@@ -44,7 +45,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     let live = replay.live();
     let done = AtomicBool::new(false);
     let running = replay.start(results).context("starting the replay")?;
-    let (read_result, skipped, stats) = std::thread::scope(|scope| {
+    let (read_result, skipped, malformed, stats) = std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut ticks = 0u32;
             while !done.load(Ordering::Relaxed) {
@@ -62,14 +63,18 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             running,
             stop: stop.clone(),
             skipped: Default::default(),
+            malformed: Default::default(),
         };
         let read_result = input.source.run(&mut feed);
         let Feed {
-            running, skipped, ..
+            running,
+            skipped,
+            malformed,
+            ..
         } = feed;
         let stats = running.finish();
         done.store(true, Ordering::Relaxed);
-        (read_result, skipped, stats)
+        (read_result, skipped, malformed, stats)
     });
     let stats = stats.context("replay")?;
     progress.finish();
@@ -84,7 +89,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     if args.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
-            obj.insert("replay".into(), engine_json(&stats, &skipped));
+            obj.insert("replay".into(), engine_json(&stats, &skipped, &malformed));
         }
         println!("{json}");
     } else {
@@ -112,6 +117,13 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         if skipped.total() > 0 {
             println!("trace: skipped {}", super::skipped_list(&skipped));
         }
+        if malformed.total() > 0 {
+            println!(
+                "trace: {} malformed messages read (queries among them sent as they are): {}",
+                malformed.total(),
+                super::skipped_list(&malformed)
+            );
+        }
         if let Some(p) = &args.results {
             println!("results: {}", p.display());
         }
@@ -119,7 +131,11 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
-fn engine_json(stats: &ReplayStats, skipped: &ldplayer_trace::SkipCounts) -> serde_json::Value {
+fn engine_json(
+    stats: &ReplayStats,
+    skipped: &ldplayer_trace::SkipCounts,
+    malformed: &ldplayer_trace::SkipCounts,
+) -> serde_json::Value {
     serde_json::json!({
         "records": stats.records,
         "queries": stats.queries,
@@ -140,7 +156,8 @@ fn engine_json(stats: &ReplayStats, skipped: &ldplayer_trace::SkipCounts) -> ser
             "count": c.count,
             "first": c.first,
         })).collect::<Vec<_>>(),
-        "trace_skipped": skipped.iter().map(|(r, c)| (r.name().to_string(), c)).collect::<std::collections::BTreeMap<_, _>>(),
+        "trace_skipped": super::counts_json(skipped),
+        "trace_malformed": super::counts_json(malformed),
     })
 }
 
@@ -336,6 +353,7 @@ struct Feed {
     running: ldplayer_replay::Running,
     stop: Arc<AtomicBool>,
     skipped: ldplayer_trace::SkipCounts,
+    malformed: ldplayer_trace::SkipCounts,
 }
 
 impl Sink for Feed {
@@ -348,6 +366,9 @@ impl Sink for Feed {
     fn skipped(&mut self, reason: SkipReason, location: u64) {
         self.skipped.add(reason);
         self.running.skipped(reason, location)
+    }
+    fn malformed(&mut self, error: ldplayer_dns::DnsError, _location: u64) {
+        self.malformed.add(SkipReason::Dns(error));
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())

@@ -28,3 +28,50 @@ pub fn namespaces_work() -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// Whether a test's prerequisite (a tool, a Python module, shared data) is there. A missing one
+/// fails the test with `what` and how to get it, unless `LDPLAYER_ALLOW_SKIP=1` is set: then
+/// the test is skipped (false is returned, with a note on standard error).
+pub fn prerequisite(present: bool, what: &str) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var("LDPLAYER_ALLOW_SKIP").as_deref() == Ok("1") {
+        eprintln!("skipped (LDPLAYER_ALLOW_SKIP=1): {what}");
+        return false;
+    }
+    panic!(
+        "{what}: this test needs it (scripts/test.sh installs it); set LDPLAYER_ALLOW_SKIP=1 to \
+         skip the test instead"
+    );
+}
+
+/// Debian's Python (`/usr/bin/python3`, not a pyenv build on PATH), which has the Debian
+/// packages' modules.
+pub const DEBIAN_PYTHON: &str = "/usr/bin/python3";
+
+/// Whether Debian's Python imports every one of `modules`.
+pub fn debian_python_has(modules: &[&str]) -> bool {
+    Command::new(DEBIAN_PYTHON)
+        .arg("-c")
+        .arg(format!("import {}", modules.join(", ")))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Whether `tool` runs (with `arg`, e.g. `--version`).
+pub fn tool_runs(tool: &str, arg: &str) -> bool {
+    Command::new(tool)
+        .arg(arg)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The shared test data (captures, zones), `../shared/data` from the workspace.
+pub fn data_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
+}

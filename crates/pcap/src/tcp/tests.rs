@@ -35,6 +35,7 @@ struct Harness {
     table: TcpTable,
     sink: Collect,
     packet: u64,
+    keep_malformed: bool,
 }
 
 impl Harness {
@@ -52,6 +53,7 @@ impl Harness {
             table: TcpTable::new(limits),
             sink: Collect::default(),
             packet: 0,
+            keep_malformed: false,
         }
     }
 
@@ -77,6 +79,7 @@ impl Harness {
             sink: &mut self.sink,
             packet: self.packet,
             keep: Keep::All,
+            keep_malformed: self.keep_malformed,
         };
         self.table
             .segment(
@@ -105,6 +108,7 @@ impl Harness {
             sink: &mut self.sink,
             packet: self.packet,
             keep: Keep::All,
+            keep_malformed: self.keep_malformed,
         };
         self.table.finish(&mut out).unwrap();
     }
@@ -298,6 +302,58 @@ fn malformed_message_in_good_framing_counts_as_dns_error() {
 }
 
 #[test]
+fn malformed_message_in_good_framing_is_kept_when_asked() {
+    let msgs: Vec<_> = (0..3).map(|i| message(i, false)).collect();
+    let mut bad = message(9, false);
+    bad[12] = 0xC0; // a compression pointer into the header
+    let mut last_bad = message(10, false);
+    last_bad[5] = 7; // seven questions: absurd counts
+    let mut all = msgs.clone();
+    all.insert(1, bad.clone());
+    all.push(last_bad.clone());
+    let mut h = Harness::new();
+    h.keep_malformed = true;
+    h.seg(true, 1, tcp_flag::SYN, &[]);
+    // Split so that the bad message is held while the next one is still incomplete.
+    let s = stream(&all);
+    let cut = 2 + msgs[0].len() + 2 + bad.len() + 5;
+    h.seg(true, 2, 0, &s[..cut]);
+    h.seg(true, 2 + cut as u32, tcp_flag::FIN, &s[cut..]);
+    h.finish();
+    let want = vec![
+        msgs[0].clone(),
+        bad,
+        msgs[1].clone(),
+        msgs[2].clone(),
+        last_bad,
+    ];
+    assert_eq!(h.wires(), want);
+    assert_eq!(h.sink.skipped.total(), 0);
+    assert_eq!(
+        h.sink.malformed.get(SkipReason::Dns(DnsError::BadPointer)),
+        1
+    );
+    assert_eq!(
+        h.sink
+            .malformed
+            .get(SkipReason::Dns(DnsError::AbsurdCounts)),
+        1
+    );
+    // Junk that is not followed by a message right after its "length" stays junk.
+    let mut h = Harness::new();
+    h.keep_malformed = true;
+    h.seg(true, 1, tcp_flag::SYN, &[]);
+    let mut s = stream(&msgs[..1]);
+    s.extend_from_slice(&[0, 20, 0xff, 0xff, 0xff]); // a length, then a header that is cut
+    s.extend_from_slice(&stream(&msgs[1..]));
+    h.seg(true, 2, 0, &s);
+    h.finish();
+    assert_eq!(h.wires(), msgs);
+    assert_eq!(h.sink.malformed.total(), 0);
+    assert_eq!(h.skipped(SkipReason::TcpJunk), 1);
+}
+
+#[test]
 fn connection_numbers() {
     let q = stream(&[message(1, false)]);
     let mut h = Harness::new();
@@ -383,6 +439,7 @@ fn hole_times_out() {
         sink: &mut h.sink,
         packet: 3,
         keep: Keep::All,
+        keep_malformed: false,
     };
     h.table.sweep(5_000_000_000, &mut out).unwrap();
     assert_eq!(h.sink.records.len(), 0);
@@ -390,6 +447,7 @@ fn hole_times_out() {
         sink: &mut h.sink,
         packet: 4,
         keep: Keep::All,
+        keep_malformed: false,
     };
     h.table.sweep(11_000_000_000, &mut out).unwrap();
     assert_eq!(h.wires(), vec![msgs[2].clone()]);

@@ -31,9 +31,10 @@ pub fn read(path: &Path, options: CaptureOptions) -> Collect {
     sink
 }
 
-/// The comparison key of one of our records.
-pub fn key(r: &RecordBuf) -> Key {
-    let m = Message::parse(&r.wire).expect("records hold valid messages");
+/// The comparison key of one of our records; `None` for a malformed message kept for its bytes
+/// (those are compared by number, see [`TsharkMessages::malformed`]).
+pub fn key(r: &RecordBuf) -> Option<Key> {
+    let m = Message::parse(&r.wire).ok()?;
     let mut wire = Vec::new();
     let mut name = String::new();
     if m.qname_wire(&mut wire) {
@@ -48,7 +49,7 @@ pub fn key(r: &RecordBuf) -> Key {
         Proto::Udp => "udp",
         _ => "tcp",
     };
-    (m.header().qr(), name, m.qtype().unwrap_or(0), transport)
+    Some((m.header().qr(), name, m.qtype().unwrap_or(0), transport))
 }
 
 /// Multiset of keys.
@@ -60,9 +61,23 @@ pub fn multiset(keys: impl IntoIterator<Item = Key>) -> BTreeMap<Key, usize> {
     m
 }
 
+/// The DNS messages tshark finds in a capture.
+#[derive(Debug, Default)]
+pub struct TsharkMessages {
+    /// The keys of the messages it decodes whole.
+    pub keys: Vec<Key>,
+    /// Messages in frames it flags as malformed (an exception while dissecting) or whose
+    /// question name it cannot read (`<Name contains a pointer that loops>`, `<Name too long>`).
+    /// ldplayer keeps such messages too (when their header reads) and the agreement tests
+    /// compare their number with ldplayer's malformed count: a key needs a readable question.
+    /// (tshark does not check the OPT rules of RFC 6891, so a message with two OPT records is
+    /// malformed for ldplayer only; no shared capture has one.)
+    pub malformed: usize,
+}
+
 /// Runs tshark and returns the DNS messages it decodes in `path`. Panics (failing the test)
 /// when tshark is not installed.
-pub fn tshark_messages(path: &Path) -> Vec<Key> {
+pub fn tshark_messages(path: &Path) -> TsharkMessages {
     let output = Command::new("tshark")
         .arg("-r")
         .arg(path)
@@ -86,7 +101,14 @@ pub fn tshark_messages(path: &Path) -> Vec<Key> {
             "dns.qry.name",
         ])
         .args(["-e", "dns.qry.type", "-e", "ip.proto", "-e", "ipv6.nxt"])
-        .args(["-e", "udp.srcport", "-e", "tcp.srcport"])
+        .args([
+            "-e",
+            "udp.srcport",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "_ws.malformed",
+        ])
         .env("LC_ALL", "C")
         .output()
         .unwrap_or_else(|e| {
@@ -102,13 +124,18 @@ pub fn tshark_messages(path: &Path) -> Vec<Key> {
         String::from_utf8_lossy(&output.stderr)
     );
     let text = String::from_utf8(output.stdout).expect("tshark output is UTF-8");
-    let mut keys = Vec::new();
+    let mut found = TsharkMessages::default();
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
-        assert!(f.len() >= 8, "unexpected tshark line {line:?}");
+        assert!(f.len() >= 9, "unexpected tshark line {line:?}");
         let transport = if !f[7].is_empty() { "tcp" } else { "udp" };
         let qrs: Vec<&str> = f[1].split(',').filter(|s| !s.is_empty()).collect();
         let names: Vec<&str> = f[2].split(',').collect();
+        let unreadable = |n: &&str| n.starts_with('<') && n.ends_with('>') && *n != "<Root>";
+        if !f[8].is_empty() || names.iter().any(unreadable) {
+            found.malformed += qrs.len().max(1);
+            continue;
+        }
         let types: Vec<&str> = f[3].split(',').collect();
         assert!(
             names.len() == qrs.len() && types.len() == qrs.len(),
@@ -122,10 +149,10 @@ pub fn tshark_messages(path: &Path) -> Vec<Key> {
                 other => panic!("unexpected dns.flags.response {other:?}"),
             };
             let t: u16 = types[i].parse().expect("numeric qtype");
-            keys.push((qr, names[i].to_string(), t, transport));
+            found.keys.push((qr, names[i].to_string(), t, transport));
         }
     }
-    keys
+    found
 }
 
 /// A DNS message with one question `n<id>.example.` type A, and `extra` bytes of TXT answer.
