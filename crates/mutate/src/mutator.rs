@@ -116,25 +116,28 @@ impl<S: Sink> Sink for Mutator<S> {
             }
         }
         if !response && !self.plan.message.is_empty() {
-            let Some(m) = msg else {
-                MutateStats::count(&mut self.stats.dropped, "malformed");
-                return Ok(());
-            };
             let draw = if self.plan.message.set_do.is_some() {
                 self.rng.next_u64()
             } else {
                 0
             };
-            match self
-                .plan
-                .message
-                .edit(&m, seq, draw, &mut self.wire, &mut self.changes)
-            {
-                Ok(true) => out.wire = &self.wire,
-                Ok(false) => {}
-                Err(reason) => {
-                    MutateStats::count(&mut self.stats.dropped, reason);
-                    return Ok(());
+            match msg {
+                // A malformed query goes on byte for byte: servers get such queries too, and
+                // dropping them would change the workload the what-if is about.
+                None => MutateStats::count(&mut self.stats.unedited, "malformed"),
+                Some(m) => {
+                    match self
+                        .plan
+                        .message
+                        .edit(&m, seq, draw, &mut self.wire, &mut self.changes)
+                    {
+                        Ok(true) => out.wire = &self.wire,
+                        Ok(false) => {}
+                        Err(reason) => {
+                            MutateStats::count(&mut self.stats.dropped, reason);
+                            return Ok(());
+                        }
+                    }
                 }
             }
         }

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 /// Counts of what the mutator did to the records it received.
 ///
 /// Every record received ends up in exactly one of `records_out`, `filtered` or `dropped`
-/// (unless the inner sink failed on it). Keys are stable kebab-case names.
+/// (unless the inner sink failed on it); `unedited` counts records passed on that kept their
+/// message. Keys are stable kebab-case names.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MutateStats {
     /// Records received.
@@ -19,10 +20,14 @@ pub struct MutateStats {
     /// `edns-strip`, `edns-add`, `udp-size`, `do-set`, `do-clear`, `qname-prefix`, `time-scale`,
     /// `time-shift`, `anonymize`. A mutation that leaves a record as it was does not count.
     pub changed: BTreeMap<&'static str, u64>,
-    /// Records that passed the filters but could not be edited as asked, by reason: `malformed`
-    /// (a query to edit that does not parse), `qname-too-long` (no room for the prefix label),
-    /// `edit-failed` (the edited message would be invalid, e.g. too large).
+    /// Records that passed the filters but could not be edited as asked, by reason:
+    /// `qname-too-long` (no room for the prefix label), `edit-failed` (the edited message would
+    /// be invalid, e.g. too large).
     pub dropped: BTreeMap<&'static str, u64>,
+    /// Records passed on without the message edits asked for, by reason: `malformed` (a query
+    /// whose message does not parse goes on byte for byte, as servers receive such queries;
+    /// transport, time and address changes still apply).
+    pub unedited: BTreeMap<&'static str, u64>,
 }
 
 impl MutateStats {

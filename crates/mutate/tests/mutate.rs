@@ -240,7 +240,7 @@ fn qname_suffix_filter_is_label_aware_and_case_insensitive() {
 }
 
 #[test]
-fn messages_that_do_not_parse_fail_question_filters() {
+fn messages_that_do_not_parse_fail_question_filters_and_pass_edits_unchanged() {
     let mut junk = query("10.0.0.1", 0, "a.", rtype::A, None);
     junk.wire.truncate(14);
     let (out, stats) = run(0, vec![Mutation::Qtypes(vec![rtype::A])], &[junk.clone()]);
@@ -249,10 +249,18 @@ fn messages_that_do_not_parse_fail_question_filters() {
     // Without a filter or an edit that needs the message, it goes through untouched.
     let (out, _) = run(0, vec![Mutation::TimeShift(5)], &[junk.clone()]);
     assert_eq!(out[0].wire, junk.wire);
-    // A query to edit that does not parse is dropped and counted.
-    let (out, stats) = run(0, vec![Mutation::ClearDo], &[junk]);
-    assert!(out.is_empty());
-    assert_eq!(stats.dropped["malformed"], 1);
+    // A query to edit that does not parse goes on byte for byte, counted as unedited; the
+    // changes that do not touch the message still apply.
+    let (out, stats) = run(
+        0,
+        vec![Mutation::ClearDo, Mutation::TimeShift(5)],
+        &[junk.clone()],
+    );
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].wire, junk.wire);
+    assert_eq!(out[0].time_ns, junk.time_ns + 5);
+    assert_eq!(stats.unedited["malformed"], 1);
+    assert!(stats.dropped.is_empty());
 }
 
 #[test]

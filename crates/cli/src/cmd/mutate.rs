@@ -140,7 +140,7 @@ pub fn run(args: MutateArgs) -> Result<()> {
             }
         };
         eprintln!(
-            "ldplayer: {} records in{}, {} out{}; changed: {}; filtered: {}; dropped: {}; skipped by the reader: {}",
+            "ldplayer: {} records in{}, {} out{}; changed: {}; filtered: {}; dropped: {}; unedited: {}; skipped by the reader: {}",
             stats.records_in,
             super::malformed_note(&watch.malformed),
             stats.records_out,
@@ -148,6 +148,7 @@ pub fn run(args: MutateArgs) -> Result<()> {
             list(&stats.changed),
             list(&stats.filtered),
             list(&stats.dropped),
+            list(&stats.unedited),
             super::skipped_list(&watch.skipped)
         );
     }
