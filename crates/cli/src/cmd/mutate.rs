@@ -1,7 +1,7 @@
 //! `ldplayer mutate INPUT -o OUTPUT [...]`
 
 use crate::args::MutateArgs;
-use crate::io::{create_output, format_from_name, open_input};
+use crate::io::{create_output, end_run, format_from_name, open_input, refuse_same_file};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
 use ldplayer_mutate::{Direction, IpPrefix, MutateConfig, Mutation, Mutator};
@@ -115,20 +115,43 @@ fn key_from_text(text: &str) -> [u8; 16] {
 }
 
 pub fn run(args: MutateArgs) -> Result<()> {
-    let format = args
-        .to
-        .unwrap_or_else(|| format_from_name(&args.write.output));
+    let output = &args.write.output;
+    let format = args.to.unwrap_or_else(|| format_from_name(output));
+    args.write.check_json()?;
     let config = config(&args)?;
-    let progress = Progress::new(args.write.quiet);
+    refuse_same_file(output, [args.input.as_path()])?;
+    let progress = Progress::new(args.write.silent());
     let mut input = open_input(&args.input, &args.read, &progress)?;
-    let output = create_output(&args.write.output, format)?;
-    let mutator = Mutator::new(config, output).context("mutate")?;
+    let mut writer = create_output(output, format)?;
+    let mutator = Mutator::new(config, &mut writer).context("mutate")?;
     let mut watch = Watch::new(mutator, &progress);
     let result = input.source.run(&mut watch);
     progress.finish();
-    result.with_context(|| format!("mutating {}", args.input.display()))?;
-    let stats = watch.inner().stats();
-    if !args.write.quiet {
+    let (interrupted, skipped) = (watch.interrupted, watch.skipped.clone());
+    let stats = watch.inner().stats().clone();
+    drop(watch);
+    end_run(
+        writer,
+        output,
+        &format!("mutating {}", args.input.display()),
+        result,
+    )?;
+    if args.write.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "records_in": stats.records_in,
+                "records_out": stats.records_out,
+                "changed": stats.changed,
+                "filtered": stats.filtered,
+                "dropped": stats.dropped,
+                "output": output.display().to_string(),
+                "output_format": super::out_format_name(format),
+                "interrupted": interrupted,
+                "skipped": super::skipped_json(&skipped),
+            })
+        );
+    } else if !args.write.quiet {
         let list = |m: &std::collections::BTreeMap<&'static str, u64>| {
             if m.is_empty() {
                 "none".to_string()
@@ -143,11 +166,11 @@ pub fn run(args: MutateArgs) -> Result<()> {
             "ldplayer: {} records in, {} out{}; changed: {}; filtered: {}; dropped: {}; skipped by the reader: {}",
             stats.records_in,
             stats.records_out,
-            if watch.interrupted { " (interrupted)" } else { "" },
+            if interrupted { " (interrupted)" } else { "" },
             list(&stats.changed),
             list(&stats.filtered),
             list(&stats.dropped),
-            super::skipped_list(&watch.skipped)
+            super::skipped_list(&skipped)
         );
     }
     Ok(())

@@ -1,7 +1,7 @@
 //! `ldplayer synth -o OUTPUT [...]`
 
 use crate::args::{SynthArgs, Workload};
-use crate::io::{create_output, format_from_name};
+use crate::io::{create_output, end_run, format_from_name};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
 use ldplayer_synth::{RootLike, Synth, SynthConfig, Workload as SynthWorkload};
@@ -67,30 +67,38 @@ fn parse_mix(mix: &str) -> Result<Vec<(u16, u32)>> {
 }
 
 pub fn run(args: SynthArgs) -> Result<()> {
-    let format = args
-        .to
-        .unwrap_or_else(|| format_from_name(&args.write.output));
+    let output = &args.write.output;
+    let format = args.to.unwrap_or_else(|| format_from_name(output));
+    args.write.check_json()?;
     let mut synth = Synth::new(config(&args)?).context("synth")?;
-    let progress = Progress::new(args.write.quiet);
-    let output = create_output(&args.write.output, format)?;
-    let mut watch = Watch::new(output, &progress);
+    let progress = Progress::new(args.write.silent());
+    let mut writer = create_output(output, format)?;
+    let mut watch = Watch::new(&mut writer, &progress);
     let result = synth.run(&mut watch);
     progress.finish();
-    result.context("writing the synthetic trace")?;
-    if !args.write.quiet {
-        let secs = progress.elapsed();
+    let (records, interrupted) = (watch.records, watch.interrupted);
+    end_run(writer, output, "writing the synthetic trace", result)?;
+    let secs = progress.elapsed();
+    if args.write.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "queries": records,
+                "output": output.display().to_string(),
+                "output_format": super::out_format_name(format),
+                "seconds": secs,
+                "interrupted": interrupted,
+            })
+        );
+    } else if !args.write.quiet {
         eprintln!(
             "ldplayer: {} synthetic queries written to {} ({:?}) in {:.2} s ({}){}",
-            watch.records,
-            args.write.output.display(),
+            records,
+            output.display(),
             format,
             secs,
-            super::per_second(watch.records, secs),
-            if watch.interrupted {
-                ", interrupted"
-            } else {
-                ""
-            }
+            super::per_second(records, secs),
+            if interrupted { ", interrupted" } else { "" }
         );
     }
     Ok(())
