@@ -61,10 +61,37 @@ pub fn open_input(path: &Path, read: &ReadArgs, progress: &Progress) -> Result<I
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
         ),
     };
+    let source = Box::new(ReportingDamage {
+        inner: source,
+        damage: opened.damage,
+        path: path.to_path_buf(),
+    });
     Ok(Input {
         source,
         format: opened.format,
     })
+}
+
+/// A reader that, once done, says on standard error when its compressed stream was cut short or
+/// corrupt (the reader counted it and kept what came before).
+struct ReportingDamage {
+    inner: Box<dyn Source>,
+    damage: input::Damage,
+    path: std::path::PathBuf,
+}
+
+impl Source for ReportingDamage {
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
+        let result = self.inner.run(sink);
+        if let Some(cut) = self.damage.get() {
+            eprintln!(
+                "ldplayer: {}: {cut}; what came before was read, and the damage is counted as {}",
+                self.path.display(),
+                cut.skip_reason()
+            );
+        }
+        result
+    }
 }
 
 /// A text reader that, once done, prints the first lines it could not read.
