@@ -90,10 +90,19 @@ pub fn config(args: &MutateArgs) -> Result<MutateConfig> {
         m.push(Mutation::QnamePrefix(prefix.clone()));
     }
     if let Some(k) = args.time_scale {
+        if !(k.is_finite() && k > 0.0) {
+            bail!("--time-scale {k:?}: the factor must be a positive, finite number");
+        }
         m.push(Mutation::TimeScale(k));
     }
     if let Some(s) = args.time_shift {
-        m.push(Mutation::TimeShift((s * 1e9).round() as i64));
+        let ns = ldplayer_trace::seconds_to_ns(s).with_context(|| {
+            format!(
+                "--time-shift {s:?}: a shift must fit in the times a trace can hold: {}",
+                ldplayer_trace::TIME_RANGE
+            )
+        })?;
+        m.push(Mutation::TimeShift(ns));
     }
     if let Some(key) = &args.anonymize {
         m.push(Mutation::Anonymize {
