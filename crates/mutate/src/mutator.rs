@@ -201,8 +201,9 @@ fn time_error(mutation: &'static str, value: String, record: u64, time_ns: i64) 
 /// `start + (t - start) * k`, rounded to the nanosecond; `None` when it does not fit in `i64`.
 pub(crate) fn scale(t: i64, start: i64, k: f64) -> Option<i64> {
     let offset = ((t as i128 - start as i128) as f64 * k).round();
-    // Offsets beyond ±2^64 cannot fit whatever the start; below that, i128 holds the sum.
-    if !(offset.abs() < 1.8e19) {
+    // Offsets beyond ±2^64 (or NaN) cannot fit whatever the start; below that, i128 holds the
+    // sum.
+    if offset.is_nan() || offset.abs() >= 1.8e19 {
         return None;
     }
     i64::try_from(start as i128 + offset as i128).ok()

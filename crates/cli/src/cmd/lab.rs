@@ -50,7 +50,8 @@ fn host(args: LabArgs) -> Result<()> {
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
     let mut argv: Vec<String> = std::env::args().skip(1).collect();
     argv.extend(["--stage".into(), "resolver".into()]);
-    let status = ldplayer_lab::launch(&exe, &argv)?;
+    // Ctrl-C and SIGTERM reach the lab (its own process group) through this flag.
+    let status = ldplayer_lab::launch(&exe, &argv, &interrupted())?;
     if !status.success() {
         bail!("the lab failed ({status})");
     }
@@ -119,7 +120,11 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
         let answers = args.answers.as_deref().unwrap_or(Path::new("-"));
         let mut out = Output::create(answers)?;
         let (mut ok, mut failed) = (0, 0);
+        let stop = interrupted();
         for (n, line) in text.lines().enumerate() {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
             let line = line.split('#').next().unwrap_or("").trim();
             let mut f = line.split_whitespace();
             let Some(name) = f.next() else { continue };
@@ -149,10 +154,20 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
         if args.json {
             println!(
                 "{}",
-                serde_json::json!({"names": ok + failed, "resolved": ok, "failed": failed})
+                serde_json::json!({
+                    "names": ok + failed,
+                    "resolved": ok,
+                    "failed": failed,
+                    "interrupted": stop.load(std::sync::atomic::Ordering::Relaxed),
+                })
             );
         } else if !args.quiet {
-            eprintln!("ldplayer lab: {ok} names resolved, {failed} without an answer");
+            let stopped = if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                " (interrupted)"
+            } else {
+                ""
+            };
+            eprintln!("ldplayer lab: {ok} names resolved, {failed} without an answer{stopped}");
         }
         return Ok(());
     }

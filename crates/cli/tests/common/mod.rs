@@ -69,3 +69,17 @@ pub fn shared_data(relative: &str) -> Option<std::path::PathBuf> {
 pub fn s(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }
+
+/// Whether a prerequisite the test needs is there: true when it is; when it is not, the test
+/// fails saying what is missing, unless `LDPLAYER_ALLOW_SKIP=1`, which makes this return false
+/// (the caller then returns, and the test passes as skipped, saying so).
+pub fn prerequisite(present: bool, what: &str) -> bool {
+    if present {
+        return true;
+    }
+    if std::env::var("LDPLAYER_ALLOW_SKIP").as_deref() == Ok("1") {
+        eprintln!("skipped: {what} missing");
+        return false;
+    }
+    panic!("{what} missing; set LDPLAYER_ALLOW_SKIP=1 to skip instead");
+}
