@@ -254,3 +254,39 @@ fn a_read_error_keeps_what_was_written_and_says_so() {
     assert_eq!(text.lines().filter(|l| !l.starts_with('#')).count(), 1000);
     assert_eq!(entries(dir.path()), ["in.bin", "out.txt"]);
 }
+
+/// The lab checks its outputs on the host, before any namespace is made.
+#[test]
+fn lab_refuses_to_write_its_answers_or_results_over_its_inputs() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let names = dir.path().join("names");
+    std::fs::write(&names, "example.com\n").expect("write");
+    let manifest = dir.path().join("manifest");
+    std::fs::write(&manifest, "#ldplayer-manifest/1\n127.0.0.1 root.zone\n").expect("write");
+    let (n, m) = (s(&names), s(&manifest));
+    assert_refused(
+        &["lab", "--manifest", &m, "--names", &n, "--answers", &n],
+        &names,
+        "names",
+    );
+    assert_refused(
+        &["lab", "--manifest", &m, "--names", &n, "--answers", &m],
+        &manifest,
+        "manifest",
+    );
+    let trace = dir.path().join("t.bin");
+    synth(&trace, "10");
+    assert_refused(
+        &[
+            "lab",
+            "--manifest",
+            &m,
+            "--trace",
+            &s(&trace),
+            "--results",
+            &s(&trace),
+        ],
+        &trace,
+        "t.bin",
+    );
+}
