@@ -188,9 +188,13 @@ pub struct LabArgs {
     /// With --trace: replay results file.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
-    /// With --trace: print the replay summary as JSON.
+    /// Print the summary as one JSON object: with --trace the replay's, with --names how many
+    /// names were resolved (the answers then need --answers).
     #[arg(long)]
     pub json: bool,
+    /// Print nothing but errors (and the answers, without --answers).
+    #[arg(short, long, conflicts_with = "json")]
+    pub quiet: bool,
     /// Capture the resolver's upstream traffic (the link between the namespaces) to this pcap.
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
@@ -244,6 +248,9 @@ pub struct ZonesDeckardArgs {
     /// Write here instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Print nothing but the names (or answers) and errors: no notes about the scenario.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -272,6 +279,9 @@ pub struct ZonesBuildArgs {
     /// Print the build report as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Print nothing but errors.
+    #[arg(short, long, conflicts_with = "json")]
+    pub quiet: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -292,9 +302,16 @@ pub struct ExportArgs {
     /// One JSON object per line.
     #[arg(long)]
     pub jsonl: bool,
-    /// Output file (default: standard output).
+    /// Output file (default: standard output). A `.gz`, `.xz` or `.zst` suffix compresses it.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Print nothing but errors (not even the note about a file cut short).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print a summary (results exported, bytes left out) as one JSON object on standard
+    /// output; needs -o.
+    #[arg(long, conflicts_with = "quiet", requires = "output")]
+    pub json: bool,
 }
 
 /// Output formats.
@@ -331,18 +348,37 @@ pub struct WriteArgs {
     /// Output file (`-` for standard output). A `.gz`, `.xz` or `.zst` suffix compresses it.
     #[arg(short, long, value_name = "OUTPUT")]
     pub output: PathBuf,
-    /// Do not show progress or the final summary.
+    /// Do not show progress or the final summary (errors only).
     #[arg(short, long)]
     pub quiet: bool,
+    /// Print the final summary as one JSON object on standard output (the output must then be
+    /// a file).
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+}
+
+impl WriteArgs {
+    /// True when nothing but errors and the JSON summary may be printed.
+    pub fn silent(&self) -> bool {
+        self.quiet || self.json
+    }
+
+    /// Refuses `--json` with `-o -`: the trace and the summary would share standard output.
+    pub fn check_json(&self) -> anyhow::Result<()> {
+        if self.json && self.output.as_os_str() == "-" {
+            anyhow::bail!("--json prints on standard output: give the trace another -o than -");
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
     /// Input trace (`-` for standard input).
     pub input: PathBuf,
-    /// Output format.
+    /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap, .bin binary).
     #[arg(long, value_enum)]
-    pub to: OutFormat,
+    pub to: Option<OutFormat>,
     #[command(flatten)]
     pub write: WriteArgs,
     #[command(flatten)]
@@ -356,6 +392,9 @@ pub struct InspectArgs {
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Print nothing but errors (the exit status tells whether the trace could be read).
+    #[arg(short, long, conflicts_with = "json")]
+    pub quiet: bool,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -503,4 +542,11 @@ pub struct DemoArgs {
     /// Number of queries to synthesize.
     #[arg(long, short = 'n', default_value_t = 100_000)]
     pub count: u64,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the summary (each step, the trace's summary, the replay's report) as one JSON
+    /// object.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
 }

@@ -1,5 +1,12 @@
 //! Opening inputs (any trace format, any compression) and outputs (any format, compression by
-//! file name suffix).
+//! file name suffix), safely: an output is never one of the inputs ([`refuse_same_file`]) and
+//! is written under a temporary name until it is complete ([`Output`], [`end_run`]).
+
+mod atomic;
+mod same_file;
+
+pub use atomic::Destination;
+pub use same_file::{refuse_same_file, refuse_same_file_opt};
 
 use crate::args::{OutFormat, ReadArgs};
 use crate::port_hint::PortHint;
@@ -63,10 +70,37 @@ pub fn open_input(path: &Path, read: &ReadArgs, progress: &Progress) -> Result<I
             read.drop_malformed,
         )),
     };
+    let source = Box::new(ReportingDamage {
+        inner: source,
+        damage: opened.damage,
+        path: path.to_path_buf(),
+    });
     Ok(Input {
         source,
         format: opened.format,
     })
+}
+
+/// A reader that, once done, says on standard error when its compressed stream was cut short or
+/// corrupt (the reader counted it and kept what came before).
+struct ReportingDamage {
+    inner: Box<dyn Source>,
+    damage: input::Damage,
+    path: std::path::PathBuf,
+}
+
+impl Source for ReportingDamage {
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
+        let result = self.inner.run(sink);
+        if let Some(cut) = self.damage.get() {
+            eprintln!(
+                "ldplayer: {}: {cut}; what came before was read, and the damage is counted as {}",
+                self.path.display(),
+                cut.skip_reason()
+            );
+        }
+        result
+    }
 }
 
 /// A text reader that, once done, prints the first lines it could not read.
@@ -138,6 +172,24 @@ impl<S: Sink> Sink for QrFilter<S> {
 /// The output format implied by a file name: `.txt`/`.tsv`/`.text` text, `.pcap` pcap, else
 /// binary (a compression suffix is looked through).
 pub fn format_from_name(path: &Path) -> OutFormat {
+    named_format(path).unwrap_or(OutFormat::Binary)
+}
+
+/// The output format a file name states (`.txt`/`.tsv`/`.text`, `.pcap` or `.bin`, a
+/// compression suffix looked through), or an error asking for `--to` when it states none
+/// (standard output, another suffix).
+pub fn strict_format_from_name(path: &Path) -> Result<OutFormat> {
+    named_format(path).with_context(|| {
+        format!(
+            "cannot tell the output format from the name {}: say --to text, binary or pcap \
+             (or name it .txt, .bin or .pcap)",
+            path.display()
+        )
+    })
+}
+
+/// The format a file name's suffix names, if any.
+fn named_format(path: &Path) -> Option<OutFormat> {
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
@@ -148,93 +200,221 @@ pub fn format_from_name(path: &Path) -> OutFormat {
         .unwrap_or(&name)
         .to_string();
     if [".txt", ".tsv", ".text"].iter().any(|s| name.ends_with(s)) {
-        OutFormat::Text
+        Some(OutFormat::Text)
     } else if name.ends_with(".pcap") {
-        OutFormat::Pcap
+        Some(OutFormat::Pcap)
+    } else if name.ends_with(".bin") {
+        Some(OutFormat::Binary)
     } else {
-        OutFormat::Binary
+        None
     }
 }
 
-/// Creates a writer sink for `path` in `format`.
-pub fn create_output(path: &Path, format: OutFormat) -> Result<Box<dyn Sink>> {
+/// A trace writer of any format over an [`Output`], counting the records it wrote.
+pub struct TraceWriter {
+    writer: FormatWriter,
+    written: u64,
+}
+
+enum FormatWriter {
+    Text(TextWriter<Output>),
+    Binary(BinaryWriter<Output>),
+    Pcap(PcapWriter<Output>),
+}
+
+/// Creates a writer sink for `path` in `format` (written under a temporary name until
+/// [`TraceWriter::close`]; see [`Output`]).
+pub fn create_output(path: &Path, format: OutFormat) -> Result<TraceWriter> {
     let out = Output::create(path)?;
-    let sink: Box<dyn Sink> = match format {
-        OutFormat::Text => Box::new(TextWriter::new(out)?),
-        OutFormat::Binary => Box::new(BinaryWriter::new(out)?),
-        OutFormat::Pcap => Box::new(PcapWriter::new(out)?),
+    let writer = match format {
+        OutFormat::Text => FormatWriter::Text(TextWriter::new(out)?),
+        OutFormat::Binary => FormatWriter::Binary(BinaryWriter::new(out)?),
+        OutFormat::Pcap => FormatWriter::Pcap(PcapWriter::new(out)?),
     };
-    Ok(sink)
+    Ok(TraceWriter { writer, written: 0 })
+}
+
+impl TraceWriter {
+    /// Records written so far.
+    pub fn written(&self) -> u64 {
+        self.written
+    }
+
+    /// Flushes everything and puts the output in place.
+    pub fn close(self) -> Result<()> {
+        let out = match self.writer {
+            FormatWriter::Text(w) => w.into_inner(),
+            FormatWriter::Binary(w) => w.into_inner(),
+            FormatWriter::Pcap(w) => w.into_inner(),
+        }?;
+        out.close()
+    }
+
+    fn sink(&mut self) -> &mut dyn Sink {
+        match &mut self.writer {
+            FormatWriter::Text(w) => w,
+            FormatWriter::Binary(w) => w,
+            FormatWriter::Pcap(w) => w,
+        }
+    }
+}
+
+impl Sink for TraceWriter {
+    fn record(&mut self, r: &Record<'_>) -> Result<(), SinkError> {
+        self.sink().record(r)?;
+        self.written += 1;
+        Ok(())
+    }
+    fn skipped(&mut self, reason: SkipReason, location: u64) {
+        self.sink().skipped(reason, location)
+    }
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.sink().finish()
+    }
+}
+
+/// Ends a run that read `input` into `writer` (the output file `output`), as its `result`
+/// says, so that a failure never loses data and never leaves a wrong file:
+///
+/// - success (or Ctrl-C): the output is completed and put in place;
+/// - a read error (a damaged input) after some records were written: what was written is kept
+///   (put in place) and the error says so;
+/// - a write error, or a record the sink refused (say, a time out of range), or a read error
+///   before anything was written: the temporary file is removed and a file of that name is
+///   left as it was.
+///
+/// `doing` names the run in error messages (`converting trace.pcap`).
+pub fn end_run(
+    writer: TraceWriter,
+    output: &Path,
+    doing: &str,
+    result: Result<(), TraceError>,
+) -> Result<()> {
+    let e = match result {
+        Ok(()) | Err(TraceError::Sink(SinkError::Stopped)) => return writer.close(),
+        Err(e) => e,
+    };
+    let kept = writer.written();
+    let read_error = !matches!(e, TraceError::Sink(_));
+    if !read_error || kept == 0 || output == Path::new("-") {
+        drop(writer);
+        let note = if output == Path::new("-") {
+            String::new()
+        } else {
+            format!(" ({} left as it was)", output.display())
+        };
+        return Err(anyhow::Error::new(e).context(format!("{doing}{note}")));
+    }
+    writer.close()?;
+    Err(anyhow::Error::new(e).context(format!(
+        "{doing}: reading stopped at an error; the {kept} records written before it are kept in {}",
+        output.display()
+    )))
 }
 
 /// A buffered output file or standard output, compressed when its name ends in `.gz`, `.xz` or
-/// `.zst`. The compressed stream is completed when the output is dropped.
-pub enum Output {
-    /// Uncompressed.
+/// `.zst`.
+///
+/// A file is written under a temporary name beside it and renamed into place by
+/// [`Output::close`]; dropped without `close`, it leaves no trace (a file of that name keeps
+/// its old content). Standard output is completed on drop as well.
+pub struct Output {
+    stream: Option<Stream>,
+    destination: Option<Destination>,
+}
+
+/// The (possibly compressing) byte stream of an [`Output`].
+enum Stream {
     Plain(BufWriter<Box<dyn Write + Send>>),
-    /// gzip.
     Gzip(flate2::write::GzEncoder<BufWriter<Box<dyn Write + Send>>>),
-    /// xz.
     Xz(xz2::write::XzEncoder<BufWriter<Box<dyn Write + Send>>>),
-    /// Zstandard.
     Zstd(zstd::stream::write::Encoder<'static, BufWriter<Box<dyn Write + Send>>>),
 }
 
 impl Output {
     /// Creates `path` (`-`: standard output).
     pub fn create(path: &Path) -> Result<Output> {
-        let raw: Box<dyn Write + Send> = if path == Path::new("-") {
-            Box::new(io::stdout())
+        let (raw, destination): (Box<dyn Write + Send>, _) = if path == Path::new("-") {
+            (Box::new(io::stdout()), None)
         } else {
-            Box::new(
-                File::create(path).with_context(|| format!("cannot create {}", path.display()))?,
-            )
+            let destination = Destination::create(path)?;
+            (Box::new(destination.writer()?), Some(destination))
         };
         let buf = BufWriter::with_capacity(1 << 20, raw);
         let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase());
-        Ok(match ext.as_deref() {
-            Some("gz") => Output::Gzip(flate2::write::GzEncoder::new(
+        let stream = match ext.as_deref() {
+            Some("gz") => Stream::Gzip(flate2::write::GzEncoder::new(
                 buf,
                 flate2::Compression::default(),
             )),
-            Some("xz") => Output::Xz(xz2::write::XzEncoder::new(buf, 6)),
-            Some("zst") => Output::Zstd(zstd::stream::write::Encoder::new(buf, 3)?),
-            _ => Output::Plain(buf),
+            Some("xz") => Stream::Xz(xz2::write::XzEncoder::new(buf, 6)),
+            Some("zst") => Stream::Zstd(zstd::stream::write::Encoder::new(buf, 3)?),
+            _ => Stream::Plain(buf),
+        };
+        Ok(Output {
+            stream: Some(stream),
+            destination,
         })
     }
 
-    fn writer(&mut self) -> &mut dyn Write {
-        match self {
-            Output::Plain(w) => w,
-            Output::Gzip(w) => w,
-            Output::Xz(w) => w,
-            Output::Zstd(w) => w,
+    /// Completes the compressed stream, flushes, and puts the file in place.
+    pub fn close(mut self) -> Result<()> {
+        if let Some(stream) = self.stream.take() {
+            stream.finish().context("finishing the output")?;
         }
+        match self.destination.take() {
+            Some(d) => d.commit(),
+            None => Ok(()),
+        }
+    }
+
+    fn writer(&mut self) -> io::Result<&mut dyn Write> {
+        match &mut self.stream {
+            Some(Stream::Plain(w)) => Ok(w),
+            Some(Stream::Gzip(w)) => Ok(w),
+            Some(Stream::Xz(w)) => Ok(w),
+            Some(Stream::Zstd(w)) => Ok(w),
+            None => Err(io::Error::other("the output is closed")),
+        }
+    }
+}
+
+impl Stream {
+    /// Writes the end of the compressed stream and flushes everything.
+    fn finish(self) -> io::Result<()> {
+        let mut buf = match self {
+            Stream::Plain(w) => w,
+            Stream::Gzip(w) => w.finish()?,
+            Stream::Xz(w) => w.finish()?,
+            Stream::Zstd(w) => w.finish()?,
+        };
+        buf.flush()
     }
 }
 
 impl Write for Output {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.writer().write(buf)
+        self.writer()?.write(buf)
     }
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.writer().write_all(buf)
+        self.writer()?.write_all(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.writer().flush()
+        self.writer()?.flush()
     }
 }
 
 impl Drop for Output {
     fn drop(&mut self) {
-        let done = match self {
-            Output::Plain(w) => w.flush(),
-            Output::Gzip(w) => w.try_finish().and_then(|_| w.get_mut().flush()),
-            Output::Xz(w) => w.try_finish().and_then(|_| w.get_mut().flush()),
-            Output::Zstd(w) => w.do_finish().and_then(|_| w.get_mut().flush()),
-        };
-        if let Err(e) = done {
-            eprintln!("ldplayer: finishing the output failed: {e}");
+        // A file that was not closed is dropped with its temporary file; standard output (or a
+        // device) gets the end of its stream.
+        if matches!(self.destination, Some(Destination::Atomic(_))) {
+            return;
+        }
+        if let Some(stream) = self.stream.take() {
+            if let Err(e) = stream.finish() {
+                eprintln!("ldplayer: finishing the output failed: {e}");
+            }
         }
     }
 }

@@ -64,13 +64,15 @@ impl Progress {
     }
 }
 
-/// Set once the user presses Ctrl-C; long-running commands stop scheduling, flush and summarize.
+/// Set once the user presses Ctrl-C or the process gets SIGTERM or SIGHUP (`kill`, `timeout`, a
+/// closed terminal): long-running commands stop scheduling, flush and summarize, the same for
+/// all three.
 pub fn interrupted() -> Arc<AtomicBool> {
     static FLAG: std::sync::OnceLock<Arc<AtomicBool>> = std::sync::OnceLock::new();
     FLAG.get_or_init(|| {
         let flag = Arc::new(AtomicBool::new(false));
         let set = flag.clone();
-        // Failing to install the handler only means Ctrl-C kills the process as usual.
+        // Failing to install the handler only means the signals kill the process as usual.
         let _ = ctrlc::set_handler(move || set.store(true, Ordering::SeqCst));
         flag
     })

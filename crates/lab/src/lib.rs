@@ -91,11 +91,32 @@ pub struct LabConfig {
 }
 
 /// Re-runs `exe args` in a new network namespace (the resolver side) and waits for it.
-pub fn launch(exe: &Path, args: &[String]) -> Result<ExitStatus, LabError> {
-    netns::in_new_netns(netns::is_root(), exe)
+///
+/// The lab runs in a process group of its own; once `stop` is set (the caller's Ctrl-C or
+/// SIGTERM handler sets it), the whole group gets SIGINT, as it would from a terminal's Ctrl-C,
+/// so that a `kill` of the lab's command stops every part of it in order, and none is left
+/// running in its namespace.
+pub fn launch(exe: &Path, args: &[String], stop: &AtomicBool) -> Result<ExitStatus, LabError> {
+    use std::os::unix::process::CommandExt;
+    let spawn_error = |e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e);
+    let mut child = netns::in_new_netns(netns::is_root(), exe)
         .args(args)
-        .status()
-        .map_err(|e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e))
+        .process_group(0)
+        .spawn()
+        .map_err(spawn_error)?;
+    let mut forwarded = false;
+    loop {
+        if let Some(status) = child.try_wait().map_err(spawn_error)? {
+            return Ok(status);
+        }
+        if !forwarded && stop.load(Ordering::Relaxed) {
+            // SAFETY: kill of the process group we made (its leader is our child, not reaped
+            // yet); SIGINT has no memory effects.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGINT) };
+            forwarded = true;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 /// The server side's whole life, run inside its namespace: waits for the link, makes every

@@ -105,10 +105,13 @@ pub enum Mutation {
     /// is dropped (counted as `qname-too-long`) rather than sent unmarked.
     QnamePrefix(String),
     /// Stretch (factor above 1) or compress (below 1) time: `t' = t0 + (t - t0) * factor`, with
-    /// `t0` the trace start, rounded to the nanosecond. The factor must be positive and finite.
+    /// `t0` the trace start, rounded to the nanosecond. The factor must be positive and finite;
+    /// a record whose new time would not fit in a time ([`ldplayer_trace::TIME_RANGE`]) ends the
+    /// run with [`MutateError::TimeOutOfRange`](crate::MutateError::TimeOutOfRange).
     TimeScale(f64),
-    /// Add this many nanoseconds (negative: subtract) to every time, saturating at the ends of
-    /// the time range.
+    /// Add this many nanoseconds (negative: subtract) to every time; a record whose new time
+    /// would not fit ends the run with
+    /// [`MutateError::TimeOutOfRange`](crate::MutateError::TimeOutOfRange).
     TimeShift(i64),
     /// Replace client addresses (both IPv4 and IPv6) by a keyed, prefix-preserving
     /// pseudonym in the manner of Crypto-PAn: two addresses sharing exactly `k` leading bits map

@@ -41,4 +41,28 @@ pub enum MutateError {
     /// Two edits that contradict each other.
     #[error("{0} and {1} cannot be combined")]
     Conflict(&'static str, &'static str),
+    /// A time edit that moves a record's time out of the range a time can hold; found at that
+    /// record, and returned by the mutator's `record` as a sink error that ends the run.
+    #[error(
+        "{mutation} {value} moves record {record} (at {} s) out of the times a trace can hold: {}",
+        seconds(*time_ns),
+        ldplayer_trace::TIME_RANGE
+    )]
+    TimeOutOfRange {
+        /// Which edit: `time-scale` or `time-shift`.
+        mutation: &'static str,
+        /// Its value as given (a factor, or seconds).
+        value: String,
+        /// The record, from 1.
+        record: u64,
+        /// The record's time before the edit.
+        time_ns: i64,
+    },
+}
+
+/// A time as seconds with nine decimals.
+fn seconds(time_ns: i64) -> String {
+    let mut s = String::new();
+    ldplayer_trace::format_time(time_ns, &mut s);
+    s
 }

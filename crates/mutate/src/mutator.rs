@@ -142,14 +142,19 @@ impl<S: Sink> Sink for Mutator<S> {
             }
         }
         if let Some(k) = self.plan.time_scale {
-            let t = scale(out.time_ns, start, k);
+            let t = scale(out.time_ns, start, k)
+                .ok_or_else(|| time_error("time-scale", format!("{k:?}"), seq, record.time_ns))?;
             if t != out.time_ns {
                 out.time_ns = t;
                 self.changes.push("time-scale");
             }
         }
         if let Some(shift) = self.plan.time_shift {
-            let t = out.time_ns.saturating_add(shift);
+            let t = out.time_ns.checked_add(shift).ok_or_else(|| {
+                let mut secs = String::new();
+                ldplayer_trace::format_time(shift, &mut secs);
+                time_error("time-shift", secs, seq, record.time_ns)
+            })?;
             if t != out.time_ns {
                 out.time_ns = t;
                 self.changes.push("time-shift");
@@ -183,11 +188,28 @@ impl<S: Sink> Sink for Mutator<S> {
     }
 }
 
-/// `start + (t - start) * k`, rounded to the nanosecond and saturating at the ends of `i64`.
-pub(crate) fn scale(t: i64, start: i64, k: f64) -> i64 {
-    let offset = (t as i128 - start as i128) as f64 * k;
-    let t = start as i128 + offset.round() as i128;
-    t.clamp(i64::MIN as i128, i64::MAX as i128) as i64
+/// The sink error for a time edit that left the time range.
+fn time_error(mutation: &'static str, value: String, record: u64, time_ns: i64) -> SinkError {
+    SinkError::Other(
+        MutateError::TimeOutOfRange {
+            mutation,
+            value,
+            record,
+            time_ns,
+        }
+        .to_string(),
+    )
+}
+
+/// `start + (t - start) * k`, rounded to the nanosecond; `None` when it does not fit in `i64`.
+pub(crate) fn scale(t: i64, start: i64, k: f64) -> Option<i64> {
+    let offset = ((t as i128 - start as i128) as f64 * k).round();
+    // Offsets beyond ±2^64 (or NaN) cannot fit whatever the start; below that, i128 holds the
+    // sum.
+    if offset.is_nan() || offset.abs() >= 1.8e19 {
+        return None;
+    }
+    i64::try_from(start as i128 + offset as i128).ok()
 }
 
 #[cfg(test)]
@@ -195,18 +217,24 @@ mod tests {
     use super::scale;
 
     #[test]
-    fn scaling_is_exact_and_saturates() {
-        assert_eq!(scale(1_000, 1_000, 3.0), 1_000);
-        assert_eq!(scale(1_500, 1_000, 2.0), 2_000);
-        assert_eq!(scale(1_500, 1_000, 0.5), 1_250);
-        assert_eq!(scale(1_001, 1_000, 0.5), 1_001); // 0.5 rounds away from zero
-        assert_eq!(scale(500, 1_000, 2.0), 0);
-        assert_eq!(scale(i64::MAX, i64::MIN, 2.0), i64::MAX);
-        assert_eq!(scale(i64::MIN, i64::MAX, 2.0), i64::MIN);
+    fn scaling_is_exact_and_refuses_what_does_not_fit() {
+        assert_eq!(scale(1_000, 1_000, 3.0), Some(1_000));
+        assert_eq!(scale(1_500, 1_000, 2.0), Some(2_000));
+        assert_eq!(scale(1_500, 1_000, 0.5), Some(1_250));
+        assert_eq!(scale(1_001, 1_000, 0.5), Some(1_001)); // 0.5 rounds away from zero
+        assert_eq!(scale(500, 1_000, 2.0), Some(0));
+        assert_eq!(scale(i64::MAX, i64::MIN, 2.0), None);
+        assert_eq!(scale(i64::MIN, i64::MAX, 2.0), None);
+        assert_eq!(scale(1_001, 1_000, 1e300), None);
         let t0 = 1_704_067_200_000_000_000;
         assert_eq!(
             scale(t0 + 123_456_789_012, t0, 10.0),
-            t0 + 1_234_567_890_120
+            Some(t0 + 1_234_567_890_120)
         );
+        // Near the end of the range (an offset exactly representable as f64), and past it.
+        let room = i64::MAX - t0;
+        let near = room & !0xfff;
+        assert_eq!(scale(t0 + near, t0, 1.0), Some(t0 + near));
+        assert_eq!(scale(t0 + room / 2 + 1, t0, 2.0), None);
     }
 }

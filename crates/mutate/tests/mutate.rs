@@ -711,3 +711,36 @@ fn a_stopping_inner_sink_stops_the_mutator() {
     assert!(m.record(&mixed()[0].as_record()).is_err());
     assert_eq!(m.stats().records_out, 0);
 }
+
+#[test]
+fn time_edits_that_leave_the_range_end_the_run_naming_the_record() {
+    let records = [
+        query("10.0.0.1", 0, "a.example.", rtype::A, None),
+        query("10.0.0.1", 1_000_000, "b.example.", rtype::A, None),
+    ];
+    for (mutation, name, bad_record) in [
+        (Mutation::TimeScale(1e300), "time-scale 1e300", 2),
+        (Mutation::TimeShift(i64::MAX - T0 + 1), "time-shift", 1),
+    ] {
+        let config = MutateConfig {
+            seed: 1,
+            mutations: vec![mutation],
+        };
+        let mut m = Mutator::new(config, Collect::default()).unwrap();
+        let mut error = None;
+        for r in &records {
+            if let Err(e) = m.record(&r.as_record()) {
+                error = Some(e.to_string());
+                break;
+            }
+        }
+        let error = error.unwrap_or_else(|| panic!("{name}: no error"));
+        assert!(
+            error.contains(name)
+                && error.contains(&format!("record {bad_record} "))
+                && error.contains("2262"),
+            "{error}"
+        );
+        assert_eq!(m.inner().records.len(), bad_record - 1, "{name}");
+    }
+}

@@ -3,7 +3,7 @@
 use crate::decoder::PacketDecoder;
 use crate::options::CaptureOptions;
 use crate::ports::PortCensus;
-use ldplayer_trace::{drive, Sink, SkipReason, Source, TraceError};
+use ldplayer_trace::{drive, input, Sink, SkipReason, Source, TraceError};
 use pcap_parser::pcapng::Block;
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
@@ -138,6 +138,11 @@ fn fill(input: &mut impl Read, buf: &mut Vec<u8>, want: usize) -> io::Result<()>
             Err(e) if e.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
             Err(e) => {
                 buf.truncate(old);
+                // A compressed stream that ends early: the reader meets the error again
+                // after the prefix, and counts it there.
+                if input::cut_reason(&e).is_some() {
+                    break;
+                }
                 return Err(e);
             }
         }
@@ -222,6 +227,7 @@ fn read_opened<R: Read>(
                 sink.skipped(SkipReason::TruncatedFile, 1);
                 Ok(())
             }
+            Err(PcapError::ReadError) => read_failed(&error, sink, 1),
             Err(_) => Err(not_capture()),
         }
     } else {
@@ -231,6 +237,7 @@ fn read_opened<R: Read>(
                 sink.skipped(SkipReason::TruncatedFile, 1);
                 Ok(())
             }
+            Err(PcapError::ReadError) => read_failed(&error, sink, 1),
             Err(_) => Err(not_capture()),
         }
     };
@@ -313,16 +320,12 @@ impl State {
                     sink.skipped(SkipReason::TruncatedFile, self.packets + 1);
                     return Ok(());
                 }
-                Err(PcapError::ReadError) => {
-                    let e = error
-                        .borrow_mut()
-                        .take()
-                        .unwrap_or_else(|| io::Error::other("read error"));
-                    return Err(TraceError::Io(e));
-                }
+                Err(PcapError::ReadError) => return read_failed(error, sink, self.packets + 1),
                 Err(PcapError::Incomplete(needed)) => {
                     let before = reader.data().len();
-                    reader.refill().map_err(|_| read_error(error))?;
+                    if reader.refill().is_err() {
+                        return read_failed(error, sink, self.packets + 1);
+                    }
                     if reader.data().len() == before && !reader.reader_exhausted() {
                         // No room left: the block is larger than the buffer.
                         capacity = grow(&mut reader, capacity, before + needed.max(1))?;
@@ -331,7 +334,9 @@ impl State {
                 Err(PcapError::BufferTooSmall) => {
                     let needed = self.block_size(reader.data()).unwrap_or(capacity * 2);
                     capacity = grow(&mut reader, capacity, needed)?;
-                    reader.refill().map_err(|_| read_error(error))?;
+                    if reader.refill().is_err() {
+                        return read_failed(error, sink, self.packets + 1);
+                    }
                 }
                 Err(PcapError::HeaderNotRecognized) => return Err(not_capture()),
                 Err(PcapError::NomError(..) | PcapError::OwnedNomError(..)) => {
@@ -441,13 +446,24 @@ impl State {
     }
 }
 
-fn read_error(error: &Rc<RefCell<Option<io::Error>>>) -> TraceError {
-    TraceError::Io(
-        error
-            .borrow_mut()
-            .take()
-            .unwrap_or_else(|| io::Error::other("read error")),
-    )
+/// Ends the capture after a failed read: a compressed stream cut short or corrupt is the end
+/// of the input, counted at `location` ([`input::cut_reason`]); any other read error is an error.
+fn read_failed(
+    error: &Rc<RefCell<Option<io::Error>>>,
+    sink: &mut dyn Sink,
+    location: u64,
+) -> Result<(), TraceError> {
+    let e = error
+        .borrow_mut()
+        .take()
+        .unwrap_or_else(|| io::Error::other("read error"));
+    match input::cut_reason(&e) {
+        Some(reason) => {
+            sink.skipped(reason, location);
+            Ok(())
+        }
+        None => Err(TraceError::Io(e)),
+    }
 }
 
 /// The length of the pcapng block at the start of `data`, if its two copies of it agree that

@@ -65,4 +65,20 @@ pub enum SynthError {
     /// Neither a count nor a duration.
     #[error("give a query count or a duration")]
     Unbounded,
+    /// A query whose time would not fit in a time (signed 64-bit nanoseconds since the epoch):
+    /// found before any output for the fixed workload, at that query for the random ones.
+    #[error(
+        "query {query} would come {offset_s:.3} s after the start ({start_s:.3} s since the epoch), \
+         out of the times a trace can hold: {}; lower the count, the interval or the start, or \
+         raise the rate",
+        ldplayer_trace::TIME_RANGE
+    )]
+    TimeOutOfRange {
+        /// The query, from 1.
+        query: u64,
+        /// Its offset from the start, in seconds.
+        offset_s: f64,
+        /// The start, in seconds since the epoch.
+        start_s: f64,
+    },
 }

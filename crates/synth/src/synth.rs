@@ -117,6 +117,7 @@ impl Synth {
                 if *interval_ns == 0 {
                     return Err(SynthError::ZeroInterval);
                 }
+                check_fixed_times(&config, *interval_ns)?;
                 (
                     Picker::RoundRobin,
                     Names::Unique(UniqueNames::new(&config.zone)?),
@@ -187,30 +188,38 @@ impl Synth {
         let mut wire = Vec::with_capacity(512);
         let mut elapsed = 0f64;
         for n in 0..cfg.count.unwrap_or(u64::MAX) {
+            // The offset from the start; `None` past what a u64 holds.
             let offset = match self.clock {
-                Clock::Fixed(interval) => match n.checked_mul(interval) {
-                    Some(o) => o,
-                    None => break,
-                },
+                Clock::Fixed(interval) => n.checked_mul(interval),
                 Clock::Exponential(mean) => {
                     if n > 0 {
                         elapsed += exponential(&mut rng, mean);
                     }
-                    if elapsed >= 9.2e18 {
-                        break;
-                    }
-                    elapsed as u64
+                    (elapsed < 1.8e19).then_some(elapsed as u64)
                 }
             };
-            if cfg.duration_ns.is_some_and(|d| offset >= d) {
-                break;
+            if let (Some(d), o) = (cfg.duration_ns, offset) {
+                if o.is_none_or(|o| o >= d) {
+                    break;
+                }
             }
-            let Some(time_ns) = i64::try_from(offset)
-                .ok()
+            let time_ns = offset
+                .and_then(|o| i64::try_from(o).ok())
                 .and_then(|o| cfg.start_ns.checked_add(o))
-            else {
-                break;
-            };
+                .ok_or_else(|| {
+                    let offset_s = match self.clock {
+                        Clock::Fixed(interval) => n as f64 * interval as f64 / 1e9,
+                        Clock::Exponential(_) => elapsed / 1e9,
+                    };
+                    TraceError::Format(
+                        SynthError::TimeOutOfRange {
+                            query: n + 1,
+                            offset_s,
+                            start_s: cfg.start_ns as f64 / 1e9,
+                        }
+                        .to_string(),
+                    )
+                })?;
             let client = match &self.picker {
                 Picker::RoundRobin => (n % self.clients.count() as u64) as u32,
                 Picker::Uniform => below(&mut rng, self.clients.count() as u64) as u32,
@@ -260,4 +269,27 @@ impl Source for Synth {
     fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
         drive(sink, |s| self.generate(s))
     }
+}
+
+/// Refuses a fixed-interval trace whose last query (by count or duration) would come at a time
+/// that does not fit, before anything is written.
+fn check_fixed_times(config: &SynthConfig, interval_ns: u64) -> Result<(), SynthError> {
+    let by_count = config.count.map(|c| c.saturating_sub(1));
+    let by_duration = config
+        .duration_ns
+        .map(|d| d.saturating_sub(1) / interval_ns);
+    let last = match (by_count, by_duration) {
+        (Some(a), Some(b)) => a.min(b),
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => return Ok(()),
+    };
+    let fits = (last as i128 * interval_ns as i128 + config.start_ns as i128) <= i64::MAX as i128;
+    if fits {
+        return Ok(());
+    }
+    Err(SynthError::TimeOutOfRange {
+        query: last + 1,
+        offset_s: last as f64 * interval_ns as f64 / 1e9,
+        start_s: config.start_ns as f64 / 1e9,
+    })
 }

@@ -523,11 +523,42 @@ fn bad_configurations_are_rejected() {
 }
 
 #[test]
-fn times_never_overflow() {
-    let records = collect(SynthConfig {
+fn times_that_do_not_fit_are_refused_not_cut_short() {
+    // One query a second from 2.5 s before the last time that fits: 3 fit, 10 do not.
+    let near_end = SynthConfig {
         start_ns: i64::MAX - 2_500_000_000,
         count: Some(10),
         ..SynthConfig::syn(0)
-    });
-    assert_eq!(records.len(), 3);
+    };
+    let e = Synth::new(near_end.clone()).expect_err("10 queries do not fit");
+    assert!(
+        matches!(e, SynthError::TimeOutOfRange { query: 10, .. }),
+        "{e}"
+    );
+    assert!(e.to_string().contains("2262"), "{e}");
+    let fits = SynthConfig {
+        count: Some(3),
+        ..near_end.clone()
+    };
+    assert_eq!(collect(fits).len(), 3);
+    // A duration that ends before the range does is no overflow.
+    let by_duration = SynthConfig {
+        count: None,
+        duration_ns: Some(2_000_000_001),
+        ..near_end
+    };
+    assert_eq!(collect(by_duration).len(), 3);
+    // Random gaps: found at the query that leaves the range, as an error of the run.
+    let poisson = SynthConfig {
+        workload: Workload::Poisson { rate_qps: 1e-300 },
+        count: Some(5),
+        ..SynthConfig::default()
+    };
+    let mut sink = Collect::default();
+    let err = Synth::new(poisson)
+        .expect("a valid configuration")
+        .run(&mut sink)
+        .expect_err("the second query is out of range");
+    assert!(err.to_string().contains("query 2 "), "{err}");
+    assert_eq!(sink.records.len(), 1);
 }

@@ -205,13 +205,16 @@ impl<W: Write> Sink for BinaryWriter<W> {
 /// Reads a binary trace from a stream (a file, a pipe, a decompressor).
 ///
 /// A record cut short at the end of the stream (a writer that was killed) is counted as
-/// [`SkipReason::TruncatedFile`] and ends the trace without error.
+/// [`SkipReason::TruncatedFile`] and ends the trace without error; so does a compressed stream
+/// cut short or corrupt ([`crate::input::cut_reason`]), counted once, with its own reason.
 pub struct BinaryReader<R: Read> {
     input: R,
     buf: Vec<u8>,
     start: usize,
     end: usize,
     eof: bool,
+    /// Why the stream ended early, until it is reported.
+    cut: Option<SkipReason>,
 }
 
 impl<R: Read> BinaryReader<R> {
@@ -223,6 +226,7 @@ impl<R: Read> BinaryReader<R> {
             start: 0,
             end: 0,
             eof: false,
+            cut: None,
         };
         r.fill(FILE_HEADER_LEN)?;
         let skip = check_file_header(&r.buf[r.start..r.end])?;
@@ -245,7 +249,16 @@ impl<R: Read> BinaryReader<R> {
             }
         }
         while self.end - self.start < want {
-            let n = self.input.read(&mut self.buf[self.end..])?;
+            let n = match self.input.read(&mut self.buf[self.end..]) {
+                Ok(n) => n,
+                Err(e) => match crate::input::cut_reason(&e) {
+                    Some(reason) => {
+                        self.cut = Some(reason);
+                        0
+                    }
+                    None => return Err(e),
+                },
+            };
             if n == 0 {
                 self.eof = true;
                 break;
@@ -261,11 +274,14 @@ impl<R: Read> BinaryReader<R> {
         self.fill(RECORD_HEADER_LEN)?;
         let avail = self.end - self.start;
         if avail == 0 {
-            return Ok(None);
+            return Ok(self.cut.take().map(Err));
         }
         if avail < RECORD_HEADER_LEN {
             self.start = self.end;
-            return Ok(Some(Err(SkipReason::TruncatedFile)));
+            return Ok(Some(Err(self
+                .cut
+                .take()
+                .unwrap_or(SkipReason::TruncatedFile))));
         }
         let b = &self.buf[self.start..];
         let len = u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize;
@@ -280,7 +296,10 @@ impl<R: Read> BinaryReader<R> {
         self.fill(len)?;
         if self.end - self.start < len {
             self.start = self.end;
-            return Ok(Some(Err(SkipReason::TruncatedFile)));
+            return Ok(Some(Err(self
+                .cut
+                .take()
+                .unwrap_or(SkipReason::TruncatedFile))));
         }
         let at = self.start;
         self.start += len;

@@ -26,8 +26,11 @@ pub enum SkipReason {
     TcpOverflow,
     /// Bytes in a TCP stream that do not frame a DNS message (junk, a bad length).
     TcpJunk,
-    /// A capture file that ends in the middle of a block or record.
+    /// A file that ends in the middle of a block or record, or whose compressed stream was cut
+    /// short.
     TruncatedFile,
+    /// A compressed file whose stream is corrupt: what came before the damage was read.
+    CorruptFile,
     /// A capture block that does not parse.
     BadBlock,
     /// A text-format line that does not parse.
@@ -50,6 +53,7 @@ impl SkipReason {
             SkipReason::TcpOverflow => "tcp-overflow",
             SkipReason::TcpJunk => "tcp-junk",
             SkipReason::TruncatedFile => "file-truncated",
+            SkipReason::CorruptFile => "file-corrupt",
             SkipReason::BadBlock => "capture-bad-block",
             SkipReason::TextLine => "text-bad-line",
             SkipReason::BinaryRecord => "binary-bad-record",

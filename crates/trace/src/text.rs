@@ -645,12 +645,19 @@ impl<R: BufRead> Source for TextReader<R> {
             line.clear();
             let n = match self.input.read_line(&mut line) {
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                    self.line_no += 1;
-                    sink.skipped(SkipReason::TextLine, self.line_no);
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+                Err(e) => match crate::input::cut_reason(&e) {
+                    // A compressed stream cut short or corrupt: the partial line is dropped.
+                    Some(reason) => {
+                        sink.skipped(reason, self.line_no + 1);
+                        return Ok(());
+                    }
+                    None if e.kind() == io::ErrorKind::InvalidData => {
+                        self.line_no += 1;
+                        sink.skipped(SkipReason::TextLine, self.line_no);
+                        continue;
+                    }
+                    None => return Err(e.into()),
+                },
             };
             if n == 0 {
                 return Ok(());

@@ -1,4 +1,19 @@
-//! Capture times as seconds with nine decimals, the text format's `time` column.
+//! Capture times as seconds with nine decimals, the text format's `time` column, and the range
+//! of times a trace can hold.
+
+/// The times a trace can hold, for error messages: a record's time is a signed 64-bit count of
+/// nanoseconds since the Unix epoch.
+pub const TIME_RANGE: &str = "from 1677-09-21T00:12:43Z to 2262-04-11T23:47:16Z, about \
+     ±9223372036 s around the epoch (times are signed 64-bit nanoseconds since 1970)";
+
+/// Seconds (a value given on a command line) in nanoseconds, rounded; `None` when the value is
+/// not a number, infinite or beyond what a time can hold (see [`TIME_RANGE`]).
+pub fn seconds_to_ns(seconds: f64) -> Option<i64> {
+    let ns = (seconds * 1e9).round();
+    // i64::MIN as f64 is exactly -2^63 (representable); i64::MAX as f64 rounds up to 2^63
+    // (not representable), hence the strict bound. NaN fails both comparisons.
+    (ns >= i64::MIN as f64 && ns < i64::MAX as f64).then_some(ns as i64)
+}
 
 /// Formats nanoseconds since the epoch as seconds with nine decimals (`1520000000.000123456`).
 pub fn format_time(time_ns: i64, out: &mut String) {
@@ -58,5 +73,28 @@ mod tests {
         assert_eq!(parse_time("12"), Some(12_000_000_000));
         assert_eq!(parse_time("1.0000000001"), None);
         assert_eq!(parse_time("x"), None);
+    }
+
+    #[test]
+    fn seconds_fit_or_are_refused() {
+        assert_eq!(seconds_to_ns(1.5), Some(1_500_000_000));
+        assert_eq!(seconds_to_ns(-2.0), Some(-2_000_000_000));
+        assert_eq!(
+            seconds_to_ns(9_223_372_036.0),
+            Some(9_223_372_036_000_000_000)
+        );
+        assert_eq!(
+            seconds_to_ns(-9_223_372_036.0),
+            Some(-9_223_372_036_000_000_000)
+        );
+        for bad in [
+            9_223_372_037.0,
+            -9_223_372_037.0,
+            1e300,
+            f64::NAN,
+            f64::INFINITY,
+        ] {
+            assert_eq!(seconds_to_ns(bad), None, "{bad}");
+        }
     }
 }

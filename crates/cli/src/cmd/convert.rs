@@ -1,34 +1,64 @@
-//! `ldplayer convert INPUT --to text|binary|pcap -o OUTPUT`
+//! `ldplayer convert INPUT [--to text|binary|pcap] -o OUTPUT [--json | -q]`
 
 use crate::args::ConvertArgs;
-use crate::io::{create_output, open_input, QrFilter};
+use crate::io::{create_output, end_run, open_input, refuse_same_file, strict_format_from_name};
 use crate::progress::{Progress, Watch};
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 pub fn run(args: ConvertArgs) -> Result<()> {
-    let progress = Progress::new(args.write.quiet);
+    let output = &args.write.output;
+    let to = match args.to {
+        Some(f) => f,
+        None => strict_format_from_name(output)?,
+    };
+    args.write.check_json()?;
+    refuse_same_file(output, [args.input.as_path()])?;
+    let progress = Progress::new(args.write.silent());
     let mut input = open_input(&args.input, &args.read, &progress)?;
-    let output = create_output(&args.write.output, args.to)?;
-    let mut watch = Watch::new(QrFilter::new(output, &args.read), &progress);
+    let mut writer = create_output(output, to)?;
+    let mut watch = Watch::new(crate::io::QrFilter::new(&mut writer, &args.read), &progress);
     let result = input.source.run(&mut watch);
     progress.finish();
-    result.with_context(|| format!("converting {}", args.input.display()))?;
+    let (records, interrupted, skipped, malformed) = (
+        watch.records,
+        watch.interrupted,
+        watch.skipped,
+        watch.malformed,
+    );
+    let written = writer.written();
+    end_run(
+        writer,
+        output,
+        &format!("converting {}", args.input.display()),
+        result,
+    )?;
     let secs = progress.elapsed();
-    if !args.write.quiet {
+    if args.write.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "messages": records,
+                "written": written,
+                "input_format": super::format_name(input.format),
+                "output_format": super::out_format_name(to),
+                "output": output.display().to_string(),
+                "seconds": secs,
+                "interrupted": interrupted,
+                "skipped": super::skipped_json(&skipped),
+                "malformed": super::skipped_json(&malformed),
+            })
+        );
+    } else if !args.write.quiet {
         eprintln!(
             "ldplayer: {} messages{} from {:?} to {:?} in {:.2} s ({}){}; skipped: {}",
-            watch.records,
-            super::malformed_note(&watch.malformed),
+            records,
+            super::malformed_note(&malformed),
             input.format,
-            args.to,
+            to,
             secs,
-            super::per_second(watch.records, secs),
-            if watch.interrupted {
-                ", interrupted"
-            } else {
-                ""
-            },
-            super::skipped_list(&watch.skipped)
+            super::per_second(records, secs),
+            if interrupted { ", interrupted" } else { "" },
+            super::skipped_list(&skipped)
         );
     }
     Ok(())

@@ -45,18 +45,26 @@ pub fn run(args: DemoArgs) -> Result<()> {
         drop_malformed: false,
     };
     let progress = Progress::new(true);
+    let mut report = Report::new(&args);
 
     let pcap = dir.join("root-like.pcap");
     let t = Instant::now();
-    let mut out = Watch::new(create_output(&pcap, OutFormat::Pcap)?, &progress);
-    Synth::new(config.clone())?.run(&mut out)?;
-    drop(out);
-    step_line("synthesize a root-like trace -> pcap", t, args.count);
+    let mut writer = create_output(&pcap, OutFormat::Pcap)?;
+    Synth::new(config.clone())?.run(&mut Watch::new(&mut writer, &progress))?;
+    writer.close()?;
+    report.step("synthesize a root-like trace -> pcap", t, args.count);
 
     let text = dir.join("root-like.txt");
-    let n = convert(&pcap, &text, OutFormat::Text, &read, &progress)?;
+    let n = convert(&pcap, &text, OutFormat::Text, &read, &progress, &mut report)?;
     let bin = dir.join("root-like.bin");
-    let m = convert(&text, &bin, OutFormat::Binary, &read, &progress)?;
+    let m = convert(
+        &text,
+        &bin,
+        OutFormat::Binary,
+        &read,
+        &progress,
+        &mut report,
+    )?;
     if n != args.count || m != args.count {
         bail!(
             "demo: {} queries synthesized but {n} read from the pcap and {m} from the text",
@@ -89,22 +97,66 @@ pub fn run(args: DemoArgs) -> Result<()> {
             original.records.len()
         );
     }
-    step_line("check: every message byte-identical", t, same as u64);
+    report.step("check: every message byte-identical", t, same as u64);
 
     let t = Instant::now();
     let mut inspector = Inspector::new();
     open_input(&bin, &read, &progress)?
         .source
         .run(&mut inspector)?;
-    step_line("inspect", t, inspector.summary().messages);
-    println!("{:<28} {}", "trace", bin.display());
-    print!("{}", inspector.summary());
+    let summary = inspector.summary();
+    report.step("inspect", t, summary.messages);
+    if report.text() {
+        println!("{:<28} {}", "trace", bin.display());
+        print!("{summary}");
+    }
+    report.json["trace"] = serde_json::to_value(&summary)?;
 
-    replay_against_embedded_server(dir, &bin, &read, &progress)?;
-    if args.dir.is_none() {
+    replay_against_embedded_server(dir, &bin, &read, &progress, &mut report)?;
+    if args.dir.is_none() && report.text() {
         eprintln!("demo: files removed (keep them with --dir DIR)");
     }
+    if args.json {
+        println!("{}", report.json);
+    }
     Ok(())
+}
+
+/// What the demo prints: step lines and summaries as text, nothing (`-q`), or one JSON object
+/// (`--json`) gathered as the steps go.
+struct Report {
+    quiet: bool,
+    json_wanted: bool,
+    json: serde_json::Value,
+}
+
+impl Report {
+    fn new(args: &DemoArgs) -> Report {
+        Report {
+            quiet: args.quiet,
+            json_wanted: args.json,
+            json: serde_json::json!({"steps": []}),
+        }
+    }
+
+    /// True when the text report is printed.
+    fn text(&self) -> bool {
+        !self.quiet && !self.json_wanted
+    }
+
+    /// Notes a step that handled `n` messages since `t`.
+    fn step(&mut self, what: &str, t: Instant, n: u64) {
+        let secs = t.elapsed().as_secs_f64();
+        if self.text() {
+            eprintln!(
+                "demo: {what:<44} {n:>9} messages {secs:>7.3} s  {}",
+                super::per_second(n, secs)
+            );
+        }
+        if let Some(steps) = self.json["steps"].as_array_mut() {
+            steps.push(serde_json::json!({"step": what, "messages": n, "seconds": secs}));
+        }
+    }
 }
 
 /// Converts `from` into `to`, returning the number of records written.
@@ -114,18 +166,19 @@ fn convert(
     format: OutFormat,
     read: &ReadArgs,
     progress: &Progress,
+    report: &mut Report,
 ) -> Result<u64> {
     let t = Instant::now();
     let mut input = open_input(from, read, progress)?;
-    let mut out = Watch::new(create_output(to, format)?, progress);
+    let mut writer = create_output(to, format)?;
+    let mut out = Watch::new(&mut writer, progress);
     input.source.run(&mut out)?;
     let n = out.records;
-    drop(out);
-    let secs = t.elapsed().as_secs_f64();
-    eprintln!(
-        "demo: {:<44} {n:>9} messages {secs:>7.3} s  {}",
-        format!("{:?} -> {:?}", input.format, format).to_lowercase(),
-        super::per_second(n, secs)
+    writer.close()?;
+    report.step(
+        &format!("{:?} -> {:?}", input.format, format).to_lowercase(),
+        t,
+        n,
     );
     Ok(n)
 }
@@ -151,6 +204,7 @@ fn replay_against_embedded_server(
     bin: &Path,
     read: &ReadArgs,
     progress: &Progress,
+    report: &mut Report,
 ) -> Result<()> {
     let zone_file = dir.join("root.zone");
     std::fs::write(&zone_file, synthetic_root_zone()).context("writing the demo root zone")?;
@@ -162,7 +216,9 @@ fn replay_against_embedded_server(
         .local_addrs()
         .first()
         .context("the embedded server has no address")?;
-    eprintln!("demo: embedded authoritative server for the synthetic root on {addr}; replaying with the trace's timing");
+    if report.text() {
+        eprintln!("demo: embedded authoritative server for the synthetic root on {addr}; replaying with the trace's timing");
+    }
 
     let mut replay_config = ldplayer_replay::ReplayConfig::new(addr);
     replay_config.queriers = 1;
@@ -174,17 +230,21 @@ fn replay_against_embedded_server(
         Box::new(SharedSummary(summary.clone())),
     )?;
     let served = server.stop();
-    step_line("replay against the embedded server", t, stats.sent);
-    let report = summary
+    report.step("replay against the embedded server", t, stats.sent);
+    let replayed = summary
         .lock()
         .map_err(|_| anyhow::anyhow!("summary lock poisoned"))?
         .report();
-    println!(
-        "\nreplay of {} against ldplayer's embedded server at {addr}:",
-        bin.display()
-    );
-    print!("{report}");
-    println!("server: {}", super::serve::describe(&served));
+    if report.text() {
+        println!(
+            "\nreplay of {} against ldplayer's embedded server at {addr}:",
+            bin.display()
+        );
+        print!("{replayed}");
+        println!("server: {}", super::serve::describe(&served));
+    }
+    report.json["replay"] = serde_json::to_value(&replayed)?;
+    report.json["server"] = super::serve::describe(&served).into();
     if stats.answered == 0 {
         bail!(
             "demo: none of the {} queries sent to the embedded server was answered",
@@ -192,14 +252,6 @@ fn replay_against_embedded_server(
         );
     }
     Ok(())
-}
-
-fn step_line(what: &str, t: Instant, n: u64) {
-    let secs = t.elapsed().as_secs_f64();
-    eprintln!(
-        "demo: {what:<44} {n:>9} messages {secs:>7.3} s  {}",
-        super::per_second(n, secs)
-    );
 }
 
 /// Feeds results into a summary the demo reads afterwards.

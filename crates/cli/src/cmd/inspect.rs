@@ -1,4 +1,4 @@
-//! `ldplayer inspect INPUT [--json]`
+//! `ldplayer inspect INPUT [--json | -q]`
 
 use crate::args::InspectArgs;
 use crate::io::{open_input, QrFilter};
@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use ldplayer_inspect::Inspector;
 
 pub fn run(args: InspectArgs) -> Result<()> {
-    let progress = Progress::new(args.json);
+    let progress = Progress::new(args.json || args.quiet);
     let mut input = open_input(&args.input, &args.read, &progress)?;
     let mut inspector = Inspector::new();
     let mut watch = Watch::new(QrFilter::new(&mut inspector, &args.read), &progress);
@@ -17,7 +17,7 @@ pub fn run(args: InspectArgs) -> Result<()> {
     let summary = inspector.summary();
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
-    } else {
+    } else if !args.quiet {
         println!(
             "{:<28} {} ({:?})",
             "trace",

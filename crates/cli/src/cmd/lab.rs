@@ -5,6 +5,7 @@
 //! the workload (see `ldplayer_lab`).
 
 use crate::args::{LabArgs, ReplayArgs};
+use crate::io::{refuse_same_file, Output};
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
@@ -29,10 +30,28 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 /// On the host: check the arguments, then run the resolver stage in a new namespace.
 fn host(args: LabArgs) -> Result<()> {
     ResolverKind::from_str(&args.resolver).map_err(anyhow::Error::msg)?;
+    if args.json && args.names.is_some() && args.answers.is_none() {
+        bail!(
+            "--json with --names prints on standard output: write the answers with --answers FILE"
+        );
+    }
+    let inputs: Vec<&Path> = [&args.names, &args.trace, &args.hints]
+        .into_iter()
+        .flatten()
+        .map(|p| p.as_path())
+        .chain([args.manifest.as_path()])
+        .collect();
+    for output in [&args.answers, &args.capture, &args.results]
+        .into_iter()
+        .flatten()
+    {
+        refuse_same_file(output, inputs.iter().copied())?;
+    }
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
     let mut argv: Vec<String> = std::env::args().skip(1).collect();
     argv.extend(["--stage".into(), "resolver".into()]);
-    let status = ldplayer_lab::launch(&exe, &argv)?;
+    // Ctrl-C and SIGTERM reach the lab (its own process group) through this flag.
+    let status = ldplayer_lab::launch(&exe, &argv, &interrupted())?;
     if !status.success() {
         bail!("the lab failed ({status})");
     }
@@ -74,16 +93,21 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
         "server".into(),
     ];
     let side = ResolverSide::start(&config, &exe, &server_args).context("starting the lab")?;
-    eprintln!(
-        "ldplayer lab: {resolver} at {} resolving through {} nameserver addresses ({}); no route out",
-        side.resolver_addr(),
-        side.nameservers.len(),
-        args.nameservers
-    );
+    if !args.quiet {
+        eprintln!(
+            "ldplayer lab: {resolver} at {} resolving through {} nameserver addresses ({}); no route out",
+            side.resolver_addr(),
+            side.nameservers.len(),
+            args.nameservers
+        );
+    }
     let outcome = workload(&args, side.resolver_addr());
     side.finish();
     let server_log = std::fs::read_to_string(work_dir.join("server-side.log")).unwrap_or_default();
-    for line in server_log.lines().filter(|l| !l.trim().is_empty()) {
+    for line in server_log
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !args.quiet)
+    {
         eprintln!("{line}");
     }
     outcome
@@ -93,15 +117,14 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
     if let Some(names) = &args.names {
         let text = std::fs::read_to_string(names)
             .with_context(|| format!("cannot read {}", names.display()))?;
-        let mut out: Box<dyn Write> = match &args.answers {
-            Some(p) => Box::new(
-                std::fs::File::create(p)
-                    .with_context(|| format!("cannot create {}", p.display()))?,
-            ),
-            None => Box::new(std::io::stdout().lock()),
-        };
+        let answers = args.answers.as_deref().unwrap_or(Path::new("-"));
+        let mut out = Output::create(answers)?;
         let (mut ok, mut failed) = (0, 0);
+        let stop = interrupted();
         for (n, line) in text.lines().enumerate() {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                break;
+            }
             let line = line.split('#').next().unwrap_or("").trim();
             let mut f = line.split_whitespace();
             let Some(name) = f.next() else { continue };
@@ -127,8 +150,25 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
                 }
             }
         }
-        out.flush()?;
-        eprintln!("ldplayer lab: {ok} names resolved, {failed} without an answer");
+        out.close()?;
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({
+                    "names": ok + failed,
+                    "resolved": ok,
+                    "failed": failed,
+                    "interrupted": stop.load(std::sync::atomic::Ordering::Relaxed),
+                })
+            );
+        } else if !args.quiet {
+            let stopped = if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                " (interrupted)"
+            } else {
+                ""
+            };
+            eprintln!("ldplayer lab: {ok} names resolved, {failed} without an answer{stopped}");
+        }
         return Ok(());
     }
     let Some(trace) = &args.trace else {
@@ -155,6 +195,9 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
     }
     if args.json {
         argv.push("--json".into());
+    }
+    if args.quiet {
+        argv.push("--quiet".into());
     }
     let wrap = Wrap::try_parse_from(argv)?;
     super::replay::run(wrap.replay)

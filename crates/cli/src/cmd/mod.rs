@@ -57,3 +57,31 @@ pub fn per_second(n: u64, secs: f64) -> String {
         format!("{r:.0}/s")
     }
 }
+
+/// Skip counts as JSON: a list of `name`/`count` objects, as `inspect --json` has them.
+pub fn skipped_json(skipped: &SkipCounts) -> serde_json::Value {
+    skipped
+        .iter()
+        .map(|(r, c)| serde_json::json!({"name": r.name(), "count": c}))
+        .collect()
+}
+
+/// An input format's name in JSON summaries.
+pub fn format_name(format: ldplayer_trace::input::Format) -> &'static str {
+    use ldplayer_trace::input::Format;
+    match format {
+        Format::Capture => "capture",
+        Format::Text => "text",
+        Format::Binary => "binary",
+    }
+}
+
+/// An output format's name in JSON summaries (as `--to` spells it).
+pub fn out_format_name(format: crate::args::OutFormat) -> &'static str {
+    use crate::args::OutFormat;
+    match format {
+        OutFormat::Text => "text",
+        OutFormat::Binary => "binary",
+        OutFormat::Pcap => "pcap",
+    }
+}

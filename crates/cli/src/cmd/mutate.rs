@@ -1,7 +1,7 @@
 //! `ldplayer mutate INPUT -o OUTPUT [...]`
 
 use crate::args::MutateArgs;
-use crate::io::{create_output, format_from_name, open_input};
+use crate::io::{create_output, end_run, format_from_name, open_input, refuse_same_file};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
 use ldplayer_mutate::{Direction, IpPrefix, MutateConfig, Mutation, Mutator};
@@ -90,10 +90,19 @@ pub fn config(args: &MutateArgs) -> Result<MutateConfig> {
         m.push(Mutation::QnamePrefix(prefix.clone()));
     }
     if let Some(k) = args.time_scale {
+        if !(k.is_finite() && k > 0.0) {
+            bail!("--time-scale {k:?}: the factor must be a positive, finite number");
+        }
         m.push(Mutation::TimeScale(k));
     }
     if let Some(s) = args.time_shift {
-        m.push(Mutation::TimeShift((s * 1e9).round() as i64));
+        let ns = ldplayer_trace::seconds_to_ns(s).with_context(|| {
+            format!(
+                "--time-shift {s:?}: a shift must fit in the times a trace can hold: {}",
+                ldplayer_trace::TIME_RANGE
+            )
+        })?;
+        m.push(Mutation::TimeShift(ns));
     }
     if let Some(key) = &args.anonymize {
         m.push(Mutation::Anonymize {
@@ -115,20 +124,49 @@ fn key_from_text(text: &str) -> [u8; 16] {
 }
 
 pub fn run(args: MutateArgs) -> Result<()> {
-    let format = args
-        .to
-        .unwrap_or_else(|| format_from_name(&args.write.output));
+    let output = &args.write.output;
+    let format = args.to.unwrap_or_else(|| format_from_name(output));
+    args.write.check_json()?;
     let config = config(&args)?;
-    let progress = Progress::new(args.write.quiet);
+    refuse_same_file(output, [args.input.as_path()])?;
+    let progress = Progress::new(args.write.silent());
     let mut input = open_input(&args.input, &args.read, &progress)?;
-    let output = create_output(&args.write.output, format)?;
-    let mutator = Mutator::new(config, output).context("mutate")?;
+    let mut writer = create_output(output, format)?;
+    let mutator = Mutator::new(config, &mut writer).context("mutate")?;
     let mut watch = Watch::new(mutator, &progress);
     let result = input.source.run(&mut watch);
     progress.finish();
-    result.with_context(|| format!("mutating {}", args.input.display()))?;
-    let stats = watch.inner().stats();
-    if !args.write.quiet {
+    let (interrupted, skipped, malformed) = (
+        watch.interrupted,
+        watch.skipped.clone(),
+        watch.malformed.clone(),
+    );
+    let stats = watch.inner().stats().clone();
+    drop(watch);
+    end_run(
+        writer,
+        output,
+        &format!("mutating {}", args.input.display()),
+        result,
+    )?;
+    if args.write.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "records_in": stats.records_in,
+                "records_out": stats.records_out,
+                "changed": stats.changed,
+                "filtered": stats.filtered,
+                "dropped": stats.dropped,
+                "unedited": stats.unedited,
+                "output": output.display().to_string(),
+                "output_format": super::out_format_name(format),
+                "interrupted": interrupted,
+                "skipped": super::skipped_json(&skipped),
+                "malformed": super::skipped_json(&malformed),
+            })
+        );
+    } else if !args.write.quiet {
         let list = |m: &std::collections::BTreeMap<&'static str, u64>| {
             if m.is_empty() {
                 "none".to_string()
@@ -142,14 +180,14 @@ pub fn run(args: MutateArgs) -> Result<()> {
         eprintln!(
             "ldplayer: {} records in{}, {} out{}; changed: {}; filtered: {}; dropped: {}; unedited: {}; skipped by the reader: {}",
             stats.records_in,
-            super::malformed_note(&watch.malformed),
+            super::malformed_note(&malformed),
             stats.records_out,
-            if watch.interrupted { " (interrupted)" } else { "" },
+            if interrupted { " (interrupted)" } else { "" },
             list(&stats.changed),
             list(&stats.filtered),
             list(&stats.dropped),
             list(&stats.unedited),
-            super::skipped_list(&watch.skipped)
+            super::skipped_list(&skipped)
         );
     }
     Ok(())

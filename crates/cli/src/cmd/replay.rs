@@ -17,6 +17,9 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     let config = config(&args)?;
     let replay = Replay::new(config).context("replay")?;
     let summary = Arc::new(Mutex::new(Summary::new()));
+    // The results file is written in place, not renamed at the end: a replay killed with
+    // SIGKILL leaves its results readable up to the last block under the name asked for.
+    crate::io::refuse_same_file_opt(args.results.as_deref(), [args.trace.as_path()])?;
     let writer = match &args.results {
         Some(p) => Some(
             ResultsWriter::create(p).with_context(|| format!("cannot create {}", p.display()))?,

@@ -4,17 +4,15 @@ use crate::args::{SynthArgs, Workload};
 use crate::io::{create_output, format_from_name};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
-use ldplayer_synth::{RootLike, Synth, SynthConfig, Workload as SynthWorkload};
-use ldplayer_trace::Source;
+use ldplayer_synth::{RootLike, Synth, SynthConfig, SynthError, Workload as SynthWorkload};
+use ldplayer_trace::{SinkError, Source, TraceError};
 
 /// The synthesizer configuration the flags ask for.
 pub fn config(args: &SynthArgs) -> Result<SynthConfig> {
     let mut c = match args.workload {
         Workload::Fixed => {
-            if !(args.interval > 0.0 && args.interval.is_finite()) {
-                bail!("--interval must be a positive number of seconds");
-            }
-            SynthConfig::fixed((args.interval * 1e9).round().max(1.0) as u64)
+            let interval = positive_ns("--interval", args.interval)?;
+            SynthConfig::fixed(interval as u64)
         }
         Workload::Poisson => SynthConfig::poisson(args.rate),
         Workload::Root => SynthConfig::root_like(args.rate),
@@ -24,7 +22,10 @@ pub fn config(args: &SynthArgs) -> Result<SynthConfig> {
     }
     c.seed = args.seed;
     c.count = Some(args.count);
-    c.duration_ns = args.duration.map(|d| (d * 1e9).round() as u64);
+    c.duration_ns = args
+        .duration
+        .map(|d| positive_ns("--duration", d).map(|ns| ns as u64))
+        .transpose()?;
     if let Some(n) = args.clients {
         c.clients = u32::try_from(n).context("--clients is too large")?;
     }
@@ -44,10 +45,28 @@ pub fn config(args: &SynthArgs) -> Result<SynthConfig> {
         c.server = args.server;
     }
     if let Some(s) = args.start {
-        c.start_ns = (s * 1e9).round() as i64;
+        c.start_ns = ldplayer_trace::seconds_to_ns(s).with_context(|| {
+            format!(
+                "--start {s:?}: the start must be a time a trace can hold: {}",
+                ldplayer_trace::TIME_RANGE
+            )
+        })?;
     }
     c.rd = args.rd;
     Ok(c)
+}
+
+/// A positive number of seconds in nanoseconds (at least 1), or an error naming `flag` and the
+/// limits.
+fn positive_ns(flag: &str, seconds: f64) -> Result<i64> {
+    match ldplayer_trace::seconds_to_ns(seconds) {
+        Some(ns) if ns >= 1 => Ok(ns),
+        Some(_) => bail!("{flag} {seconds:?}: must be positive, at least 1e-9 s (times have nanosecond resolution)"),
+        None => bail!(
+            "{flag} {seconds:?}: must be a positive number of seconds that a trace's times can hold: {}",
+            ldplayer_trace::TIME_RANGE
+        ),
+    }
 }
 
 /// Parses `A=45,AAAA=20`.
@@ -67,30 +86,54 @@ fn parse_mix(mix: &str) -> Result<Vec<(u16, u32)>> {
 }
 
 pub fn run(args: SynthArgs) -> Result<()> {
-    let format = args
-        .to
-        .unwrap_or_else(|| format_from_name(&args.write.output));
-    let mut synth = Synth::new(config(&args)?).context("synth")?;
-    let progress = Progress::new(args.write.quiet);
-    let output = create_output(&args.write.output, format)?;
-    let mut watch = Watch::new(output, &progress);
+    let output = &args.write.output;
+    let format = args.to.unwrap_or_else(|| format_from_name(output));
+    args.write.check_json()?;
+    let mut synth = Synth::new(config(&args)?).map_err(|e| match e {
+        SynthError::TimeOutOfRange { .. } => anyhow::Error::new(e)
+            .context("the times that --start, --interval or --rate, and -n or --duration give"),
+        e => anyhow::Error::new(e).context("synth"),
+    })?;
+    let progress = Progress::new(args.write.silent());
+    let mut writer = create_output(output, format)?;
+    let mut watch = Watch::new(&mut writer, &progress);
     let result = synth.run(&mut watch);
     progress.finish();
-    result.context("writing the synthetic trace")?;
-    if !args.write.quiet {
-        let secs = progress.elapsed();
+    let (records, interrupted) = (watch.records, watch.interrupted);
+    match result {
+        Ok(()) | Err(TraceError::Sink(SinkError::Stopped)) => writer.close()?,
+        // A synthetic trace cut short is no trace to keep: the output stays as it was.
+        Err(e) => {
+            drop(writer);
+            return Err(e).with_context(|| {
+                format!(
+                    "writing the synthetic trace ({} left as it was)",
+                    output.display()
+                )
+            });
+        }
+    }
+    let secs = progress.elapsed();
+    if args.write.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "queries": records,
+                "output": output.display().to_string(),
+                "output_format": super::out_format_name(format),
+                "seconds": secs,
+                "interrupted": interrupted,
+            })
+        );
+    } else if !args.write.quiet {
         eprintln!(
             "ldplayer: {} synthetic queries written to {} ({:?}) in {:.2} s ({}){}",
-            watch.records,
-            args.write.output.display(),
+            records,
+            output.display(),
             format,
             secs,
-            super::per_second(watch.records, secs),
-            if watch.interrupted {
-                ", interrupted"
-            } else {
-                ""
-            }
+            super::per_second(records, secs),
+            if interrupted { ", interrupted" } else { "" }
         );
     }
     Ok(())

@@ -2,7 +2,7 @@
 //! `ldplayer zones deckard-queries FILE.rpl [--expected] [-o FILE]`.
 
 use crate::args::{ZonesBuildArgs, ZonesCommand, ZonesDeckardArgs};
-use crate::io::open_input;
+use crate::io::{open_input, refuse_same_file, Output};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
 use ldplayer_zonebuild::deckard::{self, Scenario};
@@ -18,11 +18,16 @@ pub fn run(command: ZonesCommand) -> Result<()> {
     }
 }
 
-fn read_scenario(path: &Path) -> Result<Scenario> {
+/// Reads a Deckard scenario, noting on standard error (unless `quiet`) what was adapted or
+/// skipped.
+fn read_scenario(path: &Path, quiet: bool) -> Result<Scenario> {
     let s = Scenario::from_file(path).map_err(|e| match e {
         deckard::DeckardError::Read { .. } => anyhow::Error::new(e),
         _ => anyhow::Error::new(e).context(path.display().to_string()),
     })?;
+    if quiet {
+        return Ok(s);
+    }
     if s.aa_added > 0 {
         eprintln!(
             "ldplayer: {}: {} range entries answer without AA: taken as authoritative (AA set)",
@@ -43,38 +48,46 @@ fn read_scenario(path: &Path) -> Result<Scenario> {
 
 /// The names file of a scenario's queries, or its expected answers.
 fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
-    let s = read_scenario(&args.scenario)?;
+    if let Some(p) = &args.output {
+        refuse_same_file(p, [args.scenario.as_path()])?;
+    }
+    let s = read_scenario(&args.scenario, args.quiet)?;
+    let note = |text: String| {
+        if !args.quiet {
+            eprintln!("{text}");
+        }
+    };
     let mut text = String::new();
     if args.expected {
         for c in s.checks() {
             if c.check.entry.as_ref().is_some_and(|e| !e.matches_answer()) {
-                eprintln!(
+                note(format!(
                     "ldplayer: {}:{}: STEP {} does not MATCH the answer section; its answer is printed anyway",
                     args.scenario.display(),
                     c.check.line,
                     c.check.id
-                );
+                ));
             }
             if c.question_mismatch() {
-                eprintln!(
+                note(format!(
                     "ldplayer: {}:{}: STEP {} checks another question than STEP {} asked",
                     args.scenario.display(),
                     c.check.line,
                     c.check.id,
                     c.query.id
-                );
+                ));
             }
             match c.expected_line() {
                 Some(line) => {
                     text.push_str(&line);
                     text.push('\n');
                 }
-                None => eprintln!(
+                None => note(format!(
                     "ldplayer: {}:{}: STEP {} checks a query without a question; left out",
                     args.scenario.display(),
                     c.check.line,
                     c.check.id
-                ),
+                )),
             }
         }
     } else {
@@ -83,38 +96,37 @@ fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
                 Some(question) => {
                     text.push_str(&format!("{}  # STEP {}\n", question.text(), q.id));
                 }
-                None => eprintln!(
+                None => note(format!(
                     "ldplayer: {}:{}: STEP {} QUERY has no question; left out",
                     args.scenario.display(),
                     q.line,
                     q.id
-                ),
+                )),
             }
         }
     }
-    match &args.output {
-        Some(p) => {
-            std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display()))?
-        }
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(text.as_bytes())?;
-            out.flush()?;
-        }
+    let path = args.output.as_deref().unwrap_or(Path::new("-"));
+    let mut out = Output::create(path)?;
+    out.write_all(text.as_bytes())
+        .with_context(|| format!("cannot write {}", path.display()))?;
+    out.close()
+}
+
+/// A `--zone FILE[@ORIGIN]` argument split into its file and origin.
+fn zone_arg(arg: &str) -> (&Path, Option<&str>) {
+    match arg.rsplit_once('@') {
+        Some((p, o)) if !Path::new(arg).exists() => (Path::new(p), Some(o)),
+        _ => (Path::new(arg), None),
     }
-    Ok(())
 }
 
 /// The zones of `--zone` files, served where their NS names' addresses and `--zone-server` say.
 fn zone_files(files: &[String], servers: &[String]) -> Result<Hierarchy> {
     let mut zones = Vec::new();
     for f in files {
-        let (path, origin) = match f.rsplit_once('@') {
-            Some((p, o)) if !Path::new(f).exists() => (p, Some(o)),
-            _ => (f.as_str(), None),
-        };
+        let (path, origin) = zone_arg(f);
         // Flattened like `serve`'s load errors: the same file gives the same message.
-        zones.push(ZoneFile::read(Path::new(path), origin).map_err(|e| anyhow::anyhow!("{e}"))?);
+        zones.push(ZoneFile::read(path, origin).map_err(|e| anyhow::anyhow!("{e}"))?);
     }
     let mut extra = Vec::new();
     for s in servers {
@@ -155,23 +167,25 @@ fn warn_delegations_without_zone(missing: &[String]) {
 }
 
 fn build(args: ZonesBuildArgs) -> Result<()> {
-    let progress = Progress::new(args.json);
+    let progress = Progress::new(args.json || args.quiet);
     let mut builder = ZoneBuilder::new();
     let mut root_hints = Vec::new();
     for path in &args.inputs {
         if deckard::is_scenario(path) {
-            let s = read_scenario(path)?;
+            let s = read_scenario(path, args.quiet)?;
             let n = s.feed(&mut builder);
             for a in s.stub_addrs() {
                 if !root_hints.contains(&a) {
                     root_hints.push(a);
                 }
             }
-            eprintln!(
-                "ldplayer: {}: Deckard scenario: {n} recorded responses from {} ranges",
-                path.display(),
-                s.ranges.len()
-            );
+            if !args.quiet {
+                eprintln!(
+                    "ldplayer: {}: Deckard scenario: {n} recorded responses from {} ranges",
+                    path.display(),
+                    s.ranges.len()
+                );
+            }
             continue;
         }
         let mut input = open_input(path, &args.read, &progress)?;
@@ -192,20 +206,26 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
             .merge(zone_files(&args.zone, &args.zone_server)?)
     };
     let added = deckard::complete_root(&mut hierarchy, &root_hints);
-    if !added.is_empty() {
+    if !added.is_empty() && !args.quiet {
         eprintln!(
             "ldplayer: the rebuilt root zone has no NS records (none in an authoritative answer); \
              made from the scenarios' stub-addr (the resolver's root hints): {}",
             added.join("; ")
         );
     }
-    warn_delegations_without_zone(&hierarchy.report.delegations_without_zone);
+    refuse_overwriting_inputs(&hierarchy, &args)?;
+    if !args.quiet {
+        warn_delegations_without_zone(&hierarchy.report.delegations_without_zone);
+    }
     let written = hierarchy
         .write(&args.output)
         .with_context(|| format!("writing into {}", args.output.display()))?;
     let r = &hierarchy.report;
     if args.json {
         println!("{}", serde_json::to_string(r)?);
+        return Ok(());
+    }
+    if args.quiet {
         return Ok(());
     }
     let servers: std::collections::BTreeSet<_> = hierarchy
@@ -258,5 +278,22 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
         written.root_hints.display(),
         written.named_conf.display()
     );
+    Ok(())
+}
+
+/// Refuses to build when a file the hierarchy is about to write into DIR is one of the inputs
+/// (a capture, a scenario or a `--zone` file): `zones build --zone hier/root.zone -o hier`
+/// would replace the user's zone file by the rebuilt one.
+fn refuse_overwriting_inputs(hierarchy: &Hierarchy, args: &ZonesBuildArgs) -> Result<()> {
+    let inputs: Vec<&Path> = args
+        .inputs
+        .iter()
+        .map(|p| p.as_path())
+        .chain(args.zone.iter().map(|z| zone_arg(z).0))
+        .collect();
+    let fixed = ["manifest", "root.hints", "named.conf"].map(String::from);
+    for name in hierarchy.file_names().iter().chain(&fixed) {
+        refuse_same_file(&args.output.join(name), inputs.iter().copied())?;
+    }
     Ok(())
 }

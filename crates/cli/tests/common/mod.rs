@@ -29,6 +29,47 @@ pub fn namespaces_work() -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// Runs `ldplayer` with `args`, expecting it to fail; returns its output.
+pub fn ldplayer_fails(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(args)
+        .output()
+        .expect("ldplayer runs");
+    assert!(
+        !out.status.success(),
+        "ldplayer {args:?} succeeded but should have failed; stderr: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A file of the shared test data (`../shared/data` beside the workspace). When it is missing
+/// the test fails saying so, unless `LDPLAYER_ALLOW_SKIP=1`, which makes this return `None`
+/// (the caller then skips, printing why).
+pub fn shared_data(relative: &str) -> Option<std::path::PathBuf> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(relative);
+    if path.exists() {
+        return Some(path);
+    }
+    let why = format!(
+        "the shared test data {} is missing (expected at {})",
+        relative,
+        path.display()
+    );
+    if std::env::var("LDPLAYER_ALLOW_SKIP").as_deref() == Ok("1") {
+        eprintln!("skipped: {why}");
+        return None;
+    }
+    panic!("{why}; set LDPLAYER_ALLOW_SKIP=1 to skip instead");
+}
+
+/// The path as a string, for argument lists.
+pub fn s(p: &std::path::Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
 /// Whether a test's prerequisite (a tool, a Python module, shared data) is there. A missing one
 /// fails the test with `what` and how to get it, unless `LDPLAYER_ALLOW_SKIP=1` is set: then
 /// the test is skipped (false is returned, with a note on standard error).
