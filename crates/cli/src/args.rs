@@ -272,6 +272,18 @@ pub struct ZonesBuildArgs {
 pub enum ResultsCommand {
     /// Export a results file as CSV or JSON Lines.
     Export(ExportArgs),
+    /// Print a finished run's summary again (as `replay` prints it at the end).
+    Summary(ResultsSummaryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ResultsSummaryArgs {
+    /// Results file written by `ldplayer replay --results`.
+    pub file: PathBuf,
+    /// Print the summary as one JSON object (the keys of `replay --json`'s summary, and
+    /// `file_damage`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -287,6 +299,13 @@ pub struct ExportArgs {
     /// Output file (default: standard output).
     #[arg(short, long)]
     pub output: Option<PathBuf>,
+    /// Add each query's client, qname, qtype and trace_proto from the trace that was replayed
+    /// (read with the replay's --dns-port).
+    #[arg(long, value_name = "TRACE")]
+    pub with_trace: Option<PathBuf>,
+    /// UDP/TCP port carrying DNS in a --with-trace capture (repeat for several).
+    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], requires = "with_trace")]
+    pub dns_ports: Vec<u16>,
 }
 
 /// Output formats.
