@@ -146,9 +146,12 @@ pub struct ServeArgs {
     /// Minimal responses: no authority NS in positive answers, as knot does.
     #[arg(long)]
     pub minimal_responses: bool,
-    /// Seconds an idle TCP connection is kept.
-    #[arg(long, default_value_t = 10.0)]
+    /// Seconds an idle TCP connection is kept (replay's --idle-timeout has the same default).
+    #[arg(long, default_value_t = ldplayer_server::DEFAULT_TCP_IDLE_TIMEOUT.as_secs_f64())]
     pub tcp_idle_timeout: f64,
+    /// Write the counters every second to this file, one JSON object per line.
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
