@@ -476,10 +476,8 @@ impl<R: Read> ResultsReader<R> {
     /// The next result, `Ok(None)` at the end of the input.
     pub fn next_result(&mut self) -> Result<Option<QueryResult>, ResultsError> {
         loop {
-            if self.pos >= self.end {
-                if self.tail != Tail::Reading || !self.next_block()? {
-                    return Ok(None);
-                }
+            if self.pos >= self.end && (self.tail != Tail::Reading || !self.next_block()?) {
+                return Ok(None);
             }
             let at = self.pos;
             self.pos += self.result_len;
