@@ -154,9 +154,12 @@ pub struct ServeArgs {
     /// Minimal responses: no authority NS in positive answers, as knot does.
     #[arg(long)]
     pub minimal_responses: bool,
-    /// Seconds an idle TCP connection is kept.
-    #[arg(long, default_value_t = 10.0)]
+    /// Seconds an idle TCP connection is kept (replay's --idle-timeout has the same default).
+    #[arg(long, default_value_t = ldplayer_server::DEFAULT_TCP_IDLE_TIMEOUT.as_secs_f64())]
     pub tcp_idle_timeout: f64,
+    /// Write the counters every second to this file, one JSON object per line.
+    #[arg(long, value_name = "FILE")]
+    pub stats: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -290,6 +293,18 @@ pub struct ZonesBuildArgs {
 pub enum ResultsCommand {
     /// Export a results file as CSV or JSON Lines.
     Export(ExportArgs),
+    /// Print a finished run's summary again (as `replay` prints it at the end).
+    Summary(ResultsSummaryArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ResultsSummaryArgs {
+    /// Results file written by `ldplayer replay --results`.
+    pub file: PathBuf,
+    /// Print the summary as one JSON object (the keys of `replay --json`'s summary, and
+    /// `file_damage`).
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -312,6 +327,13 @@ pub struct ExportArgs {
     /// output; needs -o.
     #[arg(long, conflicts_with = "quiet", requires = "output")]
     pub json: bool,
+    /// Add each query's client, qname, qtype and trace_proto from the trace that was replayed
+    /// (read with the replay's --dns-port).
+    #[arg(long, value_name = "TRACE")]
+    pub with_trace: Option<PathBuf>,
+    /// UDP/TCP port carrying DNS in a --with-trace capture (repeat for several).
+    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], requires = "with_trace")]
+    pub dns_ports: Vec<u16>,
 }
 
 /// Output formats.

@@ -1,58 +1,60 @@
-//! `ldplayer serve` in plain mode, queried by kdig (an independent client) and replayed at by
-//! `ldplayer replay`; the signed root zone from shared/data loads and answers referrals.
+//! `ldplayer serve` in plain and split mode, queried by kdig (an independent client), raw
+//! sockets and `ldplayer replay`: its answers, and the counters it reports as JSON on exit and
+//! every second with `--stats`, checked against what was sent and, for bytes, against what
+//! tcpdump saw on the wire (read by tshark).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+mod common;
 
-/// A running `ldplayer serve`, stopped with SIGINT on drop.
-struct Serve(Child);
+use common::{ldplayer, Serve, Tcpdump};
+use std::io::{Read, Write};
+use std::net::{TcpStream, UdpSocket};
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
-            .status();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `ldplayer serve` on a free loopback port and returns it with its address.
-fn serve(zone_files: &[&std::path::Path]) -> (Serve, String) {
+/// Starts `ldplayer serve` on a free loopback port with `args` after the listen address;
+/// returns it with its address.
+fn serve(args: &[&str]) -> (Serve, String) {
     let port = ldplayer_testbed::free_port();
     let addr = format!("127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
-        .args(["serve", "--listen", &addr])
-        .args(zone_files)
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("ldplayer serve starts");
-    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut lines = String::new();
-    for _ in 0..2 {
-        err.read_line(&mut lines).expect("read");
-    }
-    assert!(lines.contains("answering on"), "{lines}");
-    std::thread::spawn(move || for _ in err.lines() {});
-    (Serve(child), addr)
+    let mut all = vec!["--listen", &addr];
+    all.extend(args);
+    (Serve::start(&all), addr)
 }
 
 fn kdig(addr: &str, args: &[&str]) -> String {
     let (host, port) = addr.split_once(':').expect("addr");
     let out = Command::new("kdig")
         .arg(format!("@{host}"))
-        .args(["-p", port, "+timeout=2", "+retry=1"])
+        .args(["-p", port, "+timeout=2", "+retry=0"])
         .args(args)
         .output()
         .expect("kdig must be installed (scripts/test.sh installs knot-dnsutils)");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+fn s(p: &Path) -> String {
+    p.to_string_lossy().into_owned()
+}
+
+/// A zone with a name, a big TXT RRset (truncated over UDP without EDNS) and nothing else.
+fn example_zone(dir: &Path) -> String {
+    let mut text = String::from(
+        "$ORIGIN example.\n$TTL 60\n@ SOA ns admin 1 60 60 60 60\n@ NS ns\nns A 127.0.0.1\nwww A 192.0.2.1\n",
+    );
+    for i in 0..20 {
+        text.push_str(&format!("big TXT \"{i:02}{}\"\n", "x".repeat(180)));
+    }
+    let zone = dir.join("example.zone");
+    std::fs::write(&zone, text).expect("zone");
+    s(&zone)
+}
+
 #[test]
 fn serves_the_signed_root_zone_to_kdig_over_udp_and_tcp() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../../shared/data/zones/root-signed-2017-08-21.zone");
-    let (_server, addr) = serve(&[&root]);
+    let (_server, addr) = serve(&[&s(&root)]);
     let udp = kdig(&addr, &["www.example.com.", "A", "+dnssec"]);
     assert!(udp.contains("status: NOERROR"), "{udp}");
     assert!(
@@ -68,44 +70,260 @@ fn serves_the_signed_root_zone_to_kdig_over_udp_and_tcp() {
 #[test]
 fn replay_against_ldplayer_serve() {
     let dir = tempfile::tempdir().expect("scratch");
-    let zone = dir.path().join("example.zone");
-    std::fs::write(&zone, "$ORIGIN example.\n$TTL 60\n@ SOA ns admin 1 60 60 60 60\n@ NS ns\nns A 127.0.0.1\n* A 192.0.2.1\n")
-        .expect("zone");
-    let (_server, addr) = serve(&[&zone]);
+    let zone = example_zone(dir.path());
+    let (server, addr) = serve(&[&zone]);
     let trace = dir.path().join("t.bin");
-    let status = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
-        .args([
-            "synth",
-            "--workload",
-            "poisson",
-            "--rate",
-            "1000",
-            "-n",
-            "1000",
-            "--clients",
-            "30",
-            "--tcp-share",
-            "0.3",
-        ])
-        .args(["--zone", "example.", "-q", "-o"])
-        .arg(&trace)
-        .status()
-        .expect("synth");
-    assert!(status.success());
-    std::thread::sleep(Duration::from_millis(100));
-    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
-        .arg("replay")
-        .arg(&trace)
-        .args(["--server", &addr, "--speed", "4", "--json"])
-        .output()
-        .expect("replay");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    ldplayer(&[
+        "synth",
+        "--workload",
+        "poisson",
+        "--rate",
+        "1000",
+        "-n",
+        "1000",
+        "--clients",
+        "30",
+        "--tcp-share",
+        "0.3",
+        "--zone",
+        "example.",
+        "-q",
+        "-o",
+        &s(&trace),
+    ]);
+    let out = ldplayer(&[
+        "replay",
+        &s(&trace),
+        "--server",
+        &addr,
+        "--speed",
+        "4",
+        "--json",
+    ]);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(summary["sent"], 1000, "{summary}");
     assert_eq!(summary["answered"], 1000, "{summary}");
-    assert_eq!(summary["rcodes"]["NOERROR"], 1000, "{summary}");
+    assert_eq!(summary["rcodes"]["NXDOMAIN"], 1000, "{summary}");
+    // The server counted what the replay sent, by transport.
+    let stats: serde_json::Value =
+        serde_json::from_str(&server.stop("INT")).expect("one JSON object on exit");
+    let replay = &summary["replay"];
+    assert_eq!(stats["queries"], 1000, "{stats}");
+    assert_eq!(stats["rcodes"]["NXDOMAIN"], 1000, "{stats}");
+    assert_eq!(
+        stats["tcp_queries"], summary["latency_ms"]["tcp"]["count"],
+        "{stats}"
+    );
+    assert_eq!(
+        stats["tcp_accepted"], replay["connections_opened"],
+        "{stats}"
+    );
+    assert_eq!(stats["tcp_open"], 0, "{stats}");
+}
+
+/// Reads a stats line's counters, leaving out the clock.
+fn counters(v: &serde_json::Value) -> serde_json::Value {
+    let mut v = v.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("time");
+        o.remove("uptime_s");
+    }
+    v
+}
+
+/// Bytes of DNS messages to and from `port` in a capture, as tshark reads it: UDP payloads and
+/// TCP segment payloads (length prefixes included).
+fn wire_bytes(capture: &Path, port: u16) -> (u64, u64) {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(capture)
+        .args(["-T", "fields", "-E", "separator=,"])
+        .args(["-e", "udp.srcport", "-e", "udp.dstport", "-e", "udp.length"])
+        .args(["-e", "tcp.srcport", "-e", "tcp.dstport", "-e", "tcp.len"])
+        .output()
+        .expect("tshark must be installed (scripts/test.sh installs it)");
+    let (mut to, mut from) = (0u64, 0u64);
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let f: Vec<u64> = line.split(',').map(|x| x.parse().unwrap_or(0)).collect();
+        let (src, dst, len) = if f[0] != 0 {
+            (f[0], f[1], f[2] - 8)
+        } else {
+            (f[3], f[4], f[5])
+        };
+        if dst == port as u64 {
+            to += len;
+        } else if src == port as u64 {
+            from += len;
+        }
+    }
+    (to, from)
+}
+
+/// Counts by kind of query and response, bytes in and out against tcpdump's witness, TCP
+/// connections accepted, malformed and closed idle; the same counters every second with
+/// `--stats` and as one JSON object on SIGTERM.
+#[test]
+fn serve_counts_what_was_sent_and_reports_json() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let zone = example_zone(dir.path());
+    let stats_path = dir.path().join("stats.jsonl");
+    let capture = dir.path().join("wire.pcap");
+    let port = ldplayer_testbed::free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let tcpdump = Tcpdump::start(&capture, &["port", &port.to_string()]);
+    let server = Serve::start(&[
+        "--listen",
+        &addr,
+        &zone,
+        "--stats",
+        &s(&stats_path),
+        "--tcp-idle-timeout",
+        "0.5",
+    ]);
+    assert!(
+        server.stderr().contains("TCP idle timeout 0.5 s"),
+        "{}",
+        server.stderr()
+    );
+
+    for _ in 0..3 {
+        assert!(kdig(&addr, &["www.example.", "A"]).contains("status: NOERROR"));
+    }
+    for _ in 0..2 {
+        assert!(kdig(&addr, &["nope.example.", "A"]).contains("status: NXDOMAIN"));
+    }
+    assert!(kdig(&addr, &["www.other.", "A"]).contains("status: REFUSED"));
+    let big = kdig(&addr, &["big.example.", "TXT", "+noedns", "+ignore"]);
+    assert!(big.contains(" tc"), "truncated: {big}");
+    for _ in 0..2 {
+        assert!(kdig(&addr, &["www.example.", "A", "+tcp"]).contains("status: NOERROR"));
+    }
+    // Five bytes that are no query.
+    let udp = UdpSocket::bind("127.0.0.1:0").expect("bind");
+    udp.send_to(&[1, 2, 3, 4, 5], &addr).expect("send");
+    // A TCP length prefix shorter than a DNS header: the server closes.
+    let mut bad = TcpStream::connect(&addr).expect("connect");
+    bad.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    bad.write_all(&[0, 3, 1, 2, 3]).expect("write");
+    assert_eq!(bad.read(&mut [0u8; 16]).unwrap_or(0), 0);
+    // A connection that sends nothing: closed after the idle timeout.
+    let mut idle = TcpStream::connect(&addr).expect("connect");
+    idle.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    assert_eq!(idle.read(&mut [0u8; 16]).expect("closed by the server"), 0);
+
+    // At least two lines of --stats, then stop with SIGTERM.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read_to_string(&stats_path).map_or(0, |t| t.lines().count()) < 2 {
+        assert!(Instant::now() < deadline, "no --stats lines in 20 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let exit = server.stop("TERM");
+    tcpdump.stop();
+    let v: serde_json::Value = serde_json::from_str(&exit).expect("one JSON object on exit");
+    assert_eq!(exit.lines().count(), 1, "{exit}");
+
+    assert_eq!(v["udp_queries"], 3 + 2 + 1 + 1 + 1, "{v}");
+    assert_eq!(v["tcp_queries"], 2, "{v}");
+    assert_eq!(v["queries"], 10, "{v}");
+    assert_eq!(v["responses"], 9, "{v}");
+    assert_eq!(
+        (v["udp_responses"].clone(), v["tcp_responses"].clone()),
+        (7.into(), 2.into())
+    );
+    assert_eq!(v["rcodes"]["NOERROR"], 3 + 1 + 2, "{v}");
+    assert_eq!(v["rcodes"]["NXDOMAIN"], 2, "{v}");
+    assert_eq!(v["rcodes"]["REFUSED"], 1, "{v}");
+    assert_eq!(v["rcodes"]["SERVFAIL"], 0, "{v}");
+    assert_eq!(v["kinds"]["answer"], 3 + 1 + 2, "{v}");
+    assert_eq!(v["truncated"], 1, "{v}");
+    assert_eq!(v["dropped"], 1, "{v}");
+    assert_eq!(v["tcp_malformed"], 1, "{v}");
+    assert_eq!(v["tcp_accepted"], 4, "{v}");
+    assert_eq!(v["tcp_idle_closed"], 1, "{v}");
+    assert_eq!(v["tcp_open"], 0, "{v}");
+    assert!(v["tcp_peak_open"].as_u64().unwrap_or(0) >= 1, "{v}");
+    assert_eq!(v["refused_by_address"], 0, "{v}");
+
+    // Bytes: the wire's, without the TCP length prefixes and the malformed stream's 5 bytes.
+    let (to, from) = wire_bytes(&capture, port);
+    assert_eq!(v["bytes_in"], to - 2 * 2 - 5, "{v}, wire {to}");
+    assert_eq!(v["bytes_out"], from - 2 * 2, "{v}, wire {from}");
+
+    // --stats: JSON Lines, one a second, time increasing, counters never going back, the last
+    // one the exit report.
+    let text = std::fs::read_to_string(&stats_path).expect("stats file");
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON object per line"))
+        .collect();
+    assert!(lines.len() >= 3, "{text}");
+    for w in lines.windows(2) {
+        assert!(w[1]["time"].as_f64() > w[0]["time"].as_f64(), "{text}");
+        assert!(
+            w[1]["uptime_s"].as_f64() > w[0]["uptime_s"].as_f64(),
+            "{text}"
+        );
+        assert!(
+            w[1]["queries"].as_u64() >= w[0]["queries"].as_u64(),
+            "{text}"
+        );
+    }
+    assert_eq!(counters(&lines[lines.len() - 1]), counters(&v));
+}
+
+/// Split mode: a query to an address of no nameserver is refused and counted as such.
+#[test]
+fn split_mode_counts_queries_to_addresses_of_no_nameserver() {
+    let dir = tempfile::tempdir().expect("scratch");
+    example_zone(dir.path());
+    std::fs::write(dir.path().join("manifest"), "127.0.0.1 example.zone\n").expect("manifest");
+    let port = ldplayer_testbed::free_port();
+    let (one, three) = (format!("127.0.0.1:{port}"), format!("127.0.0.3:{port}"));
+    let server = Serve::start(&[
+        "--manifest",
+        &s(&dir.path().join("manifest")),
+        "--listen",
+        &one,
+        "--listen",
+        &three,
+    ]);
+    assert!(kdig(&one, &["www.example.", "A"]).contains("status: NOERROR"));
+    assert!(kdig(&three, &["www.example.", "A"]).contains("status: REFUSED"));
+    assert!(kdig(&three, &["www.example.", "A", "+tcp"]).contains("status: REFUSED"));
+    let v: serde_json::Value = serde_json::from_str(&server.stop("INT")).expect("json");
+    assert_eq!(v["refused_by_address"], 2, "{v}");
+    assert_eq!(v["rcodes"]["REFUSED"], 2, "{v}");
+    assert_eq!(v["rcodes"]["NOERROR"], 1, "{v}");
+}
+
+/// Defaults that meet agree: serve keeps idle TCP connections as long as replay does, says so
+/// at start, and both commands document the same default.
+#[test]
+fn serve_and_replay_idle_timeouts_agree() {
+    let replay = ldplayer_replay::ReplayConfig::new("127.0.0.1:53".parse().expect("addr"));
+    let serve_default = ldplayer_server::ServerConfig::default().tcp_idle_timeout;
+    assert_eq!(serve_default, replay.tcp_idle_timeout);
+    let default_of = |command: &str, flag: &str| -> String {
+        let help = String::from_utf8(ldplayer(&[command, "--help"]).stdout).expect("utf-8");
+        let at = help
+            .find(flag)
+            .unwrap_or_else(|| panic!("{flag} in {help}"));
+        let rest = &help[at..];
+        let d = rest.find("[default: ").expect("a default") + "[default: ".len();
+        rest[d..rest[d..].find(']').expect("]") + d].to_string()
+    };
+    let serve_flag = default_of("serve", "--tcp-idle-timeout");
+    assert_eq!(serve_flag, default_of("replay", "--idle-timeout"));
+    assert_eq!(serve_flag, serve_default.as_secs().to_string());
+    let dir = tempfile::tempdir().expect("scratch");
+    let (server, _) = serve(&[&example_zone(dir.path())]);
+    assert!(
+        server
+            .stderr()
+            .contains(&format!("TCP idle timeout {serve_flag} s")),
+        "{}",
+        server.stderr()
+    );
 }

@@ -17,12 +17,25 @@
 //! | `truncated`       | `0` / `1`                    | `false` / `true`     |
 //! | `outcome`         | `answered`, `timeout`, or the error kind (`refused`, `reset`, `tls`, `send`, `bad-query`, `stopped`) | string |
 //!
-//! The CSV starts with a header line of the column names; no value needs quoting. Lines end
-//! with `\n`.
+//!
+//! Joined with the replayed trace ([`join`](crate::join)), four columns follow:
+//!
+//! | column / key  | CSV                          | JSONL                |
+//! |---------------|------------------------------|----------------------|
+//! | `client`      | the query's source address in the trace | string    |
+//! | `qname`       | first question's name, presentation format (as in the text format), empty without one | string or `null` |
+//! | `qtype`       | mnemonic (`A`, `AAAA`, `TYPE65280`...), empty without a question | string or `null` |
+//! | `trace_proto` | the query's transport in the trace (`proto` is the one replayed) | string |
+//!
+//! The CSV starts with a header line of the column names. Only a `qname` holding `,` or `"`
+//! is quoted (RFC 4180: in double quotes, with `"` doubled); nothing else needs quoting. Lines
+//! end with `\n`.
 
 use crate::file::ResultsError;
+use crate::join::TraceFields;
 use crate::result::{Outcome, QueryResult, ResultSink};
 use serde::Serialize;
+use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// The column names, in order (the CSV header line and the JSONL keys).
@@ -42,6 +55,9 @@ pub const COLUMNS: [&str; 14] = [
     "truncated",
     "outcome",
 ];
+
+/// The columns a join with the trace adds after [`COLUMNS`], in order.
+pub const TRACE_COLUMNS: [&str; 4] = ["client", "qname", "qtype", "trace_proto"];
 
 /// One exported row; field order is the column order.
 #[derive(Serialize)]
@@ -84,6 +100,44 @@ impl Row {
     }
 }
 
+/// The trace's columns of a joined row; field order is the column order.
+#[derive(Serialize)]
+struct TraceRow<'a> {
+    client: String,
+    qname: Option<&'a str>,
+    qtype: Option<String>,
+    trace_proto: &'static str,
+}
+
+impl TraceRow<'_> {
+    fn new(t: &TraceFields) -> TraceRow<'_> {
+        TraceRow {
+            client: t.client.to_string(),
+            qname: t.qname.as_deref(),
+            qtype: t.qtype.map(ldplayer_dns::rtype_to_string),
+            trace_proto: t.proto.as_str(),
+        }
+    }
+}
+
+/// A result's row followed by the trace's columns.
+#[derive(Serialize)]
+struct JoinedRow<'a> {
+    #[serde(flatten)]
+    row: Row,
+    #[serde(flatten)]
+    trace: TraceRow<'a>,
+}
+
+/// A CSV field, quoted when it holds a comma, a double quote or a line break (RFC 4180).
+fn csv_field(v: &str) -> Cow<'_, str> {
+    if v.contains([',', '"', '\n', '\r']) {
+        Cow::Owned(format!("\"{}\"", v.replace('"', "\"\"")))
+    } else {
+        Cow::Borrowed(v)
+    }
+}
+
 fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
     v.as_ref().map(|v| v.to_string()).unwrap_or_default()
 }
@@ -100,10 +154,37 @@ impl<W: Write> CsvWriter<W> {
         Ok(CsvWriter { out })
     }
 
+    /// Writes the header line with the [`TRACE_COLUMNS`] after the others, for
+    /// [`write_with_trace`](Self::write_with_trace).
+    pub fn with_trace_columns(mut out: W) -> io::Result<Self> {
+        writeln!(out, "{},{}", COLUMNS.join(","), TRACE_COLUMNS.join(","))?;
+        Ok(CsvWriter { out })
+    }
+
     /// Writes one result as a line.
     pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
-        let x = Row::new(r);
+        self.write_fields(r)?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Writes one result and its query's fields in the trace as a line.
+    pub fn write_with_trace(&mut self, r: &QueryResult, t: &TraceFields) -> io::Result<()> {
+        self.write_fields(r)?;
+        let x = TraceRow::new(t);
         writeln!(
+            self.out,
+            ",{},{},{},{}",
+            x.client,
+            csv_field(x.qname.unwrap_or_default()),
+            opt(&x.qtype),
+            x.trace_proto
+        )
+    }
+
+    /// Writes the result's columns, without the line end.
+    fn write_fields(&mut self, r: &QueryResult) -> io::Result<()> {
+        let x = Row::new(r);
+        write!(
             self.out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             x.index,
@@ -153,6 +234,17 @@ impl<W: Write> JsonlWriter<W> {
     /// Writes one result as a line.
     pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
         serde_json::to_writer(&mut self.out, &Row::new(r))?;
+        self.out.write_all(b"\n")
+    }
+
+    /// Writes one result and its query's fields in the trace ([`TRACE_COLUMNS`], after the
+    /// others) as a line.
+    pub fn write_with_trace(&mut self, r: &QueryResult, t: &TraceFields) -> io::Result<()> {
+        let row = JoinedRow {
+            row: Row::new(r),
+            trace: TraceRow::new(t),
+        };
+        serde_json::to_writer(&mut self.out, &row)?;
         self.out.write_all(b"\n")
     }
 

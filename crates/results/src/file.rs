@@ -32,13 +32,14 @@
 //! The writer emits a block every [`DEFAULT_BLOCK_RESULTS`] results or when the oldest buffered
 //! result is [`DEFAULT_BLOCK_AGE`] old (checked as results arrive), and flushes its output after
 //! each block, so a writer that is killed leaves a file that reads back up to its last complete
-//! block. The reader stops at the first block that is cut short or fails its checks and reports
-//! how many bytes it ignored ([`ResultsReader::ignored_bytes`]).
+//! block. A block that is cut short or fails its checks costs only itself: the
+//! [`ResultsReader`] resynchronises on the next block whose header and CRC check out, and counts
+//! what it skipped ([`Damage`]).
 
 use crate::result::{ErrorKind, Outcome, QueryResult, ResultSink};
 use ldplayer_trace::Proto;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,8 @@ pub const BLOCK_MAGIC: &[u8; 4] = b"RBLK";
 pub const BLOCK_HEADER_LEN: usize = 16;
 /// Length of one encoded result in this version.
 pub const RESULT_LEN: usize = 48;
+/// Longest result a file header may announce (later versions append fields; readers skip them).
+pub const MAX_RESULT_LEN: usize = 1024;
 /// Most results in one block (writers and readers refuse more).
 pub const MAX_BLOCK_RESULTS: usize = 65536;
 /// Results per block the writer aims for.
@@ -73,28 +76,15 @@ pub enum ResultsError {
     /// A results file of a version this build does not read.
     #[error("results file version {0} is not supported (this build reads version {VERSION})")]
     Version(u16),
-    /// A block passed its checksum but holds a value this build does not know.
+    /// A result holds a value this build does not know (the reader skips and counts such
+    /// results; [`decode_result`] returns this).
     #[error("bad result in results file: {0}")]
     Format(String),
 }
 
-/// How the stream of blocks ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Tail {
-    /// Not at the end yet.
-    Reading,
-    /// Every byte was part of a complete, valid block.
-    Clean,
-    /// The last block was cut short (a writer that was killed or is still writing).
-    Truncated,
-    /// A block failed its checks (bad magic, bad length or bad checksum); it and everything
-    /// after it were ignored.
-    Corrupt,
-    /// Reading failed (an I/O error); the iterator yielded the error and ended.
-    Error,
-}
+pub use crate::reader::{read_all, Damage, ResultsReader, Tail};
 
-fn file_header() -> [u8; FILE_HEADER_LEN] {
+pub(crate) fn file_header() -> [u8; FILE_HEADER_LEN] {
     let mut h = [0u8; FILE_HEADER_LEN];
     h[..8].copy_from_slice(MAGIC);
     h[8..10].copy_from_slice(&VERSION.to_le_bytes());
@@ -185,7 +175,8 @@ pub fn decode_result(b: &[u8]) -> Result<QueryResult, ResultsError> {
     })
 }
 
-fn block_crc(header12: &[u8], payload: &[u8]) -> u32 {
+/// The CRC of a block: over the block header's first 12 bytes, then the payload.
+pub(crate) fn block_crc(header12: &[u8], payload: &[u8]) -> u32 {
     let mut h = crc32fast::Hasher::new();
     h.update(header12);
     h.update(payload);
@@ -312,203 +303,4 @@ impl<W: Write + Send> ResultSink for ResultsWriter<W> {
         self.write_block()?;
         self.out.flush()
     }
-}
-
-/// Reads a results file, as an iterator of results.
-///
-/// The iterator ends at the end of the file or at the first block that is cut short or fails
-/// its checks; [`tail`](Self::tail) then says which and [`ignored_bytes`](Self::ignored_bytes)
-/// how many bytes were left unread. It yields an error (and then ends) when reading fails or a
-/// block that passed its checksum holds a value this build does not know.
-pub struct ResultsReader<R: Read> {
-    input: R,
-    result_len: usize,
-    payload: Vec<u8>,
-    pos: usize,
-    tail: Tail,
-    ignored: u64,
-    read_results: u64,
-    blocks: u64,
-}
-
-impl ResultsReader<BufReader<File>> {
-    /// Opens the results file at `path` and checks its header.
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, ResultsError> {
-        ResultsReader::new(BufReader::with_capacity(
-            1 << 18,
-            File::open(path.as_ref())?,
-        ))
-    }
-}
-
-/// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match input.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
-}
-
-impl<R: Read> ResultsReader<R> {
-    /// Reads and checks the file header.
-    pub fn new(mut input: R) -> Result<Self, ResultsError> {
-        let mut head = [0u8; FILE_HEADER_LEN];
-        let n = read_full(&mut input, &mut head)?;
-        if !head[..n.min(8)].iter().eq(MAGIC[..n.min(8)].iter()) {
-            return Err(ResultsError::NotResults("bad magic"));
-        }
-        if n < FILE_HEADER_LEN {
-            return Err(ResultsError::NotResults("file shorter than its header"));
-        }
-        let version = u16::from_le_bytes([head[8], head[9]]);
-        if version != VERSION {
-            return Err(ResultsError::Version(version));
-        }
-        let header_len = u16::from_le_bytes([head[10], head[11]]) as usize;
-        let result_len = u16::from_le_bytes([head[12], head[13]]) as usize;
-        if header_len < FILE_HEADER_LEN {
-            return Err(ResultsError::NotResults("header length too short"));
-        }
-        if result_len < RESULT_LEN {
-            return Err(ResultsError::NotResults("result length too short"));
-        }
-        let extra = (header_len - FILE_HEADER_LEN) as u64;
-        let skipped = io::copy(&mut (&mut input).take(extra), &mut io::sink())?;
-        if skipped < extra {
-            return Err(ResultsError::NotResults("file shorter than its header"));
-        }
-        Ok(ResultsReader {
-            input,
-            result_len,
-            payload: Vec::new(),
-            pos: 0,
-            tail: Tail::Reading,
-            ignored: 0,
-            read_results: 0,
-            blocks: 0,
-        })
-    }
-
-    /// How the file ended ([`Tail::Reading`] until the iterator has ended).
-    pub fn tail(&self) -> Tail {
-        self.tail
-    }
-
-    /// Bytes at the end of the file that were not read as results: a block cut short, a
-    /// corrupt block and everything after it.
-    pub fn ignored_bytes(&self) -> u64 {
-        self.ignored
-    }
-
-    /// Results read so far.
-    pub fn results_read(&self) -> u64 {
-        self.read_results
-    }
-
-    /// Complete blocks read so far.
-    pub fn blocks_read(&self) -> u64 {
-        self.blocks
-    }
-
-    /// Ends the stream: counts what is left of the input as ignored.
-    fn stop(&mut self, tail: Tail, already: usize) -> Result<(), ResultsError> {
-        self.tail = tail;
-        self.payload.clear();
-        self.pos = 0;
-        let rest = io::copy(&mut self.input, &mut io::sink())?;
-        self.ignored = already as u64 + rest;
-        Ok(())
-    }
-
-    /// Loads the next block into `payload`; false at the end of the stream.
-    fn next_block(&mut self) -> Result<bool, ResultsError> {
-        let mut head = [0u8; BLOCK_HEADER_LEN];
-        let n = read_full(&mut self.input, &mut head)?;
-        if n == 0 {
-            self.tail = Tail::Clean;
-            return Ok(false);
-        }
-        if n < BLOCK_HEADER_LEN {
-            self.stop(Tail::Truncated, n)?;
-            return Ok(false);
-        }
-        let count = u32::from_le_bytes([head[4], head[5], head[6], head[7]]) as usize;
-        let len = u32::from_le_bytes([head[8], head[9], head[10], head[11]]) as usize;
-        let crc = u32::from_le_bytes([head[12], head[13], head[14], head[15]]);
-        if &head[0..4] != BLOCK_MAGIC
-            || count == 0
-            || count > MAX_BLOCK_RESULTS
-            || len != count * self.result_len
-        {
-            self.stop(Tail::Corrupt, n)?;
-            return Ok(false);
-        }
-        self.payload.resize(len, 0);
-        let got = read_full(&mut self.input, &mut self.payload)?;
-        if got < len {
-            self.stop(Tail::Truncated, n + got)?;
-            return Ok(false);
-        }
-        if block_crc(&head[..12], &self.payload) != crc {
-            self.stop(Tail::Corrupt, n + got)?;
-            return Ok(false);
-        }
-        self.pos = 0;
-        self.blocks += 1;
-        Ok(true)
-    }
-
-    /// The next result, `Ok(None)` at the end of the readable results.
-    pub fn next_result(&mut self) -> Result<Option<QueryResult>, ResultsError> {
-        if self.pos >= self.payload.len() {
-            if self.tail != Tail::Reading {
-                return Ok(None);
-            }
-            self.payload.clear();
-            self.pos = 0;
-            if !self.next_block()? {
-                return Ok(None);
-            }
-        }
-        let r = match decode_result(&self.payload[self.pos..self.pos + self.result_len]) {
-            Ok(r) => r,
-            Err(e) => {
-                let rest = self.payload.len() - self.pos;
-                self.stop(Tail::Corrupt, rest)?;
-                return Err(e);
-            }
-        };
-        self.pos += self.result_len;
-        self.read_results += 1;
-        Ok(Some(r))
-    }
-}
-
-impl<R: Read> Iterator for ResultsReader<R> {
-    type Item = Result<QueryResult, ResultsError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.next_result() {
-            Ok(r) => r.map(Ok),
-            Err(e) => {
-                // End the stream after an error.
-                if self.tail == Tail::Reading {
-                    self.tail = Tail::Error;
-                }
-                self.payload.clear();
-                self.pos = 0;
-                Some(Err(e))
-            }
-        }
-    }
-}
-
-/// Reads every result of a results file in memory (for tests and small files).
-pub fn read_all(input: impl Read) -> Result<Vec<QueryResult>, ResultsError> {
-    ResultsReader::new(input)?.collect()
 }

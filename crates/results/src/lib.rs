@@ -5,19 +5,25 @@
 //! so that they compare directly with capture timestamps of an independent witness (tcpdump).
 //!
 //! - [`ResultsWriter`] / [`ResultsReader`]: the compact binary results file (layout in
-//!   [`file`](mod@file)), readable up to its last complete block after the writer is killed.
+//!   [`file`](mod@file)), readable up to its last complete block after the writer is killed; a
+//!   damaged block costs only itself ([`Damage`]).
 //! - [`export_csv`] / [`export_jsonl`] (and the [`CsvWriter`] / [`JsonlWriter`] sinks): text
 //!   exports with stable columns ([`export`]).
+//! - [`TraceJoin`]: the results joined with the replayed trace (client, qname, qtype,
+//!   transport), streaming both ([`join`]).
 //! - [`Summary`]: counts, latency percentiles, timing error and per-second rate error in
 //!   bounded memory, reported as a [`SummaryReport`] (JSON or text).
 
 pub mod export;
 pub mod file;
+pub mod join;
+mod reader;
 mod result;
 pub mod summary;
 
-pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS};
-pub use file::{read_all, sniff, ResultsError, ResultsReader, ResultsWriter, Tail};
+pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS, TRACE_COLUMNS};
+pub use file::{read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWriter, Tail};
+pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
 pub use result::{ErrorKind, Outcome, QueryResult, ResultSink};
 pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,

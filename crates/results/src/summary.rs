@@ -518,6 +518,28 @@ pub struct SummaryReport {
     pub rate_error: RateErrorReport,
 }
 
+/// Response codes listed first in the text summary, in this order; the others follow by name.
+pub const MAIN_RCODES: [&str; 4] = ["NOERROR", "NXDOMAIN", "SERVFAIL", "REFUSED"];
+
+impl SummaryReport {
+    /// The answers by response code, e.g. `NOERROR 950, NXDOMAIN 48, SERVFAIL 2`: the
+    /// [`MAIN_RCODES`] first, then the others by name; codes with no answer are left out.
+    pub fn rcodes_text(&self) -> String {
+        let main = MAIN_RCODES
+            .iter()
+            .filter_map(|&name| self.rcodes.get_key_value(name));
+        let others = self
+            .rcodes
+            .iter()
+            .filter(|(name, _)| !MAIN_RCODES.contains(&name.as_str()));
+        main.chain(others)
+            .filter(|(_, &n)| n > 0)
+            .map(|(name, n)| format!("{name} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
 /// Formats a duration given in ms with a unit that suits it.
 fn fmt_ms(ms: f64) -> String {
     if ms.abs() >= 1000.0 {
@@ -538,9 +560,13 @@ impl fmt::Display for SummaryReport {
         let errors: u64 = self.errors.values().sum();
         write!(
             f,
-            "{} queries: {} sent, {} answered, {} timeouts, {} errors",
-            self.results, self.sent, self.answered, self.timeouts, errors
+            "{} queries: {} sent, {} answered",
+            self.results, self.sent, self.answered
         )?;
+        if self.answered > 0 {
+            write!(f, " ({})", self.rcodes_text())?;
+        }
+        write!(f, ", {} timeouts, {} errors", self.timeouts, errors)?;
         if errors > 0 {
             let kinds: Vec<String> = self
                 .errors

@@ -2,7 +2,7 @@
 
 use ldplayer_results::file::{BLOCK_HEADER_LEN, FILE_HEADER_LEN, RESULT_LEN};
 use ldplayer_results::{
-    read_all, ErrorKind, Outcome, QueryResult, ResultSink, ResultsError, ResultsReader,
+    read_all, Damage, ErrorKind, Outcome, QueryResult, ResultSink, ResultsError, ResultsReader,
     ResultsWriter, Tail,
 };
 use ldplayer_trace::Proto;
@@ -217,20 +217,170 @@ fn every_cut_reads_complete_blocks() {
     }
 }
 
+/// Where each block of a file written by [`write_file`] starts, and how many results it holds.
+fn blocks_of(n_results: usize, block: usize) -> Vec<(usize, usize)> {
+    let mut at = FILE_HEADER_LEN;
+    let mut blocks = Vec::new();
+    let mut left = n_results;
+    while left > 0 {
+        let n = left.min(block);
+        blocks.push((at, n));
+        at += BLOCK_HEADER_LEN + n * RESULT_LEN;
+        left -= n;
+    }
+    blocks
+}
+
+fn read_with_damage(bytes: &[u8]) -> (Vec<QueryResult>, Damage, Tail) {
+    let mut reader = ResultsReader::new(bytes).unwrap();
+    let back: Vec<_> = (&mut reader).collect::<Result<_, _>>().unwrap();
+    (back, reader.damage(), reader.tail())
+}
+
+/// One flipped byte in the first, a middle or the last block costs that block only, wherever
+/// in the block it is (magic, count, length, CRC, payload).
 #[test]
-fn corrupt_block_ends_the_stream() {
+fn a_damaged_block_costs_only_itself() {
     let results: Vec<_> = (0..12).map(result).collect();
     let bytes = write_file(&results, 4);
     let block_bytes = BLOCK_HEADER_LEN + 4 * RESULT_LEN;
-    for at in [0, 5, 13, BLOCK_HEADER_LEN + 20] {
-        let mut bad = bytes.clone();
-        bad[FILE_HEADER_LEN + block_bytes + at] ^= 0x40;
-        let mut reader = ResultsReader::new(&bad[..]).unwrap();
-        let back: Vec<_> = (&mut reader).collect::<Result<_, _>>().unwrap();
-        assert_eq!(back, results[..4], "flip at {at}");
-        assert_eq!(reader.tail(), Tail::Corrupt);
-        assert_eq!(reader.ignored_bytes(), 2 * block_bytes as u64);
+    for (block, name) in [(0, "first"), (1, "middle"), (2, "last")] {
+        for at in [0, 3, 5, 9, 13, BLOCK_HEADER_LEN + 20, block_bytes - 1] {
+            let mut bad = bytes.clone();
+            bad[FILE_HEADER_LEN + block * block_bytes + at] ^= 0x40;
+            let (back, damage, tail) = read_with_damage(&bad);
+            let mut expect = results.clone();
+            expect.drain(block * 4..block * 4 + 4);
+            assert_eq!(back, expect, "{name} block, flip at {at}");
+            assert_eq!(
+                damage,
+                Damage {
+                    damaged_blocks: 1,
+                    results_lost: 4,
+                    skipped_bytes: block_bytes as u64,
+                    ..Damage::default()
+                },
+                "{name} block, flip at {at}"
+            );
+            let end = if block == 2 {
+                Tail::Corrupt
+            } else {
+                Tail::Clean
+            };
+            assert_eq!(tail, end, "{name} block, flip at {at}");
+        }
     }
+}
+
+#[test]
+fn two_damaged_blocks_in_a_row_are_both_counted() {
+    let results: Vec<_> = (0..20).map(result).collect();
+    let bytes = write_file(&results, 4);
+    let blocks = blocks_of(20, 4);
+    let mut bad = bytes.clone();
+    // A destroyed header, then a bad CRC.
+    bad[blocks[1].0 + 1] ^= 1;
+    bad[blocks[2].0 + BLOCK_HEADER_LEN + 7] ^= 1;
+    let (back, damage, tail) = read_with_damage(&bad);
+    let expect: Vec<_> = results[..4].iter().chain(&results[12..]).copied().collect();
+    assert_eq!(back, expect);
+    assert_eq!(damage.damaged_blocks, 2);
+    assert_eq!(damage.results_lost, 8);
+    assert_eq!(tail, Tail::Clean);
+}
+
+/// A file cut in the middle of a block (a killed replay) reads every block before the cut and
+/// counts the cut block's results as lost.
+#[test]
+fn a_file_cut_mid_block_keeps_the_blocks_before() {
+    let results: Vec<_> = (0..10).map(result).collect();
+    let bytes = write_file(&results, 4);
+    let blocks = blocks_of(10, 4);
+    let cut = blocks[1].0 + BLOCK_HEADER_LEN + 30;
+    let (back, damage, tail) = read_with_damage(&bytes[..cut]);
+    assert_eq!(back, results[..4]);
+    assert_eq!(tail, Tail::Truncated);
+    assert_eq!(
+        damage,
+        Damage {
+            cut_short: true,
+            results_lost: 4,
+            skipped_bytes: (cut - blocks[1].0) as u64,
+            ..Damage::default()
+        }
+    );
+    assert!(
+        damage.to_string().contains("the last block cut short"),
+        "{damage}"
+    );
+}
+
+/// Bytes that are not a block between two blocks are skipped and counted; both blocks read.
+#[test]
+fn garbage_between_blocks_is_skipped() {
+    let results: Vec<_> = (0..8).map(result).collect();
+    let bytes = write_file(&results, 4);
+    let second = blocks_of(8, 4)[1].0;
+    for garbage in [
+        &b"x"[..],
+        b"not a block, nor anything",
+        b"RBLK\x04\x00\x00\x00\xc0\x00\x00\x00fake",
+        &[0u8; 40][..],
+    ] {
+        let mut bad = bytes[..second].to_vec();
+        bad.extend_from_slice(garbage);
+        bad.extend_from_slice(&bytes[second..]);
+        let (back, damage, tail) = read_with_damage(&bad);
+        assert_eq!(back, results, "{garbage:?}");
+        assert_eq!(
+            damage,
+            Damage {
+                skipped_bytes: garbage.len() as u64,
+                ..Damage::default()
+            },
+            "{garbage:?}"
+        );
+        assert_eq!(tail, Tail::Clean);
+    }
+    // Garbage long enough to have been a block whose header was destroyed counts as one, with
+    // as many results as it could hold.
+    let mut bad = bytes[..second].to_vec();
+    bad.extend_from_slice(&[0x55; BLOCK_HEADER_LEN + 3 * RESULT_LEN + 5]);
+    bad.extend_from_slice(&bytes[second..]);
+    let (back, damage, _) = read_with_damage(&bad);
+    assert_eq!(back, results);
+    assert_eq!((damage.damaged_blocks, damage.results_lost), (1, 3));
+}
+
+/// A damaged header that claims a longer block does not swallow the valid blocks after it.
+#[test]
+fn a_lying_header_does_not_hide_the_blocks_after_it() {
+    let results: Vec<_> = (0..12).map(result).collect();
+    let bytes = write_file(&results, 4);
+    let first = blocks_of(12, 4)[0].0;
+    let mut bad = bytes.clone();
+    // Count 12, length 12 × 48: consistent, covering all three blocks; the CRC fails.
+    bad[first + 4..first + 8].copy_from_slice(&12u32.to_le_bytes());
+    bad[first + 8..first + 12].copy_from_slice(&((12 * RESULT_LEN) as u32).to_le_bytes());
+    let (back, damage, tail) = read_with_damage(&bad);
+    assert_eq!(back, results[4..]);
+    assert_eq!((damage.damaged_blocks, damage.results_lost), (1, 4));
+    assert_eq!(tail, Tail::Clean);
+}
+
+/// A damaged stretch longer than the read chunk is skipped in bounded memory.
+#[test]
+fn a_long_damaged_stretch_is_skipped() {
+    let results: Vec<_> = (0..8).map(result).collect();
+    let bytes = write_file(&results, 4);
+    let second = blocks_of(8, 4)[1].0;
+    let mut bad = bytes[..second].to_vec();
+    let garbage: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    bad.extend_from_slice(&garbage);
+    bad.extend_from_slice(&bytes[second..]);
+    let (back, damage, _) = read_with_damage(&bad);
+    assert_eq!(back, results);
+    assert_eq!(damage.skipped_bytes, garbage.len() as u64);
 }
 
 #[test]
@@ -252,9 +402,11 @@ fn not_a_results_file() {
     assert!(err.to_string().contains("version 2"));
 }
 
+/// A result with an outcome code this build does not know, in a block whose CRC checks out, is
+/// skipped and counted; the results around it are read.
 #[test]
-fn unknown_code_in_a_valid_block_is_an_error() {
-    let mut bytes = write_file(&[result(0), result(1)], 2);
+fn unknown_code_in_a_valid_block_is_skipped_and_counted() {
+    let mut bytes = write_file(&[result(0), result(1), result(2)], 3);
     let at = FILE_HEADER_LEN + BLOCK_HEADER_LEN + RESULT_LEN + 46;
     bytes[at] = 99;
     // Fix the checksum so the block passes.
@@ -264,11 +416,18 @@ fn unknown_code_in_a_valid_block_is_an_error() {
     h.update(&bytes[start + BLOCK_HEADER_LEN..]);
     let crc = h.finalize();
     bytes[start + 12..start + 16].copy_from_slice(&crc.to_le_bytes());
-    let mut reader = ResultsReader::new(&bytes[..]).unwrap();
-    assert_eq!(reader.next().unwrap().unwrap(), result(0));
-    let err = reader.next().unwrap().unwrap_err();
+    let (back, damage, tail) = read_with_damage(&bytes);
+    assert_eq!(back, vec![result(0), result(2)]);
+    assert_eq!(
+        damage,
+        Damage {
+            unknown_results: 1,
+            ..Damage::default()
+        }
+    );
+    assert_eq!(tail, Tail::Clean);
+    let err = ldplayer_results::file::decode_result(&bytes[at - 46..at + 2]).unwrap_err();
     assert!(err.to_string().contains("unknown outcome code 99"), "{err}");
-    assert!(reader.next().is_none());
 }
 
 #[test]
@@ -365,5 +524,98 @@ proptest! {
         }
         prop_assert!(n <= good.len() + junk.len() / RESULT_LEN);
         prop_assert!(reader.next().is_none());
+    }
+
+    /// Random damage (flipped bytes, blocks overwritten, garbage inserted between blocks, the
+    /// end cut off) never makes the reader panic, and every block left intact is read, in order;
+    /// nothing else is.
+    #[test]
+    fn prop_damage_never_loses_an_intact_block(
+        results in prop::collection::vec(arb_result(), 1..120),
+        block in 1usize..20,
+        damage in prop::collection::vec((0u8..4, any::<prop::sample::Index>(), any::<u8>(), 1usize..300), 0..12),
+        garbage in prop::collection::vec(any::<u8>(), 0..400),
+        cut in prop::option::of(any::<prop::sample::Index>()),
+    ) {
+        let bytes = write_file(&results, block);
+        let blocks = blocks_of(results.len(), block);
+        // Damage block by block, then lay the blocks out with garbage between some of them.
+        let mut parts: Vec<(Vec<u8>, bool)> = blocks
+            .iter()
+            .map(|&(at, n)| (bytes[at..at + BLOCK_HEADER_LEN + n * RESULT_LEN].to_vec(), true))
+            .collect();
+        let mut between: Vec<Vec<u8>> = vec![Vec::new(); parts.len() + 1];
+        for &(kind, which, value, len) in &damage {
+            let b = which.index(parts.len());
+            match kind {
+                // Flip a byte.
+                0 | 1 => {
+                    let part = &mut parts[b];
+                    let i = which.index(part.0.len() * 7 + 3) % part.0.len();
+                    part.0[i] ^= value | 1;
+                    part.1 = false;
+                }
+                // Overwrite the block with garbage of another length.
+                2 => {
+                    parts[b] = (garbage.iter().cycle().take(len).copied().collect(), false);
+                }
+                // Garbage after a block.
+                _ => between[b + 1].extend(garbage.iter().take(len)),
+            }
+        }
+        let mut file = bytes[..FILE_HEADER_LEN].to_vec();
+        let mut intact_at = Vec::new();
+        file.extend_from_slice(&between[0]);
+        for (i, (part, intact)) in parts.iter().enumerate() {
+            if *intact {
+                intact_at.push((file.len(), file.len() + part.len(), i));
+            }
+            file.extend_from_slice(part);
+            file.extend_from_slice(&between[i + 1]);
+        }
+        if let Some(cut) = cut {
+            let at = FILE_HEADER_LEN + cut.index(file.len() - FILE_HEADER_LEN + 1);
+            file.truncate(at);
+        }
+        let expect: Vec<QueryResult> = intact_at
+            .iter()
+            .filter(|&&(_, end, _)| end <= file.len())
+            .flat_map(|&(_, _, i)| {
+                let first = i * block;
+                results[first..(first + block).min(results.len())].to_vec()
+            })
+            .collect();
+        let mut reader = ResultsReader::new(&file[..]).unwrap();
+        let back: Vec<_> = (&mut reader).collect::<Result<_, _>>().unwrap();
+        prop_assert_eq!(&back, &expect);
+        let damage = reader.damage();
+        prop_assert!(damage.skipped_bytes <= (file.len() - FILE_HEADER_LEN) as u64);
+        prop_assert_eq!(
+            damage.skipped_bytes + (back.len() * RESULT_LEN) as u64 + reader.blocks_read() * BLOCK_HEADER_LEN as u64,
+            (file.len() - FILE_HEADER_LEN) as u64
+        );
+        prop_assert!(reader.next().is_none());
+    }
+
+    /// Flipped bytes only: the results lost are exactly those of the damaged blocks.
+    #[test]
+    fn prop_flips_count_the_results_lost_exactly(
+        results in prop::collection::vec(arb_result(), 1..120),
+        block in 1usize..20,
+        flips in prop::collection::vec((any::<prop::sample::Index>(), 1u8..=255), 1..6),
+    ) {
+        let mut bytes = write_file(&results, block);
+        let blocks = blocks_of(results.len(), block);
+        let mut damaged = std::collections::BTreeSet::new();
+        for (at, x) in &flips {
+            let i = FILE_HEADER_LEN + at.index(bytes.len() - FILE_HEADER_LEN);
+            bytes[i] ^= x;
+            damaged.insert(blocks.iter().rposition(|&(start, _)| start <= i).unwrap());
+        }
+        let (back, damage, _) = read_with_damage(&bytes);
+        let lost: usize = damaged.iter().map(|&b| blocks[b].1).sum();
+        prop_assert_eq!(back.len(), results.len() - lost);
+        prop_assert_eq!(damage.results_lost, lost as u64);
+        prop_assert!(damage.damaged_blocks >= 1 && damage.damaged_blocks <= damaged.len() as u64);
     }
 }

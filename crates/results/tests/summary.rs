@@ -400,7 +400,9 @@ fn json_keys_and_text() {
     }
     let text = rep.to_string();
     assert!(
-        text.starts_with("6001 queries: 6001 sent, 6001 answered, 0 timeouts, 0 errors\n"),
+        text.starts_with(
+            "6001 queries: 6001 sent, 6001 answered (NOERROR 6001), 0 timeouts, 0 errors\n"
+        ),
         "{text}"
     );
     assert!(text.contains("latency udp: p50 200.0 µs"), "{text}");
@@ -413,4 +415,43 @@ fn json_keys_and_text() {
     );
     assert_eq!(s.to_string(), text);
     eprintln!("{text}");
+}
+
+/// "41 answered" must not read as success when all 41 were SERVFAIL: the text summary breaks the
+/// answers down by response code, the four main ones first, then the others by name.
+#[test]
+fn text_shows_the_answers_by_rcode() {
+    let mut s = Summary::new();
+    for i in 0..41 {
+        let mut r = answered(i, Proto::Udp, T0, T0, 1000);
+        r.rcode = 2;
+        s.add(&r);
+    }
+    let text = s.report().to_string();
+    assert!(
+        text.starts_with("41 queries: 41 sent, 41 answered (SERVFAIL 41), 0 timeouts, 0 errors\n"),
+        "{text}"
+    );
+    for (i, rcode) in [0u16, 0, 3, 5, 16, 1, 4000, 4].into_iter().enumerate() {
+        let mut r = answered(100 + i as u64, Proto::Udp, T0, T0, 1000);
+        r.rcode = rcode;
+        s.add(&r);
+    }
+    let rep = s.report();
+    assert_eq!(
+        rep.rcodes_text(),
+        "NOERROR 2, NXDOMAIN 1, SERVFAIL 41, REFUSED 1, BADVERS 1, FORMERR 1, NOTIMP 1, RCODE4000 1"
+    );
+    // Nothing answered: no breakdown.
+    let mut t = answered(0, Proto::Udp, T0, T0, 0);
+    t.outcome = Outcome::Timeout;
+    let mut none = Summary::new();
+    none.add(&t);
+    assert!(
+        none.report()
+            .to_string()
+            .starts_with("1 queries: 1 sent, 0 answered, 1 timeouts, 0 errors\n"),
+        "{}",
+        none.report()
+    );
 }

@@ -52,12 +52,17 @@ use ldplayer_zone::{AnswerOptions, Views};
 use socket2::{Domain, Protocol, Socket, Type};
 use thiserror::Error;
 
-pub use stats::{KindCounts, ServerStats};
+pub use stats::{KindCounts, RcodeCounts, ServerStats, RCODE_SLOTS};
 
 use stats::Counters;
 
 /// How often every thread looks at the stop flag (and the TCP thread at idle connections).
 pub const POLL_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How long a TCP connection may stay idle by default: 20 s, the value the LDplayer paper
+/// studied and the replay engine's default, so that a replay against this server keeps its
+/// connections as long as the server does.
+pub const DEFAULT_TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// How often binding is retried when port 0 was asked for and the port the kernel chose for UDP
 /// is taken for TCP.
@@ -93,14 +98,14 @@ impl ServerConfig {
 }
 
 impl Default for ServerConfig {
-    /// No listen address; one UDP worker; TCP on with a 10 s idle timeout and at most 1024
-    /// connections; default answering options.
+    /// No listen address; one UDP worker; TCP on with a [`DEFAULT_TCP_IDLE_TIMEOUT`] idle
+    /// timeout and at most 1024 connections; default answering options.
     fn default() -> Self {
         ServerConfig {
             listen: Vec::new(),
             udp_workers: 1,
             tcp: true,
-            tcp_idle_timeout: Duration::from_secs(10),
+            tcp_idle_timeout: DEFAULT_TCP_IDLE_TIMEOUT,
             max_tcp_connections: 1024,
             answer: AnswerOptions::default(),
         }

@@ -1,4 +1,6 @@
-//! Counters kept by the server threads and their snapshots.
+//! Counters kept by the server threads and their snapshots: queries and responses by transport,
+//! kind and response code, truncated, dropped and malformed messages, bytes in and out, and the
+//! TCP connections (open, peak, accepted, closed idle or evicted).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -57,6 +59,40 @@ impl KindCounts {
     }
 }
 
+/// Response codes counted one by one (0 to 23, BADCOOKIE, covers every code the server sends
+/// and more); higher ones share one more slot, the last.
+pub const RCODE_SLOTS: usize = 25;
+
+/// Responses sent, by response code (extended, as answered).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RcodeCounts {
+    /// `counts[c]`: responses with code `c`, for `c` below [`RCODE_SLOTS`] − 1; the last slot
+    /// counts every higher code.
+    pub counts: [u64; RCODE_SLOTS],
+}
+
+impl RcodeCounts {
+    /// The slot of a response code.
+    pub fn slot(rcode: u16) -> usize {
+        (rcode as usize).min(RCODE_SLOTS - 1)
+    }
+
+    /// The codes with at least one response and their counts, lowest code first; the last
+    /// slot's code stands for itself and every higher one.
+    pub fn nonzero(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.counts
+            .iter()
+            .enumerate()
+            .filter(|(_, &n)| n > 0)
+            .map(|(c, &n)| (c as u16, n))
+    }
+
+    /// The sum over all codes.
+    pub fn total(&self) -> u64 {
+        self.counts.iter().sum()
+    }
+}
+
 /// A snapshot of the server's counters (summed over all threads).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerStats {
@@ -92,6 +128,17 @@ pub struct ServerStats {
     /// Queries refused because they were sent to an address that no view (nameserver) has, in
     /// split-horizon mode; also counted in [`KindCounts::refused`].
     pub no_view: u64,
+    /// Responses by response code.
+    pub rcodes: RcodeCounts,
+    /// Bytes of DNS messages received (UDP payloads, TCP messages without their length prefix,
+    /// including those dropped).
+    pub bytes_in: u64,
+    /// Bytes of the responses produced (as [`responses`](Self::responses) counts them).
+    pub bytes_out: u64,
+    /// TCP connections open now.
+    pub tcp_open: u64,
+    /// Most TCP connections open at once so far (the TCP thread's peak; there is one).
+    pub tcp_peak_open: u64,
 }
 
 impl ServerStats {
@@ -110,6 +157,13 @@ impl ServerStats {
         self.tcp_evicted += o.tcp_evicted;
         self.tcp_malformed += o.tcp_malformed;
         self.no_view += o.no_view;
+        for (a, b) in self.rcodes.counts.iter_mut().zip(o.rcodes.counts) {
+            *a += b;
+        }
+        self.bytes_in += o.bytes_in;
+        self.bytes_out += o.bytes_out;
+        self.tcp_open += o.tcp_open;
+        self.tcp_peak_open += o.tcp_peak_open;
         let (k, ok) = (&mut self.kinds, &o.kinds);
         k.answer += ok.answer;
         k.referral += ok.referral;
@@ -157,6 +211,13 @@ pub(crate) struct Counters {
     pub tcp_evicted: AtomicU64,
     pub tcp_malformed: AtomicU64,
     pub no_view: AtomicU64,
+    pub rcodes: [AtomicU64; RCODE_SLOTS],
+    pub bytes_in: AtomicU64,
+    pub bytes_out: AtomicU64,
+    /// A gauge: connections open now (the TCP thread stores it).
+    pub tcp_open: AtomicU64,
+    /// The most connections open at once (the TCP thread stores it).
+    pub tcp_peak_open: AtomicU64,
 }
 
 /// Adds one to a counter that only this thread writes (a load and a store, no locked op).
@@ -165,10 +226,27 @@ pub(crate) fn bump(c: &AtomicU64) {
     c.store(c.load(Relaxed).wrapping_add(1), Relaxed);
 }
 
+/// Adds `n` to a counter that only this thread writes.
+#[inline]
+pub(crate) fn add(c: &AtomicU64, n: u64) {
+    c.store(c.load(Relaxed).wrapping_add(n), Relaxed);
+}
+
 impl Counters {
-    /// Counts a response.
+    /// Counts a query of `len` bytes.
     #[inline]
-    pub fn response(&self, o: &Outcome, tcp: bool) {
+    pub fn query(&self, len: usize, tcp: bool) {
+        bump(if tcp {
+            &self.tcp_queries
+        } else {
+            &self.udp_queries
+        });
+        add(&self.bytes_in, len as u64);
+    }
+
+    /// Counts a response of `len` bytes.
+    #[inline]
+    pub fn response(&self, o: &Outcome, len: usize, tcp: bool) {
         bump(if tcp {
             &self.tcp_responses
         } else {
@@ -178,6 +256,17 @@ impl Counters {
             bump(&self.truncated);
         }
         bump(&self.kinds[kind_index(o.kind)]);
+        bump(&self.rcodes[RcodeCounts::slot(o.rcode)]);
+        add(&self.bytes_out, len as u64);
+    }
+
+    /// Records the number of TCP connections open now, and the peak.
+    pub fn tcp_open(&self, open: usize) {
+        let open = open as u64;
+        self.tcp_open.store(open, Relaxed);
+        if open > self.tcp_peak_open.load(Relaxed) {
+            self.tcp_peak_open.store(open, Relaxed);
+        }
     }
 
     /// The current values.
@@ -211,6 +300,13 @@ impl Counters {
             tcp_evicted: g(&self.tcp_evicted),
             tcp_malformed: g(&self.tcp_malformed),
             no_view: g(&self.no_view),
+            rcodes: RcodeCounts {
+                counts: std::array::from_fn(|i| g(&self.rcodes[i])),
+            },
+            bytes_in: g(&self.bytes_in),
+            bytes_out: g(&self.bytes_out),
+            tcp_open: g(&self.tcp_open),
+            tcp_peak_open: g(&self.tcp_peak_open),
         }
     }
 }

@@ -100,7 +100,7 @@ impl Conn {
                     break;
                 }
                 budget -= 1;
-                bump(&counters.tcp_queries);
+                counters.query(len, true);
                 let zones = match views.for_destination(self.dest) {
                     Some(z) => z,
                     None => {
@@ -110,7 +110,7 @@ impl Conn {
                 };
                 match zones.answer_into(query, opts, resp) {
                     Some(outcome) => {
-                        counters.response(&outcome, true);
+                        counters.response(&outcome, resp.len(), true);
                         // Responses are at most 65535 bytes with `tcp` set; anything longer
                         // cannot be framed and is dropped.
                         match u16::try_from(resp.len()) {
@@ -368,6 +368,7 @@ pub(crate) fn run(
                     eof: false,
                     bad: false,
                 });
+                counters.tcp_open(table.live);
                 todo.push(slot);
             }
         }
@@ -402,5 +403,6 @@ pub(crate) fn run(
                 }
             }
         }
+        counters.tcp_open(table.live);
     }
 }

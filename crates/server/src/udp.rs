@@ -88,7 +88,7 @@ pub(crate) fn run(
         };
         let mut replies = 0;
         for i in 0..n {
-            bump(&counters.udp_queries);
+            counters.query(slots.batch.data(i).len(), false);
             if slots.batch.truncated(i) {
                 bump(&counters.dropped);
                 continue;
@@ -103,7 +103,7 @@ pub(crate) fn run(
             };
             match zones.answer_into(query, &opts, &mut slots.resps[i]) {
                 Some(outcome) => {
-                    counters.response(&outcome, false);
+                    counters.response(&outcome, slots.resps[i].len(), false);
                     slots.reply[replies] = i;
                     replies += 1;
                 }

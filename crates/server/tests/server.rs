@@ -584,3 +584,68 @@ fn tcp_garbage_streams_do_not_kill_the_server() {
     let s = server.stop();
     assert_eq!(s.tcp_accepted, 51);
 }
+
+/// Waits (at most 10 s, polling) until `check` holds for the server's counters.
+fn wait_for(server: &RunningServer, check: impl Fn(&ldplayer_server::ServerStats) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !check(&server.stats()) {
+        assert!(Instant::now() < deadline, "{:?}", server.stats());
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Responses by response code, bytes in and out as the clients count them, and the TCP
+/// connections open now and at the peak.
+#[test]
+fn counts_rcodes_bytes_and_open_connections() {
+    let (server, addr) = start_on("127.0.0.1:0");
+    let udp = udp_client(addr);
+    let (mut bytes_in, mut bytes_out) = (0u64, 0u64);
+    let mut buf = [0u8; 65535];
+    let mut ask_udp = |q: &[u8]| {
+        udp.send(q).unwrap();
+        let n = udp.recv(&mut buf).expect("UDP response");
+        (q.len() as u64, n as u64, parse(&buf[..n]))
+    };
+    let asks = [
+        ("www.example.", rtype::A, 0, false),
+        ("www.example.", rtype::A, 0, false),
+        ("www.example.", rtype::A, 0, false),
+        ("nope.example.", rtype::A, 3, false),
+        ("nope.example.", rtype::AAAA, 3, false),
+        ("www.other.", rtype::A, 5, false),
+        ("many.example.", rtype::A, 0, true),
+    ];
+    for (i, (name, qtype, rcode, tc)) in asks.into_iter().enumerate() {
+        let (q, r, resp) = ask_udp(&query(i as u16, name, qtype, None));
+        assert_eq!((resp.rcode, resp.tc), (rcode, tc), "{name}");
+        bytes_in += q;
+        bytes_out += r;
+    }
+    // Five bytes that are no query: counted in, dropped.
+    udp.send(&[1, 2, 3, 4, 5]).unwrap();
+    bytes_in += 5;
+    let mut conns: Vec<TcpStream> = (0..3).map(|_| tcp_client(addr)).collect();
+    for (i, c) in conns.iter_mut().enumerate() {
+        let q = query(100 + i as u16, "www.example.", rtype::A, None);
+        c.write_all(&framed(&q)).unwrap();
+        let mut len = [0u8; 2];
+        c.read_exact(&mut len).unwrap();
+        let mut r = vec![0u8; u16::from_be_bytes(len) as usize];
+        c.read_exact(&mut r).unwrap();
+        assert_eq!(parse(&r).rcode, 0);
+        bytes_in += q.len() as u64;
+        bytes_out += r.len() as u64;
+    }
+    wait_for(&server, |s| s.tcp_open == 3 && s.dropped == 1);
+    conns.truncate(1);
+    wait_for(&server, |s| s.tcp_open == 1);
+    let s = server.stop();
+    let mut rcodes = [0u64; ldplayer_server::RCODE_SLOTS];
+    (rcodes[0], rcodes[3], rcodes[5]) = (7, 2, 1);
+    assert_eq!(s.rcodes.counts, rcodes, "{s:?}");
+    assert_eq!(s.rcodes.total(), s.responses);
+    assert_eq!((s.udp_queries, s.tcp_queries, s.dropped), (8, 3, 1));
+    assert_eq!((s.bytes_in, s.bytes_out), (bytes_in, bytes_out));
+    assert_eq!((s.tcp_accepted, s.tcp_peak_open, s.truncated), (3, 3, 1));
+}

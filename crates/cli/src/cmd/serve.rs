@@ -1,16 +1,20 @@
 //! `ldplayer serve --listen ADDR:PORT ZONEFILE...` (plain mode) and
-//! `ldplayer serve --manifest FILE` (split horizon by destination address).
+//! `ldplayer serve --manifest FILE` (split horizon by destination address), with the counters
+//! as JSON on exit and, with `--stats FILE`, every second.
 
 use crate::args::ServeArgs;
 use crate::progress::interrupted;
 use anyhow::{Context, Result};
-use ldplayer_server::{Server, ServerConfig, ServerStats};
+use ldplayer_results::summary::MAIN_RCODES;
+use ldplayer_server::{Server, ServerConfig, ServerStats, RCODE_SLOTS};
 use ldplayer_zone::{AnswerOptions, Manifest, Views, Zone, ZoneSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Loads zone files into one set, one file per zone; errors name the file, line and column.
 pub fn load_zones(files: &[impl AsRef<Path>]) -> Result<ZoneSet> {
@@ -69,18 +73,157 @@ pub fn run(args: ServeArgs) -> Result<()> {
         minimal: args.minimal_responses,
         ..AnswerOptions::default()
     };
+    let mut stats_file = match &args.stats {
+        Some(p) => Some(StatsFile::create(p)?),
+        None => None,
+    };
     let server = Server::start(config, views).context("serve")?;
+    let running = Instant::now();
     let addrs: Vec<String> = server.local_addrs().iter().map(|a| a.to_string()).collect();
-    eprintln!("ldplayer: answering on {} (Ctrl-C stops)", addrs.join(" "));
+    let tcp = if args.no_tcp {
+        "no TCP".to_string()
+    } else {
+        format!("TCP idle timeout {} s", args.tcp_idle_timeout)
+    };
+    eprintln!(
+        "ldplayer: answering on {} ({tcp}; Ctrl-C stops)",
+        addrs.join(" ")
+    );
     let ctrl_c = interrupted();
     let stop = server.stop_flag();
     while !ctrl_c.load(Ordering::Relaxed) && !stop.load(Ordering::Relaxed) {
-        std::thread::sleep(Duration::from_millis(100));
+        let mut nap = Duration::from_millis(100);
+        if let Some(f) = &mut stats_file {
+            f.tick(|| stats_json(&server.stats(), running.elapsed()));
+            nap = nap.min(f.until_next());
+        }
+        std::thread::sleep(nap);
     }
     let stats = server.stop();
+    let json = stats_json(&stats, running.elapsed());
+    if let Some(f) = &mut stats_file {
+        f.write(&json);
+    }
     eprintln!("ldplayer: {}", describe(&stats));
+    println!("{json}");
     Ok(())
 }
+
+/// The server's counters as one JSON object: the report `serve` prints on exit and each line of
+/// `--stats`. Counters are totals since the start; `time` is the Unix time in seconds.
+pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
+    let time = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_millis() as f64 / 1e3);
+    let mut rcodes = serde_json::Map::new();
+    for name in MAIN_RCODES {
+        rcodes.insert(name.into(), 0.into());
+    }
+    for (code, n) in s.rcodes.nonzero() {
+        let name = if code as usize == RCODE_SLOTS - 1 {
+            "other".to_string()
+        } else {
+            ldplayer_dns::rcode_to_string(code)
+        };
+        rcodes.insert(name, n.into());
+    }
+    let k = &s.kinds;
+    serde_json::json!({
+        "time": time,
+        "uptime_s": uptime.as_millis() as f64 / 1e3,
+        "queries": s.udp_queries + s.tcp_queries,
+        "udp_queries": s.udp_queries,
+        "tcp_queries": s.tcp_queries,
+        "responses": s.responses,
+        "udp_responses": s.udp_responses,
+        "tcp_responses": s.tcp_responses,
+        "truncated": s.truncated,
+        "rcodes": rcodes,
+        "kinds": {
+            "answer": k.answer,
+            "referral": k.referral,
+            "nxdomain": k.nxdomain,
+            "nodata": k.nodata,
+            "refused": k.refused,
+            "formerr": k.formerr,
+            "notimp": k.notimp,
+            "badvers": k.badvers,
+            "yxdomain": k.yxdomain,
+        },
+        "refused_by_address": s.no_view,
+        "dropped": s.dropped,
+        "tcp_malformed": s.tcp_malformed,
+        "send_errors": s.send_errors,
+        "bytes_in": s.bytes_in,
+        "bytes_out": s.bytes_out,
+        "tcp_open": s.tcp_open,
+        "tcp_peak_open": s.tcp_peak_open,
+        "tcp_accepted": s.tcp_accepted,
+        "tcp_idle_closed": s.tcp_idle_closed,
+        "tcp_evicted": s.tcp_evicted,
+    })
+}
+
+/// `serve --stats FILE`: one JSON line of the counters every second, flushed as written.
+struct StatsFile {
+    path: PathBuf,
+    out: BufWriter<File>,
+    next: Instant,
+    failed: bool,
+}
+
+impl StatsFile {
+    fn create(path: &Path) -> Result<StatsFile> {
+        let file =
+            File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        Ok(StatsFile {
+            path: path.to_path_buf(),
+            out: BufWriter::new(file),
+            next: Instant::now() + STATS_INTERVAL,
+            failed: false,
+        })
+    }
+
+    /// Time left until the next line is due.
+    fn until_next(&self) -> Duration {
+        self.next.saturating_duration_since(Instant::now())
+    }
+
+    /// Writes a line of `json()` when one is due.
+    fn tick(&mut self, json: impl FnOnce() -> serde_json::Value) {
+        let now = Instant::now();
+        if now < self.next {
+            return;
+        }
+        self.write(&json());
+        self.next += STATS_INTERVAL;
+        if self.next <= now {
+            // Fell behind (a stopped process): one line now, none to catch up.
+            self.next = now + STATS_INTERVAL;
+        }
+    }
+
+    /// Writes one line; after a write error, says so once and writes no more.
+    fn write(&mut self, json: &serde_json::Value) {
+        if self.failed {
+            return;
+        }
+        let written = serde_json::to_writer(&mut self.out, json)
+            .map_err(std::io::Error::from)
+            .and_then(|()| self.out.write_all(b"\n"))
+            .and_then(|()| self.out.flush());
+        if let Err(e) = written {
+            eprintln!(
+                "ldplayer: writing {}: {e}; no more statistics are written there",
+                self.path.display()
+            );
+            self.failed = true;
+        }
+    }
+}
+
+/// How often `--stats` writes a line.
+const STATS_INTERVAL: Duration = Duration::from_secs(1);
 
 /// A one-line account of what a server did.
 pub fn describe(s: &ServerStats) -> String {

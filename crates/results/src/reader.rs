@@ -1,0 +1,517 @@
+//! Reading a results file (layout in [`file`](mod@crate::file)), block by block, in bounded
+//! memory, losing only what is damaged.
+//!
+//! Every block is checked (magic, result count, payload length, CRC). A block that fails, or
+//! bytes that are not a block at all, cost only themselves: the reader looks for the next
+//! `RBLK` whose header is consistent and whose CRC checks out and goes on from there. What it
+//! skipped is counted in [`Damage`]: damaged blocks, the results they held (from their header
+//! when it survived, otherwise from their size), a last block cut short, and results of a kind
+//! this build does not know. Memory is one block (at most [`MAX_BLOCK_RESULTS`] ×
+//! [`MAX_RESULT_LEN`] bytes) plus a read chunk, whatever the damage.
+
+use crate::file::{
+    block_crc, decode_result, ResultsError, BLOCK_HEADER_LEN, BLOCK_MAGIC, FILE_HEADER_LEN, MAGIC,
+    MAX_BLOCK_RESULTS, MAX_RESULT_LEN, RESULT_LEN, VERSION,
+};
+use crate::result::QueryResult;
+use serde::Serialize;
+use std::fmt;
+use std::fs::File;
+use std::io::{self, Read};
+use std::path::Path;
+
+/// Bytes asked of the input per read.
+const READ_CHUNK: usize = 256 * 1024;
+
+/// How the stream of blocks ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tail {
+    /// Not at the end yet.
+    Reading,
+    /// The file ended right after a complete, valid block (or its header). Damage before that
+    /// block, if any, is in [`ResultsReader::damage`].
+    Clean,
+    /// The file ends in a block cut short (a writer that was killed or is still writing).
+    Truncated,
+    /// The file ends in bytes that failed the checks (a damaged block, garbage).
+    Corrupt,
+    /// Reading failed (an I/O error); the iterator yielded the error and ended.
+    Error,
+}
+
+/// What a reader skipped: damaged blocks, a last block cut short, unknown results.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Damage {
+    /// Damaged blocks skipped: blocks that failed their checks (bad header or CRC) and
+    /// stretches of unreadable bytes long enough to have held results.
+    pub damaged_blocks: u64,
+    /// Results lost in the damaged blocks and in a last block cut short: a block's own count
+    /// when its header survived, otherwise as many as its bytes could hold.
+    pub results_lost: u64,
+    /// Results in valid blocks with a transport or outcome code this build does not know,
+    /// skipped.
+    pub unknown_results: u64,
+    /// The file ends in a block cut short (a replay that was killed mid-write).
+    pub cut_short: bool,
+    /// Bytes not read as results: damaged blocks, unreadable bytes, a last block cut short.
+    pub skipped_bytes: u64,
+}
+
+impl Damage {
+    /// True when nothing was skipped.
+    pub fn is_clean(&self) -> bool {
+        *self == Damage::default()
+    }
+
+    fn add(&mut self, o: &Damage) {
+        self.damaged_blocks += o.damaged_blocks;
+        self.results_lost += o.results_lost;
+        self.unknown_results += o.unknown_results;
+        self.cut_short |= o.cut_short;
+        self.skipped_bytes += o.skipped_bytes;
+    }
+}
+
+impl fmt::Display for Damage {
+    /// One line, e.g. "2 damaged blocks skipped, the last block cut short: 8196 results lost,
+    /// 393,312 bytes not read".
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_clean() {
+            return f.write_str("no damage");
+        }
+        let mut parts = Vec::new();
+        if self.damaged_blocks > 0 {
+            parts.push(format!(
+                "{} damaged block{} skipped",
+                self.damaged_blocks,
+                plural(self.damaged_blocks)
+            ));
+        }
+        if self.cut_short {
+            parts.push("the last block cut short".to_string());
+        }
+        let mut line = parts.join(", ");
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&format!(
+            "{} result{} lost, {} byte{} not read",
+            self.results_lost,
+            plural(self.results_lost),
+            self.skipped_bytes,
+            plural(self.skipped_bytes)
+        ));
+        if self.unknown_results > 0 {
+            line.push_str(&format!(
+                "; {} result{} of a kind this build does not know skipped",
+                self.unknown_results,
+                plural(self.unknown_results)
+            ));
+        }
+        f.write_str(&line)
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// What the bytes at a position hold.
+enum Found {
+    /// A block whose header and CRC check out, `total` bytes long with its header.
+    Block { total: usize },
+    /// A consistent block header (magic, count, length) whose block fails its CRC.
+    Damaged { count: usize, total: usize },
+    /// A consistent block header whose block runs past the end of the input.
+    CutShort { count: usize },
+    /// No consistent block header.
+    Nothing,
+}
+
+/// The accounting of one damaged stretch, fed the consistent block headers found in it in
+/// order. Positions count bytes from the start of the stretch.
+struct Walk {
+    result_len: u64,
+    /// Start of the part not accounted yet.
+    from: u64,
+    /// A consistent header at `.0` claiming a block up to `.1` of `.2` results, not yet known
+    /// to fit before the next valid block.
+    claim: Option<(u64, u64, u64)>,
+    damage: Damage,
+}
+
+impl Walk {
+    fn new(result_len: usize) -> Walk {
+        Walk {
+            result_len: result_len as u64,
+            from: 0,
+            claim: None,
+            damage: Damage::default(),
+        }
+    }
+
+    /// Every position before `at` has been looked at: a claimed block that ends there is a
+    /// damaged block.
+    fn advance(&mut self, at: u64) {
+        if let Some((start, end, count)) = self.claim {
+            if end <= at {
+                self.unreadable(start);
+                self.damage.damaged_blocks += 1;
+                self.damage.results_lost += count;
+                self.from = end;
+                self.claim = None;
+            }
+        }
+    }
+
+    /// A consistent block header at `at` whose block is `total` bytes of `count` results.
+    fn header(&mut self, at: u64, count: usize, total: usize) {
+        self.advance(at);
+        if self.claim.is_none() && at >= self.from {
+            self.claim = Some((at, at + total as u64, count as u64));
+        }
+    }
+
+    /// The bytes from `from` to `to` hold no consistent block header: a block whose header was
+    /// destroyed (as many results as they could hold), or garbage too short to be one.
+    fn unreadable(&mut self, to: u64) {
+        let len = to.saturating_sub(self.from);
+        let results = len.saturating_sub(BLOCK_HEADER_LEN as u64) / self.result_len;
+        if results > 0 {
+            self.damage.damaged_blocks += 1;
+            self.damage.results_lost += results;
+        }
+        self.from = self.from.max(to);
+    }
+
+    /// The stretch ends at `end`: at a valid block, or (`at_eof`) at the end of the input.
+    fn end(mut self, end: u64, at_eof: bool) -> Damage {
+        self.advance(end);
+        if let Some((start, _, count)) = self.claim.take() {
+            // The claimed block runs past `end`. At the end of the input it was cut short;
+            // before a valid block its header lied, and its bytes are unreadable.
+            if at_eof {
+                self.unreadable(start);
+                self.damage.cut_short = true;
+                self.damage.results_lost += count;
+                self.from = end;
+            }
+        }
+        self.unreadable(end);
+        self.damage.skipped_bytes += end;
+        self.damage
+    }
+}
+
+/// Reads a results file, as an iterator of results, skipping (and counting) what is damaged.
+///
+/// The iterator ends at the end of the input; [`damage`](Self::damage) then says what was
+/// skipped and [`tail`](Self::tail) how the file ended. It yields an error (and then ends) only
+/// when reading fails.
+pub struct ResultsReader<R: Read> {
+    input: R,
+    result_len: usize,
+    /// Bytes read and not consumed are `buf[start..]`.
+    buf: Vec<u8>,
+    start: usize,
+    eof: bool,
+    /// The current block's results not yet returned: `buf[pos..end]`.
+    pos: usize,
+    end: usize,
+    tail: Tail,
+    damage: Damage,
+    read_results: u64,
+    blocks: u64,
+}
+
+impl ResultsReader<File> {
+    /// Opens the results file at `path` and checks its header.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, ResultsError> {
+        ResultsReader::new(File::open(path.as_ref())?)
+    }
+}
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+fn read_full(input: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+fn le32(b: &[u8]) -> u32 {
+    u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+}
+
+impl<R: Read> ResultsReader<R> {
+    /// Reads and checks the file header. Give it an unbuffered reader or a buffered one: it
+    /// reads in large chunks of its own.
+    pub fn new(mut input: R) -> Result<Self, ResultsError> {
+        let mut head = [0u8; FILE_HEADER_LEN];
+        let n = read_full(&mut input, &mut head)?;
+        if !head[..n.min(8)].iter().eq(MAGIC[..n.min(8)].iter()) {
+            return Err(ResultsError::NotResults("bad magic"));
+        }
+        if n < FILE_HEADER_LEN {
+            return Err(ResultsError::NotResults("file shorter than its header"));
+        }
+        let version = u16::from_le_bytes([head[8], head[9]]);
+        if version != VERSION {
+            return Err(ResultsError::Version(version));
+        }
+        let header_len = u16::from_le_bytes([head[10], head[11]]) as usize;
+        let result_len = u16::from_le_bytes([head[12], head[13]]) as usize;
+        if header_len < FILE_HEADER_LEN {
+            return Err(ResultsError::NotResults("header length too short"));
+        }
+        if result_len < RESULT_LEN {
+            return Err(ResultsError::NotResults("result length too short"));
+        }
+        if result_len > MAX_RESULT_LEN {
+            return Err(ResultsError::NotResults("result length too long"));
+        }
+        let extra = (header_len - FILE_HEADER_LEN) as u64;
+        let skipped = io::copy(&mut (&mut input).take(extra), &mut io::sink())?;
+        if skipped < extra {
+            return Err(ResultsError::NotResults("file shorter than its header"));
+        }
+        Ok(ResultsReader {
+            input,
+            result_len,
+            buf: Vec::new(),
+            start: 0,
+            eof: false,
+            pos: 0,
+            end: 0,
+            tail: Tail::Reading,
+            damage: Damage::default(),
+            read_results: 0,
+            blocks: 0,
+        })
+    }
+
+    /// How the file ended ([`Tail::Reading`] until the iterator has ended).
+    pub fn tail(&self) -> Tail {
+        self.tail
+    }
+
+    /// What was skipped so far.
+    pub fn damage(&self) -> Damage {
+        self.damage
+    }
+
+    /// Bytes not read as results so far: damaged blocks, unreadable bytes, a last block cut
+    /// short ([`Damage::skipped_bytes`]).
+    pub fn ignored_bytes(&self) -> u64 {
+        self.damage.skipped_bytes
+    }
+
+    /// Results read so far.
+    pub fn results_read(&self) -> u64 {
+        self.read_results
+    }
+
+    /// Valid blocks read so far.
+    pub fn blocks_read(&self) -> u64 {
+        self.blocks
+    }
+
+    /// Reads until `need` unconsumed bytes are buffered or the input ends; returns how many are.
+    fn fill(&mut self, need: usize) -> io::Result<usize> {
+        while self.buf.len() - self.start < need && !self.eof {
+            if self.start > 0 {
+                // Only ever called once the current block's results are all returned.
+                self.buf.drain(..self.start);
+                self.pos = self.pos.saturating_sub(self.start);
+                self.end = self.end.saturating_sub(self.start);
+                self.start = 0;
+            }
+            let old = self.buf.len();
+            let want = (need - old).max(READ_CHUNK);
+            self.buf.resize(old + want, 0);
+            let got = loop {
+                match self.input.read(&mut self.buf[old..]) {
+                    Ok(n) => break n,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        self.buf.truncate(old);
+                        return Err(e);
+                    }
+                }
+            };
+            self.buf.truncate(old + got);
+            self.eof = got == 0;
+        }
+        Ok(self.buf.len() - self.start)
+    }
+
+    /// Looks at the unconsumed bytes from offset `at`.
+    fn probe(&mut self, at: usize) -> io::Result<Found> {
+        if self.fill(at + BLOCK_HEADER_LEN)? < at + BLOCK_HEADER_LEN {
+            return Ok(Found::Nothing);
+        }
+        let h = &self.buf[self.start + at..self.start + at + BLOCK_HEADER_LEN];
+        let count = le32(&h[4..8]) as usize;
+        let len = le32(&h[8..12]) as usize;
+        if &h[0..4] != BLOCK_MAGIC
+            || count == 0
+            || count > MAX_BLOCK_RESULTS
+            || len != count * self.result_len
+        {
+            return Ok(Found::Nothing);
+        }
+        let total = BLOCK_HEADER_LEN + len;
+        if self.fill(at + total)? < at + total {
+            return Ok(Found::CutShort { count });
+        }
+        let block = &self.buf[self.start + at..self.start + at + total];
+        if block_crc(&block[..12], &block[BLOCK_HEADER_LEN..]) == le32(&block[12..16]) {
+            Ok(Found::Block { total })
+        } else {
+            Ok(Found::Damaged { count, total })
+        }
+    }
+
+    /// Skips the damaged bytes at the read position, up to the next valid block or the end of
+    /// the input, and counts what they held. Keeps at most one block in memory.
+    fn skip_damage(&mut self) -> io::Result<()> {
+        let mut walk = Walk::new(self.result_len);
+        // Bytes of the stretch already dropped from the buffer.
+        let mut dropped: u64 = 0;
+        let mut at = 0usize;
+        loop {
+            let found = self.probe(at)?;
+            let here = dropped + at as u64;
+            match found {
+                Found::Block { .. } if here > 0 => {
+                    self.damage.add(&walk.end(here, false));
+                    self.start += at;
+                    return Ok(());
+                }
+                Found::Block { .. } | Found::Nothing => {}
+                Found::Damaged { count, total } => walk.header(here, count, total),
+                Found::CutShort { count } => {
+                    walk.header(here, count, BLOCK_HEADER_LEN + count * self.result_len)
+                }
+            }
+            // The next candidate: the next block magic after `at`.
+            let mut from = at + 1;
+            loop {
+                let unread = &self.buf[self.start..];
+                if let Some(k) = unread.get(from..).and_then(|rest| {
+                    rest.windows(BLOCK_MAGIC.len())
+                        .position(|w| w == BLOCK_MAGIC)
+                }) {
+                    at = from + k;
+                    break;
+                }
+                if self.eof {
+                    let len = unread.len();
+                    let end = dropped + len as u64;
+                    let mut damage = walk.end(end, true);
+                    if end < BLOCK_HEADER_LEN as u64 {
+                        // Less than a block header after the last block: cut short.
+                        damage.cut_short = true;
+                    }
+                    self.tail = if damage.cut_short {
+                        Tail::Truncated
+                    } else {
+                        Tail::Corrupt
+                    };
+                    self.damage.add(&damage);
+                    self.start += len;
+                    return Ok(());
+                }
+                // Nothing before the last three bytes starts a magic: drop it, read more.
+                let len = unread.len();
+                let keep = len.min(BLOCK_MAGIC.len() - 1);
+                let drop = (len - keep).max(from.min(len));
+                walk.advance(dropped + drop as u64);
+                self.start += drop;
+                dropped += drop as u64;
+                from -= from.min(drop);
+                self.fill(len - drop + 1)?;
+            }
+            walk.advance(dropped + at as u64);
+        }
+    }
+
+    /// Loads the next valid block; false at the end of the input.
+    fn next_block(&mut self) -> Result<bool, ResultsError> {
+        loop {
+            if self.fill(1)? == 0 {
+                if self.tail == Tail::Reading {
+                    self.tail = Tail::Clean;
+                }
+                return Ok(false);
+            }
+            match self.probe(0)? {
+                Found::Block { total } => {
+                    self.pos = self.start + BLOCK_HEADER_LEN;
+                    self.end = self.start + total;
+                    self.start = self.end;
+                    self.blocks += 1;
+                    return Ok(true);
+                }
+                _ => {
+                    self.skip_damage()?;
+                    if self.tail != Tail::Reading {
+                        return Ok(false);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The next result, `Ok(None)` at the end of the input.
+    pub fn next_result(&mut self) -> Result<Option<QueryResult>, ResultsError> {
+        loop {
+            if self.pos >= self.end && (self.tail != Tail::Reading || !self.next_block()?) {
+                return Ok(None);
+            }
+            let at = self.pos;
+            self.pos += self.result_len;
+            match decode_result(&self.buf[at..at + self.result_len]) {
+                Ok(r) => {
+                    self.read_results += 1;
+                    return Ok(Some(r));
+                }
+                Err(_) => self.damage.unknown_results += 1,
+            }
+        }
+    }
+}
+
+impl<R: Read> Iterator for ResultsReader<R> {
+    type Item = Result<QueryResult, ResultsError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.tail == Tail::Error {
+            return None;
+        }
+        match self.next_result() {
+            Ok(r) => r.map(Ok),
+            Err(e) => {
+                // End the stream after an error.
+                self.tail = Tail::Error;
+                self.pos = self.end;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Reads every result of a results file in memory (for tests and small files), skipping what
+/// is damaged.
+pub fn read_all(input: impl Read) -> Result<Vec<QueryResult>, ResultsError> {
+    ResultsReader::new(input)?.collect()
+}
