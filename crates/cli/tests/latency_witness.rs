@@ -122,6 +122,25 @@ fn own_latencies(results: &Path, names: &[String]) -> HashMap<String, f64> {
         .collect()
 }
 
+/// How many queries opened a connection, and how many of them carry its set-up time.
+fn handshakes(results: &Path) -> (usize, usize) {
+    let out = ldplayer(&["results", "export", &s(results), "--csv"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let col = |name: &str| header.iter().position(|c| *c == name).expect(name);
+    let (new, handshake) = (col("new_connection"), col("handshake_ns"));
+    let rows: Vec<Vec<String>> = lines
+        .map(|l| l.split(',').map(String::from).collect())
+        .collect();
+    let opened = rows.iter().filter(|f| f[new] == "1").count();
+    let timed = rows
+        .iter()
+        .filter(|f| f[new] == "1" && f[handshake].parse::<i64>().is_ok_and(|ns| ns > 0))
+        .count();
+    (opened, timed)
+}
+
 fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
@@ -221,6 +240,16 @@ fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
             median.abs() <= AGREEMENT_US,
             "{proto}: ldplayer's latencies differ from the wire's by {median:+.1} µs at the median"
         );
+        // The connections' set-up is timed apart, on the query that opened each.
+        let (opened, timed) = handshakes(&results);
+        if proto == "udp" {
+            assert_eq!(opened, 0);
+        } else {
+            assert!(
+                opened >= 10 && timed == opened,
+                "{proto}: {timed} of {opened} timed"
+            );
+        }
         // Never faster than the wire: a send time taken after the query left would show so.
         assert!(
             quantile(&diffs, 0.05) > -AGREEMENT_US,

@@ -75,7 +75,8 @@ fn convert_takes_the_format_from_the_name_or_asks_for_to() {
     assert!(!d.join("a.trace").exists());
     // `-o -` with --to still works, and --json cannot share standard output with the trace.
     let out = ldplayer(&["convert", &c, "--to", "text", "-o", "-", "-q"]);
-    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 83);
+    // The format tag, the column line and 82 messages.
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 84);
     for cmd in [
         vec!["convert", c.as_str(), "--to", "text"],
         vec!["mutate", c.as_str(), "--to", "text"],

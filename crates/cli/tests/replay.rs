@@ -78,7 +78,7 @@ fn replays_udp_and_tcp_and_records_every_query() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome")
+        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns")
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 2000);

@@ -16,6 +16,7 @@
 //! | `response_len`    | integer, 0 if none           | number               |
 //! | `truncated`       | `0` / `1`                    | `false` / `true`     |
 //! | `outcome`         | `answered`, `timeout`, or the error kind (`refused`, `reset`, `tls`, `send`, `bad-query`, `stopped`) | string |
+//! | `handshake_ns`    | the connection's set-up time for the query that opened it, empty otherwise | number or `null` |
 //!
 //!
 //! Joined with the replayed trace ([`join`](crate::join)), four columns follow:
@@ -39,7 +40,7 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// The column names, in order (the CSV header line and the JSONL keys).
-pub const COLUMNS: [&str; 14] = [
+pub const COLUMNS: [&str; 15] = [
     "index",
     "trace_ns",
     "intended_ns",
@@ -54,6 +55,7 @@ pub const COLUMNS: [&str; 14] = [
     "response_len",
     "truncated",
     "outcome",
+    "handshake_ns",
 ];
 
 /// The columns a join with the trace adds after [`COLUMNS`], in order.
@@ -76,6 +78,7 @@ struct Row {
     response_len: u16,
     truncated: bool,
     outcome: &'static str,
+    handshake_ns: Option<i64>,
 }
 
 impl Row {
@@ -96,6 +99,7 @@ impl Row {
             response_len: r.response_len,
             truncated: r.truncated,
             outcome: r.outcome.name(),
+            handshake_ns: (r.new_connection && r.handshake_ns > 0).then_some(r.handshake_ns),
         }
     }
 }
@@ -186,7 +190,7 @@ impl<W: Write> CsvWriter<W> {
         let x = Row::new(r);
         write!(
             self.out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             x.index,
             x.trace_ns,
             x.intended_ns,
@@ -201,6 +205,7 @@ impl<W: Write> CsvWriter<W> {
             x.response_len,
             x.truncated as u8,
             x.outcome,
+            opt(&x.handshake_ns),
         )
     }
 

@@ -7,7 +7,8 @@
 //!   0  [8] magic "LDPRSLTS"
 //!   8  u16 version = 1
 //!  10  u16 header length = 16 (readers skip what they do not know)
-//!  12  u16 result length = 48 (readers decode the first 48 bytes of each result, skip the rest)
+//!  12  u16 result length = 56 (readers decode the fields they know, skip the rest; files
+//!          written before handshake_ns have 48)
 //!  14  u16 reserved (0)
 //! then blocks until the end of the file; block header, 16 bytes:
 //!   0  [4] block magic "RBLK"
@@ -27,6 +28,8 @@
 //!  46  u8  outcome: 0 answered, 1 timeout, 2 refused, 3 reset, 4 tls, 5 send, 6 bad-query,
 //!          7 stopped
 //!  47  u8  reserved (0)
+//!  48  i64 handshake_ns: for the query that opened its connection, the connection's set-up
+//!          time (TCP, and TLS, handshake); 0 otherwise
 //! ```
 //!
 //! The writer emits a block every [`DEFAULT_BLOCK_RESULTS`] results or when the oldest buffered
@@ -53,8 +56,11 @@ pub const FILE_HEADER_LEN: usize = 16;
 pub const BLOCK_MAGIC: &[u8; 4] = b"RBLK";
 /// Length of a block header.
 pub const BLOCK_HEADER_LEN: usize = 16;
-/// Length of one encoded result in this version.
-pub const RESULT_LEN: usize = 48;
+/// Length of one encoded result as this crate writes it.
+pub const RESULT_LEN: usize = 56;
+/// Length of the shortest result readers take: the results of the first files, before
+/// `handshake_ns` was added (it reads as 0).
+pub const MIN_RESULT_LEN: usize = 48;
 /// Longest result a file header may announce (later versions append fields; readers skip them).
 pub const MAX_RESULT_LEN: usize = 1024;
 /// Most results in one block (writers and readers refuse more).
@@ -140,14 +146,16 @@ pub fn encode_result(r: &QueryResult) -> [u8; RESULT_LEN] {
     b[44] = r.proto as u8;
     b[45] = r.new_connection as u8 | (r.truncated as u8) << 1;
     b[46] = outcome_code(r.outcome);
+    b[48..56].copy_from_slice(&r.handshake_ns.to_le_bytes());
     b
 }
 
-/// Decodes one result from the first [`RESULT_LEN`] bytes of `b`.
+/// Decodes one result from `b`, a result as long as the file's header says: its first
+/// [`RESULT_LEN`] bytes, or [`MIN_RESULT_LEN`] for files written before `handshake_ns`.
 pub fn decode_result(b: &[u8]) -> Result<QueryResult, ResultsError> {
-    if b.len() < RESULT_LEN {
+    if b.len() < MIN_RESULT_LEN {
         return Err(ResultsError::Format(format!(
-            "result of {} bytes, need {RESULT_LEN}",
+            "result of {} bytes, need {MIN_RESULT_LEN}",
             b.len()
         )));
     }
@@ -170,6 +178,11 @@ pub fn decode_result(b: &[u8]) -> Result<QueryResult, ResultsError> {
         response_len: u16::from_le_bytes([b[42], b[43]]),
         proto,
         new_connection: b[45] & 1 != 0,
+        handshake_ns: if b.len() >= RESULT_LEN {
+            num(48) as i64
+        } else {
+            0
+        },
         truncated: b[45] & 2 != 0,
         outcome,
     })

@@ -11,7 +11,7 @@
 
 use crate::file::{
     block_crc, decode_result, ResultsError, BLOCK_HEADER_LEN, BLOCK_MAGIC, FILE_HEADER_LEN, MAGIC,
-    MAX_BLOCK_RESULTS, MAX_RESULT_LEN, RESULT_LEN, VERSION,
+    MAX_BLOCK_RESULTS, MAX_RESULT_LEN, MIN_RESULT_LEN, VERSION,
 };
 use crate::result::QueryResult;
 use serde::Serialize;
@@ -274,7 +274,7 @@ impl<R: Read> ResultsReader<R> {
         if header_len < FILE_HEADER_LEN {
             return Err(ResultsError::NotResults("header length too short"));
         }
-        if result_len < RESULT_LEN {
+        if result_len < MIN_RESULT_LEN {
             return Err(ResultsError::NotResults("result length too short"));
         }
         if result_len > MAX_RESULT_LEN {

@@ -96,6 +96,10 @@ pub struct QueryResult {
     pub proto: Proto,
     /// True when the query opened a new connection (always false for UDP).
     pub new_connection: bool,
+    /// For a query that opened its connection: how long the connection took to be ready for it
+    /// (TCP handshake, and TLS handshake for TLS), in ns, which its latency leaves out; 0
+    /// otherwise, and when the connection never became ready.
+    pub handshake_ns: i64,
     /// Response code of the answer (extended), 0 if none.
     pub rcode: u16,
     /// Size of the response message in bytes, 0 if none.

@@ -63,6 +63,8 @@ pub struct Summary {
     rcodes: BTreeMap<u16, u64>,
     /// Latency in ns by transport code.
     latency: [Option<Histogram<u64>>; Proto::ALL.len()],
+    /// Connection set-up time (TCP and TLS handshakes) in ns by transport code.
+    handshake: [Option<Histogram<u64>>; Proto::ALL.len()],
     opened: u64,
     reused: u64,
     /// Timing error ≥ 0, ns.
@@ -113,6 +115,7 @@ impl Summary {
             truncated: 0,
             rcodes: BTreeMap::new(),
             latency: Default::default(),
+            handshake: Default::default(),
             opened: 0,
             reused: 0,
             late: None,
@@ -156,6 +159,11 @@ impl Summary {
             self.sent += 1;
             if r.new_connection {
                 self.opened += 1;
+                if r.handshake_ns > 0 {
+                    self.handshake[r.proto as usize]
+                        .get_or_insert_with(|| histogram(LATENCY_MAX_NS))
+                        .saturating_record(r.handshake_ns as u64);
+                }
             } else if r.proto.is_connection() {
                 self.reused += 1;
             }
@@ -205,6 +213,9 @@ impl Summary {
             *self.rcodes.entry(k).or_default() += v;
         }
         for (a, b) in self.latency.iter_mut().zip(&other.latency) {
+            merge_hist(a, b, LATENCY_MAX_NS);
+        }
+        for (a, b) in self.handshake.iter_mut().zip(&other.handshake) {
             merge_hist(a, b, LATENCY_MAX_NS);
         }
         self.opened += other.opened;
@@ -305,33 +316,17 @@ impl Summary {
             .iter()
             .map(|(&k, &v)| (ldplayer_dns::rcode_to_string(k), v))
             .collect();
-        let mut latency_ms = BTreeMap::new();
-        for p in Proto::ALL {
-            let Some(h) = &self.latency[p as usize] else {
-                continue;
-            };
-            if h.is_empty() {
-                continue;
+        let by_proto = |hists: &[Option<Histogram<u64>>]| {
+            let mut out = BTreeMap::new();
+            for p in Proto::ALL {
+                if let Some(h) = hists[p as usize].as_ref().filter(|h| !h.is_empty()) {
+                    out.insert(p.as_str(), LatencyReport::of(h));
+                }
             }
-            let ms = |ns: u64| ns as f64 / 1e6;
-            let at = |tenths: u64| ms(nth_smallest(h, rank(tenths, h.len())));
-            latency_ms.insert(
-                p.as_str(),
-                LatencyReport {
-                    count: h.len(),
-                    mean: h.mean() / 1e6,
-                    min: at(0),
-                    p5: at(50),
-                    p25: at(250),
-                    p50: at(500),
-                    p75: at(750),
-                    p95: at(950),
-                    p99: at(990),
-                    p99_9: at(999),
-                    max: at(1000),
-                },
-            );
-        }
+            out
+        };
+        let latency_ms = by_proto(&self.latency);
+        let handshake_ms = by_proto(&self.handshake);
         let timing_error_us = (self.sent > 0).then(|| {
             let us = |ns: i64| ns as f64 / 1e3;
             TimingErrorReport {
@@ -364,6 +359,7 @@ impl Summary {
             sent_qps: rate(self.sent, sent_span),
             duration_s: secs(self.first_sent, max_opt(self.last_sent, self.last_received)),
             latency_ms,
+            handshake_ms,
             connections: ConnectionsReport {
                 opened: self.opened,
                 reused: self.reused,
@@ -425,6 +421,27 @@ pub struct LatencyReport {
     pub p99_9: f64,
     /// Largest.
     pub max: f64,
+}
+
+impl LatencyReport {
+    /// The percentiles of a histogram of nanoseconds, in milliseconds.
+    fn of(h: &Histogram<u64>) -> LatencyReport {
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let at = |tenths: u64| ms(nth_smallest(h, rank(tenths, h.len())));
+        LatencyReport {
+            count: h.len(),
+            mean: h.mean() / 1e6,
+            min: at(0),
+            p5: at(50),
+            p25: at(250),
+            p50: at(500),
+            p75: at(750),
+            p95: at(950),
+            p99: at(990),
+            p99_9: at(999),
+            max: at(1000),
+        }
+    }
 }
 
 /// Connections opened by queries and queries that reused one.
@@ -510,6 +527,9 @@ pub struct SummaryReport {
     pub duration_s: f64,
     /// Latency percentiles by transport (only transports with answers).
     pub latency_ms: BTreeMap<&'static str, LatencyReport>,
+    /// Connection set-up times by transport (TCP handshake, and TLS handshake for TLS), over the
+    /// connections that became ready; `count` is their number. Latencies leave these out.
+    pub handshake_ms: BTreeMap<&'static str, LatencyReport>,
     /// Connections opened and reused.
     pub connections: ConnectionsReport,
     /// Send timing error; `null` when nothing was sent.
@@ -598,6 +618,16 @@ impl fmt::Display for SummaryReport {
                 f,
                 "connections: {} opened, {} reused",
                 self.connections.opened, self.connections.reused
+            )?;
+        }
+        for (proto, h) in &self.handshake_ms {
+            writeln!(
+                f,
+                "handshake {proto}: p50 {}, p95 {}, max {} ({} connections)",
+                fmt_ms(h.p50),
+                fmt_ms(h.p95),
+                fmt_ms(h.max),
+                h.count
             )?;
         }
         if let Some(t) = &self.timing_error_us {

@@ -16,6 +16,7 @@ fn examples() -> Vec<QueryResult> {
             received_ns: 5_000_400_250,
             proto: Proto::Udp,
             new_connection: false,
+            handshake_ns: 0,
             rcode: 3,
             response_len: 120,
             truncated: true,
@@ -29,6 +30,7 @@ fn examples() -> Vec<QueryResult> {
             received_ns: 0,
             proto: Proto::Tcp,
             new_connection: true,
+            handshake_ns: 35_000,
             rcode: 0,
             response_len: 0,
             truncated: false,
@@ -42,6 +44,7 @@ fn examples() -> Vec<QueryResult> {
             received_ns: 0,
             proto: Proto::Tls,
             new_connection: false,
+            handshake_ns: 0,
             rcode: 0,
             response_len: 0,
             truncated: false,
@@ -55,6 +58,7 @@ fn examples() -> Vec<QueryResult> {
             received_ns: 5_000_001_300,
             proto: Proto::Https,
             new_connection: false,
+            handshake_ns: 0,
             rcode: 4000,
             response_len: 512,
             truncated: false,
@@ -81,11 +85,11 @@ fn csv_columns_exact() {
     assert_eq!(
         text,
         "index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,\
-new_connection,rcode,rcode_name,response_len,truncated,outcome\n\
-0,1000000000,5000000000,5000000250,5000400250,400000,250,udp,0,3,NXDOMAIN,120,1,answered\n\
-1,1000000100,5000000100,5000000050,0,,-50,tcp,1,,,0,0,timeout\n\
-2,1000000200,5000000200,0,0,,,tls,0,,,0,0,bad-query\n\
-3,1000000300,5000000300,5000000300,5000001300,1000,0,https,0,4000,RCODE4000,512,0,answered\n"
+new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns\n\
+0,1000000000,5000000000,5000000250,5000400250,400000,250,udp,0,3,NXDOMAIN,120,1,answered,\n\
+1,1000000100,5000000100,5000000050,0,,-50,tcp,1,,,0,0,timeout,35000\n\
+2,1000000200,5000000200,0,0,,,tls,0,,,0,0,bad-query,\n\
+3,1000000300,5000000300,5000000300,5000001300,1000,0,https,0,4000,RCODE4000,512,0,answered,\n"
     );
     assert_eq!(text.lines().next().unwrap(), COLUMNS.join(","));
 }
@@ -101,15 +105,15 @@ fn jsonl_keys_exact() {
     assert_eq!(lines.len(), 4);
     assert_eq!(
         lines[0],
-        r#"{"index":0,"trace_ns":1000000000,"intended_ns":5000000000,"sent_ns":5000000250,"received_ns":5000400250,"latency_ns":400000,"timing_error_ns":250,"proto":"udp","new_connection":false,"rcode":3,"rcode_name":"NXDOMAIN","response_len":120,"truncated":true,"outcome":"answered"}"#
+        r#"{"index":0,"trace_ns":1000000000,"intended_ns":5000000000,"sent_ns":5000000250,"received_ns":5000400250,"latency_ns":400000,"timing_error_ns":250,"proto":"udp","new_connection":false,"rcode":3,"rcode_name":"NXDOMAIN","response_len":120,"truncated":true,"outcome":"answered","handshake_ns":null}"#
     );
     assert_eq!(
         lines[1],
-        r#"{"index":1,"trace_ns":1000000100,"intended_ns":5000000100,"sent_ns":5000000050,"received_ns":0,"latency_ns":null,"timing_error_ns":-50,"proto":"tcp","new_connection":true,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"timeout"}"#
+        r#"{"index":1,"trace_ns":1000000100,"intended_ns":5000000100,"sent_ns":5000000050,"received_ns":0,"latency_ns":null,"timing_error_ns":-50,"proto":"tcp","new_connection":true,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"timeout","handshake_ns":35000}"#
     );
     assert_eq!(
         lines[2],
-        r#"{"index":2,"trace_ns":1000000200,"intended_ns":5000000200,"sent_ns":0,"received_ns":0,"latency_ns":null,"timing_error_ns":null,"proto":"tls","new_connection":false,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"bad-query"}"#
+        r#"{"index":2,"trace_ns":1000000200,"intended_ns":5000000200,"sent_ns":0,"received_ns":0,"latency_ns":null,"timing_error_ns":null,"proto":"tls","new_connection":false,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"bad-query","handshake_ns":null}"#
     );
     for line in &lines {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

@@ -30,6 +30,11 @@ fn result(i: u64) -> QueryResult {
         },
         proto: Proto::ALL[i as usize % Proto::ALL.len()],
         new_connection: i.is_multiple_of(7),
+        handshake_ns: if i.is_multiple_of(7) {
+            20_000 + i as i64
+        } else {
+            0
+        },
         rcode: (i % 24) as u16,
         response_len: (i * 13 % 65536) as u16,
         truncated: i.is_multiple_of(11),
@@ -64,6 +69,7 @@ fn arb_result() -> impl Strategy<Value = QueryResult> {
         prop::sample::select(Proto::ALL.to_vec()),
         (any::<bool>(), any::<u16>(), any::<u16>(), any::<bool>()),
         outcome,
+        any::<i64>(),
     )
         .prop_map(
             |(
@@ -71,6 +77,7 @@ fn arb_result() -> impl Strategy<Value = QueryResult> {
                 proto,
                 (nc, rc, len, tc),
                 outcome,
+                handshake_ns,
             )| {
                 QueryResult {
                     index,
@@ -80,6 +87,7 @@ fn arb_result() -> impl Strategy<Value = QueryResult> {
                     received_ns,
                     proto,
                     new_connection: nc,
+                    handshake_ns,
                     rcode: rc,
                     response_len: len,
                     truncated: tc,
@@ -430,29 +438,54 @@ fn unknown_code_in_a_valid_block_is_skipped_and_counted() {
     assert!(err.to_string().contains("unknown outcome code 99"), "{err}");
 }
 
-#[test]
-fn longer_header_and_results_of_a_later_version_are_skipped() {
-    // A later writer with a 24-byte header and 56-byte results, same version number.
-    let r = result(3);
+/// A results file as a given writer version laid it out: `header_len`-byte header,
+/// `result_len`-byte results (each from `encode`), one block.
+fn file_with(header_len: u16, result_len: u16, payload: &[u8]) -> Vec<u8> {
     let mut bytes = Vec::new();
     bytes.extend_from_slice(b"LDPRSLTS");
     bytes.extend_from_slice(&1u16.to_le_bytes());
-    bytes.extend_from_slice(&24u16.to_le_bytes());
-    bytes.extend_from_slice(&56u16.to_le_bytes());
-    bytes.extend_from_slice(&[0u8; 10]);
-    let mut payload = ldplayer_results::file::encode_result(&r).to_vec();
-    payload.extend_from_slice(&[0xee; 8]);
+    bytes.extend_from_slice(&header_len.to_le_bytes());
+    bytes.extend_from_slice(&result_len.to_le_bytes());
+    bytes.extend_from_slice(&vec![0u8; header_len as usize - 14]);
+    let count = payload.len() / result_len as usize;
     let mut head = Vec::new();
     head.extend_from_slice(b"RBLK");
-    head.extend_from_slice(&1u32.to_le_bytes());
-    head.extend_from_slice(&56u32.to_le_bytes());
+    head.extend_from_slice(&(count as u32).to_le_bytes());
+    head.extend_from_slice(&(payload.len() as u32).to_le_bytes());
     let mut h = crc32fast::Hasher::new();
     h.update(&head);
-    h.update(&payload);
+    h.update(payload);
     head.extend_from_slice(&h.finalize().to_le_bytes());
     bytes.extend_from_slice(&head);
-    bytes.extend_from_slice(&payload);
-    assert_eq!(read_all(&bytes[..]).unwrap(), vec![r]);
+    bytes.extend_from_slice(payload);
+    bytes
+}
+
+#[test]
+fn longer_header_and_results_of_a_later_version_are_skipped() {
+    // A later writer with a 24-byte header and 64-byte results, same version number.
+    let r = result(7);
+    assert_ne!(r.handshake_ns, 0);
+    let mut payload = ldplayer_results::file::encode_result(&r).to_vec();
+    payload.extend_from_slice(&[0xee; 8]);
+    assert_eq!(read_all(&file_with(24, 64, &payload)[..]).unwrap(), vec![r]);
+}
+
+#[test]
+fn results_of_files_written_before_handshake_times_read_with_none() {
+    // The first files had 48-byte results: everything but handshake_ns.
+    let r = result(7);
+    let payload = ldplayer_results::file::encode_result(&r)[..48].to_vec();
+    let back = read_all(&file_with(16, 48, &payload)[..]).unwrap();
+    assert_eq!(
+        back,
+        vec![QueryResult {
+            handshake_ns: 0,
+            ..r
+        }]
+    );
+    // Shorter than that is not a results file this build reads.
+    assert!(ResultsReader::new(&file_with(16, 40, &payload[..40])[..]).is_err());
 }
 
 proptest! {

@@ -72,6 +72,7 @@ fn results_for(records: &[RecordBuf]) -> Vec<QueryResult> {
             received_ns: T0 + 1000,
             proto: Proto::Udp,
             new_connection: false,
+            handshake_ns: 0,
             rcode: 0,
             response_len: 100,
             truncated: false,
@@ -183,11 +184,11 @@ fn csv_and_jsonl_rows_end_with_the_trace_columns() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome,client,qname,qtype,trace_proto")
+        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns,client,qname,qtype,trace_proto")
     );
     assert_eq!(
         lines.next(),
-        Some("0,1520000000000000000,1520000000000000007,1520000000000000009,1520000000000001000,991,2,udp,0,0,NOERROR,100,0,answered,10.0.0.0,\"q0,x.example.\",A,tcp")
+        Some("0,1520000000000000000,1520000000000000007,1520000000000000009,1520000000000001000,991,2,udp,0,0,NOERROR,100,0,answered,,10.0.0.0,\"q0,x.example.\",A,tcp")
     );
     assert!(lines
         .next()

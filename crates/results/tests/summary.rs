@@ -15,6 +15,7 @@ fn answered(index: u64, proto: Proto, intended: i64, sent: i64, latency: i64) ->
         received_ns: sent + latency,
         proto,
         new_connection: false,
+        handshake_ns: 0,
         rcode: 0,
         response_len: 100,
         truncated: false,
@@ -358,9 +359,22 @@ fn json_keys_and_text() {
     let mut s = paced(|sec, k| Some(T0 + sec * S + k * 1_000_000 + 1 + 3_000));
     let mut tcp = answered(1_000_000, Proto::Tcp, T0 + S, T0 + S, 5_000_000);
     tcp.new_connection = true;
+    tcp.handshake_ns = 40_000;
     s.add(&tcp);
+    // A reused connection's query carries no handshake.
+    let mut again = answered(1_000_001, Proto::Tcp, T0 + S, T0 + S, 5_000_000);
+    again.handshake_ns = 0;
+    s.add(&again);
     let rep = s.report();
     let v = serde_json::to_value(&rep).unwrap();
+    assert_eq!(v["handshake_ms"]["tcp"]["count"], 1);
+    let hs = v["handshake_ms"]["tcp"]["p50"].as_f64().unwrap();
+    assert!(close(hs, 0.04, 0.0005), "{hs}");
+    assert!(v["handshake_ms"].get("udp").is_none());
+    assert!(
+        rep.to_string().contains("handshake tcp: p50 40.0 µs"),
+        "{rep}"
+    );
     for key in [
         "sent",
         "answered",
@@ -374,7 +388,7 @@ fn json_keys_and_text() {
     ] {
         assert!(v.get(key).is_some(), "missing {key}");
     }
-    assert_eq!(v["sent"], 6001);
+    assert_eq!(v["sent"], 6002);
     assert_eq!(v["errors"]["bad-query"], 0);
     for key in ["p5", "p25", "p50", "p75", "p95", "p99", "p99.9"] {
         assert!(v["latency_ms"]["udp"][key].is_f64(), "latency {key}");
@@ -382,7 +396,7 @@ fn json_keys_and_text() {
     let p50 = v["latency_ms"]["udp"]["p50"].as_f64().unwrap();
     assert!(close(p50, 0.2, 0.0005), "{p50}");
     assert_eq!(v["connections"]["opened"], 1);
-    assert_eq!(v["connections"]["reused"], 0);
+    assert_eq!(v["connections"]["reused"], 1);
     for key in ["min", "p25", "p50", "p75", "p99", "max"] {
         assert!(v["timing_error_us"][key].is_f64(), "timing {key}");
     }
@@ -401,13 +415,13 @@ fn json_keys_and_text() {
     let text = rep.to_string();
     assert!(
         text.starts_with(
-            "6001 queries: 6001 sent, 6001 answered (NOERROR 6001), 0 timeouts, 0 errors\n"
+            "6002 queries: 6002 sent, 6002 answered (NOERROR 6002), 0 timeouts, 0 errors\n"
         ),
         "{text}"
     );
     assert!(text.contains("latency udp: p50 200.0 µs"), "{text}");
     assert!(text.contains("latency tcp: p50 4.999 ms"), "{text}");
-    assert!(text.contains("connections: 1 opened, 0 reused"), "{text}");
+    assert!(text.contains("connections: 1 opened, 1 reused"), "{text}");
     assert!(text.contains("timing error: p50 3.0 µs"), "{text}");
     assert!(
         text.contains("rate error: 4 full seconds, 100.0% within ±0.1%, 100.0% within ±1%"),
