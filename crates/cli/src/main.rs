@@ -13,6 +13,7 @@ mod progress;
 use clap::Parser;
 
 fn main() {
+    restore_sigpipe();
     let args = args::Cli::parse();
     let result = match args.command {
         args::Command::Convert(a) => cmd::convert::run(a),
@@ -29,5 +30,16 @@ fn main() {
     if let Err(e) = result {
         eprintln!("ldplayer: {e:#}");
         std::process::exit(1);
+    }
+}
+
+/// Lets a closed pipe end the process quietly, as it does `cat` or `awk`: `ldplayer results
+/// export run.res --csv | head` used to panic ("failed printing to stdout: Broken pipe") because
+/// Rust programs ignore SIGPIPE. Sockets are unaffected: the standard library writes to them with
+/// MSG_NOSIGNAL, and UDP never raises it.
+fn restore_sigpipe() {
+    // SAFETY: called first thing in main, before any thread starts; SIG_DFL is a valid handler.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }

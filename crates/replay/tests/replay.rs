@@ -77,6 +77,18 @@ fn udp_replay_against_knot() {
         "one socket per original source"
     );
     assert_eq!(stats.clients, 5);
+    // The live counters a progress display reads end where the replay's counts end.
+    let live = replay.live().counts();
+    assert_eq!(
+        (
+            live.queued,
+            live.sent,
+            live.answered,
+            live.timeouts,
+            live.errors
+        ),
+        (60, 60, 60, 0, 0)
+    );
 }
 
 #[test]
