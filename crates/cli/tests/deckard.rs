@@ -106,8 +106,7 @@ fn run_scenario(rpl: &Path, dir: &Path, capture: Option<&Path>) -> Outcome {
 
 /// The scenario resolves to its recorded answers.
 fn resolves_to_recorded_answers(file: &str, capture: bool) -> Option<tempfile::TempDir> {
-    if !namespaces_work() {
-        eprintln!("network namespaces cannot be created here (unshare -n / -rn): skipped");
+    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
         return None;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -178,8 +177,7 @@ fn world_cz_lidovky_www_resolves_to_its_recorded_answers() {
 /// nameserver's answer (not in the expected answer) gives a difference.
 #[test]
 fn an_altered_recording_is_caught() {
-    if !namespaces_work() {
-        eprintln!("network namespaces cannot be created here (unshare -n / -rn): skipped");
+    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

@@ -238,8 +238,11 @@ fn upstream_queries(pcap: &Path) -> Vec<Upstream> {
 /// tcpdump on every interface of the host, for packets of the lab's addresses.
 fn host_witness(d: &Path) -> Option<Child> {
     // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("not root: no host capture, the no-leak check is skipped");
+    let root = unsafe { libc::geteuid() } == 0;
+    if !common::prerequisite(
+        root,
+        "root, for the host-wide tcpdump that checks that no packet leaves the lab",
+    ) {
         return None;
     }
     let mut filter: Vec<String> = SERVERS
@@ -287,8 +290,7 @@ fn packets_in(pcap: &Path, filter: &str) -> usize {
 
 #[test]
 fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
-    if !namespaces_work() {
-        eprintln!("network namespaces are not available here: skipped");
+    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -425,8 +427,7 @@ fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
 /// answers as unbound; and the lab replays a stub trace through unbound with the replay engine.
 #[test]
 fn every_resolver_kind_resolves_through_the_meta_server_and_a_trace_replays() {
-    if !namespaces_work() {
-        eprintln!("network namespaces are not available here: skipped");
+    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

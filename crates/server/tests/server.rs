@@ -437,12 +437,20 @@ fn stop_is_prompt() {
     assert_eq!(s.responses, 0);
 }
 
+/// kdig's output; `None` only when kdig is missing and LDPLAYER_ALLOW_SKIP=1 (else the test
+/// fails saying so).
 fn kdig(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("kdig")
-        .args(args)
-        .output()
-        .ok()?;
-    Some(String::from_utf8_lossy(&out.stdout).into_owned())
+    let out = std::process::Command::new("kdig").args(args).output();
+    let installed = ldplayer_testbed::prerequisite::require(
+        out.is_ok(),
+        "kdig",
+        "apt-get install knot-dnsutils (scripts/test.sh does)",
+    );
+    if !installed {
+        return None;
+    }
+    out.ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
 #[test]
@@ -461,7 +469,6 @@ fn kdig_gets_answers() {
             "+retry=0",
         ];
         let Some(out) = kdig(&args) else {
-            eprintln!("kdig not available; skipped");
             return;
         };
         assert!(out.contains("status: NOERROR"), "{out}");
@@ -482,7 +489,11 @@ fn ipv6_loopback() {
     let server = match Server::start(ServerConfig::new(vec!["[::1]:0".parse().unwrap()]), zones()) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("no IPv6 loopback ({e}); skipped");
+            ldplayer_testbed::prerequisite::require(
+                false,
+                &format!("an IPv6 loopback address, [::1] ({e})"),
+                "enable IPv6 on lo (sysctl net.ipv6.conf.lo.disable_ipv6=0)",
+            );
             return;
         }
     };
@@ -518,7 +529,11 @@ fn two_listen_addresses() {
     ) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!("no IPv6 loopback ({e}); skipped");
+            ldplayer_testbed::prerequisite::require(
+                false,
+                &format!("an IPv6 loopback address, [::1] ({e})"),
+                "enable IPv6 on lo (sysctl net.ipv6.conf.lo.disable_ipv6=0)",
+            );
             return;
         }
     };
