@@ -6,47 +6,17 @@
 
 mod common;
 
-use common::ldplayer;
+use common::{ldplayer, Tcpdump};
 use ldplayer_testbed::nsd_tls;
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 /// Largest median difference allowed between ldplayer's latency and the wire's, in µs.
 const AGREEMENT_US: f64 = 20.0;
 
 fn s(p: &Path) -> String {
     p.display().to_string()
-}
-
-/// tcpdump on loopback, writing every packet to or from `ports` into `file` until stopped.
-fn tcpdump(file: &Path, ports: &[u16]) -> Child {
-    let filter: Vec<String> = ports.iter().map(|p| format!("port {p}")).collect();
-    let mut child = Command::new("tcpdump")
-        // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
-        .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-s", "0", "-w"])
-        .arg(file)
-        .arg(filter.join(" or "))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tcpdump must be installed (scripts/test.sh installs it)");
-    let mut err = BufReader::new(child.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    let _ = err.read_line(&mut line);
-    assert!(line.contains("listening"), "tcpdump: {line}");
-    std::thread::sleep(Duration::from_millis(200));
-    child
-}
-
-fn stop(mut child: Child) {
-    std::thread::sleep(Duration::from_millis(300));
-    let _ = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status();
-    let _ = child.wait();
 }
 
 /// Each response's question name and its response time on the wire in µs, as tshark sees them.
@@ -180,7 +150,8 @@ fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
         } else {
             server.addr
         };
-        let dump = tcpdump(&capture, &[plain, tls]);
+        let (p, t) = (plain.to_string(), tls.to_string());
+        let dump = Tcpdump::start(&capture, &["port", &p, "or", "port", &t]);
         let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
             .args(["replay", &s(&trace), "--server", &target.to_string()])
             .args([
@@ -194,7 +165,7 @@ fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
             .env("SSLKEYLOGFILE", &keylog)
             .output()
             .expect("ldplayer runs");
-        stop(dump);
+        dump.stop();
         assert!(
             out.status.success(),
             "replay {proto}: {}",

@@ -3,12 +3,11 @@
 
 mod common;
 
-use common::ldplayer;
+use common::{ldplayer, Tcpdump};
 
 use ldplayer_testbed::knot;
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn s(p: &Path) -> String {
@@ -158,21 +157,7 @@ fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
         "-q",
     ]);
     let port = server.addr.port().to_string();
-    let mut tcpdump = Command::new("tcpdump")
-        // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
-        .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-w"])
-        .arg(&capture)
-        .args(["udp", "and", "dst", "port", &port])
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("tcpdump must be installed (scripts/test.sh installs it)");
-    // Wait for "listening on lo".
-    let mut err = BufReader::new(tcpdump.stderr.take().expect("stderr"));
-    let mut line = String::new();
-    let _ = err.read_line(&mut line);
-    assert!(line.contains("listening"), "tcpdump: {line}");
-    std::thread::sleep(Duration::from_millis(200));
+    let tcpdump = Tcpdump::start(&capture, &["udp", "and", "dst", "port", &port]);
     ldplayer(&[
         "replay",
         &s(&trace),
@@ -180,12 +165,7 @@ fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
         &server.addr.to_string(),
         "-q",
     ]);
-    std::thread::sleep(Duration::from_millis(300));
-    // Ask tcpdump to stop and write what it has.
-    let _ = Command::new("kill")
-        .args(["-INT", &tcpdump.id().to_string()])
-        .status();
-    let _ = tcpdump.wait();
+    tcpdump.stop();
 
     let fields = |path: &Path, extra: &[&str]| -> Vec<(f64, String)> {
         let out = Command::new("tshark")

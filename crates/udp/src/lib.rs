@@ -209,14 +209,23 @@ impl RecvBatch {
 /// on a moment (a deferred work item) after the first request: packets that come before are
 /// stamped when they are read. Long runs ask early, on a socket kept open throughout.
 pub fn enable_timestamps(fd: RawFd) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    // SAFETY: `on` is a valid c_int that outlives the call.
+    set_int_option(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1)
+}
+
+/// Sets an integer socket option (`setsockopt`); socket2 has no call for the options here.
+fn set_int_option(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
+    // SAFETY: `value` is a valid c_int that outlives the call.
     let r = unsafe {
         libc::setsockopt(
             fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPNS,
-            (&on as *const libc::c_int).cast(),
+            level,
+            name,
+            (&value as *const libc::c_int).cast(),
             std::mem::size_of::<libc::c_int>() as libc::socklen_t,
         )
     };
@@ -252,22 +261,12 @@ pub fn enable_send_timestamps(fd: RawFd, stream: bool) -> io::Result<()> {
         // Bytes counted from the first byte written, not from the first byte acknowledged.
         flags |= libc::SOF_TIMESTAMPING_OPT_ID_TCP;
     }
-    let flags = flags as libc::c_int;
-    // SAFETY: `flags` is a valid c_int that outlives the call.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            libc::SOL_SOCKET,
-            libc::SO_TIMESTAMPING,
-            (&flags as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    set_int_option(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_TIMESTAMPING,
+        flags as libc::c_int,
+    )
 }
 
 /// Control-message space of one error-queue message: a `scm_timestamping` (48 bytes) and a
@@ -291,26 +290,10 @@ pub struct ErrorQueue {
 /// stamps and an ICMP report that came with them (reading the report clears the socket's error,
 /// so a later send or receive does not report it again).
 pub fn enable_icmp_errors(fd: RawFd, ipv6: bool) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    let (level, name) = if ipv6 {
-        (libc::IPPROTO_IPV6, libc::IPV6_RECVERR)
+    if ipv6 {
+        set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVERR, 1)
     } else {
-        (libc::IPPROTO_IP, libc::IP_RECVERR)
-    };
-    // SAFETY: `on` is a valid c_int that outlives the call.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&on as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-        )
-    };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+        set_int_option(fd, libc::IPPROTO_IP, libc::IP_RECVERR, 1)
     }
 }
 
@@ -455,29 +438,11 @@ pub fn recv_stream(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)
 /// an interface (`IPV6_FREEBIND`): with `ip route add local ::/0 dev lo` every address is local
 /// for receiving, but IPv6 checks configured addresses when a reply names its source.
 pub fn enable_destinations(fd: RawFd, ipv6: bool) -> io::Result<()> {
-    let on: libc::c_int = 1;
-    let set = |level, name| {
-        // SAFETY: `on` is a valid c_int that outlives the call.
-        let r = unsafe {
-            libc::setsockopt(
-                fd,
-                level,
-                name,
-                (&on as *const libc::c_int).cast(),
-                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-            )
-        };
-        if r == 0 {
-            Ok(())
-        } else {
-            Err(io::Error::last_os_error())
-        }
-    };
     if ipv6 {
-        set(libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO)?;
-        set(libc::IPPROTO_IPV6, libc::IPV6_FREEBIND)
+        set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVPKTINFO, 1)?;
+        set_int_option(fd, libc::IPPROTO_IPV6, libc::IPV6_FREEBIND, 1)
     } else {
-        set(libc::IPPROTO_IP, libc::IP_PKTINFO)
+        set_int_option(fd, libc::IPPROTO_IP, libc::IP_PKTINFO, 1)
     }
 }
 

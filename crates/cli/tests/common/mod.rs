@@ -186,7 +186,10 @@ impl Drop for Serve {
 
 /// tcpdump writing what passes on loopback with `filter` to `file`, from [`Tcpdump::start`]
 /// (which returns once it listens) until [`Tcpdump::stop`].
-pub struct Tcpdump(std::process::Child);
+pub struct Tcpdump {
+    child: std::process::Child,
+    file: std::path::PathBuf,
+}
 
 impl Tcpdump {
     pub fn start(file: &std::path::Path, filter: &[&str]) -> Tcpdump {
@@ -204,15 +207,30 @@ impl Tcpdump {
         let mut line = String::new();
         let _ = err.read_line(&mut line);
         assert!(line.contains("listening"), "tcpdump: {line}");
-        Tcpdump(child)
+        Tcpdump {
+            child,
+            file: file.to_path_buf(),
+        }
     }
 
-    /// Stops it (SIGINT) once what was sent has had time to pass, and waits for the file.
+    /// Stops it (SIGINT) once what was sent has been written: when the capture file has not
+    /// grown for 300 ms (on a busy machine tcpdump may lag behind the packets, and what it has
+    /// not read when it stops is lost), at most 10 s after the call; then waits for it.
     pub fn stop(mut self) {
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        let size = || std::fs::metadata(&self.file).map_or(0, |m| m.len());
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut last = size();
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let now = size();
+            if now == last || std::time::Instant::now() > give_up {
+                break;
+            }
+            last = now;
+        }
         let _ = Command::new("kill")
-            .args(["-INT", &self.0.id().to_string()])
+            .args(["-INT", &self.child.id().to_string()])
             .status();
-        let _ = self.0.wait();
+        let _ = self.child.wait();
     }
 }
