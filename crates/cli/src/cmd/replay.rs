@@ -433,6 +433,21 @@ mod tests {
     }
 
     #[test]
+    fn the_progress_line_follows_queries_sent_and_answered() {
+        let c = LiveCounts {
+            queued: 5000,
+            sent: 1000,
+            answered: 900,
+            timeouts: 50,
+            errors: 10,
+        };
+        assert_eq!(
+            live_line(c, 2.0),
+            "1000 queries sent (500/s), 900 answered (93.8%), 50 timed out, 10 failed, 40 in flight"
+        );
+    }
+
+    #[test]
     fn bad_and_ambiguous_servers_are_refused() {
         let err = |s: &str| format!("{:#}", server(s).unwrap_err());
         assert!(err("127.0.0.1:0").contains("port 0"));
