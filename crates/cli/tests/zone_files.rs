@@ -53,13 +53,7 @@ fn zone_data(dir: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../zone/tests/data")
         .join(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "zone"))
-        .collect();
-    files.sort();
-    files
+    ldplayer_testbed::files_with_extension(&dir, "zone")
 }
 
 #[test]

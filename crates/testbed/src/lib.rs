@@ -31,6 +31,17 @@ fn zone_text() -> String {
     z
 }
 
+/// The files of `dir` whose names end in `.EXTENSION`, sorted: a test's data files.
+pub fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == extension))
+        .collect();
+    files.sort();
+    files
+}
+
 /// A free loopback port for both UDP and TCP (best effort).
 pub fn free_port() -> u16 {
     for _ in 0..100 {

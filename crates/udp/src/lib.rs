@@ -740,14 +740,16 @@ mod tests {
 
     /// The kernel's receive time lies between the send and the receive call, for datagrams and
     /// for a stream.
+    /// `CLOCK_REALTIME` in ns, as the kernel's stamps are.
+    fn now() -> i64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as i64
+    }
+
     #[test]
     fn receive_times_come_from_the_kernel() {
-        let now = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as i64
-        };
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
         enable_timestamps(b.as_raw_fd()).unwrap();
@@ -790,12 +792,6 @@ mod tests {
     /// each between the clock read before the send and the one after it.
     #[test]
     fn send_times_come_from_the_kernel() {
-        let now = || {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos() as i64
-        };
         let a = UdpSocket::bind("127.0.0.1:0").unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").unwrap();
         a.connect(b.local_addr().unwrap()).unwrap();

@@ -19,13 +19,7 @@ fn zone_files(dir: &str) -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/data")
         .join(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "zone"))
-        .collect();
-    files.sort();
-    files
+    ldplayer_testbed::files_with_extension(&dir, "zone")
 }
 
 /// What a rejected file's first line expects: ldplayer's line and message, and each checker's
