@@ -73,9 +73,14 @@ pub struct ReplayArgs {
     /// Querier threads (each original client always goes to the same one).
     #[arg(long)]
     pub queriers: Option<usize>,
-    /// Pin querier threads to these cores, e.g. 1 or 0,1.
+    /// Pin querier threads to these cores, e.g. 1 or 0,1; ldplayer's other threads (reader,
+    /// result writer, progress) then keep off them, so each querier has its core to itself.
     #[arg(long, value_delimiter = ',')]
     pub pin: Vec<usize>,
+    /// Run the querier threads with real-time priority (SCHED_FIFO) where permitted (root or
+    /// CAP_SYS_NICE); says so when refused and runs at normal priority.
+    #[arg(long)]
+    pub realtime: bool,
     /// Seconds to wait for an answer.
     #[arg(long, default_value_t = 2.0)]
     pub timeout: f64,

@@ -107,15 +107,3 @@ impl AsRawFd for TimerFd {
         self.fd.as_raw_fd()
     }
 }
-
-/// Pins the calling thread to `core`; failures are ignored (the core may not exist).
-pub fn pin_to_core(core: usize) {
-    // SAFETY: cpu_set_t is plain data; CPU_SET bounds-checks against the set size.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if core < libc::CPU_SETSIZE as usize {
-            libc::CPU_SET(core, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
-    }
-}

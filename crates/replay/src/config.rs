@@ -73,8 +73,14 @@ pub struct ReplayConfig {
     pub timing: Timing,
     /// Number of querier threads.
     pub queriers: usize,
-    /// Pin querier `i` to core `pin_cores[i % len]`.
+    /// Pin querier `i` to core `pin_cores[i % len]`. The engine's other threads (the reader,
+    /// which is the caller's thread, and the result writer) then keep off those cores for the
+    /// run, so that a querier has its core to itself.
     pub pin_cores: Option<Vec<usize>>,
+    /// Ask for real-time scheduling (`SCHED_FIFO`) for the queriers, so that no normal thread
+    /// of the machine preempts one. Refused without `CAP_SYS_NICE`; the replay then runs at
+    /// normal priority and says so ([`crate::Running::warnings`]).
+    pub realtime: bool,
     /// How long to wait for an answer.
     pub timeout: Duration,
     /// How many times a UDP query is resent after a timeout before it counts as timed out.
@@ -133,6 +139,17 @@ impl ReplayConfig {
         if self.queriers == 0 || self.queriers > 1024 {
             return bad("queriers must be between 1 and 1024");
         }
+        if let Some(pins) = &self.pin_cores {
+            if let Ok(allowed) = crate::cpu::CoreSet::of_current_thread() {
+                if let Some(core) = pins.iter().find(|&&c| !allowed.contains(c)) {
+                    let list: Vec<String> = allowed.cores().map(|c| c.to_string()).collect();
+                    return bad(&format!(
+                        "core {core} is not one this process may use (cores {})",
+                        list.join(",")
+                    ));
+                }
+            }
+        }
         if self.timeout.is_zero() {
             return bad("timeout must be positive");
         }
@@ -170,6 +187,7 @@ impl Default for ReplayConfig {
             timing: Timing::default(),
             queriers: cores.saturating_sub(1).max(1),
             pin_cores: None,
+            realtime: false,
             timeout: Duration::from_secs(2),
             udp_retries: 0,
             tcp_idle_timeout: Duration::from_secs(20),

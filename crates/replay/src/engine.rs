@@ -3,6 +3,7 @@
 
 use crate::clock;
 use crate::config::{ReplayConfig, Timing};
+use crate::cpu::{self, Confinement};
 use crate::distributor::{Batch, Distributor, QueryMeta, Schedule};
 use crate::error::ReplayError;
 use crate::live::Live;
@@ -93,6 +94,30 @@ impl Replay {
         let config = self.config.clone();
         let timestamping = crate::net::timestamping_on();
         let n = config.queriers;
+        let pins: &[usize] = config.pin_cores.as_deref().unwrap_or_default();
+        let mut warnings = Vec::new();
+        // Before any thread starts, so that the result writer inherits it.
+        let confinement = match pins {
+            [] => None,
+            _ => match Confinement::away_from(pins) {
+                Ok(Some(c)) => Some(c),
+                Ok(None) => {
+                    warnings.push(
+                        "every core this process may use has a querier pinned to it: the other \
+                         threads share their cores"
+                            .to_string(),
+                    );
+                    None
+                }
+                Err(e) => {
+                    warnings.push(format!(
+                        "cannot keep the other threads off the queriers' cores: {e}"
+                    ));
+                    None
+                }
+            },
+        };
+        let (placed_tx, placed_rx) = bounded::<String>(2 * n);
         let (res_tx, res_rx) = bounded::<Vec<QueryResult>>(4096);
         let writer = std::thread::Builder::new()
             .name("ldplayer-results".into())
@@ -132,17 +157,14 @@ impl Replay {
                 tls: self.tls.clone(),
                 max_in_flight: per_querier,
             };
-            let core = config
-                .pin_cores
-                .as_ref()
-                .filter(|c| !c.is_empty())
-                .map(|c| c[i % c.len()]);
+            let core = (!pins.is_empty()).then(|| pins[i % pins.len()]);
+            let realtime = config.realtime;
+            let placed = placed_tx.clone();
             let handle = std::thread::Builder::new()
                 .name(format!("ldplayer-q{i}"))
                 .spawn(move || {
-                    if let Some(core) = core {
-                        clock::pin_to_core(core);
-                    }
+                    place_querier(i, core, realtime, &placed);
+                    drop(placed);
                     querier::run(setup)
                 });
             match handle {
@@ -161,6 +183,12 @@ impl Replay {
             }
         }
         drop(res_tx);
+        drop(placed_tx);
+        // Every querier says where it runs before the first query is due (the schedule starts
+        // START_DELAY_NS from now); a thread that never reports has failed to start.
+        while let Ok(w) = placed_rx.recv_timeout(std::time::Duration::from_secs(5)) {
+            warnings.push(w);
+        }
         let mut running = Running {
             config: config.clone(),
             stop: self.stop.clone(),
@@ -173,6 +201,8 @@ impl Replay {
             started: Instant::now(),
             index: 0,
             failed: None,
+            warnings,
+            confinement,
             _timestamping: timestamping,
         };
         if let Some(e) = spawn_error {
@@ -220,6 +250,9 @@ pub struct Running {
     started: Instant,
     index: u64,
     failed: Option<ReplayError>,
+    warnings: Vec<String>,
+    /// The process's other threads kept off the queriers' cores, until the end of the run.
+    confinement: Option<Confinement>,
     /// Keeps the kernel's receive timestamping on for the whole run.
     _timestamping: Option<std::net::UdpSocket>,
 }
@@ -237,6 +270,13 @@ impl Running {
     /// The realtime ns at which the schedule starts.
     pub fn start_ns(&self) -> i64 {
         self.schedule.t0_ns()
+    }
+
+    /// What did not go as configured when the threads were placed (a querier that could not be
+    /// pinned, real-time scheduling refused, no core left for the other threads), in words; the
+    /// replay runs anyway.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     fn flush_all(&mut self) -> Result<(), SinkError> {
@@ -285,6 +325,8 @@ impl Running {
         if let Some(e) = self.failed.take() {
             return Err(e);
         }
+        // The process's threads get their cores back.
+        self.confinement = None;
         self.stats.results = written;
         self.stats.clients = self.distributor.clients() as u64;
         self.stats.duration = self.started.elapsed();
@@ -370,6 +412,30 @@ impl Drop for Running {
     fn drop(&mut self) {
         if self.writer.is_some() {
             let _ = self.shutdown();
+        }
+    }
+}
+
+/// Pins querier `i` to `core` and asks for real-time scheduling, as configured; sends a line
+/// for each thing refused.
+fn place_querier(
+    i: usize,
+    core: Option<usize>,
+    realtime: bool,
+    report: &crossbeam_channel::Sender<String>,
+) {
+    if let Some(core) = core {
+        if let Err(e) = cpu::pin_current_thread(core) {
+            let _ = report.send(format!("querier {i}: cannot pin to core {core}: {e}"));
+        }
+    }
+    if realtime {
+        if let Err(e) = cpu::realtime_current_thread() {
+            let _ = report.send(format!(
+                "querier {i}: real-time scheduling (SCHED_FIFO) refused: {e}; it runs at normal \
+                 priority (needs CAP_SYS_NICE, or an RLIMIT_RTPRIO of at least {})",
+                cpu::REALTIME_PRIORITY
+            ));
         }
     }
 }

@@ -23,6 +23,7 @@
 mod cause;
 mod clock;
 mod config;
+mod cpu;
 mod distributor;
 mod engine;
 mod error;

@@ -48,6 +48,9 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     let live = replay.live();
     let done = AtomicBool::new(false);
     let running = replay.start(results).context("starting the replay")?;
+    for w in running.warnings() {
+        eprintln!("ldplayer replay: {w}");
+    }
     let (read_result, skipped, malformed, stats) = std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut ticks = 0u32;
@@ -239,6 +242,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     if !args.pin.is_empty() {
         c.pin_cores = Some(args.pin.clone());
     }
+    c.realtime = args.realtime;
     c.timeout = seconds(args.timeout, "--timeout")?;
     c.udp_retries = args.udp_retries;
     c.tcp_idle_timeout = seconds(args.idle_timeout, "--idle-timeout")?;

@@ -65,6 +65,7 @@ enum Via {
     Stream { conn: u32, uid: u64 },
 }
 
+mod ahead;
 mod inflight;
 mod send_times;
 mod stream;
@@ -146,6 +147,8 @@ struct Querier {
 
     pending: VecDeque<Batch>,
     cursor: usize,
+    /// Queued queries past `cursor` whose clients [`Querier::open_ahead`] has seen to.
+    scanned_ahead: usize,
 
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
@@ -220,6 +223,7 @@ impl Querier {
             in_flight: 0,
             pending: VecDeque::new(),
             cursor: 0,
+            scanned_ahead: 0,
             slots: Vec::new(),
             free_slots: Vec::new(),
             ids: FxHashMap::default(),
@@ -372,7 +376,7 @@ impl Querier {
 
     fn drop_pending(&mut self) {
         while let Some(m) = self.next_pending() {
-            self.cursor += 1;
+            self.advance_cursor();
             let proto = self.config.proto_override.unwrap_or(m.proto);
             self.push_result(blank_result(&m, proto, Outcome::Error(ErrorKind::Stopped)));
         }
@@ -397,6 +401,7 @@ impl Querier {
                 if m.intended_ns > now {
                     if m.intended_ns - now > SPIN_NS {
                         wake = Some(m.intended_ns - SPIN_NS);
+                        self.open_ahead(m.intended_ns - SPIN_NS);
                         break;
                     }
                     self.flush_udp();
@@ -406,10 +411,11 @@ impl Querier {
                         wake = Some(now);
                         break;
                     }
+                    self.open_ahead(m.intended_ns);
                     clock::spin_until(m.intended_ns);
                 }
             }
-            self.cursor += 1;
+            self.advance_cursor();
             self.dispatch(m);
             if self.udp_out.len() >= BATCH * 4 {
                 self.flush_udp();
@@ -432,13 +438,23 @@ impl Querier {
             return;
         }
         let slot = self.alloc_slot(&m, proto);
-        if !self.clients.contains_key(&m.client) {
+        self.ensure_client(m.client);
+        self.in_flight += 1;
+        match proto {
+            Proto::Udp => self.send_udp(slot),
+            _ => self.send_stream(slot, proto),
+        }
+    }
+
+    /// Makes sure `client` has an entry (its source address when a source prefix is set).
+    fn ensure_client(&mut self, client: u32) {
+        if !self.clients.contains_key(&client) {
             let local = self
                 .config
                 .source_prefix
-                .map(|p| net::client_addr(p, m.client));
+                .map(|p| net::client_addr(p, client));
             self.clients.insert(
-                m.client,
+                client,
                 Client {
                     udp: NONE,
                     conn: NONE,
@@ -446,11 +462,6 @@ impl Querier {
                     tls: None,
                 },
             );
-        }
-        self.in_flight += 1;
-        match proto {
-            Proto::Udp => self.send_udp(slot),
-            _ => self.send_stream(slot, proto),
         }
     }
 
