@@ -4,9 +4,22 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-/// DNS experimentation at scale: read, convert, inspect, mutate and synthesize DNS traces.
+/// DNS experimentation at scale: convert, inspect, mutate and synthesize DNS traces, replay
+/// them against real servers over UDP, TCP and TLS, serve zones, rebuild a hierarchy's zones
+/// and run a resolver against it in an isolated lab.
 #[derive(Debug, Parser)]
-#[command(name = "ldplayer", version, about, long_about = None)]
+#[command(
+    name = "ldplayer",
+    version,
+    about,
+    long_about = None,
+    after_help = "A typical study:\n  \
+        ldplayer convert capture.pcap -o trace.bin        # any capture to the fast binary format\n  \
+        ldplayer mutate trace.bin --proto tcp -o tcp.bin  # what if every client used TCP?\n  \
+        ldplayer replay tcp.bin --server 127.0.0.1:5300 --results tcp.res\n  \
+        ldplayer results export tcp.res --csv -o tcp.csv  # one row per query, for pandas or R\n\n\
+        Try it with nothing installed: ldplayer demo. Formats and commands: docs/ in the source."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -27,18 +40,24 @@ pub enum Command {
     /// Replay a trace against a DNS server with the trace's timing (or scaled, paced, or as fast
     /// as it answers) over UDP, TCP or TLS, recording every query's outcome.
     Replay(ReplayArgs),
-    /// Serve zone files authoritatively (plain mode: one or more listen addresses, all zones).
+    /// Serve zone files authoritatively: every zone on every listen address, or (with
+    /// --manifest) as a meta-server answering each query from the zones of the address it was
+    /// sent to.
     Serve(ServeArgs),
     /// Work with replay results files.
     #[command(subcommand)]
     Results(ResultsCommand),
-    /// Rebuild and export the zones of a DNS hierarchy.
+    /// Rebuild the zones of a DNS hierarchy (root, TLDs, SLDs) from a resolver's upstream
+    /// captures or Deckard scenarios, for `serve --manifest` and `lab`.
     #[command(subcommand)]
     Zones(ZonesCommand),
     /// Run a real recursive resolver against an emulated hierarchy in network namespaces with
     /// no route out, and send it a list of names or a trace.
     Lab(LabArgs),
-    /// Run the main job on the embedded default: synthesize a trace, convert it, inspect it.
+    /// Run the main job on the embedded default, with nothing external: synthesize a root-like
+    /// trace, carry it through pcap, text and binary byte for byte, inspect it, then replay it
+    /// with its own timing against the embedded server serving a synthetic root zone, and report
+    /// timing accuracy and latency.
     Demo(DemoArgs),
 }
 
@@ -87,8 +106,8 @@ pub struct ReplayArgs {
     /// Retries of a UDP query that timed out.
     #[arg(long, default_value_t = 0)]
     pub udp_retries: u32,
-    /// Seconds a TCP/TLS connection may stay idle before it is closed.
-    #[arg(long, default_value_t = 20.0)]
+    /// Seconds a TCP/TLS connection may stay idle before it is closed (serve has the same flag).
+    #[arg(long, value_name = "SECONDS", default_value_t = 20.0)]
     pub idle_timeout: f64,
     /// Do not retry truncated (TC=1) UDP answers over TCP.
     #[arg(long)]
@@ -159,8 +178,13 @@ pub struct ServeArgs {
     /// Minimal responses: no authority NS in positive answers, as knot does.
     #[arg(long)]
     pub minimal_responses: bool,
-    /// Seconds an idle TCP connection is kept (replay's --idle-timeout has the same default).
-    #[arg(long, default_value_t = ldplayer_server::DEFAULT_TCP_IDLE_TIMEOUT.as_secs_f64())]
+    /// Seconds an idle TCP connection is kept (the same name and default as replay's).
+    #[arg(
+        long = "idle-timeout",
+        visible_alias = "tcp-idle-timeout",
+        value_name = "SECONDS",
+        default_value_t = ldplayer_server::DEFAULT_TCP_IDLE_TIMEOUT.as_secs_f64()
+    )]
     pub tcp_idle_timeout: f64,
     /// Write the counters every second to this file, one JSON object per line.
     #[arg(long, value_name = "FILE")]

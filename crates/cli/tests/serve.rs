@@ -314,7 +314,7 @@ fn serve_and_replay_idle_timeouts_agree() {
         let d = rest.find("[default: ").expect("a default") + "[default: ".len();
         rest[d..rest[d..].find(']').expect("]") + d].to_string()
     };
-    let serve_flag = default_of("serve", "--tcp-idle-timeout");
+    let serve_flag = default_of("serve", "--idle-timeout");
     assert_eq!(serve_flag, default_of("replay", "--idle-timeout"));
     assert_eq!(serve_flag, serve_default.as_secs().to_string());
     let dir = tempfile::tempdir().expect("scratch");
