@@ -2,12 +2,13 @@
 # Benchmarks of the query engine (issue "query engine"; figures go to docs/performance.md).
 # Everything runs on loopback against a knotd started here; every load is bounded in count and time.
 #  1. --fast UDP: knotd pinned to core 0, the generator to core 1 (dnsperf's one thread with
-#     taskset, ldplayer's querier thread with --pin; its reader and result writer float);
+#     taskset, ldplayer's querier thread with --pin, which keeps its other threads off core 1);
 #     same run, same queries; qps and generator CPU per query.
 #  2. Original timing: a synthetic 200k qps UDP trace of 30 s; ldplayer's own timing error and
 #     per-second rate error, and a tcpdump witness; drool -t keep on the same pcap for comparison.
 #  3. TCP: 10,000 clients at 100k qps with original timing; latency percentiles.
-# Usage: bench/replay.sh [OUTDIR] [fast|timing|tcp]...   (needs knot, dnsperf, drool, tcpdump, tshark)
+# Usage: [TIMING_QPS=N] [WITNESS=0] [TIMING_FLAGS=--realtime] bench/replay.sh [OUTDIR] [fast|timing|tcp]...
+#        (needs knot, dnsperf, drool, tcpdump, tshark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out}; shift || true
@@ -90,21 +91,34 @@ fi
 
 if [[ " $parts " == *" timing "* ]]; then
   qps=${TIMING_QPS:-200000}
-  echo "== original timing: $qps qps UDP for 30 s ($((qps * 30)) queries, 1,000 clients)"
+  # WITNESS=0: no tcpdump witness and no drool (the witness competes for the two cores, so
+  # the sender's own figures are measured without it too). TIMING_FLAGS: more replay flags
+  # (e.g. --realtime).
+  witness=${WITNESS:-1}
+  echo "== original timing: $qps qps UDP for 30 s ($((qps * 30)) queries, 1,000 clients), witness $witness, flags: ${TIMING_FLAGS:-none}"
   $bin synth --workload fixed --interval "$(echo "1 / $qps" | bc -l)" -n $((qps * 30)) --clients 1000 --zone w.example. -o "$out/t200k.bin" -q
   start_knot 1
-  tcpdump -i lo -n -U --immediate-mode -s 96 -B 262144 -w "$out/t200k-wire.pcap" udp and dst port "$port" 2> "$out/tcpdump.err" &
-  td=$!; sleep 1
-  $bin replay "$out/t200k.bin" --server 127.0.0.1:$port --queriers 1 --pin 1 --json --results "$out/t200k.res" > "$out/t200k.json"
-  sleep 1; kill -INT $td; wait $td || true; grep -E "captured|dropped" "$out/tcpdump.err" || true
+  if [ "$witness" = 1 ]; then
+    tcpdump -i lo -n -U --immediate-mode -s 96 -B 262144 -w "$out/t200k-wire.pcap" udp and dst port "$port" 2> "$out/tcpdump.err" &
+    td=$!; sleep 1
+  fi
+  # shellcheck disable=SC2086 # TIMING_FLAGS is a list of flags
+  $bin replay "$out/t200k.bin" --server 127.0.0.1:$port --queriers 1 --pin 1 ${TIMING_FLAGS:-} --json --results "$out/t200k.res" > "$out/t200k.json"
+  if [ "$witness" = 1 ]; then
+    sleep 1; kill -INT $td; wait $td || true; grep -E "captured|dropped" "$out/tcpdump.err" || true
+  fi
   python3 - "$out/t200k.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-print("ldplayer: sent", d["sent"], "answered", d["answered"], "timeouts", d["timeouts"])
-print("timing error (µs):", d["timing_error_us"])
-print("rate error:", d["rate_error"])
+t, r = d["timing_error_us"], d["rate_error"]
+print("ldplayer: sent", d["sent"], "answered", d["answered"], f"({100 * d['answered'] / max(1, d['sent']):.2f}%)", "timeouts", d["timeouts"])
+print(f"timing error µs: p25 {t['p25']:.1f} p50 {t['p50']:.1f} p75 {t['p75']:.1f} p99 {t['p99']:.1f} max {t['max']:.0f}; "
+      f"seconds within ±0.1%: {100 * r['within_0_1pct']:.1f}% of {r['seconds']}")
 PY
   stop_knot
+fi
+
+if [[ " $parts " == *" timing "* ]] && [ "${WITNESS:-1}" = 1 ]; then
   echo "-- tcpdump witness (packet time - first packet) vs (trace time - first trace time), after removing the median offset"
   $bin convert "$out/t200k.bin" --to pcap -o "$out/t200k.pcap" -q
   tshark -r "$out/t200k-wire.pcap" -d udp.port==$port,dns -T fields -e frame.time_epoch -e dns.qry.name > "$out/wire.tsv"
