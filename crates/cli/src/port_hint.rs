@@ -1,7 +1,7 @@
 //! Telling the user where a capture's traffic was when none of it was on the DNS ports, instead
 //! of a silent "0 messages".
 
-use ldplayer_pcap::CaptureReader;
+use ldplayer_trace::capture::CaptureReader;
 use ldplayer_trace::{Sink, Source, TraceError};
 use std::io::Read;
 
