@@ -2,7 +2,7 @@
 //! out carries a message that parses, or one with a readable header that the reader noted as
 //! malformed; with `keep_malformed` off, every record parses.
 #![no_main]
-use ldplayer_pcap::{read_capture_bytes, CaptureOptions};
+use ldplayer_trace::capture::{read_capture_bytes, CaptureOptions};
 use ldplayer_trace::Collect;
 use libfuzzer_sys::fuzz_target;
 

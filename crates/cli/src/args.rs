@@ -393,6 +393,18 @@ pub struct ReadArgs {
     pub drop_malformed: bool,
 }
 
+impl From<&ReadArgs> for ldplayer_trace::open::ReadOptions {
+    /// The reading half of the arguments (`--queries-only` and `--responses-only` filter
+    /// later, see `QrFilter`); notes go to standard error.
+    fn from(read: &ReadArgs) -> Self {
+        ldplayer_trace::open::ReadOptions {
+            dns_ports: read.dns_ports.clone(),
+            drop_malformed: read.drop_malformed,
+            ..Default::default()
+        }
+    }
+}
+
 /// Output options shared by commands that write traces.
 #[derive(Debug, Clone, Args)]
 pub struct WriteArgs {

@@ -9,15 +9,15 @@ pub use atomic::Destination;
 pub use same_file::{refuse_same_file, refuse_same_file_opt};
 
 use crate::args::{OutFormat, ReadArgs};
-use crate::port_hint::PortHint;
 use crate::progress::Progress;
 use anyhow::{Context, Result};
 use ldplayer_dns::DnsError;
-use ldplayer_pcap::{CaptureOptions, CaptureReader, PcapWriter};
-use ldplayer_trace::binary::{BinaryReader, BinaryWriter};
-use ldplayer_trace::input::{self, Format};
-use ldplayer_trace::text::{LineError, TextReader, TextWriter};
-use ldplayer_trace::{Checked, Record, Sink, SinkError, SkipReason, Source, TraceError};
+use ldplayer_trace::binary::BinaryWriter;
+use ldplayer_trace::capture::PcapWriter;
+use ldplayer_trace::input::Format;
+use ldplayer_trace::open::{self, ReadOptions};
+use ldplayer_trace::text::TextWriter;
+use ldplayer_trace::{Record, Sink, SinkError, SkipReason, Source, TraceError};
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
@@ -30,7 +30,8 @@ pub struct Input {
     pub format: Format,
 }
 
-/// Opens a trace of any format, with a progress bar over the bytes read.
+/// Opens a trace of any format, with a progress bar over the bytes read; what the reader
+/// notices besides its records goes to standard error once it has run.
 pub fn open_input(path: &Path, read: &ReadArgs, progress: &Progress) -> Result<Input> {
     let raw: Box<dyn Read + Send> = if path == Path::new("-") {
         Box::new(io::stdin())
@@ -41,80 +42,11 @@ pub fn open_input(path: &Path, read: &ReadArgs, progress: &Progress) -> Result<I
         }
         Box::new(progress.wrap_read(file))
     };
-    let opened =
-        input::open_reader(raw).with_context(|| format!("cannot read {}", path.display()))?;
-    let source: Box<dyn Source> = match opened.format {
-        Format::Capture => {
-            let options = CaptureOptions {
-                dns_ports: read.dns_ports.clone(),
-                keep_malformed: !read.drop_malformed,
-                ..CaptureOptions::default()
-            };
-            Box::new(PortHint::new(
-                CaptureReader::new(opened.reader, options)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-                &read.dns_ports,
-            ))
-        }
-        // Captures decide about malformed messages as they frame them; traces are checked.
-        Format::Text => Box::new(Checked::new(
-            ReportingText(
-                TextReader::new(opened.reader)
-                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            ),
-            read.drop_malformed,
-        )),
-        Format::Binary => Box::new(Checked::new(
-            BinaryReader::new(opened.reader)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
-            read.drop_malformed,
-        )),
-    };
-    let source = Box::new(ReportingDamage {
-        inner: source,
-        damage: opened.damage,
-        path: path.to_path_buf(),
-    });
+    let opened = open::open_reader(raw, path, &ReadOptions::from(read))?;
     Ok(Input {
-        source,
+        source: opened.source,
         format: opened.format,
     })
-}
-
-/// A reader that, once done, says on standard error when its compressed stream was cut short or
-/// corrupt (the reader counted it and kept what came before).
-struct ReportingDamage {
-    inner: Box<dyn Source>,
-    damage: input::Damage,
-    path: std::path::PathBuf,
-}
-
-impl Source for ReportingDamage {
-    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
-        let result = self.inner.run(sink);
-        if let Some(cut) = self.damage.get() {
-            eprintln!(
-                "ldplayer: {}: {cut}; what came before was read, and the damage is counted as {}",
-                self.path.display(),
-                cut.skip_reason()
-            );
-        }
-        result
-    }
-}
-
-/// A text reader that, once done, prints the first lines it could not read.
-struct ReportingText<R: io::BufRead>(TextReader<R>);
-
-impl<R: io::BufRead> Source for ReportingText<R> {
-    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
-        let result = self.0.run(sink);
-        let errors: &[(u64, LineError)] = self.0.errors();
-        for (line, e) in errors {
-            eprintln!("ldplayer: line {line} skipped: {e}");
-        }
-        result
-    }
 }
 
 /// Keeps only queries or only responses, as asked.

@@ -7,7 +7,6 @@
 mod args;
 mod cmd;
 mod io;
-mod port_hint;
 mod progress;
 
 use clap::Parser;

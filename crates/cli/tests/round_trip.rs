@@ -7,8 +7,8 @@ mod common;
 
 use common::ldplayer;
 
-use ldplayer_pcap::{CaptureOptions, CaptureReader};
 use ldplayer_trace::binary::BinaryReader;
+use ldplayer_trace::capture::{CaptureOptions, CaptureReader};
 use ldplayer_trace::{Collect, RecordBuf, Source};
 use std::path::{Path, PathBuf};
 use std::process::Command;

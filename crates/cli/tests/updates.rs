@@ -7,7 +7,7 @@ mod common;
 
 use common::{debian_python_has, ldplayer, prerequisite, tool_runs, DEBIAN_PYTHON};
 use ldplayer_dns::{name_to_presentation, Message};
-use ldplayer_pcap::{CaptureOptions, CaptureReader};
+use ldplayer_trace::capture::{CaptureOptions, CaptureReader};
 use ldplayer_trace::{Collect, Proto, RecordBuf, Source};
 use std::path::Path;
 use std::process::Command;

@@ -9,11 +9,14 @@
 //! - [`text`]: one tab-separated line per message, for people and scripts (awk, Python);
 //! - [`binary`]: a versioned, length-prefixed record stream for the replay hot path.
 //!
-//! Packet captures (pcap, pcapng) live in the `ldplayer-pcap` crate.
+//! Packet captures (pcap, pcapng) are read and written by [`capture`]. [`open`] opens a trace
+//! of any of these formats, compressed or not, as one [`Source`].
 
 pub mod binary;
+pub mod capture;
 mod check;
 pub mod input;
+pub mod open;
 mod record;
 mod sink;
 mod skip;

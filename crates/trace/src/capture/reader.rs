@@ -1,9 +1,9 @@
 //! Reading pcap and pcapng files block by block.
 
-use crate::decoder::PacketDecoder;
-use crate::options::CaptureOptions;
-use crate::ports::PortCensus;
-use ldplayer_trace::{drive, input, Sink, SkipReason, Source, TraceError};
+use super::decoder::PacketDecoder;
+use super::options::CaptureOptions;
+use super::ports::PortCensus;
+use crate::{drive, input, Sink, SkipReason, Source, TraceError};
 use pcap_parser::pcapng::Block;
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};

@@ -1,6 +1,6 @@
 //! IPv4 and IPv6 fragment reassembly with bounded memory.
 
-use ldplayer_trace::SkipReason;
+use crate::SkipReason;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 use std::net::IpAddr;

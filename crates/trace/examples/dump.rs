@@ -1,7 +1,7 @@
 //! Prints the DNS messages of a capture, one line each, and what was skipped:
-//! `cargo run -p ldplayer-pcap --example dump FILE`.
+//! `cargo run -p ldplayer-trace --example dump FILE`.
 
-use ldplayer_pcap::{CaptureOptions, CaptureReader};
+use ldplayer_trace::capture::{CaptureOptions, CaptureReader};
 use ldplayer_trace::{Collect, Source};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

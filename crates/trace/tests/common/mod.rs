@@ -2,7 +2,7 @@
 #![allow(dead_code)]
 
 use ldplayer_dns::{name_to_presentation, Message};
-use ldplayer_pcap::{CaptureOptions, CaptureReader};
+use ldplayer_trace::capture::{CaptureOptions, CaptureReader};
 use ldplayer_trace::{Collect, Proto, RecordBuf, Source};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

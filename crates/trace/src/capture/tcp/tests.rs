@@ -1,5 +1,5 @@
 use super::*;
-use ldplayer_trace::Collect;
+use crate::Collect;
 use proptest::prelude::*;
 
 const CLIENT: &str = "10.0.0.1:40000";

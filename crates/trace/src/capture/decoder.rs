@@ -1,12 +1,12 @@
 //! From captured frames to DNS messages: link layer, IP (with fragment reassembly), UDP, TCP.
 
-use crate::frag::{Defrag, FragKey, Fragment};
-use crate::net::{link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
-use crate::options::{CaptureOptions, Keep, PortSet};
-use crate::ports::PortCensus;
-use crate::tcp::{Out, TcpLimits, TcpTable};
+use super::frag::{Defrag, FragKey, Fragment};
+use super::net::{link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
+use super::options::{CaptureOptions, Keep, PortSet};
+use super::ports::PortCensus;
+use super::tcp::{Out, TcpLimits, TcpTable};
+use crate::{Proto, Sink, SinkError, SkipReason};
 use ldplayer_dns::Message;
-use ldplayer_trace::{Proto, Sink, SinkError, SkipReason};
 use std::net::{IpAddr, SocketAddr};
 
 const UDP: u8 = 17;
@@ -16,7 +16,7 @@ const SWEEP_INTERVAL_NS: i64 = 1_000_000_000;
 
 /// Decodes captured frames into DNS messages, one frame at a time.
 ///
-/// This is the capture-format-independent part of [`CaptureReader`](crate::CaptureReader): feed
+/// This is the capture-format-independent part of [`CaptureReader`](super::CaptureReader): feed
 /// it frames with [`PacketDecoder::packet`] in capture order, then call
 /// [`PacketDecoder::finish`] once to release what TCP reassembly still holds and to count what
 /// could not be completed.

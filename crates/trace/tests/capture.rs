@@ -7,7 +7,7 @@ use common::message;
 
 use etherparse::PacketBuilder;
 use ldplayer_dns::DnsError;
-use ldplayer_pcap::{read_capture_bytes, CaptureOptions, CaptureReader, Keep};
+use ldplayer_trace::capture::{read_capture_bytes, CaptureOptions, CaptureReader, Keep};
 use ldplayer_trace::{Collect, Proto, SkipReason, Source, TraceError};
 use proptest::prelude::*;
 use std::net::SocketAddr;

@@ -1,6 +1,6 @@
 //! Writing records as a pcap capture.
 
-use ldplayer_trace::{Proto, Record, Sink, SinkError};
+use crate::{Proto, Record, Sink, SinkError};
 use rustc_hash::FxHashMap;
 use std::io::{self, BufWriter, Write};
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
@@ -29,14 +29,14 @@ const TCP_ACK: u8 = 0x10;
 /// - TCP records get the two-byte length prefix and travel in segments with consistent
 ///   sequence numbers per connection and direction; each connection opens with a
 ///   SYN / SYN-ACK / ACK handshake at the time of its first message, so that Wireshark and
-///   [`CaptureReader`](crate::CaptureReader) see a clean stream. Records are grouped into
+///   [`CaptureReader`](super::CaptureReader) see a clean stream. Records are grouped into
 ///   connections by their `conn` number and endpoints; TCP records without a connection
 ///   number (0) get one connection per pair of endpoints.
 ///
 /// What a pcap cannot say is lost: DNS over TLS and HTTPS records are written as cleartext DNS
 /// over TCP and read back as `tcp`; DNS over QUIC records are written as plain UDP and read
 /// back as `udp`. They keep their ports, so reading them back needs those ports in
-/// [`CaptureOptions::dns_ports`](crate::CaptureOptions::dns_ports). Times before 1970 or after
+/// [`CaptureOptions::dns_ports`](super::CaptureOptions::dns_ports). Times before 1970 or after
 /// 2106 cannot be written.
 pub struct PcapWriter<W: Write> {
     out: BufWriter<W>,

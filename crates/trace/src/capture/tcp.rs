@@ -7,10 +7,10 @@
 //! end of the capture — is skipped, and framing resynchronizes by looking for a length prefix
 //! followed by a DNS message that parses.
 
-use crate::net::{tcp_flag, TcpHeader};
-use crate::options::Keep;
+use super::net::{tcp_flag, TcpHeader};
+use super::options::Keep;
+use crate::{Proto, Record, Sink, SinkError, SkipReason};
 use ldplayer_dns::{DnsError, Message};
-use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason};
 use rustc_hash::FxHashMap;
 use std::net::SocketAddr;
 

@@ -4,7 +4,7 @@ mod common;
 
 use common::message;
 
-use ldplayer_pcap::{read_capture_bytes, CaptureOptions, PcapWriter};
+use ldplayer_trace::capture::{read_capture_bytes, CaptureOptions, PcapWriter};
 use ldplayer_trace::{Collect, Proto, RecordBuf, Sink};
 use std::collections::HashMap;
 use std::net::SocketAddr;

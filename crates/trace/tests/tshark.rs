@@ -5,7 +5,7 @@
 mod common;
 
 use common::{data_dir, key, multiset, read, tshark_messages};
-use ldplayer_pcap::CaptureOptions;
+use ldplayer_trace::capture::CaptureOptions;
 
 #[test]
 fn every_sample_capture_agrees_with_tshark() {

@@ -25,7 +25,7 @@ impl Keep {
     }
 }
 
-/// How a [`CaptureReader`](crate::CaptureReader) decodes a capture, and the bounds on the memory it
+/// How a [`CaptureReader`](super::CaptureReader) decodes a capture, and the bounds on the memory it
 /// uses for IP fragment and TCP stream reassembly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CaptureOptions {
@@ -36,7 +36,7 @@ pub struct CaptureOptions {
     pub keep: Keep,
     /// Keep messages whose 12-byte header reads but whose body does not parse (absurd counts,
     /// bad labels or pointers, cut short): they are passed on with their bytes and noted to the
-    /// sink ([`Sink::malformed`](ldplayer_trace::Sink::malformed)). Over TCP, such a message is
+    /// sink ([`Sink::malformed`](crate::Sink::malformed)). Over TCP, such a message is
     /// kept when the next message starts right after it (or the stream ends there); otherwise
     /// framing was lost and its bytes count as `tcp-junk`. When false, they are skipped with
     /// their `dns-*` reason. Shorter messages are always skipped. Default: true.

@@ -1,6 +1,6 @@
 //! Link-layer and IP header decoding, by hand: only what DNS extraction needs, without allocation.
 
-use ldplayer_trace::SkipReason;
+use crate::SkipReason;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// Link types the reader decodes (values of the pcap `LINKTYPE_*` registry).

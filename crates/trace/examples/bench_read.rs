@@ -1,7 +1,7 @@
-//! Measures the reader on small UDP queries: `cargo run --release -p ldplayer-pcap --example
+//! Measures the reader on small UDP queries: `cargo run --release -p ldplayer-trace --example
 //! bench_read [packets] [tcp]`.
 
-use ldplayer_pcap::{read_capture_bytes, CaptureOptions, PcapWriter};
+use ldplayer_trace::capture::{read_capture_bytes, CaptureOptions, PcapWriter};
 use ldplayer_trace::{Proto, Record, Sink, SinkError};
 use std::time::Instant;
 

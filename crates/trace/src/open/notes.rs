@@ -1,0 +1,86 @@
+//! What a reader noticed besides its records, and who is told.
+
+use super::PortHint;
+use crate::input::StreamCut;
+use crate::text::LineError;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Something a reader noticed that the records and skip counts alone would not tell the user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadNote {
+    /// A capture held UDP or TCP packets, but none on the DNS ports: a silent "0 messages"
+    /// otherwise.
+    NoDns(PortHint),
+    /// A line of a text trace could not be read; it was skipped and counted by its reason.
+    LineSkipped {
+        /// The line number, from 1.
+        line: u64,
+        /// What is wrong with the line.
+        error: LineError,
+    },
+    /// The compressed stream ended early or is corrupt; what came before was read, and the
+    /// damage was counted as [`StreamCut::skip_reason`].
+    Damaged {
+        /// The input, as it was named when opened.
+        input: PathBuf,
+        /// Where and how the stream ended.
+        cut: StreamCut,
+    },
+}
+
+impl fmt::Display for ReadNote {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadNote::NoDns(hint) => hint.fmt(f),
+            ReadNote::LineSkipped { line, error } => write!(f, "line {line} skipped: {error}"),
+            ReadNote::Damaged { input, cut } => write!(
+                f,
+                "{}: {cut}; what came before was read, and the damage is counted as {}",
+                input.display(),
+                cut.skip_reason()
+            ),
+        }
+    }
+}
+
+/// Who is told a reader's [`ReadNote`]s: standard error by default, or any function (to
+/// collect them for a report, say).
+#[derive(Clone)]
+pub struct Notes(Arc<dyn Fn(&ReadNote) + Send + Sync>);
+
+impl Notes {
+    /// Notes printed on standard error, one line each, as `ldplayer: NOTE`.
+    pub fn stderr() -> Self {
+        Notes::to(|note| eprintln!("ldplayer: {note}"))
+    }
+
+    /// Notes handed to `tell`, in the order they were noticed.
+    pub fn to(tell: impl Fn(&ReadNote) + Send + Sync + 'static) -> Self {
+        Notes(Arc::new(tell))
+    }
+
+    /// Notes dropped.
+    pub fn ignore() -> Self {
+        Notes::to(|_| {})
+    }
+
+    /// Tells `note`.
+    pub(crate) fn tell(&self, note: &ReadNote) {
+        (self.0)(note)
+    }
+}
+
+impl Default for Notes {
+    /// [`Notes::stderr`].
+    fn default() -> Self {
+        Notes::stderr()
+    }
+}
+
+impl fmt::Debug for Notes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Notes(..)")
+    }
+}

@@ -1,0 +1,106 @@
+//! Sources that, once they have run, tell [`Notes`] what their reader noticed.
+
+use super::{Notes, PortHint, ReadNote};
+use crate::capture::CaptureReader;
+use crate::input::Damage;
+use crate::text::TextReader;
+use crate::{Sink, Source, TraceError};
+use std::io::{BufRead, Read};
+use std::path::{Path, PathBuf};
+
+/// A capture reader that tells a [`PortHint`] when the capture held UDP or TCP packets but
+/// none on the DNS ports.
+pub(super) struct ReportPorts<R: Read> {
+    reader: CaptureReader<R>,
+    dns_ports: Vec<u16>,
+    notes: Notes,
+}
+
+impl<R: Read> ReportPorts<R> {
+    /// Wraps `reader`, which reads DNS on `dns_ports`.
+    pub(super) fn new(reader: CaptureReader<R>, dns_ports: &[u16], notes: &Notes) -> Self {
+        ReportPorts {
+            reader,
+            dns_ports: dns_ports.to_vec(),
+            notes: notes.clone(),
+        }
+    }
+}
+
+impl<R: Read> Source for ReportPorts<R> {
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
+        let result = self.reader.run(sink);
+        if let Some(hint) = PortHint::from_census(self.reader.census(), &self.dns_ports) {
+            self.notes.tell(&ReadNote::NoDns(hint));
+        }
+        result
+    }
+}
+
+/// A text reader that tells the lines it could not read.
+pub(super) struct ReportLines<R: BufRead> {
+    reader: TextReader<R>,
+    notes: Notes,
+}
+
+impl<R: BufRead> ReportLines<R> {
+    /// Wraps `reader`.
+    pub(super) fn new(reader: TextReader<R>, notes: &Notes) -> Self {
+        ReportLines {
+            reader,
+            notes: notes.clone(),
+        }
+    }
+}
+
+impl<R: BufRead> Source for ReportLines<R> {
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
+        let result = self.reader.run(sink);
+        for (line, error) in self.reader.errors() {
+            self.notes.tell(&ReadNote::LineSkipped {
+                line: *line,
+                error: error.clone(),
+            });
+        }
+        result
+    }
+}
+
+/// A source that tells when its compressed stream was cut short or corrupt (the reader counted
+/// it and kept what came before).
+pub(super) struct ReportDamage {
+    inner: Box<dyn Source + Send>,
+    damage: Damage,
+    input: PathBuf,
+    notes: Notes,
+}
+
+impl ReportDamage {
+    /// Wraps `inner`, which reads the stream `damage` watches, from `input`.
+    pub(super) fn new(
+        inner: Box<dyn Source + Send>,
+        damage: Damage,
+        input: &Path,
+        notes: &Notes,
+    ) -> Self {
+        ReportDamage {
+            inner,
+            damage,
+            input: input.to_path_buf(),
+            notes: notes.clone(),
+        }
+    }
+}
+
+impl Source for ReportDamage {
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
+        let result = self.inner.run(sink);
+        if let Some(cut) = self.damage.get() {
+            self.notes.tell(&ReadNote::Damaged {
+                input: self.input.clone(),
+                cut,
+            });
+        }
+        result
+    }
+}
