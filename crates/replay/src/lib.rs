@@ -18,7 +18,37 @@
 //! - **Result writer** (one thread): takes batches of [`ldplayer_results::QueryResult`] and calls
 //!   the [`ldplayer_results::ResultSink`], so the queriers never block on disk.
 //!
-//! Every query handed to a querier yields exactly one result.
+//! Every query handed to a querier yields exactly one result, and every result carries the
+//! query's record position in the trace ([`ldplayer_results::QueryResult::index`], responses
+//! counted), the key for merging and comparing results of several runs or processes.
+//!
+//! # Using the engine
+//!
+//! [`Replay::new`] checks a [`ReplayConfig`]; [`Replay::run`] replays a whole
+//! [`ldplayer_trace::Source`] into any [`ldplayer_results::ResultSink`] and hands the sink back
+//! with the [`ReplayStats`] ([`Finished`]). Compose sinks with [`ldplayer_results::Tee`]:
+//!
+//! ```no_run
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use ldplayer_replay::{Replay, ReplayConfig};
+//! use ldplayer_results::{ResultsWriter, Summary, Tee};
+//!
+//! let mut trace = ldplayer_trace::binary::MappedTrace::open("trace.bin".as_ref())?;
+//! let replay = Replay::new(ReplayConfig::new("127.0.0.1:53".parse()?))?;
+//! let writer = Some(ResultsWriter::create("run.res")?);
+//! let done = replay.run(&mut trace, Tee::new(Summary::new(), writer))?;
+//! let (summary, _writer) = done.results.into_parts();
+//! print!("{}", summary.report());
+//! println!("{}", serde_json::to_value(&done.stats)?);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! To feed records from elsewhere (a network, another process), [`Replay::start`] gives a
+//! [`Running`] replay that takes records as an [`ldplayer_trace::Sink`] until
+//! [`Running::finish`]. [`ReplayConfig::start_ns`] and [`ReplayConfig::trace_origin_ns`] pin the
+//! schedule to an instant and a trace time chosen by the caller, so that several processes
+//! replaying parts of one trace keep the trace's timing between them.
 
 mod cause;
 mod clock;
@@ -36,7 +66,7 @@ mod traffic_keys;
 
 pub use config::{ReplayConfig, Timing, TlsConfig};
 pub use distributor::{stable_hash, Distributor, Schedule};
-pub use engine::{Replay, Running};
+pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;
 pub use live::{Live, LiveCounts};
 pub use net::client_addr;
