@@ -71,3 +71,8 @@ pub use error::ReplayError;
 pub use live::{Live, LiveCounts};
 pub use net::client_addr;
 pub use stats::{ErrorCause, ReplayStats, ERROR_KINDS};
+
+/// The examples of `docs/library.md`, compiled and run with this crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryGuide;
