@@ -7,8 +7,9 @@
 //! trace must be absolute or relative to the current directory.
 //!
 //! One executable plays all three parts: on the host it re-runs itself in a new namespace (the
-//! resolver side); there, the lab starts it once more as the server side, which it recognizes
-//! by [`ServerSideConfig::from_env`]. For brevity Ctrl-C is not handled: the `ldplayer lab`
+//! resolver side, which it recognizes by [`ldplayer_lab::is_resolver_side`]); there, the lab
+//! starts it once more as the server side, which it recognizes by
+//! [`ServerSideConfig::from_env`]. For brevity Ctrl-C is not handled: the `ldplayer lab`
 //! command shows how a signal handler stops every part in order.
 
 use ldplayer_lab::{LabConfig, NameserverKind, ResolverKind, ResolverSide, ServerSideConfig};
@@ -19,9 +20,6 @@ use std::error::Error;
 use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
-/// The argument that marks the resolver side.
-const RESOLVER_SIDE: &str = "--resolver-side";
-
 fn main() -> Result<(), Box<dyn Error>> {
     // Nothing sets it here: the server side ends when the resolver side interrupts it.
     let stop = AtomicBool::new(false);
@@ -29,10 +27,9 @@ fn main() -> Result<(), Box<dyn Error>> {
         server_side?.run(&stop)?;
         return Ok(());
     }
-    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<String> = std::env::args().skip(1).collect();
     let exe = std::env::current_exe()?;
-    if args.last().map(String::as_str) != Some(RESOLVER_SIDE) {
-        args.push(RESOLVER_SIDE.into());
+    if !ldplayer_lab::is_resolver_side() {
         let status = ldplayer_lab::launch(&exe, &args, &stop)?;
         return if status.success() {
             Ok(())
@@ -40,7 +37,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             Err(format!("the lab failed ({status})").into())
         };
     }
-    let [manifest, trace, _] = &args[..] else {
+    let [manifest, trace] = &args[..] else {
         return Err("usage: replay_through_resolver MANIFEST TRACE.bin".into());
     };
 

@@ -14,12 +14,14 @@
 //!    calls [`ResolverSide::finish`], which stops everything; the namespaces vanish with their
 //!    processes.
 //!
-//! # The server side's protocol
+//! # How the parts know their stage
 //!
-//! The lab owns how the server side is started: [`ResolverSide::start`] writes a
-//! [`ServerSideConfig`] (JSON) to the work directory and runs the executable it is given with
-//! the file's path in the environment variable [`SERVER_SIDE_ENV`], and no arguments. A program
-//! that hosts the lab therefore starts its `main` with
+//! The lab owns how its processes are started, and marks them in the environment, not on the
+//! command line: [`launch`] runs the executable with the caller's arguments and
+//! [`RESOLVER_SIDE_ENV`] set ([`is_resolver_side`]); [`ResolverSide::start`] writes a
+//! [`ServerSideConfig`] (JSON) to the work directory and runs the executable with the file's
+//! path in [`SERVER_SIDE_ENV`], and no arguments. A program that hosts the lab therefore starts
+//! its `main` with
 //!
 //! ```no_run
 //! # fn main() -> Result<(), ldplayer_lab::LabError> {
@@ -162,7 +164,18 @@ impl ServerSideConfig {
     }
 }
 
-/// Re-runs `exe args` in a new network namespace (the resolver side) and waits for it.
+/// The environment variable that tells a process it is the lab's resolver side (set by
+/// [`launch`]).
+pub const RESOLVER_SIDE_ENV: &str = "LDPLAYER_LAB_RESOLVER_SIDE";
+
+/// True in a process [`launch`] started as the resolver side.
+pub fn is_resolver_side() -> bool {
+    std::env::var_os(RESOLVER_SIDE_ENV).is_some()
+}
+
+/// Re-runs `exe args` in a new network namespace (the resolver side) and waits for it. The
+/// process knows it is the resolver side by [`is_resolver_side`], so `args` can be the
+/// caller's own arguments, unchanged.
 ///
 /// The lab runs in a process group of its own; once `stop` is set (the caller's Ctrl-C or
 /// SIGTERM handler sets it), the whole group gets SIGINT, as it would from a terminal's Ctrl-C,
@@ -173,6 +186,7 @@ pub fn launch(exe: &Path, args: &[String], stop: &AtomicBool) -> Result<ExitStat
     let spawn_error = |e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e);
     let mut child = netns::in_new_netns(netns::is_root(), exe)
         .args(args)
+        .env(RESOLVER_SIDE_ENV, "1")
         .process_group(0)
         .spawn()
         .map_err(spawn_error)?;
@@ -244,6 +258,7 @@ impl ResolverSide {
         // Inside the resolver side we are root (really, or in our user namespace).
         let server = netns::in_new_netns(true, exe)
             .env(SERVER_SIDE_ENV, &server_config)
+            .env_remove(RESOLVER_SIDE_ENV)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)

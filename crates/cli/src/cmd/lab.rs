@@ -1,7 +1,7 @@
 //! `ldplayer lab --manifest FILE (--names FILE | --trace FILE) [--resolver KIND] [--capture PCAP]`
 //!
 //! Three stages of one command: on the host it re-runs itself in a new network namespace (the
-//! resolver side), which starts the server side in a second namespace (`ldplayer_lab` starts
+//! resolver side, which `ldplayer_lab` marks as such), which starts the server side in a second namespace (`ldplayer_lab` starts
 //! it and tells it what to run; `main` hands it to [`server_side`]), the resolver, and sends
 //! the workload: names one by one, or a trace with the replay engine.
 
@@ -21,8 +21,8 @@ use std::time::Duration;
 
 pub fn run(args: LabArgs) -> Result<()> {
     match args.stage.as_deref() {
-        None => host(args),
-        Some("resolver") => resolver_stage(args),
+        None if !ldplayer_lab::is_resolver_side() => host(args),
+        None | Some("resolver") => resolver_stage(args),
         Some(_) => server_side(&ServerSideConfig {
             manifest: args.manifest.clone(),
             nameservers: nameserver_kind(&args.nameservers),
@@ -65,8 +65,8 @@ fn host(args: LabArgs) -> Result<()> {
         refuse_same_file(output, inputs.iter().copied())?;
     }
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
-    let mut argv: Vec<String> = std::env::args().skip(1).collect();
-    argv.extend(["--stage".into(), "resolver".into()]);
+    // The same command line again; the lab tells the new process it is the resolver side.
+    let argv: Vec<String> = std::env::args().skip(1).collect();
     // Ctrl-C and SIGTERM reach the lab (its own process group) through this flag.
     let status = ldplayer_lab::launch(&exe, &argv, &interrupted())?;
     if !status.success() {
