@@ -286,6 +286,15 @@ impl<S: ResultSink> Running<S> {
         Ok(())
     }
 
+    /// Notes a record of the trace that this replay leaves to another process (a shard
+    /// worker's filter drops it instead of handing it to [`Sink::record`]): it is not sent and
+    /// not counted in [`ReplayStats::records`], but it keeps its position, so that the indexes
+    /// of the results stay positions in the whole trace and the results of every process merge
+    /// on them.
+    pub fn pass(&mut self) {
+        self.index += 1;
+    }
+
     /// The trace time mapped to the start, once known (see [`ReplayConfig::trace_origin_ns`]).
     pub fn trace_origin_ns(&self) -> Option<i64> {
         self.schedule.trace_origin_ns()

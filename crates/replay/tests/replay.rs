@@ -784,3 +784,57 @@ fn realtime_now_ns() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos() as i64)
 }
+
+/// Replays the queries of client 10.0.0.`client` and passes the others, as a shard worker
+/// reading the whole trace would.
+fn run_shard(
+    cfg: ReplayConfig,
+    recs: &[ldplayer_trace::RecordBuf],
+    client: u8,
+) -> Vec<ldplayer_results::QueryResult> {
+    use ldplayer_trace::Sink;
+    let mine = std::net::IpAddr::from([10, 0, 0, client]);
+    let results = Results::default();
+    let mut running = Replay::new(cfg).unwrap().start(results.clone()).unwrap();
+    for r in recs {
+        if r.src.ip() == mine {
+            running.record(&r.as_record()).unwrap();
+        } else {
+            running.pass();
+        }
+    }
+    running.finish().unwrap();
+    results.sorted()
+}
+
+#[test]
+fn shards_of_one_trace_merge_on_the_index_into_one_replay() {
+    let server = knot();
+    // Two clients (10.0.0.1 and 10.0.0.2), alternating; each shard replays one.
+    let recs = trace(12, 2, Proto::Udp);
+    let start = realtime_now_ns() + 400 * MS;
+    let cfg = || {
+        let mut c = config(server.addr);
+        c.start_ns = Some(start);
+        c.trace_origin_ns = Some(0);
+        c
+    };
+    let shards: Vec<_> = [1, 2]
+        .map(|client| {
+            let (c, recs) = (cfg(), recs.clone());
+            std::thread::spawn(move || run_shard(c, &recs, client))
+        })
+        .into_iter()
+        .collect();
+    let mut merged: Vec<_> = shards.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    merged.sort_by_key(|r| r.index);
+    // Every query once, at its position in the whole trace, each shard's at the due time a
+    // single replay of the whole trace with the same start and origin gives it.
+    assert_one_each(&merged, 12);
+    for r in &merged {
+        assert_eq!(r.trace_ns, recs[r.index as usize].time_ns);
+        assert_eq!(r.intended_ns, start + r.trace_ns, "{r:?}");
+        assert_eq!(r.outcome, Outcome::Answered, "{r:?}");
+        assert_eq!(r.rcode, if r.index % 2 == 0 { 0 } else { 3 }, "{r:?}");
+    }
+}
