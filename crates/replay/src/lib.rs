@@ -6,8 +6,9 @@
 //! - **Reader / distributor** (the caller's thread, [`Running`] as a [`ldplayer_trace::Sink`]):
 //!   skips responses, gives each original source address a client number and a querier
 //!   ([`Distributor`]: a stable hash of the address), computes each query's due time
-//!   ([`Schedule`]) and sends batches over bounded channels, never more than
-//!   [`ReplayConfig::preload`] ahead of real time.
+//!   ([`Schedule`], from [`ReplayConfig::start_ns`] and [`ReplayConfig::trace_origin_ns`] when
+//!   the caller gives them) and sends batches over bounded channels, never more than
+//!   [`ReplayConfig::preload`] ahead of real time; it also counts what the trace reader skipped.
 //! - **Queriers** (one thread each, optionally pinned): an epoll (mio) loop per thread. Queries are
 //!   sent at `t0 + (trace_t − trace_t0) / speed` on `CLOCK_REALTIME`, waiting on a `timerfd` and
 //!   spinning the last 80 µs, so lateness never accumulates; everything due is sent together
@@ -16,7 +17,8 @@
 //!   of the trace are kept unless another query in flight on the same socket or connection
 //!   already uses it; then the ID is rewritten to a free one.
 //! - **Result writer** (one thread): takes batches of [`ldplayer_results::QueryResult`] and calls
-//!   the [`ldplayer_results::ResultSink`], so the queriers never block on disk.
+//!   the caller's [`ldplayer_results::ResultSink`], so the queriers never block on disk; it owns
+//!   the sink until [`Running::finish`] hands it back.
 //!
 //! Every query handed to a querier yields exactly one result, and every result carries the
 //! query's record position in the trace ([`ldplayer_results::QueryResult::index`], responses
