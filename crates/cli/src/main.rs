@@ -13,6 +13,16 @@ use clap::Parser;
 
 fn main() {
     restore_sigpipe();
+    // The lab's server side: the lab starts this program again in a namespace of its own and
+    // says so in the environment, not on the command line.
+    if let Some(config) = ldplayer_lab::ServerSideConfig::from_env() {
+        exit_on_error(
+            config
+                .map_err(anyhow::Error::from)
+                .and_then(|c| cmd::lab::server_side(&c)),
+        );
+        return;
+    }
     let args = args::Cli::parse();
     let result = match args.command {
         args::Command::Convert(a) => cmd::convert::run(a),
@@ -26,6 +36,11 @@ fn main() {
         args::Command::Serve(a) => cmd::serve::run(a),
         args::Command::Demo(a) => cmd::demo::run(a),
     };
+    exit_on_error(result);
+}
+
+/// Reports an error and exits with status 1.
+fn exit_on_error(result: anyhow::Result<()>) {
     if let Err(e) = result {
         eprintln!("ldplayer: {e:#}");
         std::process::exit(1);

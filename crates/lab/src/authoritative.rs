@@ -15,7 +15,7 @@ use crate::LabError;
 /// Nameservers running on the server side; stopped on drop.
 #[derive(Debug)]
 pub enum Nameservers {
-    /// `ldplayer serve --manifest` in this process, on 0.0.0.0:53 and [::]:53.
+    /// `ldplayer serve --manifest` in this process, on `0.0.0.0:53` and `[::]:53`.
     Meta(RunningServer),
     /// One nsd per nameserver address.
     Nsd(Vec<Child>),

@@ -5,14 +5,36 @@
 //! The lab runs as three processes in two network namespaces ([`netns`]):
 //! 1. the command on the host re-runs itself with `unshare` in a new namespace, the **resolver
 //!    side** ([`launch`]);
-//! 2. there, [`ResolverSide::start`] starts the **server side** (itself again, in a second
-//!    namespace, running [`server_side`]), joins the two with a veth pair, waits for the
-//!    nameservers, optionally starts tcpdump on the link (the resolver's upstream traffic), and
-//!    starts the resolver ([`resolver`]) with the emulated root's hints;
+//! 2. there, [`ResolverSide::start`] starts the **server side** (the same executable again, in
+//!    a second namespace), joins the two with a veth pair, waits for the nameservers,
+//!    optionally starts tcpdump on the link (the resolver's upstream traffic), and starts the
+//!    resolver ([`resolver`]) with the emulated root's hints;
 //! 3. the caller sends its workload to [`ResolverSide::resolver_addr`] (a list of names with
-//!    [`client::resolve`], or a trace with the replay engine) and calls
-//!    [`ResolverSide::finish`], which stops everything; the namespaces vanish with their
+//!    [`client::resolve`], or a trace with the replay engine, `ldplayer_replay::Replay`) and
+//!    calls [`ResolverSide::finish`], which stops everything; the namespaces vanish with their
 //!    processes.
+//!
+//! # How the parts know their stage
+//!
+//! The lab owns how its processes are started, and marks them in the environment, not on the
+//! command line: [`launch`] runs the executable with the caller's arguments and
+//! [`RESOLVER_SIDE_ENV`] set ([`is_resolver_side`]); [`ResolverSide::start`] writes a
+//! [`ServerSideConfig`] (JSON) to the work directory and runs the executable with the file's
+//! path in [`SERVER_SIDE_ENV`], and no arguments. A program that hosts the lab therefore starts
+//! its `main` with
+//!
+//! ```no_run
+//! # fn main() -> Result<(), ldplayer_lab::LabError> {
+//! # let stop = std::sync::atomic::AtomicBool::new(false);
+//! if let Some(server_side) = ldplayer_lab::ServerSideConfig::from_env() {
+//!     // In the server side's namespace: serve until the resolver side interrupts (SIGINT
+//!     // sets `stop`).
+//!     let stats = server_side?.run(&stop)?;
+//!     return Ok(());
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 #![warn(missing_docs)]
 
@@ -30,6 +52,7 @@ use std::time::{Duration, Instant};
 
 use domain::base::iana::Rtype;
 use ldplayer_zone::Manifest;
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use authoritative::{root_hints, Nameservers};
@@ -67,7 +90,8 @@ pub enum LabError {
 }
 
 /// Which nameservers the server side runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum NameserverKind {
     /// ldplayer's meta-server, one process for every address.
     Meta,
@@ -78,19 +102,80 @@ pub enum NameserverKind {
 /// What the resolver side needs.
 #[derive(Debug, Clone)]
 pub struct LabConfig {
-    /// The manifest: nameserver addresses and their zone files.
+    /// The manifest: nameserver addresses and their zone files (an absolute path: the server
+    /// side reads it too).
     pub manifest: PathBuf,
+    /// The nameservers the server side runs.
+    pub nameservers: NameserverKind,
     /// Root hints; by default made from the root zone in the manifest.
     pub hints: Option<PathBuf>,
     /// The resolver.
     pub resolver: ResolverKind,
     /// Write the resolver's upstream traffic (tcpdump on the link) to this pcap.
     pub capture: Option<PathBuf>,
+    /// Configurations and logs go here (an absolute path: the server side writes here too).
+    pub work_dir: PathBuf,
+}
+
+/// The environment variable that tells a process it is the lab's server side, and where its
+/// [`ServerSideConfig`] is.
+pub const SERVER_SIDE_ENV: &str = "LDPLAYER_LAB_SERVER_SIDE";
+
+/// The file in the work directory that hands the server side its configuration.
+const SERVER_SIDE_FILE: &str = "server-side.json";
+
+/// What the server side runs, handed over by [`ResolverSide::start`] through a JSON file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerSideConfig {
+    /// The manifest: nameserver addresses and their zone files.
+    pub manifest: PathBuf,
+    /// The nameservers to run.
+    pub nameservers: NameserverKind,
     /// Configurations and logs go here.
     pub work_dir: PathBuf,
 }
 
-/// Re-runs `exe args` in a new network namespace (the resolver side) and waits for it.
+impl ServerSideConfig {
+    /// The configuration of this process's server side when it was started as one (see
+    /// [`SERVER_SIDE_ENV`]); `None` otherwise.
+    pub fn from_env() -> Option<Result<ServerSideConfig, LabError>> {
+        let path = PathBuf::from(std::env::var_os(SERVER_SIDE_ENV)?);
+        Some(ServerSideConfig::read(&path))
+    }
+
+    /// Reads a configuration written by [`ServerSideConfig::write`].
+    pub fn read(path: &Path) -> Result<ServerSideConfig, LabError> {
+        let text = std::fs::read(path).map_err(LabError::Io)?;
+        serde_json::from_slice(&text)
+            .map_err(|e| LabError::Input(format!("{}: {e}", path.display())))
+    }
+
+    /// Writes the configuration as JSON to `path`.
+    pub fn write(&self, path: &Path) -> Result<(), LabError> {
+        let text = serde_json::to_vec_pretty(self)
+            .map_err(|e| LabError::Input(format!("the server side's configuration: {e}")))?;
+        std::fs::write(path, text).map_err(LabError::Io)
+    }
+
+    /// The server side's whole life, run inside its namespace (see [`server_side`]); returns
+    /// the meta-server's counters (none for nsd).
+    pub fn run(&self, stop: &AtomicBool) -> Result<Option<ldplayer_server::ServerStats>, LabError> {
+        server_side(&self.manifest, self.nameservers, &self.work_dir, stop)
+    }
+}
+
+/// The environment variable that tells a process it is the lab's resolver side (set by
+/// [`launch`]).
+pub const RESOLVER_SIDE_ENV: &str = "LDPLAYER_LAB_RESOLVER_SIDE";
+
+/// True in a process [`launch`] started as the resolver side.
+pub fn is_resolver_side() -> bool {
+    std::env::var_os(RESOLVER_SIDE_ENV).is_some()
+}
+
+/// Re-runs `exe args` in a new network namespace (the resolver side) and waits for it. The
+/// process knows it is the resolver side by [`is_resolver_side`], so `args` can be the
+/// caller's own arguments, unchanged.
 ///
 /// The lab runs in a process group of its own; once `stop` is set (the caller's Ctrl-C or
 /// SIGTERM handler sets it), the whole group gets SIGINT, as it would from a terminal's Ctrl-C,
@@ -101,6 +186,7 @@ pub fn launch(exe: &Path, args: &[String], stop: &AtomicBool) -> Result<ExitStat
     let spawn_error = |e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e);
     let mut child = netns::in_new_netns(netns::is_root(), exe)
         .args(args)
+        .env(RESOLVER_SIDE_ENV, "1")
         .process_group(0)
         .spawn()
         .map_err(spawn_error)?;
@@ -152,22 +238,27 @@ pub struct ResolverSide {
 }
 
 impl ResolverSide {
-    /// Starts the server side (`exe server_args`, in its own namespace), links it, waits for
-    /// the nameservers, starts tcpdump if asked and the resolver. Runs inside the resolver
-    /// side's namespace.
-    pub fn start(
-        config: &LabConfig,
-        exe: &Path,
-        server_args: &[String],
-    ) -> Result<ResolverSide, LabError> {
+    /// Starts the server side (`exe`, in its own namespace, told what to run through
+    /// [`SERVER_SIDE_ENV`]), links it, waits for the nameservers, starts tcpdump if asked and
+    /// the resolver. Runs inside the resolver side's namespace. The server side's standard
+    /// error goes to `server-side.log` in the work directory.
+    pub fn start(config: &LabConfig, exe: &Path) -> Result<ResolverSide, LabError> {
         let manifest =
             Manifest::from_file(&config.manifest).map_err(|e| LabError::Input(e.to_string()))?;
         let nameservers: Vec<_> = manifest.entries.iter().map(|e| e.address).collect();
+        let server_config = config.work_dir.join(SERVER_SIDE_FILE);
+        ServerSideConfig {
+            manifest: config.manifest.clone(),
+            nameservers: config.nameservers,
+            work_dir: config.work_dir.clone(),
+        }
+        .write(&server_config)?;
         let server_log = config.work_dir.join("server-side.log");
         let log = std::fs::File::create(&server_log).map_err(LabError::Io)?;
         // Inside the resolver side we are root (really, or in our user namespace).
         let server = netns::in_new_netns(true, exe)
-            .args(server_args)
+            .env(SERVER_SIDE_ENV, &server_config)
+            .env_remove(RESOLVER_SIDE_ENV)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -338,5 +429,28 @@ fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
             return Err(LabError::Timeout(format!("{program} to start")));
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_side_configuration_survives_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = ServerSideConfig {
+            manifest: dir.path().join("manifest.txt"),
+            nameservers: NameserverKind::Nsd,
+            work_dir: dir.path().to_path_buf(),
+        };
+        let path = dir.path().join(SERVER_SIDE_FILE);
+        config.write(&path).unwrap();
+        assert_eq!(ServerSideConfig::read(&path).unwrap(), config);
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"nsd\""), "{text}");
+        std::fs::write(&path, "{").unwrap();
+        let e = ServerSideConfig::read(&path).unwrap_err();
+        assert!(e.to_string().contains("server-side.json"), "{e}");
     }
 }

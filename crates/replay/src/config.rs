@@ -112,6 +112,16 @@ pub struct ReplayConfig {
     pub preload: Duration,
     /// Skip responses in the trace (QR set); when false, every record is sent as a query.
     pub queries_only: bool,
+    /// When the schedule starts, as `CLOCK_REALTIME` ns: the instant the trace origin maps to.
+    /// Several processes, on one host or several with synchronized clocks, given the same start
+    /// and origin send each query at the same intended time. It must still be ahead when the
+    /// replay starts ([`Replay::start`](crate::Replay::start) refuses a start in the past rather
+    /// than send a burst of late queries). `None`: 100 ms after the replay starts.
+    pub start_ns: Option<i64>,
+    /// The trace time (ns since the epoch) that maps to the start, with original timing; queries
+    /// captured before it are sent at the start. `None`: the first query's time. Ignored by rate
+    /// and closed-loop timing.
+    pub trace_origin_ns: Option<i64>,
 }
 
 impl ReplayConfig {
@@ -178,7 +188,8 @@ impl Default for ReplayConfig {
     /// Original timing at speed 1 to 127.0.0.1:53, one querier per core less one (at least one),
     /// 2 s timeout, no UDP retries, 20 s TCP idle timeout, 10 000 UDP sockets and 100 000
     /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, 1 s
-    /// preload.
+    /// preload, responses skipped, the start chosen by the engine and the first query as the
+    /// trace origin.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ReplayConfig {
@@ -200,6 +211,8 @@ impl Default for ReplayConfig {
             tls: TlsConfig::default(),
             preload: Duration::from_secs(1),
             queries_only: true,
+            start_ns: None,
+            trace_origin_ns: None,
         }
     }
 }

@@ -92,6 +92,10 @@ pub fn stable_hash(addr: IpAddr) -> u64 {
 }
 
 /// When each query is due, on the shared realtime clock.
+///
+/// The due time depends only on the timing, the start, the trace origin and the query (its
+/// trace time, or its position for rate timing), so schedules built with the same four in
+/// several processes agree query by query.
 #[derive(Debug, Clone)]
 pub struct Schedule {
     timing: Timing,
@@ -101,7 +105,7 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// A schedule starting at realtime `t0_ns`.
+    /// A schedule starting at realtime `t0_ns`, whose trace origin is the first query's time.
     pub fn new(timing: Timing, t0_ns: i64) -> Schedule {
         Schedule {
             timing,
@@ -111,14 +115,27 @@ impl Schedule {
         }
     }
 
+    /// The same schedule with trace time `origin_ns` mapped to the start instead of the first
+    /// query's time (original timing only).
+    pub fn with_trace_origin(mut self, origin_ns: i64) -> Schedule {
+        self.trace_t0 = Some(origin_ns);
+        self
+    }
+
     /// The replay's start (realtime ns).
     pub fn t0_ns(&self) -> i64 {
         self.t0_ns
     }
 
+    /// The trace time mapped to the start, once known (original timing: given, or the first
+    /// query's).
+    pub fn trace_origin_ns(&self) -> Option<i64> {
+        self.trace_t0
+    }
+
     /// The due time of the next query, captured at `trace_ns`; 0 means "as soon as possible".
     /// Original timing never schedules a query before the start, even if the trace goes back in
-    /// time.
+    /// time or the query precedes the trace origin.
     pub fn next(&mut self, trace_ns: i64) -> i64 {
         let n = self.n;
         self.n += 1;
@@ -170,5 +187,26 @@ mod tests {
         assert_eq!((r.next(99), r.next(0), r.next(0)), (10, 11, 12));
         let mut f = Schedule::new(Timing::Fast { max_in_flight: 1 }, 10);
         assert_eq!(f.next(5), 0);
+    }
+
+    #[test]
+    fn a_shared_start_and_origin_give_every_query_the_same_due_time() {
+        let timing = Timing::Original { speed: 2.0 };
+        let start = 1_700_000_000_000_000_000;
+        let origin = 10_000;
+        // Two processes see different parts of the trace: their first queries differ, yet a
+        // query present in both is due at the same instant.
+        let mut a = Schedule::new(timing, start).with_trace_origin(origin);
+        let mut b = Schedule::new(timing, start).with_trace_origin(origin);
+        assert_eq!(a.next(12_000), start + 1_000);
+        assert_eq!(a.next(20_000), start + 5_000);
+        assert_eq!(b.next(20_000), start + 5_000);
+        assert_eq!(b.next(30_000), start + 10_000);
+        // Without the shared origin, each would start at its own first query.
+        let mut c = Schedule::new(timing, start);
+        assert_eq!(c.next(20_000), start);
+        assert_eq!(c.trace_origin_ns(), Some(20_000));
+        // Queries before the origin are due at the start, never before it.
+        assert_eq!(a.next(4_000), start);
     }
 }

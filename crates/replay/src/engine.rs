@@ -13,7 +13,7 @@ use crate::tls::TlsBase;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use ldplayer_dns::flag;
 use ldplayer_results::{QueryResult, ResultSink};
-use ldplayer_trace::{Proto, Record, Sink, SinkError, Source};
+use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason, Source};
 use mio::{Poll, Waker};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -33,7 +33,9 @@ const START_DELAY_NS: i64 = 100_000_000;
 const MAX_BATCH_AGE_NS: i64 = 5_000_000;
 
 /// The query engine. Build it with a configuration, then [`Replay::run`] a trace, or
-/// [`Replay::start`] it and feed it records as a [`Sink`].
+/// [`Replay::start`] it and feed it records as a [`Sink`]. Either way the results go to a
+/// [`ResultSink`] of the caller's choosing, handed back with the counters when the replay is
+/// done ([`Finished`]).
 #[derive(Debug)]
 pub struct Replay {
     config: Arc<ReplayConfig>,
@@ -78,22 +80,46 @@ impl Replay {
         &self.config
     }
 
-    /// Replays everything `source` yields, writing one result per query to `results`.
-    pub fn run(
+    /// Replays everything `source` yields, writing one result per query to `results`, and hands
+    /// `results` back with the counters. The source's read error, if any, comes after the
+    /// replay of what was read is finished (a source stopped by [`Replay::stop_flag`] is not an
+    /// error). On an error the sink is dropped; what it wrote before stays written.
+    pub fn run<S: ResultSink + 'static>(
         &self,
         source: &mut dyn Source,
-        results: Box<dyn ResultSink>,
-    ) -> Result<ReplayStats, ReplayError> {
+        results: S,
+    ) -> Result<Finished<S>, ReplayError> {
         let mut running = self.start(results)?;
         let read = source.run(&mut running);
-        let stats = running.finish()?;
-        read?;
-        Ok(stats)
+        let finished = running.finish()?;
+        match read {
+            Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => Ok(finished),
+            Err(e) => Err(e.into()),
+        }
     }
 
-    /// Starts the queriers and the result writer; the returned [`Running`] takes records as a
-    /// [`Sink`] and must be [`Running::finish`]ed.
-    pub fn start(&self, results: Box<dyn ResultSink>) -> Result<Running, ReplayError> {
+    /// Starts the queriers and the result writer (which owns `results` until
+    /// [`Running::finish`] hands it back); the returned [`Running`] takes records as a
+    /// [`Sink`]. Fails if [`ReplayConfig::start_ns`] is already past.
+    pub fn start<S: ResultSink + 'static>(&self, results: S) -> Result<Running<S>, ReplayError> {
+        let t0_ns = match self.config.start_ns {
+            Some(t0) => {
+                let now = clock::now_ns();
+                if t0 <= now {
+                    return Err(ReplayError::Config(format!(
+                        "the start is {:.3} s in the past: give a start ahead of the replay's",
+                        (now - t0) as f64 / 1e9
+                    )));
+                }
+                t0
+            }
+            None => clock::now_ns() + START_DELAY_NS,
+        };
+        let schedule = Schedule::new(self.config.timing, t0_ns);
+        let schedule = match self.config.trace_origin_ns {
+            Some(origin) => schedule.with_trace_origin(origin),
+            None => schedule,
+        };
         let config = self.config.clone();
         let timestamping = crate::net::timestamping_on();
         let n = config.queriers;
@@ -200,7 +226,7 @@ impl Replay {
             stop: self.stop.clone(),
             live: self.live.clone(),
             distributor: Distributor::new(n),
-            schedule: Schedule::new(config.timing, clock::now_ns() + START_DELAY_NS),
+            schedule,
             queriers,
             writer: Some(writer),
             stats: ReplayStats::default(),
@@ -243,15 +269,28 @@ impl QuerierHandle {
     }
 }
 
+/// A finished replay: the result sink it was given, and what it did.
+#[derive(Debug)]
+pub struct Finished<S> {
+    /// The result sink, back from the result writer after its [`ResultSink::finish`].
+    pub results: S,
+    /// The counters.
+    pub stats: ReplayStats,
+}
+
 /// A started replay: feed it records (it is a [`Sink`]), then call [`Running::finish`].
-pub struct Running {
+///
+/// As a sink it also counts what the source skipped or found malformed
+/// ([`ReplayStats::trace_skipped`], [`ReplayStats::trace_malformed`]), and stops taking records
+/// (with [`SinkError::Stopped`]) once the [`Replay::stop_flag`] is set.
+pub struct Running<S: ResultSink> {
     config: Arc<ReplayConfig>,
     stop: Arc<AtomicBool>,
     live: Arc<Live>,
     distributor: Distributor,
     schedule: Schedule,
     queriers: Vec<QuerierHandle>,
-    writer: Option<JoinHandle<std::io::Result<u64>>>,
+    writer: Option<JoinHandle<(S, std::io::Result<u64>)>>,
     stats: ReplayStats,
     started: Instant,
     index: u64,
@@ -263,7 +302,7 @@ pub struct Running {
     _timestamping: Option<std::net::UdpSocket>,
 }
 
-impl std::fmt::Debug for Running {
+impl<S: ResultSink> std::fmt::Debug for Running<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Running")
             .field("queriers", &self.queriers.len())
@@ -272,7 +311,7 @@ impl std::fmt::Debug for Running {
     }
 }
 
-impl Running {
+impl<S: ResultSink> Running<S> {
     /// The realtime ns at which the schedule starts.
     pub fn start_ns(&self) -> i64 {
         self.schedule.t0_ns()
@@ -293,13 +332,27 @@ impl Running {
         Ok(())
     }
 
+    /// Notes a record of the trace that this replay leaves to another process (a shard
+    /// worker's filter drops it instead of handing it to [`Sink::record`]): it is not sent and
+    /// not counted in [`ReplayStats::records`], but it keeps its position, so that the indexes
+    /// of the results stay positions in the whole trace and the results of every process merge
+    /// on them.
+    pub fn pass(&mut self) {
+        self.index += 1;
+    }
+
+    /// The trace time mapped to the start, once known (see [`ReplayConfig::trace_origin_ns`]).
+    pub fn trace_origin_ns(&self) -> Option<i64> {
+        self.schedule.trace_origin_ns()
+    }
+
     /// Waits for the queriers to answer or time out every query, finishes the results and
-    /// returns the counters.
-    pub fn finish(mut self) -> Result<ReplayStats, ReplayError> {
+    /// hands them back with the counters.
+    pub fn finish(mut self) -> Result<Finished<S>, ReplayError> {
         self.shutdown()
     }
 
-    fn shutdown(&mut self) -> Result<ReplayStats, ReplayError> {
+    fn shutdown(&mut self) -> Result<Finished<S>, ReplayError> {
         let _ = self.flush_all();
         let mut panicked = false;
         for q in &mut self.queriers {
@@ -320,10 +373,10 @@ impl Running {
                 }
             }
         }
-        let written = match self.writer.take().map(JoinHandle::join) {
-            Some(Ok(r)) => r.map_err(ReplayError::Results)?,
+        let (results, written) = match self.writer.take().map(JoinHandle::join) {
+            Some(Ok((results, written))) => (results, written.map_err(ReplayError::Results)?),
             Some(Err(_)) => return Err(ReplayError::Panicked("result writer")),
-            None => 0,
+            None => return Err(ReplayError::Panicked("result writer (finished twice)")),
         };
         if panicked {
             return Err(ReplayError::Panicked("querier"));
@@ -336,11 +389,14 @@ impl Running {
         self.stats.results = written;
         self.stats.clients = self.distributor.clients() as u64;
         self.stats.duration = self.started.elapsed();
-        Ok(self.stats.clone())
+        Ok(Finished {
+            results,
+            stats: self.stats.clone(),
+        })
     }
 }
 
-impl Sink for Running {
+impl<S: ResultSink> Sink for Running<S> {
     fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(SinkError::Stopped);
@@ -409,12 +465,20 @@ impl Sink for Running {
         Ok(())
     }
 
+    fn skipped(&mut self, reason: SkipReason, _location: u64) {
+        self.stats.count_skipped(reason);
+    }
+
+    fn malformed(&mut self, error: ldplayer_dns::DnsError, _location: u64) {
+        self.stats.count_malformed(error);
+    }
+
     fn finish(&mut self) -> Result<(), SinkError> {
         self.flush_all()
     }
 }
 
-impl Drop for Running {
+impl<S: ResultSink> Drop for Running<S> {
     fn drop(&mut self) {
         if self.writer.is_some() {
             let _ = self.shutdown();
@@ -446,10 +510,12 @@ fn place_querier(
     }
 }
 
-fn write_results(
-    mut sink: Box<dyn ResultSink>,
+/// The result writer's loop: every result to `sink`, then its `finish`; hands `sink` back with
+/// the number of results written or the first error.
+fn write_results<S: ResultSink>(
+    mut sink: S,
     rx: Receiver<Vec<QueryResult>>,
-) -> std::io::Result<u64> {
+) -> (S, std::io::Result<u64>) {
     let mut n = 0u64;
     let mut error = None;
     for batch in rx {
@@ -465,8 +531,9 @@ fn write_results(
         }
     }
     let finished = sink.finish();
-    match error {
+    let written = match error {
         Some(e) => Err(e),
         None => finished.map(|()| n),
-    }
+    };
+    (sink, written)
 }

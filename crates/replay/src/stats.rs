@@ -1,7 +1,10 @@
-//! Counters of a replay.
+//! Counters of a replay, and their JSON form.
 
 use crate::cause::{Cause, Context};
 use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_trace::{SkipCounts, SkipReason};
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
 use std::time::Duration;
 
 /// The error kinds in [`ReplayStats::errors`] order.
@@ -19,9 +22,12 @@ fn kind_index(k: ErrorKind) -> usize {
 }
 
 /// Failed queries of one kind and one cause, with the first such failure in words.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// Serialized as `{"kind": "tls", "cause": "unknown-issuer", "count": 3, "first": "..."}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ErrorCause {
     /// The queries' error kind.
+    #[serde(serialize_with = "kind_name")]
     pub kind: ErrorKind,
     /// A short, stable, kebab-case key of the cause (`unknown-issuer`, `ca-used-as-end-entity`,
     /// `port-unreachable`, `EADDRNOTAVAIL`...).
@@ -33,7 +39,15 @@ pub struct ErrorCause {
 }
 
 /// What a replay did. Latency and timing summaries are built from the results, not here.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+///
+/// Serializes (serde) to the `replay` object of `ldplayer replay --json`, an interface of its
+/// own: `records`, `queries`, `skipped_responses`, `clients`, `udp_sockets_opened`,
+/// `connections_opened`, `connections_reused`, `tls_resumed`, `tc_retries`, `udp_retries`,
+/// `unmatched_responses`, `udp_unreachable`, `timeouts_unsent`, `error_causes` (a list of
+/// [`ErrorCause`]), `trace_skipped` and `trace_malformed` (objects of counts by
+/// [`SkipReason::name`]), and also `sent`, `answered`, `timeouts`, `errors` (counts by
+/// [`ErrorKind::name`]), `results` and `seconds` (the wall time).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct ReplayStats {
     /// Records read from the source.
     pub records: u64,
@@ -53,9 +67,11 @@ pub struct ReplayStats {
     /// not finish in time (a server at its connection limit, or not answering handshakes).
     pub timeouts_unsent: u64,
     /// Failed queries by kind, in [`ERROR_KINDS`] order.
+    #[serde(serialize_with = "errors_by_kind")]
     pub errors: [u64; 6],
     /// Failed queries by kind and cause (for the failures whose cause is known), in the order
     /// the causes first appeared.
+    #[serde(rename = "error_causes")]
     pub causes: Vec<ErrorCause>,
     /// UDP resends after a timeout.
     pub udp_retries: u64,
@@ -74,10 +90,38 @@ pub struct ReplayStats {
     /// ICMP unreachable reports on UDP sockets (nothing listening at the server's address); the
     /// queries in flight then time out, and the next query on that socket fails as `refused`.
     pub udp_unreachable: u64,
+    /// Items the trace reader skipped as unusable (packets, lines, records), by reason, as the
+    /// source reported them to the engine.
+    #[serde(serialize_with = "counts_by_reason")]
+    pub trace_skipped: SkipCounts,
+    /// Records holding a malformed DNS message (replayed as they are), by fault.
+    #[serde(serialize_with = "counts_by_reason")]
+    pub trace_malformed: SkipCounts,
     /// Results written to the result sink.
     pub results: u64,
     /// Wall time of the replay.
+    #[serde(rename = "seconds", serialize_with = "seconds")]
     pub duration: Duration,
+}
+
+fn kind_name<S: Serializer>(kind: &ErrorKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.name())
+}
+
+fn errors_by_kind<S: Serializer>(errors: &[u64; 6], s: S) -> Result<S::Ok, S::Error> {
+    let mut m = s.serialize_map(Some(errors.len()))?;
+    for (kind, n) in ERROR_KINDS.iter().zip(errors) {
+        m.serialize_entry(kind.name(), n)?;
+    }
+    m.end()
+}
+
+fn counts_by_reason<S: Serializer>(counts: &SkipCounts, s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(counts.iter().map(|(r, c)| (r.name(), c)))
+}
+
+fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
 }
 
 impl ReplayStats {
@@ -89,6 +133,16 @@ impl ReplayStats {
     /// All failed queries.
     pub fn total_errors(&self) -> u64 {
         self.errors.iter().sum()
+    }
+
+    /// Counts an item the trace reader skipped.
+    pub(crate) fn count_skipped(&mut self, reason: SkipReason) {
+        self.trace_skipped.add(reason);
+    }
+
+    /// Counts a record holding a malformed message.
+    pub(crate) fn count_malformed(&mut self, error: ldplayer_dns::DnsError) {
+        self.trace_malformed.add(SkipReason::Dns(error));
     }
 
     pub(crate) fn count_outcome(&mut self, outcome: Outcome) {
@@ -148,7 +202,89 @@ impl ReplayStats {
         self.tls_resumed += other.tls_resumed;
         self.unmatched_responses += other.unmatched_responses;
         self.udp_unreachable += other.udp_unreachable;
+        self.trace_skipped.merge(&other.trace_skipped);
+        self.trace_malformed.merge(&other.trace_malformed);
         self.results += other.results;
         self.duration = self.duration.max(other.duration);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ldplayer_dns::DnsError;
+
+    /// The keys and value shapes `ldplayer replay --json` has always printed in `replay`.
+    #[test]
+    fn serializes_to_the_cli_replay_object() {
+        let mut stats = ReplayStats {
+            records: 10,
+            queries: 7,
+            skipped_responses: 3,
+            clients: 2,
+            udp_sockets_opened: 2,
+            connections_opened: 1,
+            connections_reused: 4,
+            tls_resumed: 1,
+            tc_retries: 1,
+            udp_retries: 2,
+            unmatched_responses: 5,
+            udp_unreachable: 6,
+            timeouts_unsent: 1,
+            causes: vec![ErrorCause {
+                kind: ErrorKind::Tls,
+                cause: "unknown-issuer",
+                count: 2,
+                first: "the server's certificate".into(),
+            }],
+            ..ReplayStats::default()
+        };
+        stats.errors[kind_index(ErrorKind::Tls)] = 2;
+        stats.count_skipped(SkipReason::TcpGap);
+        stats.count_skipped(SkipReason::TcpGap);
+        stats.count_malformed(DnsError::Truncated);
+        let json = serde_json::to_value(&stats).unwrap();
+        let want = serde_json::json!({
+            "records": 10,
+            "queries": 7,
+            "skipped_responses": 3,
+            "clients": 2,
+            "udp_sockets_opened": 2,
+            "connections_opened": 1,
+            "connections_reused": 4,
+            "tls_resumed": 1,
+            "tc_retries": 1,
+            "udp_retries": 2,
+            "unmatched_responses": 5,
+            "udp_unreachable": 6,
+            "timeouts_unsent": 1,
+            "error_causes": [{
+                "kind": "tls",
+                "cause": "unknown-issuer",
+                "count": 2,
+                "first": "the server's certificate",
+            }],
+            "trace_skipped": {"tcp-gap": 2},
+            "trace_malformed": {(DnsError::Truncated.name()): 1},
+        });
+        for (key, value) in want.as_object().unwrap() {
+            assert_eq!(&json[key], value, "{key} in {json}");
+        }
+        assert_eq!(json["errors"]["tls"], 2, "{json}");
+        assert_eq!(json["errors"]["refused"], 0, "{json}");
+    }
+
+    #[test]
+    fn merging_adds_the_trace_counts() {
+        let mut a = ReplayStats::default();
+        a.count_skipped(SkipReason::TcpGap);
+        let mut b = ReplayStats::default();
+        b.count_skipped(SkipReason::TcpGap);
+        b.count_skipped(SkipReason::TextLine);
+        b.count_malformed(DnsError::Truncated);
+        a.merge(&b);
+        assert_eq!(a.trace_skipped.get(SkipReason::TcpGap), 2);
+        assert_eq!(a.trace_skipped.get(SkipReason::TextLine), 1);
+        assert_eq!(a.trace_malformed.total(), 1);
     }
 }

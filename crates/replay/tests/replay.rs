@@ -59,8 +59,9 @@ fn udp_replay_against_knot() {
     let results = Results::default();
     let replay = Replay::new(config(server.addr)).unwrap();
     let stats = replay
-        .run(&mut VecSource(trace(60, 5, Proto::Udp)), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(trace(60, 5, Proto::Udp)), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert_one_each(&rs, 60);
     assert!(results.finished());
@@ -101,8 +102,9 @@ fn duplicate_ids_in_flight_are_rewritten() {
         .collect();
     let stats = Replay::new(config(server.addr))
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     assert_eq!(stats.answered, 20, "{stats:?}");
     assert_one_each(&results.sorted(), 20);
 }
@@ -124,8 +126,9 @@ fn tcp_reuses_one_connection_per_source_and_pipelines() {
         .collect();
     let stats = Replay::new(config(server.addr))
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert_one_each(&rs, 40);
     assert!(rs
@@ -158,8 +161,9 @@ fn proto_override_and_idle_timeout_reconnects() {
         .collect();
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert!(
         rs.iter()
@@ -192,8 +196,9 @@ fn server_closing_the_connection_resets_in_flight_queries() {
     ];
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     t.join().unwrap();
     let rs = results.sorted();
     assert_one_each(&rs, 2);
@@ -211,8 +216,9 @@ fn tcp_refused_on_closed_port() {
     let recs = trace(5, 2, Proto::Tcp);
     let stats = Replay::new(config(([127, 0, 0, 1], port).into()))
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert_one_each(&rs, 5);
     assert!(
@@ -235,8 +241,9 @@ fn udp_port_unreachable_is_reported_not_answered() {
         let started = std::time::Instant::now();
         let stats = Replay::new(cfg)
             .unwrap()
-            .run(&mut VecSource(trace(10, 2, Proto::Udp)), results.boxed())
-            .unwrap();
+            .run(&mut VecSource(trace(10, 2, Proto::Udp)), results.clone())
+            .unwrap()
+            .stats;
         assert!(
             started.elapsed() < Duration::from_secs(15),
             "waited for the timeout"
@@ -269,8 +276,9 @@ fn udp_timeouts_and_retries_against_a_silent_server() {
     cfg.udp_retries = 1;
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(trace(10, 3, Proto::Udp)), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(trace(10, 3, Proto::Udp)), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert_one_each(&rs, 10);
     assert!(rs
@@ -291,8 +299,9 @@ fn truncated_udp_answers_are_retried_over_tcp() {
     ];
     let stats = Replay::new(config(server.addr))
         .unwrap()
-        .run(&mut VecSource(recs.clone()), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs.clone()), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert_one_each(&rs, 2);
     assert_eq!(rs[0].outcome, Outcome::Answered);
@@ -307,7 +316,7 @@ fn truncated_udp_answers_are_retried_over_tcp() {
     cfg.retry_truncated_over_tcp = false;
     Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
+        .run(&mut VecSource(recs), results.clone())
         .unwrap();
     let rs = results.sorted();
     assert!(rs[0].truncated && rs[0].proto == Proto::Udp, "{:?}", rs[0]);
@@ -331,8 +340,9 @@ fn tls_replay(tls: TlsConfig, expect: Outcome) {
         .collect();
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert_one_each(&rs, 12);
     for r in &rs {
@@ -365,8 +375,9 @@ fn tls_against_nsd_with_ca_file() {
     let recs = trace(6, 2, Proto::Tls);
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     assert_eq!(stats.answered, 6, "{stats:?} {:?}", results.sorted());
 }
 
@@ -394,7 +405,7 @@ fn original_timing_tracks_the_schedule_with_speed() {
         .collect();
     Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
+        .run(&mut VecSource(recs), results.clone())
         .unwrap();
     let rs = results.sorted();
     assert_one_each(&rs, 200);
@@ -437,8 +448,9 @@ fn rate_and_fast_timing() {
         cfg.timing = timing;
         let stats = Replay::new(cfg)
             .unwrap()
-            .run(&mut VecSource(trace(300, 10, Proto::Udp)), results.boxed())
-            .unwrap();
+            .run(&mut VecSource(trace(300, 10, Proto::Udp)), results.clone())
+            .unwrap()
+            .stats;
         assert_eq!(stats.answered, 300, "{timing:?}: {stats:?}");
         let rs = results.sorted();
         if let Timing::Rate { .. } = timing {
@@ -466,8 +478,9 @@ fn a_socket_never_holds_more_ids_in_flight_than_the_id_space_allows() {
     };
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     let rs = results.sorted();
     assert_one_each(&rs, n);
     assert_eq!(stats.sent, 60_000, "{stats:?}");
@@ -499,7 +512,10 @@ fn stop_flag_mid_run_gives_one_result_per_query() {
         stop.store(true, Ordering::Relaxed);
     });
     let started = std::time::Instant::now();
-    let stats = replay.run(&mut VecSource(recs), results.boxed()).unwrap();
+    let stats = replay
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     stopper.join().unwrap();
     assert!(started.elapsed() < Duration::from_secs(4));
     let rs = results.sorted();
@@ -533,8 +549,9 @@ fn measure_fast_udp() {
         .collect();
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     eprintln!(
         "fast UDP: {} answered of {n} in {:?}: {:.0} qps",
         stats.answered,
@@ -567,8 +584,9 @@ fn tls_sessions_resume_per_client() {
             .collect();
         let stats = Replay::new(cfg)
             .unwrap()
-            .run(&mut VecSource(recs), results.boxed())
-            .unwrap();
+            .run(&mut VecSource(recs), results.clone())
+            .unwrap()
+            .stats;
         assert_eq!(stats.answered, 4, "{stats:?} {:?}", results.sorted());
         assert_eq!(stats.connections_opened, 4, "{stats:?}");
         stats.tls_resumed
@@ -606,7 +624,7 @@ fn broken_tls_servers_fail_queries_as_tls_errors() {
     ];
     Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
+        .run(&mut VecSource(recs), results.clone())
         .unwrap();
     t.join().unwrap();
     let rs = results.sorted();
@@ -629,8 +647,194 @@ fn tls_queries_queued_during_the_handshake_are_all_answered() {
         .collect();
     let stats = Replay::new(cfg)
         .unwrap()
-        .run(&mut VecSource(recs), results.boxed())
-        .unwrap();
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
     assert_eq!(stats.answered, 10, "{stats:?}");
     assert_eq!(stats.connections_opened, 1, "{stats:?}");
+}
+
+/// `query` as the server's response (QR set): a record the replay skips but counts.
+fn response(id: u16, name: &str) -> Vec<u8> {
+    let mut w = query(id, name, A, None);
+    w[2] |= 0x80;
+    w
+}
+
+#[test]
+fn result_indexes_are_record_positions_and_join_two_runs() {
+    let server = knot();
+    // Responses at positions 1, 4 and 5 of the trace; queries elsewhere.
+    let recs: Vec<_> = (0..10u16)
+        .map(|i| {
+            let name = if i % 3 == 0 {
+                "www.example."
+            } else {
+                "nope.example."
+            };
+            let wire = if matches!(i, 1 | 4 | 5) {
+                response(i, name)
+            } else {
+                query(i, name, A, None)
+            };
+            record(i as i64 * MS, (i % 2) as u8 + 1, Proto::Udp, wire)
+        })
+        .collect();
+    let run = |proto: Proto| {
+        let mut cfg = config(server.addr);
+        cfg.proto_override = Some(proto);
+        let results = Results::default();
+        let done = Replay::new(cfg)
+            .unwrap()
+            .run(&mut VecSource(recs.clone()), results.clone())
+            .unwrap();
+        assert_eq!(done.stats.records, 10);
+        assert_eq!(done.stats.skipped_responses, 3);
+        results.sorted()
+    };
+    let udp = run(Proto::Udp);
+    let tcp = run(Proto::Tcp);
+    let positions: Vec<u64> = udp.iter().map(|r| r.index).collect();
+    assert_eq!(positions, [0, 2, 3, 6, 7, 8, 9], "indexes count responses");
+    // The two runs join on the index: the same query got the same answer both ways.
+    assert_eq!(tcp.len(), udp.len());
+    for (u, t) in udp.iter().zip(&tcp) {
+        assert_eq!(u.index, t.index);
+        assert_eq!(
+            (u.outcome, t.outcome),
+            (Outcome::Answered, Outcome::Answered)
+        );
+        let want = if u.index % 3 == 0 { 0 } else { 3 };
+        assert_eq!((u.rcode, t.rcode), (want, want), "{u:?} {t:?}");
+        assert_eq!((u.proto, t.proto), (Proto::Udp, Proto::Tcp));
+        assert_eq!(u.trace_ns, t.trace_ns);
+    }
+}
+
+#[test]
+fn replays_given_one_start_and_origin_schedule_each_query_alike() {
+    let server = knot();
+    let start = realtime_now_ns() + 500 * MS;
+    // The origin lies 20 ms before the first query: that query is due 20 ms after the start.
+    let origin = -20 * MS;
+    let recs = trace(20, 4, Proto::Udp);
+    let run = || {
+        let mut cfg = config(server.addr);
+        cfg.start_ns = Some(start);
+        cfg.trace_origin_ns = Some(origin);
+        let recs = recs.clone();
+        std::thread::spawn(move || {
+            let results = Results::default();
+            let done = Replay::new(cfg)
+                .unwrap()
+                .run(&mut VecSource(recs), results.clone())
+                .unwrap();
+            assert_eq!(done.stats.answered, 20, "{:?}", done.stats);
+            results.sorted()
+        })
+    };
+    // Two replays at once, as two processes sharing a start would run.
+    let (a, b) = (run(), run());
+    let (a, b) = (a.join().unwrap(), b.join().unwrap());
+    assert_one_each(&a, 20);
+    assert_one_each(&b, 20);
+    for (x, y) in a.iter().zip(&b) {
+        assert_eq!(x.intended_ns, y.intended_ns, "{x:?} {y:?}");
+        assert_eq!(x.intended_ns, start + (x.trace_ns - origin), "{x:?}");
+        assert!(x.sent_ns >= start && y.sent_ns >= start);
+    }
+}
+
+#[test]
+fn a_start_in_the_past_is_refused() {
+    let server = knot();
+    let mut cfg = config(server.addr);
+    cfg.start_ns = Some(realtime_now_ns() - 1_000 * MS);
+    let e = Replay::new(cfg)
+        .unwrap()
+        .start(Results::default())
+        .unwrap_err();
+    assert!(e.to_string().contains("in the past"), "{e}");
+}
+
+#[test]
+fn the_engine_counts_what_the_reader_skipped_and_found_malformed() {
+    use ldplayer_trace::{Sink, SkipReason};
+    let server = knot();
+    let mut running = Replay::new(config(server.addr))
+        .unwrap()
+        .start(Results::default())
+        .unwrap();
+    running.skipped(SkipReason::TcpGap, 1);
+    running.skipped(SkipReason::TcpGap, 2);
+    let rec = record(0, 1, Proto::Udp, query(1, "www.example.", A, None));
+    running.record(&rec.as_record()).unwrap();
+    running.malformed(ldplayer_dns::DnsError::Truncated, 3);
+    let done = running.finish().unwrap();
+    assert_eq!(done.stats.trace_skipped.get(SkipReason::TcpGap), 2);
+    assert_eq!(done.stats.trace_malformed.total(), 1);
+    assert!(done.results.finished(), "the sink comes back finished");
+    let json = serde_json::to_value(&done.stats).unwrap();
+    assert_eq!(json["trace_skipped"]["tcp-gap"], 2, "{json}");
+}
+
+/// `CLOCK_REALTIME` now, in ns.
+fn realtime_now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// Replays the queries of client 10.0.0.`client` and passes the others, as a shard worker
+/// reading the whole trace would.
+fn run_shard(
+    cfg: ReplayConfig,
+    recs: &[ldplayer_trace::RecordBuf],
+    client: u8,
+) -> Vec<ldplayer_results::QueryResult> {
+    use ldplayer_trace::Sink;
+    let mine = std::net::IpAddr::from([10, 0, 0, client]);
+    let results = Results::default();
+    let mut running = Replay::new(cfg).unwrap().start(results.clone()).unwrap();
+    for r in recs {
+        if r.src.ip() == mine {
+            running.record(&r.as_record()).unwrap();
+        } else {
+            running.pass();
+        }
+    }
+    running.finish().unwrap();
+    results.sorted()
+}
+
+#[test]
+fn shards_of_one_trace_merge_on_the_index_into_one_replay() {
+    let server = knot();
+    // Two clients (10.0.0.1 and 10.0.0.2), alternating; each shard replays one.
+    let recs = trace(12, 2, Proto::Udp);
+    let start = realtime_now_ns() + 400 * MS;
+    let cfg = || {
+        let mut c = config(server.addr);
+        c.start_ns = Some(start);
+        c.trace_origin_ns = Some(0);
+        c
+    };
+    let shards: Vec<_> = [1, 2]
+        .map(|client| {
+            let (c, recs) = (cfg(), recs.clone());
+            std::thread::spawn(move || run_shard(c, &recs, client))
+        })
+        .into_iter()
+        .collect();
+    let mut merged: Vec<_> = shards.into_iter().flat_map(|t| t.join().unwrap()).collect();
+    merged.sort_by_key(|r| r.index);
+    // Every query once, at its position in the whole trace, each shard's at the due time a
+    // single replay of the whole trace with the same start and origin gives it.
+    assert_one_each(&merged, 12);
+    for r in &merged {
+        assert_eq!(r.trace_ns, recs[r.index as usize].time_ns);
+        assert_eq!(r.intended_ns, start + r.trace_ns, "{r:?}");
+        assert_eq!(r.outcome, Outcome::Answered, "{r:?}");
+        assert_eq!(r.rcode, if r.index % 2 == 0 { 0 } else { 3 }, "{r:?}");
+    }
 }

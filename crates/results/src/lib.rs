@@ -13,6 +13,13 @@
 //!   transport), streaming both ([`join`]).
 //! - [`Summary`]: counts, latency percentiles, timing error and per-second rate error in
 //!   bounded memory, reported as a [`SummaryReport`] (JSON or text).
+//! - [`Tee`]: one replay's results to two sinks (say a [`Summary`] and, when asked for, a
+//!   [`ResultsWriter`]: `Tee::new(Summary::new(), writer_opt)`, since `Option<S>` is a sink too);
+//!   the engine hands the sink back when it is done, so each part is read by value.
+//!
+//! Every result carries its query's [`QueryResult::index`], the record's position in the trace:
+//! the key on which results of several runs, or of several processes replaying parts of one
+//! trace, are merged and compared query by query.
 
 pub mod export;
 pub mod file;
@@ -20,6 +27,7 @@ pub mod join;
 mod reader;
 mod result;
 pub mod summary;
+mod tee;
 
 pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS, TRACE_COLUMNS};
 pub use file::{read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWriter, Tail};
@@ -28,3 +36,4 @@ pub use result::{ErrorKind, Outcome, QueryResult, ResultSink};
 pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
 };
+pub use tee::Tee;

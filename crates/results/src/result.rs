@@ -81,7 +81,11 @@ impl Outcome {
 /// Everything recorded about one replayed query.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct QueryResult {
-    /// Position of the query's record in the trace (from 0).
+    /// Position of the query's record in the trace (from 0), counting every record the source
+    /// yields, responses and other records not replayed included (items the reader skipped as
+    /// unusable are not records and are not counted). It depends only on the trace, not on the
+    /// run: it is the key on which results of several runs of one trace, or of several processes
+    /// each replaying part of it, are merged and compared query by query.
     pub index: u64,
     /// The record's time in the trace, ns since the epoch.
     pub trace_ns: i64,

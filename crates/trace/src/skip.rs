@@ -86,6 +86,12 @@ impl SkipCounts {
     pub fn get(&self, reason: SkipReason) -> u64 {
         self.0.get(&reason).copied().unwrap_or(0)
     }
+    /// Adds `other`'s counts into `self` (counts of several readers or runs).
+    pub fn merge(&mut self, other: &SkipCounts) {
+        for (r, c) in other.iter() {
+            *self.0.entry(r).or_insert(0) += c;
+        }
+    }
     /// All items skipped.
     pub fn total(&self) -> u64 {
         self.0.values().sum()

@@ -223,18 +223,15 @@ fn replay_against_embedded_server(
     let mut replay_config = ldplayer_replay::ReplayConfig::new(addr);
     replay_config.queriers = 1;
     let replay = ldplayer_replay::Replay::new(replay_config)?;
-    let summary = std::sync::Arc::new(std::sync::Mutex::new(ldplayer_results::Summary::new()));
     let t = Instant::now();
-    let stats = replay.run(
+    let done = replay.run(
         open_input(bin, read, progress)?.source.as_mut(),
-        Box::new(SharedSummary(summary.clone())),
+        ldplayer_results::Summary::new(),
     )?;
     let served = server.stop();
+    let stats = done.stats;
     report.step("replay against the embedded server", t, stats.sent);
-    let replayed = summary
-        .lock()
-        .map_err(|_| anyhow::anyhow!("summary lock poisoned"))?
-        .report();
+    let replayed = done.results.report();
     if report.text() {
         println!(
             "\nreplay of {} against ldplayer's embedded server at {addr}:",
@@ -252,16 +249,4 @@ fn replay_against_embedded_server(
         );
     }
     Ok(())
-}
-
-/// Feeds results into a summary the demo reads afterwards.
-struct SharedSummary(std::sync::Arc<std::sync::Mutex<ldplayer_results::Summary>>);
-
-impl ldplayer_results::ResultSink for SharedSummary {
-    fn result(&mut self, r: &ldplayer_results::QueryResult) -> std::io::Result<()> {
-        if let Ok(mut s) = self.0.lock() {
-            s.add(r);
-        }
-        Ok(())
-    }
 }

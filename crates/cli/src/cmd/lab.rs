@@ -1,15 +1,19 @@
 //! `ldplayer lab --manifest FILE (--names FILE | --trace FILE) [--resolver KIND] [--capture PCAP]`
 //!
 //! Three stages of one command: on the host it re-runs itself in a new network namespace (the
-//! resolver side), which starts the server side in a second namespace, the resolver, and sends
-//! the workload (see `ldplayer_lab`).
+//! resolver side, which `ldplayer_lab` marks as such), which starts the server side in a second namespace (`ldplayer_lab` starts
+//! it and tells it what to run; `main` hands it to [`server_side`]), the resolver, and sends
+//! the workload: names one by one, or a trace with the replay engine.
 
-use crate::args::{LabArgs, ReplayArgs};
+use crate::args::{LabArgs, ReadArgs};
 use crate::io::{refuse_same_file, Output};
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
-use clap::Parser;
-use ldplayer_lab::{client, LabConfig, NameserverKind, ResolverKind, ResolverSide};
+use ldplayer_lab::{
+    client, LabConfig, NameserverKind, ResolverKind, ResolverSide, ServerSideConfig,
+};
+use ldplayer_replay::{ReplayConfig, Timing};
+use ldplayer_trace::Proto;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -17,9 +21,22 @@ use std::time::Duration;
 
 pub fn run(args: LabArgs) -> Result<()> {
     match args.stage.as_deref() {
-        None => host(args),
-        Some("resolver") => resolver_stage(args),
-        Some(_) => server_stage(args),
+        None if !ldplayer_lab::is_resolver_side() => host(args),
+        None | Some("resolver") => resolver_stage(args),
+        Some(_) => server_side(&ServerSideConfig {
+            manifest: args.manifest.clone(),
+            nameservers: nameserver_kind(&args.nameservers),
+            work_dir: args.work_dir.clone().unwrap_or_else(std::env::temp_dir),
+        }),
+    }
+}
+
+/// `--nameservers`: `nsd`, or ldplayer's meta-server.
+fn nameserver_kind(name: &str) -> NameserverKind {
+    if name == "nsd" {
+        NameserverKind::Nsd
+    } else {
+        NameserverKind::Meta
     }
 }
 
@@ -48,8 +65,8 @@ fn host(args: LabArgs) -> Result<()> {
         refuse_same_file(output, inputs.iter().copied())?;
     }
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
-    let mut argv: Vec<String> = std::env::args().skip(1).collect();
-    argv.extend(["--stage".into(), "resolver".into()]);
+    // The same command line again; the lab tells the new process it is the resolver side.
+    let argv: Vec<String> = std::env::args().skip(1).collect();
     // Ctrl-C and SIGTERM reach the lab (its own process group) through this flag.
     let status = ldplayer_lab::launch(&exe, &argv, &interrupted())?;
     if !status.success() {
@@ -72,27 +89,16 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
             temp.path().to_path_buf()
         }
     };
-    let manifest = absolute(&args.manifest)?;
     let config = LabConfig {
-        manifest: manifest.clone(),
+        manifest: absolute(&args.manifest)?,
+        nameservers: nameserver_kind(&args.nameservers),
         hints: args.hints.as_deref().map(absolute).transpose()?,
         resolver,
         capture: args.capture.as_deref().map(absolute).transpose()?,
         work_dir: work_dir.clone(),
     };
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
-    let server_args: Vec<String> = vec![
-        "lab".into(),
-        "--manifest".into(),
-        manifest.display().to_string(),
-        "--nameservers".into(),
-        args.nameservers.clone(),
-        "--work-dir".into(),
-        work_dir.display().to_string(),
-        "--stage".into(),
-        "server".into(),
-    ];
-    let side = ResolverSide::start(&config, &exe, &server_args).context("starting the lab")?;
+    let side = ResolverSide::start(&config, &exe).context("starting the lab")?;
     if !args.quiet {
         eprintln!(
             "ldplayer lab: {resolver} at {} resolving through {} nameserver addresses ({}); no route out",
@@ -174,33 +180,27 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
     let Some(trace) = &args.trace else {
         bail!("give --names or --trace");
     };
-    #[derive(Parser)]
-    struct Wrap {
-        #[command(flatten)]
-        replay: ReplayArgs,
+    let mut config = ReplayConfig::new(resolver);
+    config.proto_override = Some(Proto::Udp);
+    if let Some(qps) = args.rate {
+        config.timing = Timing::Rate { qps };
     }
-    let mut argv: Vec<String> = vec![
-        "replay".into(),
-        trace.display().to_string(),
-        "--server".into(),
-        resolver.to_string(),
-        "--proto".into(),
-        "udp".into(),
-    ];
-    if let Some(r) = args.rate {
-        argv.extend(["--rate".into(), r.to_string()]);
-    }
-    if let Some(p) = &args.results {
-        argv.extend(["--results".into(), p.display().to_string()]);
-    }
-    if args.json {
-        argv.push("--json".into());
-    }
-    if args.quiet {
-        argv.push("--quiet".into());
-    }
-    let wrap = Wrap::try_parse_from(argv)?;
-    super::replay::run(wrap.replay)
+    let read = ReadArgs {
+        dns_ports: vec![53],
+        queries_only: false,
+        responses_only: false,
+        drop_malformed: false,
+    };
+    super::replay::replay_trace(
+        config,
+        &super::replay::TraceReplay {
+            trace,
+            read,
+            results: args.results.as_deref(),
+            json: args.json,
+            quiet: args.quiet,
+        },
+    )
 }
 
 fn domain_a() -> ldplayer_lab::client::Rtype {
@@ -208,15 +208,8 @@ fn domain_a() -> ldplayer_lab::client::Rtype {
 }
 
 /// In the server side's namespace: the nameservers, until the resolver side interrupts.
-fn server_stage(args: LabArgs) -> Result<()> {
-    let kind = if args.nameservers == "nsd" {
-        NameserverKind::Nsd
-    } else {
-        NameserverKind::Meta
-    };
-    let work_dir = args.work_dir.clone().unwrap_or_else(std::env::temp_dir);
-    let stop = interrupted();
-    let stats = ldplayer_lab::server_side(&args.manifest, kind, &work_dir, &stop)?;
+pub fn server_side(config: &ServerSideConfig) -> Result<()> {
+    let stats = config.run(&interrupted())?;
     if let Some(s) = stats {
         eprintln!("ldplayer lab: meta-server: {}", super::serve::describe(&s));
     }

@@ -37,15 +37,6 @@ pub fn malformed_note(malformed: &SkipCounts) -> String {
     )
 }
 
-/// Counts by reason as a JSON object (`{"dns-truncated": 3, ...}`).
-pub fn counts_json(counts: &SkipCounts) -> serde_json::Value {
-    counts
-        .iter()
-        .map(|(r, c)| (r.name().to_string(), serde_json::Value::from(c)))
-        .collect::<serde_json::Map<_, _>>()
-        .into()
-}
-
 /// A rate in human units (`2.31 M/s`).
 pub fn per_second(n: u64, secs: f64) -> String {
     let r = if secs > 0.0 { n as f64 / secs } else { 0.0 };

@@ -5,53 +5,80 @@ use crate::args::{ReadArgs, ReplayArgs};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
-use ldplayer_replay::{LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
-use ldplayer_results::{QueryResult, ResultSink, ResultsWriter, Summary};
-use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason};
+use ldplayer_replay::{Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
+use ldplayer_results::{ResultsWriter, Summary, Tee};
+use ldplayer_trace::{Proto, SinkError};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub fn run(args: ReplayArgs) -> Result<()> {
     let config = config(&args)?;
-    let replay = Replay::new(config).context("replay")?;
-    let summary = Arc::new(Mutex::new(Summary::new()));
-    // The results file is written in place, not renamed at the end: a replay killed with
-    // SIGKILL leaves its results readable up to the last block under the name asked for.
-    crate::io::refuse_same_file_opt(args.results.as_deref(), [args.trace.as_path()])?;
-    let writer = match &args.results {
-        Some(p) => Some(
-            ResultsWriter::create(p).with_context(|| format!("cannot create {}", p.display()))?,
-        ),
-        None => None,
-    };
-    let results = Box::new(Tee {
-        summary: summary.clone(),
-        writer,
-    });
-
-    let progress = Progress::new(args.quiet || args.json);
     let read = ReadArgs {
         dns_ports: args.dns_ports.clone(),
         queries_only: false,
         responses_only: false,
         drop_malformed: args.drop_malformed,
     };
+    replay_trace(
+        config,
+        &TraceReplay {
+            trace: &args.trace,
+            read,
+            results: args.results.as_deref(),
+            json: args.json,
+            quiet: args.quiet,
+        },
+    )
+}
+
+/// A trace file to replay as `ldplayer replay` does (also `lab --trace`): how to read it, where
+/// the results file goes, and how to report.
+pub struct TraceReplay<'a> {
+    /// The trace (any input format).
+    pub trace: &'a Path,
+    /// How to read it.
+    pub read: ReadArgs,
+    /// Write every query's result here.
+    pub results: Option<&'a Path>,
+    /// Print the summary as one JSON object.
+    pub json: bool,
+    /// Print no progress and no summary text.
+    pub quiet: bool,
+}
+
+/// Replays `job.trace` with `config`, showing progress and stopping cleanly on Ctrl-C, and
+/// prints the summary of the results with the engine's counters.
+pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
+    let replay = Replay::new(config).context("replay")?;
+    // The results file is written in place, not renamed at the end: a replay killed with
+    // SIGKILL leaves its results readable up to the last block under the name asked for.
+    crate::io::refuse_same_file_opt(job.results, [job.trace])?;
+    let writer = match job.results {
+        Some(p) => Some(
+            ResultsWriter::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+        ),
+        None => None,
+    };
+
+    let progress = Progress::new(job.quiet || job.json);
     // The reader runs ahead of the replay (by the preload window): the display follows the
     // queries sent and answered, not the bytes read.
-    let mut input = open_input(&args.trace, &read, &Progress::new(true))?;
+    let mut input = open_input(job.trace, &job.read, &Progress::new(true))?;
 
     // Ctrl-C: stop feeding, let the engine stop scheduling, wait for what is in flight, flush.
     let ctrl_c = interrupted();
     let stop = replay.stop_flag();
     let live = replay.live();
     let done = AtomicBool::new(false);
-    let running = replay.start(results).context("starting the replay")?;
+    let mut running = replay
+        .start(Tee::new(Summary::new(), writer))
+        .context("starting the replay")?;
     for w in running.warnings() {
         eprintln!("ldplayer replay: {w}");
     }
-    let (read_result, skipped, malformed, stats) = std::thread::scope(|scope| {
+    let (read_result, finished) = std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut ticks = 0u32;
             while !done.load(Ordering::Relaxed) {
@@ -65,106 +92,71 @@ pub fn run(args: ReplayArgs) -> Result<()> {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let mut feed = Feed {
-            running,
-            stop: stop.clone(),
-            skipped: Default::default(),
-            malformed: Default::default(),
-        };
-        let read_result = input.source.run(&mut feed);
-        let Feed {
-            running,
-            skipped,
-            malformed,
-            ..
-        } = feed;
-        let stats = running.finish();
+        let read_result = input.source.run(&mut running);
+        let finished = running.finish();
         done.store(true, Ordering::Relaxed);
-        (read_result, skipped, malformed, stats)
+        (read_result, finished)
     });
-    let stats = stats.context("replay")?;
+    let Finished { results, stats } = finished.context("replay")?;
     progress.finish();
     match read_result {
         Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => {}
-        Err(e) => return Err(e).with_context(|| format!("reading {}", args.trace.display())),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", job.trace.display())),
     }
-    let report = summary
-        .lock()
-        .map_err(|_| anyhow::anyhow!("summary lock poisoned"))?
-        .report();
-    if args.json {
+    let (summary, _written) = results.into_parts();
+    let report = summary.report();
+    if job.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
-            obj.insert("replay".into(), engine_json(&stats, &skipped, &malformed));
+            obj.insert("replay".into(), serde_json::to_value(&stats)?);
         }
         println!("{json}");
     } else {
         print!("{report}");
-        print_causes(&stats);
-        if stats.timeouts_unsent > 0 {
-            println!(
-                "timed out unsent: {} queries waited for a connect or TLS handshake that did not finish (a server at its connection limit?)",
-                stats.timeouts_unsent
-            );
-        }
-        println!(
-            "engine: {} clients, {} UDP sockets, {} connections opened, {} reused, {} TLS resumed, {} TC retries over TCP, {} UDP retries, {} unmatched responses, {} ICMP unreachable{}",
-            stats.clients,
-            stats.udp_sockets_opened,
-            stats.connections_opened,
-            stats.connections_reused,
-            stats.tls_resumed,
-            stats.tc_retries,
-            stats.udp_retries,
-            stats.unmatched_responses,
-            stats.udp_unreachable,
-            if stop.load(Ordering::Relaxed) { "; interrupted" } else { "" }
-        );
-        if skipped.total() > 0 {
-            println!("trace: skipped {}", super::skipped_list(&skipped));
-        }
-        if malformed.total() > 0 {
-            println!(
-                "trace: {} malformed messages read (queries among them sent as they are): {}",
-                malformed.total(),
-                super::skipped_list(&malformed)
-            );
-        }
-        if let Some(p) = &args.results {
+        print_engine(&stats, stop.load(Ordering::Relaxed));
+        if let Some(p) = job.results {
             println!("results: {}", p.display());
         }
     }
     Ok(())
 }
 
-fn engine_json(
-    stats: &ReplayStats,
-    skipped: &ldplayer_trace::SkipCounts,
-    malformed: &ldplayer_trace::SkipCounts,
-) -> serde_json::Value {
-    serde_json::json!({
-        "records": stats.records,
-        "queries": stats.queries,
-        "skipped_responses": stats.skipped_responses,
-        "clients": stats.clients,
-        "udp_sockets_opened": stats.udp_sockets_opened,
-        "connections_opened": stats.connections_opened,
-        "connections_reused": stats.connections_reused,
-        "tls_resumed": stats.tls_resumed,
-        "tc_retries": stats.tc_retries,
-        "udp_retries": stats.udp_retries,
-        "unmatched_responses": stats.unmatched_responses,
-        "udp_unreachable": stats.udp_unreachable,
-        "timeouts_unsent": stats.timeouts_unsent,
-        "error_causes": stats.causes.iter().map(|c| serde_json::json!({
-            "kind": c.kind.name(),
-            "cause": c.cause,
-            "count": c.count,
-            "first": c.first,
-        })).collect::<Vec<_>>(),
-        "trace_skipped": super::counts_json(skipped),
-        "trace_malformed": super::counts_json(malformed),
-    })
+/// The engine's counters after the summary: failures by cause, connection work, what the
+/// trace reader skipped.
+fn print_engine(stats: &ReplayStats, interrupted: bool) {
+    print_causes(stats);
+    if stats.timeouts_unsent > 0 {
+        println!(
+            "timed out unsent: {} queries waited for a connect or TLS handshake that did not finish (a server at its connection limit?)",
+            stats.timeouts_unsent
+        );
+    }
+    println!(
+        "engine: {} clients, {} UDP sockets, {} connections opened, {} reused, {} TLS resumed, {} TC retries over TCP, {} UDP retries, {} unmatched responses, {} ICMP unreachable{}",
+        stats.clients,
+        stats.udp_sockets_opened,
+        stats.connections_opened,
+        stats.connections_reused,
+        stats.tls_resumed,
+        stats.tc_retries,
+        stats.udp_retries,
+        stats.unmatched_responses,
+        stats.udp_unreachable,
+        if interrupted { "; interrupted" } else { "" }
+    );
+    if stats.trace_skipped.total() > 0 {
+        println!(
+            "trace: skipped {}",
+            super::skipped_list(&stats.trace_skipped)
+        );
+    }
+    if stats.trace_malformed.total() > 0 {
+        println!(
+            "trace: {} malformed messages read (queries among them sent as they are): {}",
+            stats.trace_malformed.total(),
+            super::skipped_list(&stats.trace_malformed)
+        );
+    }
 }
 
 /// The progress line: what was sent and what became of it.
@@ -353,57 +345,6 @@ fn parse_server(s: &str, default_port: u16) -> Result<ServerArg> {
         addr,
         name: Some(host.to_string()),
     })
-}
-
-/// Feeds the engine, stopping when asked to, and counts what the trace reader skipped.
-struct Feed {
-    running: ldplayer_replay::Running,
-    stop: Arc<AtomicBool>,
-    skipped: ldplayer_trace::SkipCounts,
-    malformed: ldplayer_trace::SkipCounts,
-}
-
-impl Sink for Feed {
-    fn record(&mut self, r: &Record<'_>) -> Result<(), SinkError> {
-        if self.stop.load(Ordering::Relaxed) {
-            return Err(SinkError::Stopped);
-        }
-        self.running.record(r)
-    }
-    fn skipped(&mut self, reason: SkipReason, location: u64) {
-        self.skipped.add(reason);
-        self.running.skipped(reason, location)
-    }
-    fn malformed(&mut self, error: ldplayer_dns::DnsError, _location: u64) {
-        self.malformed.add(SkipReason::Dns(error));
-    }
-    fn finish(&mut self) -> Result<(), SinkError> {
-        Ok(())
-    }
-}
-
-/// Sends each result to the summary and, when asked, to the results file.
-struct Tee {
-    summary: Arc<Mutex<Summary>>,
-    writer: Option<ResultsWriter<std::io::BufWriter<std::fs::File>>>,
-}
-
-impl ResultSink for Tee {
-    fn result(&mut self, r: &QueryResult) -> std::io::Result<()> {
-        if let Ok(mut s) = self.summary.lock() {
-            s.add(r);
-        }
-        match &mut self.writer {
-            Some(w) => w.result(r),
-            None => Ok(()),
-        }
-    }
-    fn finish(&mut self) -> std::io::Result<()> {
-        match &mut self.writer {
-            Some(w) => w.finish(),
-            None => Ok(()),
-        }
-    }
 }
 
 #[cfg(test)]

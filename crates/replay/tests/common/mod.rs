@@ -69,9 +69,6 @@ impl Source for VecSource {
 pub struct Results(pub Arc<Mutex<Vec<QueryResult>>>, pub Arc<Mutex<bool>>);
 
 impl Results {
-    pub fn boxed(&self) -> Box<dyn ResultSink> {
-        Box::new(self.clone())
-    }
     /// The results sorted by trace index.
     pub fn sorted(&self) -> Vec<QueryResult> {
         let mut v = self.0.lock().expect("lock").clone();
