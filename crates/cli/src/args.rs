@@ -69,8 +69,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub server: String,
     /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp or tls.
-    #[arg(long, default_value = "keep")]
-    pub proto: String,
+    #[arg(long, value_enum, default_value_t = Transport::Keep)]
+    pub proto: Transport,
     /// Scale the trace's timing: 2 replays twice as fast.
     #[arg(long, value_name = "K", conflicts_with_all = ["rate", "fast"])]
     pub speed: Option<f64>,
@@ -134,8 +134,8 @@ pub struct ReplayArgs {
     /// Where each query's send time comes from: `kernel`, the kernel's timestamp of its last
     /// packet (SO_TIMESTAMPING, one more system call per query), or `user`, the clock read
     /// before the send call (cheaper; on a busy or virtual machine tens of µs early).
-    #[arg(long, value_name = "SOURCE", default_value = "kernel", value_parser = ["kernel", "user"])]
-    pub send_times: String,
+    #[arg(long, value_name = "SOURCE", value_enum, default_value_t = SendTimes::Kernel)]
+    pub send_times: SendTimes,
     /// UDP/TCP port carrying DNS in captures (repeat for several).
     #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16])]
     pub dns_ports: Vec<u16>,
@@ -199,12 +199,12 @@ pub struct LabArgs {
     /// Root hints for the resolver (default: made from the root zone in the manifest).
     #[arg(long, value_name = "FILE")]
     pub hints: Option<PathBuf>,
-    /// The resolver: unbound, knot-resolver, bind9 or pdns-recursor.
-    #[arg(long, default_value = "unbound")]
-    pub resolver: String,
+    /// The recursive resolver to run.
+    #[arg(long, value_enum, default_value_t = RecursiveResolver::Unbound)]
+    pub resolver: RecursiveResolver,
     /// The nameservers: ldplayer's meta-server, or one nsd per address (ground truth).
-    #[arg(long, default_value = "ldplayer", value_parser = ["ldplayer", "nsd"])]
-    pub nameservers: String,
+    #[arg(long, value_enum, default_value_t = Nameservers::Ldplayer)]
+    pub nameservers: Nameservers,
     /// Names to resolve one after the other: `name [type]` per line (type A by default).
     #[arg(long, value_name = "FILE", required_unless_present_any = ["trace", "stage"], conflicts_with = "trace")]
     pub names: Option<PathBuf>,
@@ -234,8 +234,8 @@ pub struct LabArgs {
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
     /// Internal: which namespace this process runs in.
-    #[arg(long, hide = true, value_parser = ["resolver", "server"])]
-    pub stage: Option<String>,
+    #[arg(long, hide = true, value_enum)]
+    pub stage: Option<LabStage>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -363,6 +363,93 @@ pub struct ExportArgs {
     /// UDP/TCP port carrying DNS in a --with-trace capture (repeat for several).
     #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], requires = "with_trace")]
     pub dns_ports: Vec<u16>,
+}
+
+/// A transport to force, or `keep` each message's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    /// Each message's own transport (from the trace, or set with `mutate --proto`).
+    Keep,
+    /// DNS over UDP.
+    Udp,
+    /// DNS over TCP (RFC 7766).
+    Tcp,
+    /// DNS over TLS (RFC 7858).
+    Tls,
+}
+
+impl Transport {
+    /// The transport to force, `None` for `keep`.
+    pub fn forced(self) -> Option<ldplayer_trace::Proto> {
+        match self {
+            Transport::Keep => None,
+            Transport::Udp => Some(ldplayer_trace::Proto::Udp),
+            Transport::Tcp => Some(ldplayer_trace::Proto::Tcp),
+            Transport::Tls => Some(ldplayer_trace::Proto::Tls),
+        }
+    }
+}
+
+/// Where a replayed query's send time comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SendTimes {
+    /// The kernel's timestamp of the query's last packet.
+    Kernel,
+    /// The clock read just before the send call.
+    User,
+}
+
+/// The recursive resolvers the lab can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RecursiveResolver {
+    /// Unbound (Debian package unbound).
+    Unbound,
+    /// Knot Resolver, kresd (knot-resolver).
+    KnotResolver,
+    /// BIND's named (bind9).
+    Bind9,
+    /// PowerDNS Recursor (pdns-recursor).
+    PdnsRecursor,
+}
+
+impl RecursiveResolver {
+    /// The lab's name for it.
+    pub fn kind(self) -> ldplayer_lab::ResolverKind {
+        match self {
+            RecursiveResolver::Unbound => ldplayer_lab::ResolverKind::Unbound,
+            RecursiveResolver::KnotResolver => ldplayer_lab::ResolverKind::KnotResolver,
+            RecursiveResolver::Bind9 => ldplayer_lab::ResolverKind::Bind9,
+            RecursiveResolver::PdnsRecursor => ldplayer_lab::ResolverKind::PdnsRecursor,
+        }
+    }
+}
+
+/// The nameservers the lab's server side runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Nameservers {
+    /// ldplayer's meta-server, one process answering for every address.
+    Ldplayer,
+    /// One nsd per nameserver address (ground truth).
+    Nsd,
+}
+
+impl Nameservers {
+    /// The lab's name for it.
+    pub fn kind(self) -> ldplayer_lab::NameserverKind {
+        match self {
+            Nameservers::Ldplayer => ldplayer_lab::NameserverKind::Meta,
+            Nameservers::Nsd => ldplayer_lab::NameserverKind::Nsd,
+        }
+    }
+}
+
+/// Which of the lab's namespaces a re-run `lab` process is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LabStage {
+    /// The resolver side.
+    Resolver,
+    /// The server side.
+    Server,
 }
 
 /// Output formats.
@@ -538,9 +625,9 @@ pub struct MutateArgs {
     /// Seed of every random or keyed choice.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Set the transport: udp, tcp, tls, or keep.
-    #[arg(long, value_name = "PROTO")]
-    pub proto: Option<String>,
+    /// Set the transport (keep: leave each message's own).
+    #[arg(long, value_name = "PROTO", value_enum)]
+    pub proto: Option<Transport>,
     /// Change the transport of only this fraction of clients (chosen per client).
     #[arg(long, value_name = "FRACTION", requires = "proto")]
     pub proto_fraction: Option<f64>,

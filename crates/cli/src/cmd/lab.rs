@@ -1,42 +1,31 @@
 //! `ldplayer lab --manifest FILE (--names FILE | --trace FILE) [--resolver KIND] [--capture PCAP]`
 //!
 //! Three stages of one command: on the host it re-runs itself in a new network namespace (the
-//! resolver side, which `ldplayer_lab` marks as such), which starts the server side in a second namespace (`ldplayer_lab` starts
-//! it and tells it what to run; `main` hands it to [`server_side`]), the resolver, and sends
-//! the workload: names one by one, or a trace with the replay engine.
+//! resolver side, which `ldplayer_lab` marks as such), which starts the server side in a second
+//! namespace (`ldplayer_lab` starts it and tells it what to run; `main` hands it to
+//! [`server_side`]), the resolver, and sends the workload: names one by one, or a trace with the
+//! replay engine.
 
-use crate::args::{LabArgs, ReadArgs};
+use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs};
 use crate::io::{refuse_same_file, Output};
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
-use ldplayer_lab::{
-    client, LabConfig, NameserverKind, ResolverKind, ResolverSide, ServerSideConfig,
-};
+use ldplayer_lab::{client, LabConfig, ResolverSide, ServerSideConfig};
 use ldplayer_replay::{ReplayConfig, Timing};
 use ldplayer_trace::Proto;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 use std::time::Duration;
 
 pub fn run(args: LabArgs) -> Result<()> {
-    match args.stage.as_deref() {
+    match args.stage {
         None if !ldplayer_lab::is_resolver_side() => host(args),
-        None | Some("resolver") => resolver_stage(args),
-        Some(_) => server_side(&ServerSideConfig {
+        None | Some(LabStage::Resolver) => resolver_stage(args),
+        Some(LabStage::Server) => server_side(&ServerSideConfig {
             manifest: args.manifest.clone(),
-            nameservers: nameserver_kind(&args.nameservers),
+            nameservers: args.nameservers.kind(),
             work_dir: args.work_dir.clone().unwrap_or_else(std::env::temp_dir),
         }),
-    }
-}
-
-/// `--nameservers`: `nsd`, or ldplayer's meta-server.
-fn nameserver_kind(name: &str) -> NameserverKind {
-    if name == "nsd" {
-        NameserverKind::Nsd
-    } else {
-        NameserverKind::Meta
     }
 }
 
@@ -46,7 +35,6 @@ fn absolute(p: &Path) -> Result<PathBuf> {
 
 /// On the host: check the arguments, then run the resolver stage in a new namespace.
 fn host(args: LabArgs) -> Result<()> {
-    ResolverKind::from_str(&args.resolver).map_err(anyhow::Error::msg)?;
     if args.json && args.names.is_some() && args.answers.is_none() {
         bail!(
             "--json with --names prints on standard output: write the answers with --answers FILE"
@@ -77,7 +65,7 @@ fn host(args: LabArgs) -> Result<()> {
 
 /// In the resolver side's namespace: start everything, send the workload, stop everything.
 fn resolver_stage(args: LabArgs) -> Result<()> {
-    let resolver = ResolverKind::from_str(&args.resolver).map_err(anyhow::Error::msg)?;
+    let resolver = args.resolver.kind();
     let temp;
     let work_dir = match &args.work_dir {
         Some(d) => {
@@ -91,7 +79,7 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
     };
     let config = LabConfig {
         manifest: absolute(&args.manifest)?,
-        nameservers: nameserver_kind(&args.nameservers),
+        nameservers: args.nameservers.kind(),
         hints: args.hints.as_deref().map(absolute).transpose()?,
         resolver,
         capture: args.capture.as_deref().map(absolute).transpose()?,
@@ -104,7 +92,10 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
             "ldplayer lab: {resolver} at {} resolving through {} nameserver addresses ({}); no route out",
             side.resolver_addr(),
             side.nameservers.len(),
-            args.nameservers
+            match args.nameservers {
+                Nameservers::Ldplayer => "ldplayer",
+                Nameservers::Nsd => "nsd",
+            }
         );
     }
     let outcome = workload(&args, side.resolver_addr());

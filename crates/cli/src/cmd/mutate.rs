@@ -1,11 +1,11 @@
 //! `ldplayer mutate INPUT -o OUTPUT [...]`
 
 use crate::args::MutateArgs;
+use crate::args::Transport;
 use crate::io::{create_output, end_run, format_from_name, open_input, refuse_same_file};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
 use ldplayer_mutate::{Direction, IpPrefix, MutateConfig, Mutation, Mutator};
-use ldplayer_trace::Proto;
 use std::hash::Hasher;
 
 /// The mutations the flags ask for.
@@ -50,21 +50,16 @@ pub fn config(args: &MutateArgs) -> Result<MutateConfig> {
     if !args.qname_suffixes.is_empty() {
         m.push(Mutation::QnameSuffixes(args.qname_suffixes.clone()));
     }
-    match args.proto.as_deref() {
-        None | Some("keep") => {
+    match args.proto.and_then(Transport::forced) {
+        None => {
             if args.proto_fraction.is_some() && args.proto.is_some() {
                 bail!("--proto-fraction needs --proto udp, tcp or tls");
             }
         }
-        Some(p) => {
-            let proto: Proto = p
-                .parse()
-                .map_err(|e: String| anyhow::anyhow!("--proto: {e}"))?;
-            m.push(Mutation::Transport {
-                proto,
-                client_share: args.proto_fraction.unwrap_or(1.0),
-            });
-        }
+        Some(proto) => m.push(Mutation::Transport {
+            proto,
+            client_share: args.proto_fraction.unwrap_or(1.0),
+        }),
     }
     if args.strip_edns {
         m.push(Mutation::StripEdns);

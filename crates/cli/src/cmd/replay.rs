@@ -1,7 +1,7 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls]
 //! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
 
-use crate::args::{ReadArgs, ReplayArgs};
+use crate::args::{ReadArgs, ReplayArgs, SendTimes};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
@@ -196,18 +196,7 @@ fn print_causes(stats: &ReplayStats) {
 
 /// The engine configuration the flags ask for.
 fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
-    let proto_override = match args.proto.as_str() {
-        "keep" => None,
-        p => {
-            let proto: Proto = p
-                .parse()
-                .map_err(|e: String| anyhow::anyhow!("--proto: {e}"))?;
-            if !matches!(proto, Proto::Udp | Proto::Tcp | Proto::Tls) {
-                bail!("--proto {p}: only udp, tcp and tls can be replayed so far");
-            }
-            Some(proto)
-        }
-    };
+    let proto_override = args.proto.forced();
     let default_port = if proto_override == Some(Proto::Tls) {
         853
     } else {
@@ -240,7 +229,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     c.tcp_idle_timeout = seconds(args.idle_timeout, "--idle-timeout")?;
     c.retry_truncated_over_tcp = !args.no_tc_retry;
     c.honor_keepalive = !args.no_keepalive;
-    c.kernel_send_times = args.send_times == "kernel";
+    c.kernel_send_times = args.send_times == SendTimes::Kernel;
     if let Some(p) = &args.source_prefix {
         let (addr, len) = p
             .split_once('/')
