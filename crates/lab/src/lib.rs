@@ -14,8 +14,6 @@
 //!    [`ResolverSide::finish`], which stops everything; the namespaces vanish with their
 //!    processes.
 
-#![warn(missing_docs)]
-
 pub mod authoritative;
 pub mod client;
 pub mod netns;

@@ -17,8 +17,6 @@
 //!
 //! Memory is bounded whatever the input: see [`CaptureOptions`].
 
-#![warn(missing_docs)]
-
 mod decoder;
 mod frag;
 mod net;
