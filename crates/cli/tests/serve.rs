@@ -52,8 +52,9 @@ fn example_zone(dir: &Path) -> String {
 
 #[test]
 fn serves_the_signed_root_zone_to_kdig_over_udp_and_tcp() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/zones/root-signed-2017-08-21.zone");
+    let Some(root) = common::shared_data("zones/root-signed-2017-08-21.zone") else {
+        return;
+    };
     let (_server, addr) = serve(&[&s(&root)]);
     let udp = kdig(&addr, &["www.example.com.", "A", "+dnssec"]);
     assert!(udp.contains("status: NOERROR"), "{udp}");
