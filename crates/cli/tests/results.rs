@@ -245,6 +245,9 @@ fn a_damaged_results_file_loses_only_the_damaged_block() {
 /// them from the same capture; another capture is refused.
 #[test]
 fn export_with_trace_adds_each_querys_fields_from_the_capture() {
+    if !common::tools(&[("tshark", "tshark")]) {
+        return;
+    }
     let (Some(capture), Some(other_capture)) = (
         data("pcap/dnscap_dns.pcap"),
         data("pcap/dnscap_dnso1tcp.pcap"),

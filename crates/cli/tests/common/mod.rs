@@ -38,6 +38,14 @@ pub fn shared_data(relative: &str) -> Option<std::path::PathBuf> {
     prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), relative)
 }
 
+/// Every one of `tools` (program, Debian package) installed; false only when one is missing
+/// and `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
+pub fn tools(tools: &[(&str, &str)]) -> bool {
+    tools
+        .iter()
+        .all(|(tool, package)| prerequisite::tool(tool, package).is_some())
+}
+
 /// The path as a string, for argument lists.
 pub fn s(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
