@@ -1,8 +1,33 @@
 #!/usr/bin/env bash
 # The project's test command (README.md, .ci/run): installs what the tests need when it is
-# missing, then checks formatting and lints and runs every test, including the docs' examples.
+# missing, then checks formatting and lints, builds the fuzz targets and runs every test,
+# including the docs' examples.
+#
+# A test whose prerequisite is missing (a tool, network namespaces, IPv6 on loopback, the shared
+# test data) fails saying what is missing and how to get it. With LDPLAYER_ALLOW_SKIP=1 it is
+# skipped instead, and the skipped tests are listed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The shared test data: real captures, zones and Deckard scenarios, kept beside the repository.
+shared_data=../shared/data
+if [ ! -d "$shared_data" ]; then
+  echo "test.sh: the shared test data is missing: $(pwd)/$shared_data (real captures, zone files"
+  echo "test.sh: and Deckard scenarios) must be checked out as ../shared/data beside the repository;"
+  echo "test.sh: the tests that read it will fail unless LDPLAYER_ALLOW_SKIP=1 (then they are skipped)."
+fi
+
+# Skipped tests (LDPLAYER_ALLOW_SKIP=1) add a line each to this file; listed when the run ends.
+export LDPLAYER_SKIP_LOG="${LDPLAYER_SKIP_LOG:-$(pwd)/target/skipped-tests.txt}"
+mkdir -p "$(dirname "$LDPLAYER_SKIP_LOG")"
+: >"$LDPLAYER_SKIP_LOG"
+list_skips() {
+  if [ "${LDPLAYER_ALLOW_SKIP:-}" = 1 ] || [ -s "$LDPLAYER_SKIP_LOG" ]; then
+    echo "test.sh: skipped $(sort -u "$LDPLAYER_SKIP_LOG" | wc -l) tests:"
+    sort -u "$LDPLAYER_SKIP_LOG" | sed 's/^/  /'
+  fi
+}
+trap list_skips EXIT
 
 # Real tools the tests use as independent witnesses.
 packages=()
@@ -32,6 +57,8 @@ command -v ldns-signzone >/dev/null 2>&1 || packages+=(ldnsutils)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)
+# The C++ compiler libfuzzer-sys builds libFuzzer with (the fuzz targets are compiled below).
+command -v c++ >/dev/null 2>&1 || packages+=(g++)
 if [ ${#packages[@]} -gt 0 ]; then
   echo "test.sh: installing ${packages[*]}"
   sudo=""
@@ -42,4 +69,7 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The fuzz targets (fuzz/ is outside the workspace, with its own Cargo.lock) must keep compiling;
+# running them takes cargo-fuzz and a nightly toolchain: cargo +nightly fuzz run TARGET.
+cargo build --manifest-path fuzz/Cargo.toml --locked
 cargo test --workspace --locked

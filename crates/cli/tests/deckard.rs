@@ -15,14 +15,20 @@
 
 mod common;
 
-use common::{ldplayer, namespaces_work};
+use common::ldplayer;
+use ldplayer_testbed::prerequisite;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn scenario(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data/hierarchy")
-        .join(name)
+/// A recorded scenario of the shared test data; `None` only when it is missing and skipping is
+/// allowed.
+fn scenario(name: &str) -> Option<PathBuf> {
+    common::shared_data(&format!("hierarchy/{name}"))
+}
+
+/// What the lab needs here: network namespaces and unbound.
+fn lab_prerequisites() -> bool {
+    prerequisite::netns() && prerequisite::tool("unbound", "unbound").is_some()
 }
 
 /// What one scenario gave: the expected lines, the lab's lines, and what the tools printed.
@@ -106,16 +112,13 @@ fn run_scenario(rpl: &Path, dir: &Path, capture: Option<&Path>) -> Outcome {
 
 /// The scenario resolves to its recorded answers.
 fn resolves_to_recorded_answers(file: &str, capture: bool) -> Option<tempfile::TempDir> {
-    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
+    if !lab_prerequisites() {
         return None;
     }
+    let rpl = scenario(file)?;
     let dir = tempfile::tempdir().expect("tempdir");
     let pcap = dir.path().join("upstream.pcap");
-    let o = run_scenario(
-        &scenario(file),
-        dir.path(),
-        capture.then_some(pcap.as_path()),
-    );
+    let o = run_scenario(&rpl, dir.path(), capture.then_some(pcap.as_path()));
     assert!(
         !o.expected.is_empty(),
         "{file}: no CHECK_ANSWER answers to compare"
@@ -177,11 +180,14 @@ fn world_cz_lidovky_www_resolves_to_its_recorded_answers() {
 /// nameserver's answer (not in the expected answer) gives a difference.
 #[test]
 fn an_altered_recording_is_caught() {
-    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
+    if !lab_prerequisites() {
         return;
     }
+    let Some(scenario) = scenario("deckard_iter_minim_a.rpl") else {
+        return;
+    };
     let dir = tempfile::tempdir().expect("tempdir");
-    let original = std::fs::read_to_string(scenario("deckard_iter_minim_a.rpl")).expect("scenario");
+    let original = std::fs::read_to_string(scenario).expect("scenario");
     // The first occurrence is the nameserver's answer in the RANGE; the CHECK_ANSWER keeps
     // 10.20.30.40.
     let needle = "www.example.com. IN A\t10.20.30.40";

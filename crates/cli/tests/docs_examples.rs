@@ -41,7 +41,10 @@ fn run_document(name: &str) {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let data = workspace().join("../shared/data");
+    let Some(data) = ldplayer_testbed::prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), ".")
+    else {
+        return;
+    };
     for (i, block) in blocks.iter().enumerate() {
         let out = Command::new("bash")
             .arg("-euo")

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::namespaces_work;
+use ldplayer_testbed::prerequisite;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -239,9 +239,10 @@ fn upstream_queries(pcap: &Path) -> Vec<Upstream> {
 fn host_witness(d: &Path) -> Option<Child> {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    if !common::prerequisite(
+    if !prerequisite::require(
         root,
         "root, for the host-wide tcpdump that checks that no packet leaves the lab",
+        "run the tests as root",
     ) {
         return None;
     }
@@ -288,9 +289,26 @@ fn packets_in(pcap: &Path, filter: &str) -> usize {
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
 
+/// What every lab test needs: network namespaces, ldns to sign the ground truth, unbound,
+/// tshark and tcpdump (the witnesses), then each of the `resolvers` (program, Debian package).
+fn lab_prerequisites(resolvers: &[(&str, &str)]) -> bool {
+    let tools = [
+        ("ldns-keygen", "ldnsutils"),
+        ("ldns-signzone", "ldnsutils"),
+        ("unbound", "unbound"),
+        ("tshark", "tshark"),
+        ("tcpdump", "tcpdump"),
+    ];
+    prerequisite::netns()
+        && tools
+            .iter()
+            .chain(resolvers)
+            .all(|(tool, package)| prerequisite::tool(tool, package).is_some())
+}
+
 #[test]
 fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
-    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
+    if !lab_prerequisites(&[]) {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");
@@ -427,7 +445,12 @@ fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
 /// answers as unbound; and the lab replays a stub trace through unbound with the replay engine.
 #[test]
 fn every_resolver_kind_resolves_through_the_meta_server_and_a_trace_replays() {
-    if !common::prerequisite(namespaces_work(), "network namespaces (run as root, or allow unprivileged user namespaces: `unshare -rn true` must work)") {
+    let resolvers = [
+        ("kresd", "knot-resolver"),
+        ("named", "bind9"),
+        ("pdns_recursor", "pdns-recursor"),
+    ];
+    if !lab_prerequisites(&resolvers) {
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

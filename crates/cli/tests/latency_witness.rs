@@ -117,6 +117,9 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 #[test]
 fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
+    if !common::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
+        return;
+    }
     let (server, _ca) = nsd_tls();
     let (plain, tls) = (server.addr.port(), server.tls_addr.expect("tls").port());
     let dir = tempfile::tempdir().expect("scratch");

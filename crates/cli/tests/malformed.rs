@@ -7,7 +7,8 @@
 
 mod common;
 
-use common::{debian_python_has, ldplayer, prerequisite, tool_runs, DEBIAN_PYTHON};
+use common::{ldplayer, DEBIAN_PYTHON};
+use ldplayer_testbed::prerequisite;
 use ldplayer_trace::binary::BinaryReader;
 use ldplayer_trace::{Collect, Source};
 use std::collections::BTreeMap;
@@ -30,10 +31,7 @@ const TWO_OPT_ID: u16 = 0x3006;
 
 /// Writes the capture; returns its path and the malformed queries' reasons in capture order.
 fn capture(dir: &Path) -> Option<(PathBuf, Vec<String>)> {
-    if !prerequisite(
-        debian_python_has(&["dns.message"]),
-        "Debian's python3 with dnspython (apt-get install python3-dnspython)",
-    ) {
+    if !prerequisite::debian_python(&["dns.message"], "python3-dnspython") {
         return None;
     }
     let pcap = dir.join("malformed.pcap");
@@ -198,10 +196,7 @@ fn malformed_queries_are_kept_counted_shown_and_dropped_on_request() {
 
     // tshark, reading the same capture, flags the same queries (but for the OPT rule it does
     // not check).
-    if !prerequisite(
-        tool_runs("tshark", "--version"),
-        "tshark (apt-get install tshark)",
-    ) {
+    if prerequisite::tool("tshark", "tshark").is_none() {
         return;
     }
     let out = Command::new("tshark")
@@ -270,15 +265,12 @@ fn malformed_queries_are_replayed_byte_for_byte_as_tcpdump_sees_it() {
     };
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
-    if !prerequisite(root, "root, for tcpdump to capture on lo")
-        || !prerequisite(
-            tool_runs("tcpdump", "--version"),
-            "tcpdump (apt-get install tcpdump)",
-        )
-        || !prerequisite(
-            tool_runs("tshark", "--version"),
-            "tshark (apt-get install tshark)",
-        )
+    if !prerequisite::require(
+        root,
+        "root, for tcpdump to capture on lo",
+        "run the tests as root",
+    ) || prerequisite::tool("tcpdump", "tcpdump").is_none()
+        || prerequisite::tool("tshark", "tshark").is_none()
     {
         return;
     }

@@ -4,7 +4,8 @@
 
 mod common;
 
-use common::{ldplayer, prerequisite, s, Serve};
+use common::{ldplayer, s, Serve};
+use ldplayer_testbed::prerequisite;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -133,9 +134,10 @@ fn replay_and_watch(dir: &Path, extra: &[&str]) -> (BTreeMap<u32, Thread>, Strin
 }
 
 fn two_cores() -> bool {
-    prerequisite(
+    prerequisite::require(
         std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2),
-        "a machine with at least two cores (one for the pinned querier, one for the rest)",
+        "a second core (one for the pinned querier, one for the rest)",
+        "run the tests on a machine (or in a container) with at least two cores",
     )
 }
 

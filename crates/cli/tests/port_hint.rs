@@ -4,14 +4,13 @@
 
 mod common;
 
-use common::{data_dir, ldplayer, prerequisite};
+use common::{ldplayer, shared_data};
 
 #[test]
 fn a_capture_on_another_port_names_it() {
-    let data = data_dir().join("pcap/dnscap_dns.pcap");
-    if !prerequisite(data.exists(), "the shared captures (../shared/data/pcap)") {
+    let Some(data) = shared_data("pcap/dnscap_dns.pcap") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().expect("scratch");
     let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
     ldplayer(&[

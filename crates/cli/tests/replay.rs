@@ -138,6 +138,9 @@ fn a_silent_server_gives_timeouts_not_a_hang() {
 /// trace's gaps (loose bounds: the machine is shared).
 #[test]
 fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
+    if !common::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
+        return;
+    }
     let server = knot();
     let dir = tempfile::tempdir().expect("scratch");
     let trace = dir.path().join("t.txt");

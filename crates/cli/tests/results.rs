@@ -13,16 +13,9 @@ fn s(p: &Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-fn data(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: the tests read the shared test data in ../shared/data",
-        p.display()
-    );
-    s(&p)
+/// A file of the shared test data; `None` only when it is missing and skipping is allowed.
+fn data(name: &str) -> Option<String> {
+    common::shared_data(name).map(|p| s(&p))
 }
 
 /// Runs `ldplayer` with `args`, successful or not.
@@ -252,9 +245,17 @@ fn a_damaged_results_file_loses_only_the_damaged_block() {
 /// them from the same capture; another capture is refused.
 #[test]
 fn export_with_trace_adds_each_querys_fields_from_the_capture() {
+    if !common::tools(&[("tshark", "tshark")]) {
+        return;
+    }
+    let (Some(capture), Some(other_capture)) = (
+        data("pcap/dnscap_dns.pcap"),
+        data("pcap/dnscap_dnso1tcp.pcap"),
+    ) else {
+        return;
+    };
     let server = knot();
     let dir = tempfile::tempdir().expect("scratch");
-    let capture = data("pcap/dnscap_dns.pcap");
     let res = dir.path().join("r.res");
     ldplayer(&[
         "replay",
@@ -337,7 +338,7 @@ fn export_with_trace_adds_each_querys_fields_from_the_capture() {
         &s(&res),
         "--csv",
         "--with-trace",
-        &data("pcap/dnscap_dnso1tcp.pcap"),
+        &other_capture,
     ]);
     assert!(!other.status.success());
     let err = String::from_utf8_lossy(&other.stderr);

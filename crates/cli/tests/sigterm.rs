@@ -186,10 +186,9 @@ fn sigterm_stops_the_server_with_its_counters() {
 /// resolver and the meta-server (which prints its counters), as a terminal's Ctrl-C does.
 #[test]
 fn sigterm_ends_a_lab_replay_with_its_summary_and_results() {
-    if !common::prerequisite(
-        common::namespaces_work(),
-        "network namespaces (root, or unprivileged user namespaces)",
-    ) {
+    if !ldplayer_testbed::prerequisite::netns()
+        || ldplayer_testbed::prerequisite::tool("unbound", "unbound").is_none()
+    {
         return;
     }
     let Some(capture) = common::shared_data("pcap/rfcdnscomp_response.pcap") else {

@@ -5,7 +5,8 @@
 
 mod common;
 
-use common::{data_dir, debian_python_has, ldplayer, prerequisite, DEBIAN_PYTHON};
+use common::{ldplayer, shared_data, DEBIAN_PYTHON};
+use ldplayer_testbed::prerequisite;
 use std::path::Path;
 use std::process::Command;
 
@@ -39,10 +40,7 @@ print(json.dumps({
 
 #[test]
 fn pandas_reads_text_traces_as_they_are() {
-    if !prerequisite(
-        debian_python_has(&["pandas"]),
-        "Debian's python3 with pandas (apt-get install python3-pandas)",
-    ) {
+    if !prerequisite::debian_python(&["pandas"], "python3-pandas") {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
@@ -121,10 +119,9 @@ fn pandas_reads_text_traces_as_they_are() {
     }
 
     // A real capture: one row per message, every column named.
-    let data = data_dir().join("pcap/dnscap_dns.pcap");
-    if !prerequisite(data.exists(), "the shared captures (../shared/data/pcap)") {
+    let Some(data) = shared_data("pcap/dnscap_dns.pcap") else {
         return;
-    }
+    };
     let text = dir.path().join("dns.txt");
     ldplayer(&[
         "convert",

@@ -5,8 +5,9 @@
 
 mod common;
 
-use common::{debian_python_has, ldplayer, prerequisite, tool_runs, DEBIAN_PYTHON};
+use common::{ldplayer, DEBIAN_PYTHON};
 use ldplayer_dns::{name_to_presentation, Message};
+use ldplayer_testbed::prerequisite;
 use ldplayer_trace::capture::{CaptureOptions, CaptureReader};
 use ldplayer_trace::{Collect, Proto, RecordBuf, Source};
 use std::path::Path;
@@ -164,13 +165,9 @@ fn theirs(pcap: &Path) -> Vec<Decoded> {
 
 #[test]
 fn windows_dynamic_updates_decode_as_tshark_decodes_them() {
-    if !prerequisite(
-        debian_python_has(&["dns.update", "dns.tsig"]),
-        "Debian's python3 with dnspython (apt-get install python3-dnspython)",
-    ) || !prerequisite(
-        tool_runs("tshark", "--version"),
-        "tshark (apt-get install tshark)",
-    ) {
+    if !prerequisite::debian_python(&["dns.update", "dns.tsig"], "python3-dnspython")
+        || prerequisite::tool("tshark", "tshark").is_none()
+    {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");

@@ -1,3 +1,5 @@
+//! The inspector's counts, rates, shares and clients on traces built message by message.
+
 use ldplayer_dns::{build, EdnsFields, Fields, Question};
 use ldplayer_inspect::Inspector;
 use ldplayer_trace::{Proto, Record, Sink, SkipReason};

@@ -36,8 +36,6 @@
 //! # }
 //! ```
 
-#![warn(missing_docs)]
-
 pub mod authoritative;
 pub mod client;
 pub mod netns;

@@ -35,8 +35,6 @@
 //! println!("{} queries answered", stats.responses);
 //! ```
 
-#![warn(missing_docs)]
-
 mod stats;
 mod tcp;
 mod udp;

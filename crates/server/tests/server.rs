@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use ldplayer_dns::{build, flag, name_from_presentation, EdnsFields, Fields, Message, Question};
 use ldplayer_server::{RunningServer, Server, ServerConfig};
+use ldplayer_testbed::prerequisite;
 use ldplayer_zone::{rtype, Zone, ZoneSet};
 
 const ZONE: &str = "\
@@ -440,17 +441,12 @@ fn stop_is_prompt() {
 /// kdig's output; `None` only when kdig is missing and LDPLAYER_ALLOW_SKIP=1 (else the test
 /// fails saying so).
 fn kdig(args: &[&str]) -> Option<String> {
-    let out = std::process::Command::new("kdig").args(args).output();
-    let installed = ldplayer_testbed::prerequisite::require(
-        out.is_ok(),
-        "kdig",
-        "apt-get install knot-dnsutils (scripts/test.sh does)",
-    );
-    if !installed {
-        return None;
-    }
-    out.ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+    let kdig = prerequisite::tool("kdig", "knot-dnsutils")?;
+    let out = std::process::Command::new(kdig)
+        .args(args)
+        .output()
+        .expect("kdig runs");
+    Some(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 #[test]
@@ -486,17 +482,11 @@ fn kdig_gets_answers() {
 
 #[test]
 fn ipv6_loopback() {
-    let server = match Server::start(ServerConfig::new(vec!["[::1]:0".parse().unwrap()]), zones()) {
-        Ok(s) => s,
-        Err(e) => {
-            ldplayer_testbed::prerequisite::require(
-                false,
-                &format!("an IPv6 loopback address, [::1] ({e})"),
-                "enable IPv6 on lo (sysctl net.ipv6.conf.lo.disable_ipv6=0)",
-            );
-            return;
-        }
-    };
+    if !prerequisite::ipv6_loopback() {
+        return;
+    }
+    let server = Server::start(ServerConfig::new(vec!["[::1]:0".parse().unwrap()]), zones())
+        .expect("a server on [::1]");
     let addr = server.local_addrs()[0];
     assert!(addr.is_ipv6() && addr.port() != 0);
     let r = udp_ask(&udp_client(addr), &query(1, "www.example.", rtype::A, None));
@@ -506,37 +496,32 @@ fn ipv6_loopback() {
         .unwrap();
     let r = tcp_read(&mut t);
     assert!(r.id == 2 && r.aa && r.ancount == 1);
-    if let Some(out) = kdig(&[
+    let Some(out) = kdig(&[
         "@::1",
         "-p",
         &addr.port().to_string(),
         "www.example.",
         "+tcp",
-    ]) {
-        assert!(out.contains("192.0.2.10"), "{out}");
-    }
+    ]) else {
+        return;
+    };
+    assert!(out.contains("192.0.2.10"), "{out}");
     server.stop();
 }
 
 #[test]
 fn two_listen_addresses() {
-    let server = match Server::start(
+    if !prerequisite::ipv6_loopback() {
+        return;
+    }
+    let server = Server::start(
         ServerConfig::new(vec![
             "127.0.0.1:0".parse().unwrap(),
             "[::1]:0".parse().unwrap(),
         ]),
         zones(),
-    ) {
-        Ok(s) => s,
-        Err(e) => {
-            ldplayer_testbed::prerequisite::require(
-                false,
-                &format!("an IPv6 loopback address, [::1] ({e})"),
-                "enable IPv6 on lo (sysctl net.ipv6.conf.lo.disable_ipv6=0)",
-            );
-            return;
-        }
-    };
+    )
+    .expect("a server on 127.0.0.1 and [::1]");
     let addrs = server.local_addrs();
     assert_eq!(addrs.len(), 2);
     for (i, &a) in addrs.iter().enumerate() {

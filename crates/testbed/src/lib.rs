@@ -76,8 +76,11 @@ fn find_binary(name: &str) -> PathBuf {
 /// A running server, killed on drop.
 pub struct Server {
     child: Child,
+    /// Where it answers over UDP and TCP (loopback, a free port).
     pub addr: SocketAddr,
+    /// Where it answers over TLS, when started with a certificate.
     pub tls_addr: Option<SocketAddr>,
+    /// Its scratch directory (configuration, zone, certificate), removed on drop.
     pub dir: tempfile::TempDir,
 }
 

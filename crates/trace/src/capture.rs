@@ -16,8 +16,6 @@
 //!
 //! Memory is bounded whatever the input: see [`CaptureOptions`].
 
-#![warn(missing_docs)]
-
 mod decoder;
 mod frag;
 mod net;

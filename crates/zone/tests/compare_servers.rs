@@ -112,12 +112,15 @@ fn compare(
 
 #[test]
 fn signed_root_against_nsd() {
-    let zone = Zone::from_file(ROOT_SIGNED, None).unwrap();
+    let Some(root_signed) = root_signed() else {
+        return;
+    };
+    let zone = Zone::from_file(&root_signed, None).unwrap();
     let qs = root_queries(&zone, 10_000);
     let (_, differing, _) = compare(
         Server::Nsd,
         ".",
-        ROOT_SIGNED,
+        &root_signed,
         &qs,
         &AnswerOptions::default(),
     );
@@ -129,7 +132,10 @@ fn signed_root_against_nsd() {
 /// as nsd and knotd answer it.
 #[test]
 fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
-    let zone = Zone::from_file(KNOT_EXAMPLE, None).expect("the sample zone loads");
+    let Some(knot_example) = knot_example() else {
+        return;
+    };
+    let zone = Zone::from_file(&knot_example, None).expect("the sample zone loads");
     let set: ZoneSet = std::iter::once(zone).collect();
     let soa = set
         .answer(
@@ -162,7 +168,7 @@ fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
     let (n, differing, _) = compare(
         Server::Nsd,
         "example.com.",
-        KNOT_EXAMPLE,
+        &knot_example,
         &qs,
         &AnswerOptions::default(),
     );
@@ -174,7 +180,7 @@ fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
     let (n, differing, _) = compare(
         Server::Knot,
         "example.com.",
-        KNOT_EXAMPLE,
+        &knot_example,
         &qs,
         &AnswerOptions {
             minimal: true,

@@ -18,7 +18,10 @@ fn ask(set: &ZoneSet, name: &str, t: u16, edns: Option<(u16, bool)>) -> Resp {
 #[test]
 fn signed_root_loads_and_answers() {
     let t = Instant::now();
-    let z = Zone::from_file(ROOT_SIGNED, None).unwrap();
+    let Some(root_signed) = root_signed() else {
+        return;
+    };
+    let z = Zone::from_file(root_signed, None).unwrap();
     println!(
         "signed root: {} records, {} names in {:?}",
         z.record_count,
@@ -44,7 +47,10 @@ fn signed_root_loads_and_answers() {
 #[test]
 fn unsigned_root_and_knot_example_load() {
     let t = Instant::now();
-    let z = Zone::from_file(ROOT_UNSIGNED, None).unwrap();
+    let (Some(root_unsigned), Some(knot_example)) = (root_unsigned(), knot_example()) else {
+        return;
+    };
+    let z = Zone::from_file(root_unsigned, None).unwrap();
     println!(
         "unsigned root: {} records in {:?}",
         z.record_count,
@@ -55,7 +61,7 @@ fn unsigned_root_and_knot_example_load() {
     let r = ask(&s, "www.example.org.", rtype::A, None);
     assert!(r.count(1, rtype::NS) > 0 && !r.additional().is_empty());
     // Its SOA timers and TTLs have units (`6h`, `1w`), rewritten to seconds when loading.
-    let k = Zone::from_file(KNOT_EXAMPLE, None).expect("knot's sample zone loads");
+    let k = Zone::from_file(knot_example, None).expect("knot's sample zone loads");
     let s: ZoneSet = std::iter::once(k).collect();
     let r = ask(&s, "example.com.", rtype::MX, None);
     assert!(r.aa() && r.count(0, rtype::MX) == 1);

@@ -1,6 +1,7 @@
 //! Helpers shared by the command-line tests.
 #![allow(dead_code)]
 
+use ldplayer_testbed::prerequisite;
 use std::process::{Command, Output, Stdio};
 
 /// Runs `ldplayer` with `args` and fails the test, showing its standard error, if it fails.
@@ -17,18 +18,6 @@ pub fn ldplayer(args: &[&str]) -> Output {
     out
 }
 
-/// Whether this machine lets us make network namespaces (as root, or in a user namespace).
-pub fn namespaces_work() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    Command::new("unshare")
-        .arg(if root { "-n" } else { "-rn" })
-        .args(["ip", "link", "set", "lo", "up"])
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
 /// Runs `ldplayer` with `args`, expecting it to fail; returns its output.
 pub fn ldplayer_fails(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
@@ -43,26 +32,18 @@ pub fn ldplayer_fails(args: &[&str]) -> Output {
     out
 }
 
-/// A file of the shared test data (`../shared/data` beside the workspace). When it is missing
-/// the test fails saying so, unless `LDPLAYER_ALLOW_SKIP=1`, which makes this return `None`
-/// (the caller then skips, printing why).
+/// A file of the shared test data (`../shared/data` beside the workspace); `None` only when it
+/// is missing and `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
 pub fn shared_data(relative: &str) -> Option<std::path::PathBuf> {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(relative);
-    if path.exists() {
-        return Some(path);
-    }
-    let why = format!(
-        "the shared test data {} is missing (expected at {})",
-        relative,
-        path.display()
-    );
-    if std::env::var("LDPLAYER_ALLOW_SKIP").as_deref() == Ok("1") {
-        eprintln!("skipped: {why}");
-        return None;
-    }
-    panic!("{why}; set LDPLAYER_ALLOW_SKIP=1 to skip instead");
+    prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), relative)
+}
+
+/// Every one of `tools` (program, Debian package) installed; false only when one is missing
+/// and `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
+pub fn tools(tools: &[(&str, &str)]) -> bool {
+    tools
+        .iter()
+        .all(|(tool, package)| prerequisite::tool(tool, package).is_some())
 }
 
 /// The path as a string, for argument lists.
@@ -70,52 +51,8 @@ pub fn s(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }
 
-/// Whether a test's prerequisite (a tool, a Python module, shared data) is there. A missing one
-/// fails the test with `what` and how to get it, unless `LDPLAYER_ALLOW_SKIP=1` is set: then
-/// the test is skipped (false is returned, with a note on standard error).
-pub fn prerequisite(present: bool, what: &str) -> bool {
-    if present {
-        return true;
-    }
-    if std::env::var("LDPLAYER_ALLOW_SKIP").as_deref() == Ok("1") {
-        eprintln!("skipped (LDPLAYER_ALLOW_SKIP=1): {what}");
-        return false;
-    }
-    panic!(
-        "{what}: this test needs it (scripts/test.sh installs it); set LDPLAYER_ALLOW_SKIP=1 to \
-         skip the test instead"
-    );
-}
-
-/// Debian's Python (`/usr/bin/python3`, not a pyenv build on PATH), which has the Debian
-/// packages' modules.
-pub const DEBIAN_PYTHON: &str = "/usr/bin/python3";
-
-/// Whether Debian's Python imports every one of `modules`.
-pub fn debian_python_has(modules: &[&str]) -> bool {
-    Command::new(DEBIAN_PYTHON)
-        .arg("-c")
-        .arg(format!("import {}", modules.join(", ")))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// Whether `tool` runs (with `arg`, e.g. `--version`).
-pub fn tool_runs(tool: &str, arg: &str) -> bool {
-    Command::new(tool)
-        .arg(arg)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The shared test data (captures, zones), `../shared/data` from the workspace.
-pub fn data_dir() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
-}
+/// Debian's Python, which has the Debian packages' modules.
+pub const DEBIAN_PYTHON: &str = prerequisite::DEBIAN_PYTHON;
 
 /// A running `ldplayer serve`, stopped with SIGINT on drop (or [`Serve::stop`]).
 pub struct Serve {

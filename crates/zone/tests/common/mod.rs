@@ -413,15 +413,27 @@ impl RefServer {
     }
 }
 
-pub const ROOT_SIGNED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/data/zones/root-signed-2017-08-21.zone"
-);
-pub const ROOT_UNSIGNED: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/data/zones/root-2018-03-12.zone"
-);
-pub const KNOT_EXAMPLE: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../../../shared/data/zones/knot_example.com.zone"
-);
+/// A zone file of the shared test data (`zones/FILE`); `None` only when it is missing and
+/// `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
+pub fn shared_zone(file: &str) -> Option<String> {
+    ldplayer_testbed::prerequisite::shared_data(
+        env!("CARGO_MANIFEST_DIR"),
+        &format!("zones/{file}"),
+    )
+    .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// The signed root zone of 2017-08-21.
+pub fn root_signed() -> Option<String> {
+    shared_zone("root-signed-2017-08-21.zone")
+}
+
+/// The unsigned root zone of 2018-03-12.
+pub fn root_unsigned() -> Option<String> {
+    shared_zone("root-2018-03-12.zone")
+}
+
+/// CZ-NIC's sample zone, with time units in its TTLs and SOA timers.
+pub fn knot_example() -> Option<String> {
+    shared_zone("knot_example.com.zone")
+}
