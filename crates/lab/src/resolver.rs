@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use domain::base::iana::Rtype;
+use ldplayer_dns::Rtype;
 
 use crate::{client, LabError};
 

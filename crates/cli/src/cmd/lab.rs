@@ -9,6 +9,7 @@ use crate::io::{refuse_same_file, Output};
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use ldplayer_dns::Rtype;
 use ldplayer_lab::{client, LabConfig, NameserverKind, ResolverKind, ResolverSide};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -132,7 +133,7 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
                 Some(t) => t.parse().map_err(|_| {
                     anyhow::anyhow!("{}:{}: unknown type {t:?}", names.display(), n + 1)
                 })?,
-                None => domain_a(),
+                None => Rtype::A,
             };
             let name = if name.ends_with('.') {
                 name.to_string()
@@ -201,10 +202,6 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
     }
     let wrap = Wrap::try_parse_from(argv)?;
     super::replay::run(wrap.replay)
-}
-
-fn domain_a() -> ldplayer_lab::client::Rtype {
-    ldplayer_lab::client::Rtype::A
 }
 
 /// In the server side's namespace: the nameservers, until the resolver side interrupts.
