@@ -533,7 +533,7 @@ impl<'z> Ctx<'z, '_> {
             let mark = self.w.len();
             self.w.name(cur);
             self.w.buf.extend_from_slice(&Rtype::CNAME.0.to_be_bytes());
-            self.w.buf.extend_from_slice(&1u16.to_be_bytes());
+            self.w.buf.extend_from_slice(&Class::IN.0.to_be_bytes());
             self.w.buf.extend_from_slice(&set.ttl().to_be_bytes());
             let len_at = self.w.len();
             self.w.buf.extend_from_slice(&[0, 0]);

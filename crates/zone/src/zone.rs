@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use crate::check::check_zone;
 use crate::name;
 use crate::reader::{parse_origin, read_zone_file, read_zone_text, ZoneRecord};
-use ldplayer_dns::Rtype;
+use ldplayer_dns::{Class, Rtype};
 
 /// An error while loading a zone, naming the file and line.
 #[derive(Debug, thiserror::Error)]
@@ -295,7 +295,7 @@ fn encode_rrset(rtype: Rtype, covered: Rtype, recs: &[(u32, &[u8])]) -> RRset {
             rtype
         };
         wire.extend_from_slice(&t.0.to_be_bytes());
-        wire.extend_from_slice(&1u16.to_be_bytes());
+        wire.extend_from_slice(&Class::IN.0.to_be_bytes());
         wire.extend_from_slice(&ttl.to_be_bytes());
         wire.extend_from_slice(&(rd.len() as u16).to_be_bytes());
         wire.extend_from_slice(rd);
