@@ -55,7 +55,7 @@ fuzz_target!(|data: &[u8]| {
         Some(_) => None,
         None => Some(ldplayer_dns::EdnsFields { version: 0, udp_size: 1232, dnssec_ok: true, options: vec![0, 10, 0, 8, 1, 2, 3, 4, 5, 6, 7, 8] }),
     };
-    edited.rcode &= 0xF;
+    edited.rcode = ldplayer_dns::Rcode::from_parts(edited.rcode.header_bits(), 0);
     let mut wire = data.to_vec();
     if apply(&mut wire, &edited).is_ok() {
         let m = Message::parse(&wire).expect("an edited message parses");

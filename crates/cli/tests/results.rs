@@ -320,8 +320,8 @@ fn export_with_trace_adds_each_querys_fields_from_the_capture() {
         assert_eq!(row[col("qname")], format!("{}.", w[1]), "{row:?} {w:?}");
         let qtype: u16 = w[2].parse().expect("type number");
         assert_eq!(
-            ldplayer_dns::rtype_from_str(&row[col("qtype")]),
-            Some(qtype),
+            row[col("qtype")].parse(),
+            Ok(ldplayer_dns::Rtype(qtype)),
             "{row:?} {w:?}"
         );
         assert_eq!(row[col("trace_proto")], "udp");

@@ -67,10 +67,10 @@ fn ours(r: &RecordBuf) -> Decoded {
         counts: [h.qdcount, h.ancount, h.nscount, h.arcount],
         question: (
             presentation(&qname),
-            m.qtype().unwrap_or(0),
-            m.qclass().unwrap_or(0),
+            m.qtype().map_or(0, u16::from),
+            m.qclass().map_or(0, u16::from),
         ),
-        records: rrs.iter().map(|rr| (rr.rtype, rr.class)).collect(),
+        records: rrs.iter().map(|rr| (rr.rtype.0, rr.class.0)).collect(),
         tsig,
         tkey,
     }

@@ -2,9 +2,9 @@
 
 use crate::error::DnsError;
 use crate::message::{flag, Message, HEADER_LEN};
-use crate::mnemonic::rtype;
 use crate::partial::Partial;
 use crate::wire::{decompress, has_pointer_at_or_after};
+use crate::{Class, Rcode, Rtype};
 use thiserror::Error;
 
 /// Why a message cannot be given the requested fields.
@@ -15,7 +15,10 @@ pub enum EditError {
     Malformed(#[from] DnsError),
     /// An RCODE above 15 needs an OPT record to hold its upper bits.
     #[error("extended RCODE {0} needs EDNS")]
-    RcodeNeedsEdns(u16),
+    RcodeNeedsEdns(Rcode),
+    /// A message carries 12 bits of RCODE; this one has more.
+    #[error("RCODE {0} does not fit in 12 bits")]
+    RcodeTooLarge(Rcode),
     /// The edited message would be larger than 65535 bytes.
     #[error("message too large")]
     TooLarge,
@@ -27,9 +30,9 @@ pub struct Question {
     /// Uncompressed wire form of the name.
     pub name: Vec<u8>,
     /// Query type.
-    pub qtype: u16,
+    pub qtype: Rtype,
     /// Query class.
-    pub qclass: u16,
+    pub qclass: Class,
 }
 
 /// The EDNS fields the text format expresses.
@@ -60,7 +63,7 @@ pub struct Fields {
     /// The single-bit flags AA, TC, RD, RA, Z, AD and CD, at their header positions.
     pub flags: u16,
     /// The full (extended) response code.
-    pub rcode: u16,
+    pub rcode: Rcode,
     /// The first question.
     pub question: Option<Question>,
     /// The OPT record.
@@ -76,8 +79,8 @@ impl Fields {
             msg.qname_wire(&mut name);
             Question {
                 name,
-                qtype: msg.qtype().unwrap_or(0),
-                qclass: msg.qclass().unwrap_or(0),
+                qtype: msg.qtype().unwrap_or_default(),
+                qclass: msg.qclass().unwrap_or_default(),
             }
         });
         let edns = msg.edns().map(|e| EdnsFields {
@@ -108,7 +111,7 @@ impl Fields {
             qr: h.qr(),
             opcode: h.opcode(),
             flags: h.flags & flag::NAMED_MASK,
-            rcode: h.rcode_low() as u16,
+            rcode: Rcode::from_parts(h.rcode_low(), 0),
             question: p.question.clone(),
             edns: None,
         }
@@ -128,12 +131,15 @@ pub fn build(fields: &Fields) -> Result<Vec<u8>, EditError> {
 /// OPT record added, removed or resized) keep compression pointers valid, expanding the message's
 /// names first when a pointer would otherwise move.
 pub fn apply(wire: &mut Vec<u8>, fields: &Fields) -> Result<(), EditError> {
-    if fields.rcode > 15 && fields.edns.is_none() {
+    if fields.rcode > Rcode::MAX_IN_MESSAGE {
+        return Err(EditError::RcodeTooLarge(fields.rcode));
+    }
+    if fields.rcode.needs_edns() && fields.edns.is_none() {
         return Err(EditError::RcodeNeedsEdns(fields.rcode));
     }
     apply_header(wire, fields)?;
     set_question(wire, fields.question.as_ref())?;
-    set_edns(wire, fields.edns.as_ref(), (fields.rcode >> 4) as u8)?;
+    set_edns(wire, fields.edns.as_ref(), fields.rcode.extended_bits())?;
     if wire.len() > u16::MAX as usize {
         return Err(EditError::TooLarge);
     }
@@ -155,7 +161,7 @@ pub fn apply_header(wire: &mut [u8], fields: &Fields) -> Result<(), EditError> {
     }
     new |= ((fields.opcode as u16) & 0xF) << 11;
     new |= fields.flags & flag::NAMED_MASK;
-    new |= fields.rcode & 0xF;
+    new |= fields.rcode.header_bits() as u16;
     wire[2..4].copy_from_slice(&new.to_be_bytes());
     Ok(())
 }
@@ -172,8 +178,8 @@ fn set_question(wire: &mut Vec<u8>, want: Option<&Question>) -> Result<(), EditE
                 return Ok(());
             };
             let fixed = crate::wire::skip_name(wire, at)?;
-            wire[fixed..fixed + 2].copy_from_slice(&w.qtype.to_be_bytes());
-            wire[fixed + 2..fixed + 4].copy_from_slice(&w.qclass.to_be_bytes());
+            wire[fixed..fixed + 2].copy_from_slice(&w.qtype.0.to_be_bytes());
+            wire[fixed + 2..fixed + 4].copy_from_slice(&w.qclass.0.to_be_bytes());
         }
         (have, Some(w)) => {
             // The first question always starts right after the header.
@@ -201,8 +207,8 @@ fn set_question(wire: &mut Vec<u8>, want: Option<&Question>) -> Result<(), EditE
 
 fn question_bytes(q: &Question) -> Vec<u8> {
     let mut out = q.name.clone();
-    out.extend_from_slice(&q.qtype.to_be_bytes());
-    out.extend_from_slice(&q.qclass.to_be_bytes());
+    out.extend_from_slice(&q.qtype.0.to_be_bytes());
+    out.extend_from_slice(&q.qclass.0.to_be_bytes());
     out
 }
 
@@ -221,7 +227,7 @@ fn set_edns(wire: &mut Vec<u8>, want: Option<&EdnsFields>, ext_rcode: u8) -> Res
         }
         (None, Some(w)) => {
             let mut rr = vec![0u8];
-            rr.extend_from_slice(&rtype::OPT.to_be_bytes());
+            rr.extend_from_slice(&Rtype::OPT.0.to_be_bytes());
             rr.extend_from_slice(&w.udp_size.to_be_bytes());
             rr.push(ext_rcode);
             rr.push(w.version);

@@ -17,10 +17,16 @@
 //! class NONE or ANY); [`Message::records`] walks the records and [`Rr::tsig`] / [`Rr::tkey`]
 //! decode the transaction signatures and key exchanges that secure them (GSS-TSIG).
 //!
+//! The vocabulary every ldplayer crate speaks is here: [`Rtype`], [`Class`] and [`Rcode`] are
+//! `u16` newtypes with a constant per registered value (`Rtype::AAAA`, `Rcode::NXDOMAIN`), the
+//! standard mnemonics as `Display` and `FromStr`, and the RFC 3597 generic forms (`TYPE65280`)
+//! for numbers without one. Each is generated from one table, so a mnemonic is written once.
+//!
 //! Editing goes through one mechanism: [`Fields`] is everything the text format's columns express;
 //! [`Fields::of`] reads them off a message and [`apply`] rewrites a message so it carries a given
 //! set of fields, touching only what differs, so an unedited message stays byte-identical.
 
+mod class;
 mod edit;
 mod edns;
 mod error;
@@ -28,20 +34,22 @@ mod message;
 mod mnemonic;
 mod name;
 mod partial;
+mod rcode;
 mod records;
+mod rtype;
 mod tsig;
 mod wire;
 
+pub use class::Class;
 pub use edit::{apply, apply_header, build, EditError, EdnsFields, Fields, Question};
 pub use edns::{code as option_code, parse_options, render_options, OptionsError};
 pub use error::DnsError;
 pub use message::{flag, Edns, Header, Message, HEADER_LEN};
-pub use mnemonic::{
-    class_from_str, class_to_string, opcode_from_str, opcode_to_string, rcode_from_str,
-    rcode_to_string, rtype, rtype_from_str, rtype_to_string,
-};
+pub use mnemonic::{opcode_from_str, opcode_to_string, UnknownMnemonic};
 pub use name::{name_from_presentation, name_to_presentation, NameError, MAX_NAME_LEN};
 pub use partial::Partial;
+pub use rcode::Rcode;
 pub use records::{Records, Rr, Section};
+pub use rtype::Rtype;
 pub use tsig::{Tkey, Tsig};
 pub use wire::decompress;

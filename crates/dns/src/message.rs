@@ -1,10 +1,10 @@
 //! The read-only view of a DNS message.
 
 use crate::error::DnsError;
-use crate::mnemonic::rtype;
 use crate::records::{Records, Rr, Section};
 use crate::tsig::Tsig;
 use crate::wire::{read_name, u16_at, walk, RecordPos};
+use crate::{Class, Rcode, Rtype};
 
 /// Length of the fixed DNS header.
 pub const HEADER_LEN: usize = 12;
@@ -121,7 +121,7 @@ pub struct Message<'a> {
     wire: &'a [u8],
     header: Header,
     /// Offset of the first question's name, and its type and class.
-    question: Option<(usize, u16, u16)>,
+    question: Option<(usize, Rtype, Class)>,
     /// End of the question section.
     question_end: usize,
     edns: Option<Edns>,
@@ -140,16 +140,16 @@ impl<'a> Message<'a> {
         let mut tsig = None;
         let end = walk(wire, |section, rr| {
             if section == 3 {
-                tsig = (rr.rr_type == rtype::TSIG).then_some(rr);
+                tsig = (rr.rr_type == Rtype::TSIG).then_some(rr);
             }
             match section {
                 0 => {
                     if question.is_none() {
-                        question = Some((rr.owner, rr.rr_type, u16_at(wire, rr.fixed + 2)?));
+                        question = Some((rr.owner, rr.rr_type, Class(u16_at(wire, rr.fixed + 2)?)));
                     }
                     question_end = rr.end;
                 }
-                3 if rr.rr_type == rtype::OPT => {
+                3 if rr.rr_type == Rtype::OPT => {
                     if edns.is_some() || wire[rr.owner] != 0 {
                         return Err(DnsError::BadOpt);
                     }
@@ -192,16 +192,18 @@ impl<'a> Message<'a> {
         self.edns.as_ref()
     }
     /// The full response code: the header's four bits extended by the OPT record's eight.
-    pub fn rcode(&self) -> u16 {
-        let high = self.edns.map_or(0, |e| e.ext_rcode as u16);
-        (high << 4) | self.header.rcode_low() as u16
+    pub fn rcode(&self) -> Rcode {
+        Rcode::from_parts(
+            self.header.rcode_low(),
+            self.edns.map_or(0, |e| e.ext_rcode),
+        )
     }
     /// Type of the first question, if any.
-    pub fn qtype(&self) -> Option<u16> {
+    pub fn qtype(&self) -> Option<Rtype> {
         self.question.map(|q| q.1)
     }
     /// Class of the first question, if any.
-    pub fn qclass(&self) -> Option<u16> {
+    pub fn qclass(&self) -> Option<Class> {
         self.question.map(|q| q.2)
     }
     /// Offset of the first question's name, if any.

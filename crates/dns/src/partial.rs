@@ -9,6 +9,7 @@
 use crate::edit::Question;
 use crate::message::{Header, HEADER_LEN};
 use crate::wire::{read_name, skip_name, u16_at};
+use crate::{Class, Rtype};
 
 /// The readable part of a message that [`Message::parse`](crate::Message::parse) rejects (or of
 /// any byte string of at least 12 bytes).
@@ -34,8 +35,8 @@ impl Partial {
 
 fn first_question(wire: &[u8]) -> Option<Question> {
     let fixed = skip_name(wire, HEADER_LEN).ok()?;
-    let qtype = u16_at(wire, fixed).ok()?;
-    let qclass = u16_at(wire, fixed + 2).ok()?;
+    let qtype = Rtype(u16_at(wire, fixed).ok()?);
+    let qclass = Class(u16_at(wire, fixed + 2).ok()?);
     let mut name = Vec::new();
     read_name(wire, HEADER_LEN, &mut name).ok()?;
     Some(Question {

@@ -2,6 +2,7 @@
 
 use crate::message::Header;
 use crate::wire::{read_name, skip_name, u16_at, RecordPos};
+use crate::{Class, Rtype};
 
 /// The section a resource record is in.
 ///
@@ -26,9 +27,9 @@ pub struct Rr<'a> {
     /// Offset of the owner name in the message.
     pub offset: usize,
     /// Record type.
-    pub rtype: u16,
+    pub rtype: Rtype,
     /// Class (for OPT, the UDP payload size; in an UPDATE, NONE and ANY carry meaning).
-    pub class: u16,
+    pub class: Class,
     /// Time to live.
     pub ttl: u32,
     /// Offset of the RDATA in the message.
@@ -62,7 +63,7 @@ impl<'a> Rr<'a> {
             section,
             offset: pos.owner,
             rtype: pos.rr_type,
-            class: word(pos.fixed + 2)?,
+            class: Class(word(pos.fixed + 2)?),
             ttl: (u32::from(word(pos.fixed + 4)?) << 16) | u32::from(word(pos.fixed + 6)?),
             rdata_offset: pos.rdata,
             end: pos.end,
@@ -113,7 +114,7 @@ impl<'a> Iterator for Records<'a> {
         let pos = RecordPos {
             owner: self.pos,
             fixed,
-            rr_type: u16_at(self.wire, fixed).ok()?,
+            rr_type: Rtype(u16_at(self.wire, fixed).ok()?),
             rdata,
             end,
         };

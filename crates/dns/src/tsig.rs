@@ -2,9 +2,9 @@
 //! exchange that sets them up (GSS-TSIG, RFC 3645, as Windows uses for its dynamic updates).
 
 use crate::error::DnsError;
-use crate::mnemonic::rtype;
 use crate::records::Rr;
 use crate::wire::read_name;
+use crate::Rtype;
 
 /// A TSIG record's RDATA.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,7 +103,7 @@ impl<'a> Rr<'a> {
     /// The TSIG fields of a TSIG record; `None` for other types, an error when the RDATA ends
     /// before its fields do.
     pub fn tsig(&self) -> Option<Result<Tsig<'a>, DnsError>> {
-        (self.rtype == rtype::TSIG).then(|| {
+        (self.rtype == Rtype::TSIG).then(|| {
             let (mut c, algorithm) = Cursor::after_algorithm(self)?;
             let t = c.bytes(6)?;
             let time_signed = t.iter().fold(0u64, |acc, &b| (acc << 8) | b as u64);
@@ -122,7 +122,7 @@ impl<'a> Rr<'a> {
     /// The TKEY fields of a TKEY record; `None` for other types, an error when the RDATA ends
     /// before its fields do.
     pub fn tkey(&self) -> Option<Result<Tkey<'a>, DnsError>> {
-        (self.rtype == rtype::TKEY).then(|| {
+        (self.rtype == Rtype::TKEY).then(|| {
             let (mut c, algorithm) = Cursor::after_algorithm(self)?;
             Ok(Tkey {
                 algorithm,

@@ -2,7 +2,7 @@
 
 use crate::error::DnsError;
 use crate::message::HEADER_LEN;
-use crate::mnemonic::rtype;
+use crate::Rtype;
 
 /// Longest name on the wire, root label included (RFC 1035 §3.1).
 const MAX_WIRE_NAME: usize = 255;
@@ -107,22 +107,22 @@ pub(crate) enum RdataNames {
     Naptr,
 }
 
-pub(crate) fn rdata_names(rr_type: u16) -> RdataNames {
+pub(crate) fn rdata_names(rr_type: Rtype) -> RdataNames {
     match rr_type {
-        rtype::NS
-        | rtype::MD
-        | rtype::MF
-        | rtype::CNAME
-        | rtype::MB
-        | rtype::MG
-        | rtype::MR
-        | rtype::PTR
-        | rtype::DNAME => RdataNames::At(0),
-        rtype::SOA | rtype::MINFO | rtype::RP => RdataNames::Two,
-        rtype::MX | rtype::AFSDB | rtype::RT | rtype::KX => RdataNames::At(2),
-        rtype::SRV => RdataNames::At(6),
-        rtype::NAPTR => RdataNames::Naptr,
-        rtype::TKEY | rtype::TSIG => RdataNames::At(0),
+        Rtype::NS
+        | Rtype::MD
+        | Rtype::MF
+        | Rtype::CNAME
+        | Rtype::MB
+        | Rtype::MG
+        | Rtype::MR
+        | Rtype::PTR
+        | Rtype::DNAME => RdataNames::At(0),
+        Rtype::SOA | Rtype::MINFO | Rtype::RP => RdataNames::Two,
+        Rtype::MX | Rtype::AFSDB | Rtype::RT | Rtype::KX => RdataNames::At(2),
+        Rtype::SRV => RdataNames::At(6),
+        Rtype::NAPTR => RdataNames::Naptr,
+        Rtype::TKEY | Rtype::TSIG => RdataNames::At(0),
         _ => RdataNames::None,
     }
 }
@@ -135,7 +135,7 @@ pub(crate) struct RecordPos {
     /// Start of the TYPE field, just after the owner name.
     pub fixed: usize,
     /// Record type.
-    pub rr_type: u16,
+    pub rr_type: Rtype,
     /// Start of the RDATA.
     pub rdata: usize,
     /// End of the RDATA (exclusive).
@@ -177,7 +177,7 @@ pub(crate) fn walk(
         if fixed + 4 > wire.len() {
             return Err(DnsError::Truncated);
         }
-        let rr_type = u16_at(wire, fixed)?;
+        let rr_type = Rtype(u16_at(wire, fixed)?);
         visit(
             0,
             RecordPos {
@@ -197,7 +197,7 @@ pub(crate) fn walk(
             if fixed + 10 > wire.len() {
                 return Err(DnsError::Truncated);
             }
-            let rr_type = u16_at(wire, fixed)?;
+            let rr_type = Rtype(u16_at(wire, fixed)?);
             let rdlen = u16_at(wire, fixed + 8)? as usize;
             let rdata = fixed + 10;
             let end = rdata + rdlen;
@@ -237,7 +237,7 @@ pub(crate) fn walk(
 /// CNAME" or "delete this RRset", for name-holding types (CNAME, PTR, NS, SRV, ...) too.
 fn rdata_name_positions(
     wire: &[u8],
-    rr_type: u16,
+    rr_type: Rtype,
     rdata: usize,
     end: usize,
 ) -> impl Iterator<Item = Result<usize, DnsError>> {

@@ -1,7 +1,10 @@
 //! Parsing rejects malformed messages with the right reason; editing keeps messages well-formed
 //! and changes only what it is asked to.
 
-use ldplayer_dns::{apply, build, decompress, DnsError, EdnsFields, Fields, Message, Question};
+use ldplayer_dns::{
+    apply, build, decompress, Class, DnsError, EditError, EdnsFields, Fields, Message, Question,
+    Rcode, Rtype,
+};
 use proptest::prelude::*;
 
 fn header(qd: u16, an: u16, ns: u16, ar: u16) -> Vec<u8> {
@@ -160,7 +163,7 @@ fn extended_rcodes_need_edns() {
         qr: true,
         opcode: 0,
         flags: 0,
-        rcode: 16,
+        rcode: Rcode::BADVERS,
         question: None,
         edns: None,
     };
@@ -175,7 +178,22 @@ fn extended_rcodes_need_edns() {
         ..f
     };
     let m = build(&f).unwrap();
-    assert_eq!(Message::parse(&m).unwrap().rcode(), 16);
+    assert_eq!(Message::parse(&m).unwrap().rcode(), Rcode::BADVERS);
+    // 12 bits is all a message has room for.
+    let max = build(&Fields {
+        rcode: Rcode::MAX_IN_MESSAGE,
+        ..f.clone()
+    })
+    .unwrap();
+    assert_eq!(Message::parse(&max).unwrap().rcode(), Rcode(4095));
+    let too_large = Fields {
+        rcode: Rcode(4096),
+        ..f
+    };
+    assert_eq!(
+        build(&too_large),
+        Err(EditError::RcodeTooLarge(Rcode(4096)))
+    );
 }
 
 fn name() -> impl Strategy<Value = Vec<u8>> {
@@ -205,7 +223,7 @@ proptest! {
         let mut f = Fields::of(&Message::parse(&m).unwrap());
         f.id = id;
         f.flags = if rd { f.flags | 0x0100 } else { f.flags & !0x0100 };
-        f.question = qname.map(|name| Question { name, qtype, qclass: 1 });
+        f.question = qname.map(|name| Question { name, qtype: Rtype(qtype), qclass: Class::IN });
         f.edns = edns.map(|(udp_size, dnssec_ok, options)| EdnsFields { version: 0, udp_size, dnssec_ok, options });
         let mut edited = m.clone();
         apply(&mut edited, &f).unwrap();

@@ -2,13 +2,14 @@
 //! messages still give their header and question.
 
 use ldplayer_dns::{
-    decompress, rtype, DnsError, Fields, Message, Partial, Question, Section, HEADER_LEN,
+    decompress, Class, DnsError, Fields, Message, Partial, Question, Rcode, Rtype, Section,
+    HEADER_LEN,
 };
 use proptest::prelude::*;
 
-const NONE: u16 = 254;
-const ANY: u16 = 255;
-const IN: u16 = 1;
+const NONE: Class = Class::NONE;
+const ANY: Class = Class::ANY;
+const IN: Class = Class::IN;
 
 /// A message under construction: a header with the given opcode and counts, then sections.
 struct Builder(Vec<u8>);
@@ -30,16 +31,23 @@ impl Builder {
         self.0.push(0);
         self
     }
-    fn question(&mut self, name: &str, qtype: u16, qclass: u16) -> &mut Self {
+    fn question(&mut self, name: &str, qtype: Rtype, qclass: Class) -> &mut Self {
         self.name(name);
-        self.0.extend_from_slice(&qtype.to_be_bytes());
-        self.0.extend_from_slice(&qclass.to_be_bytes());
+        self.0.extend_from_slice(&qtype.0.to_be_bytes());
+        self.0.extend_from_slice(&qclass.0.to_be_bytes());
         self
     }
-    fn rr(&mut self, name: &str, rr_type: u16, class: u16, ttl: u32, rdata: &[u8]) -> &mut Self {
+    fn rr(
+        &mut self,
+        name: &str,
+        rr_type: Rtype,
+        class: Class,
+        ttl: u32,
+        rdata: &[u8],
+    ) -> &mut Self {
         self.name(name);
-        self.0.extend_from_slice(&rr_type.to_be_bytes());
-        self.0.extend_from_slice(&class.to_be_bytes());
+        self.0.extend_from_slice(&rr_type.0.to_be_bytes());
+        self.0.extend_from_slice(&class.0.to_be_bytes());
         self.0.extend_from_slice(&ttl.to_be_bytes());
         self.0
             .extend_from_slice(&(rdata.len() as u16).to_be_bytes());
@@ -85,20 +93,20 @@ fn tkey_rdata(key: &[u8]) -> Vec<u8> {
 /// one PTR (class NONE with RDATA), an add, and a GSS-TSIG signature.
 fn windows_update() -> Vec<u8> {
     let mut b = Builder::new(0x4a21, UPDATE, [1, 1, 3, 1]);
-    b.question("corp.example", rtype::SOA, IN)
-        .rr("host7.corp.example", rtype::CNAME, NONE, 0, &[])
-        .rr("host7.corp.example", rtype::A, ANY, 0, &[])
+    b.question("corp.example", Rtype::SOA, IN)
+        .rr("host7.corp.example", Rtype::CNAME, NONE, 0, &[])
+        .rr("host7.corp.example", Rtype::A, ANY, 0, &[])
         .rr(
             "host7.corp.example",
-            rtype::PTR,
+            Rtype::PTR,
             NONE,
             0,
             &wire_name("old.corp.example"),
         )
-        .rr("host7.corp.example", rtype::A, IN, 1200, &[10, 1, 2, 7])
+        .rr("host7.corp.example", Rtype::A, IN, 1200, &[10, 1, 2, 7])
         .rr(
             "1234.sig-dc1.corp.example",
-            rtype::TSIG,
+            Rtype::TSIG,
             ANY,
             0,
             &tsig_rdata("gss-tsig", &[0xAB; 28], 0x4a21, 0),
@@ -116,23 +124,23 @@ fn a_windows_update_parses_and_its_sections_read() {
         f.question,
         Some(Question {
             name: wire_name("corp.example"),
-            qtype: rtype::SOA,
+            qtype: Rtype::SOA,
             qclass: IN
         })
     );
     let rrs: Vec<_> = m.records().collect();
-    let shape: Vec<(Section, u16, u16, usize)> = rrs
+    let shape: Vec<(Section, Rtype, Class, usize)> = rrs
         .iter()
         .map(|r| (r.section, r.rtype, r.class, r.rdata().len()))
         .collect();
     assert_eq!(
         shape,
         [
-            (Section::Answer, rtype::CNAME, NONE, 0),
-            (Section::Authority, rtype::A, ANY, 0),
-            (Section::Authority, rtype::PTR, NONE, 18),
-            (Section::Authority, rtype::A, IN, 4),
-            (Section::Additional, rtype::TSIG, ANY, 54),
+            (Section::Answer, Rtype::CNAME, NONE, 0),
+            (Section::Authority, Rtype::A, ANY, 0),
+            (Section::Authority, Rtype::PTR, NONE, 18),
+            (Section::Authority, Rtype::A, IN, 4),
+            (Section::Additional, Rtype::TSIG, ANY, 54),
         ]
     );
     let mut owner = Vec::new();
@@ -153,20 +161,20 @@ fn a_windows_update_parses_and_its_sections_read() {
 #[test]
 fn empty_rdata_parses_for_every_name_holding_type() {
     for t in [
-        rtype::NS,
-        rtype::CNAME,
-        rtype::SOA,
-        rtype::PTR,
-        rtype::MX,
-        rtype::SRV,
-        rtype::NAPTR,
-        rtype::DNAME,
-        rtype::TSIG,
-        rtype::TKEY,
+        Rtype::NS,
+        Rtype::CNAME,
+        Rtype::SOA,
+        Rtype::PTR,
+        Rtype::MX,
+        Rtype::SRV,
+        Rtype::NAPTR,
+        Rtype::DNAME,
+        Rtype::TSIG,
+        Rtype::TKEY,
     ] {
         for class in [NONE, ANY, IN] {
             let mut b = Builder::new(1, UPDATE, [1, 1, 0, 0]);
-            b.question("example", rtype::SOA, IN)
+            b.question("example", Rtype::SOA, IN)
                 .rr("a.example", t, class, 0, &[]);
             let m = Message::parse(&b.0).unwrap_or_else(|e| panic!("type {t} class {class}: {e}"));
             let rr = m.records().next().expect("one record");
@@ -175,8 +183,8 @@ fn empty_rdata_parses_for_every_name_holding_type() {
     }
     // A name-holding RDATA that is not empty is still checked.
     let mut b = Builder::new(1, 0x8180, [1, 1, 0, 0]);
-    b.question("example", rtype::CNAME, IN)
-        .rr("example", rtype::CNAME, IN, 0, &[3, b'a', b'b']);
+    b.question("example", Rtype::CNAME, IN)
+        .rr("example", Rtype::CNAME, IN, 0, &[3, b'a', b'b']);
     assert_eq!(Message::parse(&b.0).unwrap_err(), DnsError::Truncated);
 }
 
@@ -185,16 +193,16 @@ fn gss_tsig_key_exchange_decodes() {
     // TKEY query (in the additional section, as Windows sends it) with a long SPNEGO token.
     let token: Vec<u8> = (0..1800u32).map(|i| (i * 7) as u8).collect();
     let mut b = Builder::new(7, 0, [1, 0, 0, 1]);
-    b.question("1234.sig-dc1.corp.example", rtype::TKEY, ANY)
+    b.question("1234.sig-dc1.corp.example", Rtype::TKEY, ANY)
         .rr(
             "1234.sig-dc1.corp.example",
-            rtype::TKEY,
+            Rtype::TKEY,
             ANY,
             0,
             &tkey_rdata(&token),
         );
     let m = Message::parse(&b.0).expect("TKEY query parses");
-    assert_eq!(m.qtype(), Some(rtype::TKEY));
+    assert_eq!(m.qtype(), Some(Rtype::TKEY));
     let rr = m.records().next().expect("the TKEY record");
     let tkey = rr.tkey().expect("a TKEY").expect("reads");
     assert_eq!(tkey.algorithm, wire_name("gss-tsig"));
@@ -213,8 +221,8 @@ fn short_tsig_and_tkey_rdata_is_an_error_not_a_panic() {
     let full = tsig_rdata("gss-tsig", &[1; 16], 9, 0);
     for cut in 0..full.len() {
         let mut b = Builder::new(1, UPDATE, [1, 0, 0, 1]);
-        b.question("example", rtype::SOA, IN)
-            .rr("k.example", rtype::TSIG, ANY, 0, &full[..cut]);
+        b.question("example", Rtype::SOA, IN)
+            .rr("k.example", Rtype::TSIG, ANY, 0, &full[..cut]);
         // The algorithm name is checked by the parser; the fields after it by the decoder.
         if let Ok(m) = Message::parse(&b.0) {
             let got = m.tsig().expect("a TSIG record");
@@ -224,8 +232,8 @@ fn short_tsig_and_tkey_rdata_is_an_error_not_a_panic() {
     let full = tkey_rdata(&[5; 40]);
     for cut in 10..full.len() {
         let mut b = Builder::new(1, 0, [1, 0, 0, 1]);
-        b.question("example", rtype::TKEY, ANY)
-            .rr("k.example", rtype::TKEY, ANY, 0, &full[..cut]);
+        b.question("example", Rtype::TKEY, ANY)
+            .rr("k.example", Rtype::TKEY, ANY, 0, &full[..cut]);
         let m = Message::parse(&b.0).expect("parses");
         let rr = m.records().next().expect("record");
         assert_eq!(rr.tkey().expect("TKEY").unwrap_err(), DnsError::Truncated);
@@ -236,7 +244,7 @@ fn short_tsig_and_tkey_rdata_is_an_error_not_a_panic() {
 fn malformed_messages_keep_their_header_and_question() {
     // Absurd counts after a good question.
     let mut b = Builder::new(0xbeef, 0x0100, [1, 40000, 0, 0]);
-    b.question("www.example", rtype::AAAA, IN);
+    b.question("www.example", Rtype::AAAA, IN);
     assert_eq!(Message::parse(&b.0).unwrap_err(), DnsError::AbsurdCounts);
     let p = Partial::read(&b.0).expect("a header");
     assert_eq!(
@@ -247,14 +255,14 @@ fn malformed_messages_keep_their_header_and_question() {
         p.question,
         Some(Question {
             name: wire_name("www.example"),
-            qtype: rtype::AAAA,
+            qtype: Rtype::AAAA,
             qclass: IN
         })
     );
     let f = Fields::of_partial(&p);
     assert_eq!(
         (f.id, f.qr, f.flags, f.rcode, f.edns),
-        (0xbeef, false, 0x0100, 0, None)
+        (0xbeef, false, 0x0100, Rcode::NOERROR, None)
     );
     // A bad label in the question: the header reads, the question does not.
     let mut m = Builder::new(1, 0, [1, 0, 0, 0]).0;
@@ -263,7 +271,7 @@ fn malformed_messages_keep_their_header_and_question() {
     assert_eq!((p.header.qdcount, p.question), (1, None));
     // Cut in the middle of the question type.
     let mut b = Builder::new(2, 0, [1, 0, 0, 0]);
-    b.question("example", rtype::A, IN);
+    b.question("example", Rtype::A, IN);
     let cut = &b.0[..b.0.len() - 3];
     assert_eq!(Message::parse(cut).unwrap_err(), DnsError::Truncated);
     assert_eq!(Partial::read(cut).expect("header").question, None);
@@ -300,18 +308,18 @@ proptest! {
     /// TSIG with any MAC and other data decodes to what was written.
     #[test]
     fn updates_with_empty_rdata_and_tsig_parse(
-        records in prop::collection::vec((any::<u16>(), prop::sample::select(vec![IN, NONE, ANY])), 0..8),
+        records in prop::collection::vec((any::<u16>().prop_map(Rtype), prop::sample::select(vec![IN, NONE, ANY])), 0..8),
         mac in prop::collection::vec(any::<u8>(), 0..64),
         original_id in any::<u16>(),
         error in any::<u16>(),
     ) {
-        let records: Vec<_> = records.into_iter().filter(|(t, _)| *t != rtype::OPT).collect();
+        let records: Vec<_> = records.into_iter().filter(|(t, _)| *t != Rtype::OPT).collect();
         let mut b = Builder::new(original_id, UPDATE, [1, 0, records.len() as u16, 1]);
-        b.question("zone.example", rtype::SOA, IN);
+        b.question("zone.example", Rtype::SOA, IN);
         for (t, class) in &records {
             b.rr("n.zone.example", *t, *class, 0, &[]);
         }
-        b.rr("key.zone.example", rtype::TSIG, ANY, 0, &tsig_rdata("gss-tsig", &mac, original_id, error));
+        b.rr("key.zone.example", Rtype::TSIG, ANY, 0, &tsig_rdata("gss-tsig", &mac, original_id, error));
         let m = Message::parse(&b.0).expect("parses");
         prop_assert_eq!(m.records().count(), records.len() + 1);
         let t = m.tsig().expect("TSIG").expect("reads");

@@ -10,7 +10,7 @@ mod summary;
 
 pub use summary::{Count, Rate, Summary};
 
-use ldplayer_dns::{opcode_to_string, Header, Message, Partial};
+use ldplayer_dns::{opcode_to_string, Header, Message, Partial, Rcode, Rtype};
 use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipCounts, SkipReason};
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::collections::BTreeMap;
@@ -18,6 +18,19 @@ use std::net::IpAddr;
 
 /// How many entries the top-qtype and top-rcode lists keep.
 pub const TOP: usize = 10;
+
+/// The [`TOP`] most frequent keys with their counts, most frequent first (ties by key).
+fn top<K: Copy + Ord + std::fmt::Display>(m: &FxHashMap<K, u64>) -> Vec<Count> {
+    let mut v: Vec<(K, u64)> = m.iter().map(|(k, c)| (*k, *c)).collect();
+    v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v.into_iter()
+        .take(TOP)
+        .map(|(k, count)| Count {
+            name: k.to_string(),
+            count,
+        })
+        .collect()
+}
 
 /// Accumulates the statistics of a trace, one record at a time.
 ///
@@ -49,8 +62,8 @@ pub struct Inspector {
     response_proto: [u64; 5],
     edns_queries: u64,
     do_queries: u64,
-    qtypes: FxHashMap<u16, u64>,
-    rcodes: FxHashMap<u16, u64>,
+    qtypes: FxHashMap<Rtype, u64>,
+    rcodes: FxHashMap<Rcode, u64>,
     /// Messages by opcode.
     opcodes: [u64; 16],
     /// Messages signed with TSIG.
@@ -90,7 +103,12 @@ impl Inspector {
                     return;
                 };
                 let qtype = p.question.map(|q| q.qtype);
-                (p.header, p.header.rcode_low() as u16, qtype, None)
+                (
+                    p.header,
+                    Rcode::from_parts(p.header.rcode_low(), 0),
+                    qtype,
+                    None,
+                )
             }
         };
         self.count_message(r, &header, rcode, qtype, edns);
@@ -100,8 +118,8 @@ impl Inspector {
         &mut self,
         r: &Record<'_>,
         header: &Header,
-        rcode: u16,
-        qtype: Option<u16>,
+        rcode: Rcode,
+        qtype: Option<Rtype>,
         edns: Option<ldplayer_dns::Edns>,
     ) {
         self.opcodes[header.opcode() as usize] += 1;
@@ -167,17 +185,6 @@ impl Inspector {
                 0.0
             }
         };
-        let top = |m: &FxHashMap<u16, u64>, show: fn(u16) -> String| {
-            let mut v: Vec<(u16, u64)> = m.iter().map(|(k, c)| (*k, *c)).collect();
-            v.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-            v.into_iter()
-                .take(TOP)
-                .map(|(k, count)| Count {
-                    name: show(k),
-                    count,
-                })
-                .collect::<Vec<_>>()
-        };
         let protos = |counts: &[u64; 5]| {
             Proto::ALL
                 .iter()
@@ -211,8 +218,8 @@ impl Inspector {
             response_transports: protos(&self.response_proto),
             edns_share: share(self.edns_queries),
             do_share: share(self.do_queries),
-            top_qtypes: top(&self.qtypes, ldplayer_dns::rtype_to_string),
-            top_rcodes: top(&self.rcodes, ldplayer_dns::rcode_to_string),
+            top_qtypes: top(&self.qtypes),
+            top_rcodes: top(&self.rcodes),
             opcodes: {
                 let mut v: Vec<(u8, u64)> = (0..16u8)
                     .map(|o| (o, self.opcodes[o as usize]))

@@ -1,21 +1,21 @@
 //! The inspector's counts, rates, shares and clients on traces built message by message.
 
-use ldplayer_dns::{build, EdnsFields, Fields, Question};
+use ldplayer_dns::{build, Class, EdnsFields, Fields, Question, Rcode, Rtype};
 use ldplayer_inspect::Inspector;
 use ldplayer_trace::{Proto, Record, Sink, SkipReason};
 use std::net::SocketAddr;
 
-fn query(qtype: u16, dnssec_ok: Option<bool>) -> Vec<u8> {
+fn query(qtype: Rtype, dnssec_ok: Option<bool>) -> Vec<u8> {
     build(&Fields {
         id: 1,
         qr: false,
         opcode: 0,
         flags: 0,
-        rcode: 0,
+        rcode: Rcode::NOERROR,
         question: Some(Question {
             name: b"\x07example\x00".to_vec(),
             qtype,
-            qclass: 1,
+            qclass: Class::IN,
         }),
         edns: dnssec_ok.map(|d| EdnsFields {
             version: 0,
@@ -27,8 +27,9 @@ fn query(qtype: u16, dnssec_ok: Option<bool>) -> Vec<u8> {
     .unwrap()
 }
 
-fn response(rcode: u16) -> Vec<u8> {
-    let mut f = ldplayer_dns::Fields::of(&ldplayer_dns::Message::parse(&query(1, None)).unwrap());
+fn response(rcode: Rcode) -> Vec<u8> {
+    let mut f =
+        ldplayer_dns::Fields::of(&ldplayer_dns::Message::parse(&query(Rtype::A, None)).unwrap());
     f.qr = true;
     f.rcode = rcode;
     build(&f).unwrap()
@@ -58,9 +59,9 @@ fn counts_rates_shares_and_clients() {
     let mut ins = Inspector::new();
     // 200 clients; client 0 sends 300 queries, the others 1 each: 500 queries over 5 seconds,
     // 100 per second, one every 10 ms.
-    let a = query(1, Some(true));
-    let aaaa = query(28, Some(false));
-    let plain = query(2, None);
+    let a = query(Rtype::A, Some(true));
+    let aaaa = query(Rtype::AAAA, Some(false));
+    let plain = query(Rtype::NS, None);
     for i in 0..500i64 {
         let (client, wire) = if i % 5 < 3 {
             (0u8, &a)
@@ -82,7 +83,11 @@ fn counts_rates_shares_and_clients() {
             1_000_000_000_000 + i * 100_000_000,
             1,
             Proto::Udp,
-            &response(if i < 40 { 0 } else { 3 }),
+            &response(if i < 40 {
+                Rcode::NOERROR
+            } else {
+                Rcode::NXDOMAIN
+            }),
             true,
         );
     }
@@ -132,7 +137,7 @@ fn counts_rates_shares_and_clients() {
 #[test]
 fn empty_seconds_count_as_zero() {
     let mut ins = Inspector::new();
-    let q = query(1, None);
+    let q = query(Rtype::A, None);
     for t in [0i64, 1, 5, 9] {
         for k in 0..3 {
             feed(&mut ins, t * 1_000_000_000 + k, 1, Proto::Udp, &q, false);
@@ -157,10 +162,10 @@ fn empty_trace_has_no_rates() {
 fn malformed_messages_and_updates_are_counted() {
     let mut ins = Inspector::new();
     // A query whose answer count (40000) the message cannot hold, with a readable AAAA question.
-    let mut absurd = query(28, None);
+    let mut absurd = query(Rtype::AAAA, None);
     absurd[6..8].copy_from_slice(&40000u16.to_be_bytes());
     // A response cut in the middle of its question.
-    let cut = response(3)[..23].to_vec();
+    let cut = response(Rcode::NXDOMAIN)[..23].to_vec();
     // An UPDATE of example. signed with TSIG (algorithm gss-tsig.).
     let mut update = vec![0, 9, 0x28, 0, 0, 1, 0, 0, 0, 0, 0, 1];
     update.extend_from_slice(b"\x07example\x00\x00\x06\x00\x01");
@@ -169,7 +174,7 @@ fn malformed_messages_and_updates_are_counted() {
         b"\x08gss-tsig\x00\x00\x00\x65\x4f\x1a\x2b\x01\x2c\x00\x00\x00\x09\x00\x00\x00\x00",
     );
     for (i, (wire, qr)) in [
-        (query(1, None), false),
+        (query(Rtype::A, None), false),
         (absurd, false),
         (cut, true),
         (b"tiny".to_vec(), false),

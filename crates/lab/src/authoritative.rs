@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use ldplayer_dns::Rtype;
 use ldplayer_server::{RunningServer, Server, ServerConfig, ServerStats};
 use ldplayer_zone::{Manifest, Views};
 
@@ -117,7 +118,7 @@ fn wait_tcp(addr: SocketAddr, wait: Duration) -> Result<(), LabError> {
 /// and the addresses its zone data gives for those names; `None` when no view has the root.
 pub fn root_hints(views: &Views) -> Option<String> {
     let root = views.zones().into_iter().find(|z| *z.origin == [0u8])?;
-    let ns = root.apex().rrset(ldplayer_zone::rtype::NS)?;
+    let ns = root.apex().rrset(Rtype::NS)?;
     let mut out = String::from("; root hints of the emulated hierarchy (ldplayer lab)\n");
     let mut addrs = String::new();
     for rdata in ns.rdatas() {
@@ -128,10 +129,7 @@ pub fn root_hints(views: &Views) -> Option<String> {
         let Some(node) = root.node(&lower) else {
             continue;
         };
-        for (t, label) in [
-            (ldplayer_zone::rtype::A, "A"),
-            (ldplayer_zone::rtype::AAAA, "AAAA"),
-        ] {
+        for t in [Rtype::A, Rtype::AAAA] {
             for a in node.rrset(t).into_iter().flat_map(|s| s.rdatas()) {
                 let ip: Option<IpAddr> = match a.len() {
                     4 => Some(Ipv4Addr::new(a[0], a[1], a[2], a[3]).into()),
@@ -141,7 +139,7 @@ pub fn root_hints(views: &Views) -> Option<String> {
                     _ => None,
                 };
                 if let Some(ip) = ip {
-                    let _ = writeln!(addrs, "{name}\t3600000\t{label}\t{ip}");
+                    let _ = writeln!(addrs, "{name}\t3600000\t{t}\t{ip}");
                 }
             }
         }

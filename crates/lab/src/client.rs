@@ -5,10 +5,10 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use domain::base::iana::Class;
-pub use domain::base::iana::Rtype;
 use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::base::{Message, MessageBuilder, Name, ParsedName};
 use domain::rdata::AllRecordData;
+use ldplayer_dns::{Rcode, Rtype};
 
 use crate::LabError;
 
@@ -17,8 +17,8 @@ use crate::LabError;
 pub struct Resolved {
     /// The question, `name type`.
     pub question: String,
-    /// The response code, e.g. `NOERROR`.
-    pub rcode: String,
+    /// The response code of the header (its four bits), e.g. `NOERROR`.
+    pub rcode: Rcode,
     /// The answer section, one record per line in presentation format, TTLs left out (they
     /// differ between runs), sorted.
     pub answer: Vec<String>,
@@ -57,8 +57,12 @@ pub fn resolve(
         .unwrap_or(0x1dbe);
     b.header_mut().set_id(id);
     let mut q = b.question();
-    q.push((&qname, qtype, Class::IN))
-        .map_err(|_| LabError::Input(format!("name too long: {name:?}")))?;
+    q.push((
+        &qname,
+        domain::base::iana::Rtype::from_int(qtype.0),
+        Class::IN,
+    ))
+    .map_err(|_| LabError::Input(format!("name too long: {name:?}")))?;
     let mut add = q.additional();
     add.opt(|o| {
         o.set_udp_payload_size(1232);
@@ -116,7 +120,7 @@ fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
     answer.sort();
     Ok(Resolved {
         question: format!("{name} {qtype}"),
-        rcode: msg.header().rcode().to_string(),
+        rcode: Rcode::from_parts(msg.header().rcode().to_int(), 0),
         answer,
     })
 }

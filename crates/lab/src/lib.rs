@@ -48,7 +48,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use domain::base::iana::Rtype;
+use ldplayer_dns::Rtype;
 use ldplayer_zone::Manifest;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;

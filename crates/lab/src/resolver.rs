@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use domain::base::iana::Rtype;
+use ldplayer_dns::Rtype;
 
 use crate::{client, LabError};
 
@@ -238,7 +238,7 @@ fn hints_to_lua(hints: &Path) -> Result<String, LabError> {
             continue;
         }
         let (name, rtype, addr) = (f[0], f[f.len() - 2], f[f.len() - 1]);
-        if rtype.eq_ignore_ascii_case("A") || rtype.eq_ignore_ascii_case("AAAA") {
+        if matches!(rtype.parse(), Ok(Rtype::A | Rtype::AAAA)) {
             match by_name.iter_mut().find(|(n, _)| n == name) {
                 Some((_, v)) => v.push(addr.to_string()),
                 None => by_name.push((name.to_string(), vec![addr.to_string()])),

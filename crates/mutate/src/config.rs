@@ -1,6 +1,7 @@
 //! The mutator's configuration: plain data that a command line maps its flags onto.
 
 use crate::prefix::IpPrefix;
+use ldplayer_dns::Rtype;
 use ldplayer_trace::Proto;
 
 /// Which messages to keep.
@@ -58,7 +59,7 @@ pub enum Mutation {
     ClientShare(f64),
     /// Keep queries and responses whose first question has one of these types; messages without
     /// a question (or that do not parse) are dropped.
-    Qtypes(Vec<u16>),
+    Qtypes(Vec<Rtype>),
     /// Keep messages whose first question name is at or below one of these names (presentation
     /// form), label by label and ignoring ASCII case: `example.com` keeps `www.Example.COM.` and
     /// `example.com.` but not `badexample.com.`.

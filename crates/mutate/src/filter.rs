@@ -2,6 +2,7 @@
 
 use crate::choice::{ClientHash, Share};
 use crate::prefix::IpPrefix;
+use ldplayer_dns::Rtype;
 use std::net::IpAddr;
 
 /// One compiled filter.
@@ -16,7 +17,7 @@ pub(crate) enum Filter {
     /// Keep the clients whose hash falls under the share.
     ClientShare(ClientHash, Share),
     /// Keep first-question types in the list.
-    Qtypes(Vec<u16>),
+    Qtypes(Vec<Rtype>),
     /// Keep first-question names at or below one of these (lower-case wire) names.
     QnameSuffixes(Vec<Vec<u8>>),
 }
@@ -30,7 +31,7 @@ pub(crate) struct View<'a> {
     /// Time since the trace start in nanoseconds.
     pub offset_ns: i128,
     /// Type of the first question, if the message parses and has one.
-    pub qtype: Option<u16>,
+    pub qtype: Option<Rtype>,
     /// Uncompressed first question name, if the message parses and has one.
     pub qname: Option<&'a [u8]>,
 }

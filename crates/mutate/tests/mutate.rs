@@ -1,7 +1,7 @@
 //! The mutations on hand-built records.
 
 use ldplayer_dns::{
-    build, flag, name_from_presentation, rtype, EdnsFields, Fields, Message, Question,
+    build, flag, name_from_presentation, Class, EdnsFields, Fields, Message, Question, Rcode, Rtype,
 };
 use ldplayer_mutate::{
     Direction, IpPrefix, MutateConfig, MutateError, MutateStats, Mutation, Mutator,
@@ -16,7 +16,7 @@ fn server() -> SocketAddr {
     "192.0.2.53:53".parse().unwrap()
 }
 
-fn fields(name: &str, qtype: u16, response: bool, edns: Option<(u16, bool)>) -> Fields {
+fn fields(name: &str, qtype: Rtype, response: bool, edns: Option<(u16, bool)>) -> Fields {
     Fields {
         id: 0x1234,
         qr: response,
@@ -26,11 +26,11 @@ fn fields(name: &str, qtype: u16, response: bool, edns: Option<(u16, bool)>) -> 
         } else {
             flag::RD
         },
-        rcode: 0,
+        rcode: Rcode::NOERROR,
         question: Some(Question {
             name: name_from_presentation(name).unwrap(),
             qtype,
-            qclass: 1,
+            qclass: Class::IN,
         }),
         edns: edns.map(|(udp_size, dnssec_ok)| EdnsFields {
             version: 0,
@@ -46,7 +46,7 @@ fn query(
     client: &str,
     offset_ns: i64,
     name: &str,
-    qtype: u16,
+    qtype: Rtype,
     edns: Option<(u16, bool)>,
 ) -> RecordBuf {
     RecordBuf {
@@ -60,7 +60,7 @@ fn query(
 }
 
 /// The response to a query from `client`.
-fn response(client: &str, offset_ns: i64, name: &str, qtype: u16) -> RecordBuf {
+fn response(client: &str, offset_ns: i64, name: &str, qtype: Rtype) -> RecordBuf {
     RecordBuf {
         time_ns: T0 + offset_ns,
         src: server(),
@@ -106,7 +106,7 @@ fn many_clients(n: u32) -> Vec<RecordBuf> {
                 &ip,
                 i as i64 * 1_000_000,
                 "www.example.com.",
-                rtype::A,
+                Rtype::A,
                 None,
             )
         })
@@ -119,26 +119,26 @@ fn mixed() -> Vec<RecordBuf> {
             "10.0.0.1",
             0,
             "www.example.com.",
-            rtype::A,
+            Rtype::A,
             Some((1232, false)),
         ),
-        response("10.0.0.1", 1_000, "www.example.com.", rtype::A),
+        response("10.0.0.1", 1_000, "www.example.com.", Rtype::A),
         query(
             "10.0.0.2",
             1_000_000_000,
             "badexample.com.",
-            rtype::AAAA,
+            Rtype::AAAA,
             None,
         ),
         query(
             "2001:db8::1",
             2_000_000_000,
             "Mail.EXAMPLE.com.",
-            rtype::MX,
+            Rtype::MX,
             Some((4096, true)),
         ),
-        response("2001:db8::1", 2_000_001_000, "Mail.EXAMPLE.com.", rtype::MX),
-        query("192.168.1.1", 3_500_000_000, "example.org.", rtype::A, None),
+        response("2001:db8::1", 2_000_001_000, "Mail.EXAMPLE.com.", Rtype::MX),
+        query("192.168.1.1", 3_500_000_000, "example.org.", Rtype::A, None),
     ]
 }
 
@@ -203,7 +203,7 @@ fn client_prefix_filter_uses_the_client_side() {
 fn qtype_filter() {
     let (out, stats) = run(
         0,
-        vec![Mutation::Qtypes(vec![rtype::A, rtype::MX])],
+        vec![Mutation::Qtypes(vec![Rtype::A, Rtype::MX])],
         &mixed(),
     );
     assert_eq!(out.len(), 5);
@@ -241,9 +241,9 @@ fn qname_suffix_filter_is_label_aware_and_case_insensitive() {
 
 #[test]
 fn messages_that_do_not_parse_fail_question_filters_and_pass_edits_unchanged() {
-    let mut junk = query("10.0.0.1", 0, "a.", rtype::A, None);
+    let mut junk = query("10.0.0.1", 0, "a.", Rtype::A, None);
     junk.wire.truncate(14);
-    let (out, stats) = run(0, vec![Mutation::Qtypes(vec![rtype::A])], &[junk.clone()]);
+    let (out, stats) = run(0, vec![Mutation::Qtypes(vec![Rtype::A])], &[junk.clone()]);
     assert!(out.is_empty());
     assert_eq!(stats.filtered["qtype"], 1);
     // Without a filter or an edit that needs the message, it goes through untouched.
@@ -509,8 +509,8 @@ fn qname_prefix_drops_names_that_would_be_too_long() {
     let long = format!("{}.", vec!["a".repeat(62); 4].join("."));
     assert_eq!(name_from_presentation(&long).unwrap().len(), 253);
     let input = vec![
-        query("10.0.0.1", 0, &long, rtype::A, None),
-        query("10.0.0.1", 1, "a.", rtype::A, None),
+        query("10.0.0.1", 0, &long, Rtype::A, None),
+        query("10.0.0.1", 1, "a.", Rtype::A, None),
     ];
     let (out, stats) = run(0, vec![Mutation::QnamePrefix("ldp".into())], &input);
     assert_eq!(out.len(), 1);
@@ -715,8 +715,8 @@ fn a_stopping_inner_sink_stops_the_mutator() {
 #[test]
 fn time_edits_that_leave_the_range_end_the_run_naming_the_record() {
     let records = [
-        query("10.0.0.1", 0, "a.example.", rtype::A, None),
-        query("10.0.0.1", 1_000_000, "b.example.", rtype::A, None),
+        query("10.0.0.1", 0, "a.example.", Rtype::A, None),
+        query("10.0.0.1", 1_000_000, "b.example.", Rtype::A, None),
     ];
     for (mutation, name, bad_record) in [
         (Mutation::TimeScale(1e300), "time-scale 1e300", 2),

@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use ldplayer_dns::{Rcode, Rtype};
 use ldplayer_replay::{Replay, ReplayConfig, Timing, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
 use ldplayer_trace::Proto;
@@ -10,8 +11,6 @@ use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-const A: u16 = 1;
-const TXT: u16 = 16;
 const MS: i64 = 1_000_000;
 
 fn config(server: SocketAddr) -> ReplayConfig {
@@ -47,7 +46,7 @@ fn trace(n: usize, clients: u8, proto: Proto) -> Vec<ldplayer_trace::RecordBuf> 
                 i as i64 * MS,
                 c,
                 proto,
-                query(i as u16, name, A, Some(1232)),
+                query(i as u16, name, Rtype::A, Some(1232)),
             )
         })
         .collect()
@@ -68,7 +67,12 @@ fn udp_replay_against_knot() {
     for r in &rs {
         assert_eq!(r.outcome, Outcome::Answered, "{r:?}");
         assert_eq!(r.proto, Proto::Udp);
-        assert_eq!(r.rcode, if r.index % 2 == 0 { 0 } else { 3 }, "{r:?}");
+        let want = if r.index % 2 == 0 {
+            Rcode::NOERROR
+        } else {
+            Rcode::NXDOMAIN
+        };
+        assert_eq!(r.rcode, want, "{r:?}");
         assert!(r.received_ns >= r.sent_ns && r.sent_ns > 0);
         assert!(!r.new_connection);
     }
@@ -98,7 +102,7 @@ fn duplicate_ids_in_flight_are_rewritten() {
     let results = Results::default();
     // All queries from one client, same ID, at the same instant.
     let recs = (0..20)
-        .map(|_| record(0, 1, Proto::Udp, query(7, "www.example.", A, None)))
+        .map(|_| record(0, 1, Proto::Udp, query(7, "www.example.", Rtype::A, None)))
         .collect();
     let stats = Replay::new(config(server.addr))
         .unwrap()
@@ -120,7 +124,7 @@ fn tcp_reuses_one_connection_per_source_and_pipelines() {
                 (i / 10) as i64 * MS,
                 (i % 4) as u8 + 1,
                 Proto::Tcp,
-                query(i as u16, "www.example.", A, None),
+                query(i as u16, "www.example.", Rtype::A, None),
             )
         })
         .collect();
@@ -155,7 +159,7 @@ fn proto_override_and_idle_timeout_reconnects() {
                 i * 300 * MS,
                 1,
                 Proto::Udp,
-                query(1, "www.example.", A, None),
+                query(1, "www.example.", Rtype::A, None),
             )
         })
         .collect();
@@ -191,8 +195,13 @@ fn server_closing_the_connection_resets_in_flight_queries() {
     let mut cfg = config(addr);
     cfg.queriers = 1;
     let recs = vec![
-        record(0, 1, Proto::Tcp, query(1, "www.example.", A, None)),
-        record(300 * MS, 1, Proto::Tcp, query(2, "www.example.", A, None)),
+        record(0, 1, Proto::Tcp, query(1, "www.example.", Rtype::A, None)),
+        record(
+            300 * MS,
+            1,
+            Proto::Tcp,
+            query(2, "www.example.", Rtype::A, None),
+        ),
     ];
     let stats = Replay::new(cfg)
         .unwrap()
@@ -294,8 +303,8 @@ fn truncated_udp_answers_are_retried_over_tcp() {
     let server = knot();
     let results = Results::default();
     let recs = vec![
-        record(0, 1, Proto::Udp, query(1, "big.example.", TXT, None)),
-        record(MS, 2, Proto::Udp, query(2, "www.example.", A, None)),
+        record(0, 1, Proto::Udp, query(1, "big.example.", Rtype::TXT, None)),
+        record(MS, 2, Proto::Udp, query(2, "www.example.", Rtype::A, None)),
     ];
     let stats = Replay::new(config(server.addr))
         .unwrap()
@@ -334,7 +343,7 @@ fn tls_replay(tls: TlsConfig, expect: Outcome) {
                 i / 4 * 100 * MS,
                 (i % 3) as u8 + 1,
                 Proto::Tls,
-                query(i as u16, "www.example.", A, None),
+                query(i as u16, "www.example.", Rtype::A, None),
             )
         })
         .collect();
@@ -399,7 +408,7 @@ fn original_timing_tracks_the_schedule_with_speed() {
                 1_000 * MS + i * 4 * MS,
                 (i % 7) as u8 + 1,
                 Proto::Udp,
-                query(i as u16, "www.example.", A, None),
+                query(i as u16, "www.example.", Rtype::A, None),
             )
         })
         .collect();
@@ -466,7 +475,14 @@ fn a_socket_never_holds_more_ids_in_flight_than_the_id_space_allows() {
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let n = 62_000;
     let recs = (0..n)
-        .map(|i| record(i as i64, 1, Proto::Udp, query(7, "www.example.", A, None)))
+        .map(|i| {
+            record(
+                i as i64,
+                1,
+                Proto::Udp,
+                query(7, "www.example.", Rtype::A, None),
+            )
+        })
         .collect();
     let results = Results::default();
     let mut cfg = config(silent.local_addr().unwrap());
@@ -503,7 +519,7 @@ fn stop_flag_mid_run_gives_one_result_per_query() {
                 i * 50 * MS,
                 (i % 4) as u8 + 1,
                 Proto::Udp,
-                query(i as u16, "www.example.", A, None),
+                query(i as u16, "www.example.", Rtype::A, None),
             )
         })
         .collect();
@@ -543,7 +559,7 @@ fn measure_fast_udp() {
                 0,
                 (i % 50) as u8 + 1,
                 Proto::Udp,
-                query(i as u16, "www.example.", A, None),
+                query(i as u16, "www.example.", Rtype::A, None),
             )
         })
         .collect();
@@ -578,7 +594,7 @@ fn tls_sessions_resume_per_client() {
                     (i / 2) * 400 * MS,
                     (i % 2) as u8 + 1,
                     Proto::Tls,
-                    query(i as u16, "www.example.", A, None),
+                    query(i as u16, "www.example.", Rtype::A, None),
                 )
             })
             .collect();
@@ -619,8 +635,13 @@ fn broken_tls_servers_fail_queries_as_tls_errors() {
     let results = Results::default();
     let cfg = tls_config(addr);
     let recs = vec![
-        record(0, 1, Proto::Tls, query(1, "www.example.", A, None)),
-        record(300 * MS, 2, Proto::Tls, query(2, "www.example.", A, None)),
+        record(0, 1, Proto::Tls, query(1, "www.example.", Rtype::A, None)),
+        record(
+            300 * MS,
+            2,
+            Proto::Tls,
+            query(2, "www.example.", Rtype::A, None),
+        ),
     ];
     Replay::new(cfg)
         .unwrap()
@@ -643,7 +664,14 @@ fn tls_queries_queued_during_the_handshake_are_all_answered() {
     let cfg = tls_config(server.tls_addr.unwrap());
     // Ten queries of one client at the same instant: all wait for the handshake.
     let recs: Vec<_> = (0..10)
-        .map(|i| record(0, 1, Proto::Tls, query(i as u16, "www.example.", A, None)))
+        .map(|i| {
+            record(
+                0,
+                1,
+                Proto::Tls,
+                query(i as u16, "www.example.", Rtype::A, None),
+            )
+        })
         .collect();
     let stats = Replay::new(cfg)
         .unwrap()
@@ -656,7 +684,7 @@ fn tls_queries_queued_during_the_handshake_are_all_answered() {
 
 /// `query` as the server's response (QR set): a record the replay skips but counts.
 fn response(id: u16, name: &str) -> Vec<u8> {
-    let mut w = query(id, name, A, None);
+    let mut w = query(id, name, Rtype::A, None);
     w[2] |= 0x80;
     w
 }
@@ -675,7 +703,7 @@ fn result_indexes_are_record_positions_and_join_two_runs() {
             let wire = if matches!(i, 1 | 4 | 5) {
                 response(i, name)
             } else {
-                query(i, name, A, None)
+                query(i, name, Rtype::A, None)
             };
             record(i as i64 * MS, (i % 2) as u8 + 1, Proto::Udp, wire)
         })
@@ -704,7 +732,11 @@ fn result_indexes_are_record_positions_and_join_two_runs() {
             (u.outcome, t.outcome),
             (Outcome::Answered, Outcome::Answered)
         );
-        let want = if u.index % 3 == 0 { 0 } else { 3 };
+        let want = if u.index % 3 == 0 {
+            Rcode::NOERROR
+        } else {
+            Rcode::NXDOMAIN
+        };
         assert_eq!((u.rcode, t.rcode), (want, want), "{u:?} {t:?}");
         assert_eq!((u.proto, t.proto), (Proto::Udp, Proto::Tcp));
         assert_eq!(u.trace_ns, t.trace_ns);
@@ -767,7 +799,7 @@ fn the_engine_counts_what_the_reader_skipped_and_found_malformed() {
         .unwrap();
     running.skipped(SkipReason::TcpGap, 1);
     running.skipped(SkipReason::TcpGap, 2);
-    let rec = record(0, 1, Proto::Udp, query(1, "www.example.", A, None));
+    let rec = record(0, 1, Proto::Udp, query(1, "www.example.", Rtype::A, None));
     running.record(&rec.as_record()).unwrap();
     running.malformed(ldplayer_dns::DnsError::Truncated, 3);
     let done = running.finish().unwrap();
@@ -835,6 +867,14 @@ fn shards_of_one_trace_merge_on_the_index_into_one_replay() {
         assert_eq!(r.trace_ns, recs[r.index as usize].time_ns);
         assert_eq!(r.intended_ns, start + r.trace_ns, "{r:?}");
         assert_eq!(r.outcome, Outcome::Answered, "{r:?}");
-        assert_eq!(r.rcode, if r.index % 2 == 0 { 0 } else { 3 }, "{r:?}");
+        assert_eq!(
+            r.rcode,
+            if r.index % 2 == 0 {
+                Rcode::NOERROR
+            } else {
+                Rcode::NXDOMAIN
+            },
+            "{r:?}"
+        );
     }
 }

@@ -94,8 +94,8 @@ impl Row {
             timing_error_ns: r.timing_error_ns(),
             proto: r.proto.as_str(),
             new_connection: r.new_connection,
-            rcode: answered.then_some(r.rcode),
-            rcode_name: answered.then(|| ldplayer_dns::rcode_to_string(r.rcode)),
+            rcode: answered.then_some(r.rcode.0),
+            rcode_name: answered.then(|| r.rcode.to_string()),
             response_len: r.response_len,
             truncated: r.truncated,
             outcome: r.outcome.name(),
@@ -118,7 +118,7 @@ impl TraceRow<'_> {
         TraceRow {
             client: t.client.to_string(),
             qname: t.qname.as_deref(),
-            qtype: t.qtype.map(ldplayer_dns::rtype_to_string),
+            qtype: t.qtype.map(|q| q.to_string()),
             trace_proto: t.proto.as_str(),
         }
     }

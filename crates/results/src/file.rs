@@ -40,6 +40,7 @@
 //! what it skipped ([`Damage`]).
 
 use crate::result::{ErrorKind, Outcome, QueryResult, ResultSink};
+use ldplayer_dns::Rcode;
 use ldplayer_trace::Proto;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -141,7 +142,7 @@ pub fn encode_result(r: &QueryResult) -> [u8; RESULT_LEN] {
     b[16..24].copy_from_slice(&r.intended_ns.to_le_bytes());
     b[24..32].copy_from_slice(&r.sent_ns.to_le_bytes());
     b[32..40].copy_from_slice(&r.received_ns.to_le_bytes());
-    b[40..42].copy_from_slice(&r.rcode.to_le_bytes());
+    b[40..42].copy_from_slice(&r.rcode.0.to_le_bytes());
     b[42..44].copy_from_slice(&r.response_len.to_le_bytes());
     b[44] = r.proto as u8;
     b[45] = r.new_connection as u8 | (r.truncated as u8) << 1;
@@ -174,7 +175,7 @@ pub fn decode_result(b: &[u8]) -> Result<QueryResult, ResultsError> {
         intended_ns: num(16) as i64,
         sent_ns: num(24) as i64,
         received_ns: num(32) as i64,
-        rcode: u16::from_le_bytes([b[40], b[41]]),
+        rcode: Rcode(u16::from_le_bytes([b[40], b[41]])),
         response_len: u16::from_le_bytes([b[42], b[43]]),
         proto,
         new_connection: b[45] & 1 != 0,

@@ -19,7 +19,7 @@
 use crate::file::ResultsError;
 use crate::reader::ResultsReader;
 use crate::result::QueryResult;
-use ldplayer_dns::{flag, name_to_presentation, Message};
+use ldplayer_dns::{flag, name_to_presentation, Message, Rtype};
 use ldplayer_trace::{Proto, Record, Sink, SinkError};
 use std::collections::VecDeque;
 use std::io::{self, Read};
@@ -40,7 +40,7 @@ pub struct TraceFields {
     /// format; `None` without a question or when the message is not DNS.
     pub qname: Option<Box<str>>,
     /// The first question's type; `None` as for `qname`.
-    pub qtype: Option<u16>,
+    pub qtype: Option<Rtype>,
     /// The transport in the trace (the replay may have forced another).
     pub proto: Proto,
 }

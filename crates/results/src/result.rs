@@ -104,8 +104,8 @@ pub struct QueryResult {
     /// (TCP handshake, and TLS handshake for TLS), in ns, which its latency leaves out; 0
     /// otherwise, and when the connection never became ready.
     pub handshake_ns: i64,
-    /// Response code of the answer (extended), 0 if none.
-    pub rcode: u16,
+    /// Response code of the answer (extended), NOERROR if none.
+    pub rcode: ldplayer_dns::Rcode,
     /// Size of the response message in bytes, 0 if none.
     pub response_len: u16,
     /// TC bit of the response.

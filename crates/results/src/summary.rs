@@ -20,6 +20,7 @@
 use crate::file::ResultsError;
 use crate::result::{ErrorKind, Outcome, QueryResult, ResultSink};
 use hdrhistogram::Histogram;
+use ldplayer_dns::Rcode;
 use ldplayer_trace::Proto;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -60,7 +61,7 @@ pub struct Summary {
     timeouts: u64,
     errors: [u64; ErrorKind::ALL.len()],
     truncated: u64,
-    rcodes: BTreeMap<u16, u64>,
+    rcodes: BTreeMap<Rcode, u64>,
     /// Latency in ns by transport code.
     latency: [Option<Histogram<u64>>; Proto::ALL.len()],
     /// Connection set-up time (TCP and TLS handshakes) in ns by transport code.
@@ -314,7 +315,7 @@ impl Summary {
         let rcodes = self
             .rcodes
             .iter()
-            .map(|(&k, &v)| (ldplayer_dns::rcode_to_string(k), v))
+            .map(|(&k, &v)| (k.to_string(), v))
             .collect();
         let by_proto = |hists: &[Option<Histogram<u64>>]| {
             let mut out = BTreeMap::new();
@@ -539,7 +540,12 @@ pub struct SummaryReport {
 }
 
 /// Response codes listed first in the text summary, in this order; the others follow by name.
-pub const MAIN_RCODES: [&str; 4] = ["NOERROR", "NXDOMAIN", "SERVFAIL", "REFUSED"];
+pub const MAIN_RCODES: [Rcode; 4] = [
+    Rcode::NOERROR,
+    Rcode::NXDOMAIN,
+    Rcode::SERVFAIL,
+    Rcode::REFUSED,
+];
 
 impl SummaryReport {
     /// The answers by response code, e.g. `NOERROR 950, NXDOMAIN 48, SERVFAIL 2`: the
@@ -547,11 +553,11 @@ impl SummaryReport {
     pub fn rcodes_text(&self) -> String {
         let main = MAIN_RCODES
             .iter()
-            .filter_map(|&name| self.rcodes.get_key_value(name));
+            .filter_map(|rc| self.rcodes.get_key_value(rc.mnemonic()?));
         let others = self
             .rcodes
             .iter()
-            .filter(|(name, _)| !MAIN_RCODES.contains(&name.as_str()));
+            .filter(|(name, _)| !MAIN_RCODES.iter().any(|rc| rc.mnemonic() == Some(name)));
         main.chain(others)
             .filter(|(_, &n)| n > 0)
             .map(|(name, n)| format!("{name} {n}"))

@@ -96,7 +96,7 @@ mod tests {
             proto: Proto::Udp,
             new_connection: false,
             handshake_ns: 0,
-            rcode: 0,
+            rcode: ldplayer_dns::Rcode::NOERROR,
             response_len: 40,
             truncated: false,
             outcome: Outcome::Answered,

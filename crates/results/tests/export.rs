@@ -1,5 +1,6 @@
 //! CSV and JSON-lines exports: exact columns on a small example.
 
+use ldplayer_dns::Rcode;
 use ldplayer_results::{
     export_csv, export_jsonl, CsvWriter, ErrorKind, Outcome, QueryResult, ResultSink,
     ResultsReader, ResultsWriter, COLUMNS,
@@ -17,7 +18,7 @@ fn examples() -> Vec<QueryResult> {
             proto: Proto::Udp,
             new_connection: false,
             handshake_ns: 0,
-            rcode: 3,
+            rcode: Rcode::NXDOMAIN,
             response_len: 120,
             truncated: true,
             outcome: Outcome::Answered,
@@ -31,7 +32,7 @@ fn examples() -> Vec<QueryResult> {
             proto: Proto::Tcp,
             new_connection: true,
             handshake_ns: 35_000,
-            rcode: 0,
+            rcode: Rcode::NOERROR,
             response_len: 0,
             truncated: false,
             outcome: Outcome::Timeout,
@@ -45,7 +46,7 @@ fn examples() -> Vec<QueryResult> {
             proto: Proto::Tls,
             new_connection: false,
             handshake_ns: 0,
-            rcode: 0,
+            rcode: Rcode::NOERROR,
             response_len: 0,
             truncated: false,
             outcome: Outcome::Error(ErrorKind::BadQuery),
@@ -59,7 +60,7 @@ fn examples() -> Vec<QueryResult> {
             proto: Proto::Https,
             new_connection: false,
             handshake_ns: 0,
-            rcode: 4000,
+            rcode: Rcode(4000),
             response_len: 512,
             truncated: false,
             outcome: Outcome::Answered,

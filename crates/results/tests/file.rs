@@ -1,5 +1,6 @@
 //! The binary results file: round trips, truncation, corruption, garbage.
 
+use ldplayer_dns::Rcode;
 use ldplayer_results::file::{BLOCK_HEADER_LEN, FILE_HEADER_LEN, RESULT_LEN};
 use ldplayer_results::{
     read_all, Damage, ErrorKind, Outcome, QueryResult, ResultSink, ResultsError, ResultsReader,
@@ -35,7 +36,7 @@ fn result(i: u64) -> QueryResult {
         } else {
             0
         },
-        rcode: (i % 24) as u16,
+        rcode: Rcode((i % 24) as u16),
         response_len: (i * 13 % 65536) as u16,
         truncated: i.is_multiple_of(11),
         outcome,
@@ -88,7 +89,7 @@ fn arb_result() -> impl Strategy<Value = QueryResult> {
                     proto,
                     new_connection: nc,
                     handshake_ns,
-                    rcode: rc,
+                    rcode: Rcode(rc),
                     response_len: len,
                     truncated: tc,
                     outcome,

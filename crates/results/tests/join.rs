@@ -1,6 +1,7 @@
 //! Joining results with the replayed trace: numbering as the engine numbers records (responses
 //! counted, not replayed), results in completion order, and every way a trace can fail to match.
 
+use ldplayer_dns::{Rcode, Rtype};
 use ldplayer_results::file::{BLOCK_HEADER_LEN, FILE_HEADER_LEN, RESULT_LEN};
 use ldplayer_results::{
     CsvWriter, JoinError, JoinReport, JsonlWriter, Outcome, QueryResult, ResultSink, ResultsReader,
@@ -73,7 +74,7 @@ fn results_for(records: &[RecordBuf]) -> Vec<QueryResult> {
             proto: Proto::Udp,
             new_connection: false,
             handshake_ns: 0,
-            rcode: 0,
+            rcode: Rcode::NOERROR,
             response_len: 100,
             truncated: false,
             outcome: Outcome::Answered,
@@ -162,7 +163,10 @@ fn joins_by_record_index_counting_responses() {
             t.qname.as_deref(),
             Some(format!("q{i},x.example.").as_str())
         );
-        assert_eq!(t.qtype, Some(if i % 2 == 0 { 1 } else { 28 }));
+        assert_eq!(
+            t.qtype,
+            Some(if i % 2 == 0 { Rtype::A } else { Rtype::AAAA })
+        );
         assert_eq!(t.proto, q.proto);
     }
 }

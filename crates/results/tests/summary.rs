@@ -1,5 +1,6 @@
 //! The summary: counts, percentiles, timing error, rate error, merge, JSON and text.
 
+use ldplayer_dns::Rcode;
 use ldplayer_results::{ErrorKind, Outcome, QueryResult, ResultSink, Summary};
 use ldplayer_trace::Proto;
 
@@ -16,7 +17,7 @@ fn answered(index: u64, proto: Proto, intended: i64, sent: i64, latency: i64) ->
         proto,
         new_connection: false,
         handshake_ns: 0,
-        rcode: 0,
+        rcode: Rcode::NOERROR,
         response_len: 100,
         truncated: false,
         outcome: Outcome::Answered,
@@ -93,7 +94,7 @@ fn counts_errors_connections() {
         s.add(&e);
     }
     let mut nx = answered(20, Proto::Udp, T0, T0, 1000);
-    nx.rcode = 3;
+    nx.rcode = Rcode::NXDOMAIN;
     nx.truncated = true;
     s.add(&nx);
     let rep = s.report();
@@ -438,7 +439,7 @@ fn text_shows_the_answers_by_rcode() {
     let mut s = Summary::new();
     for i in 0..41 {
         let mut r = answered(i, Proto::Udp, T0, T0, 1000);
-        r.rcode = 2;
+        r.rcode = Rcode::SERVFAIL;
         s.add(&r);
     }
     let text = s.report().to_string();
@@ -448,7 +449,7 @@ fn text_shows_the_answers_by_rcode() {
     );
     for (i, rcode) in [0u16, 0, 3, 5, 16, 1, 4000, 4].into_iter().enumerate() {
         let mut r = answered(100 + i as u64, Proto::Udp, T0, T0, 1000);
-        r.rcode = rcode;
+        r.rcode = Rcode(rcode);
         s.add(&r);
     }
     let rep = s.report();

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use ldplayer_dns::Rcode;
 use ldplayer_zone::{Kind, Outcome};
 
 /// Responses sent, by [`Kind`].
@@ -73,18 +74,18 @@ pub struct RcodeCounts {
 
 impl RcodeCounts {
     /// The slot of a response code.
-    pub fn slot(rcode: u16) -> usize {
-        (rcode as usize).min(RCODE_SLOTS - 1)
+    pub fn slot(rcode: Rcode) -> usize {
+        (rcode.0 as usize).min(RCODE_SLOTS - 1)
     }
 
     /// The codes with at least one response and their counts, lowest code first; the last
     /// slot's code stands for itself and every higher one.
-    pub fn nonzero(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+    pub fn nonzero(&self) -> impl Iterator<Item = (Rcode, u64)> + '_ {
         self.counts
             .iter()
             .enumerate()
             .filter(|(_, &n)| n > 0)
-            .map(|(c, &n)| (c as u16, n))
+            .map(|(c, &n)| (Rcode(c as u16), n))
     }
 
     /// The sum over all codes.

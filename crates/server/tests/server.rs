@@ -7,10 +7,12 @@ use std::net::{SocketAddr, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ldplayer_dns::{build, flag, name_from_presentation, EdnsFields, Fields, Message, Question};
+use ldplayer_dns::{
+    build, flag, name_from_presentation, Class, EdnsFields, Fields, Message, Question, Rcode, Rtype,
+};
 use ldplayer_server::{RunningServer, Server, ServerConfig};
 use ldplayer_testbed::prerequisite;
-use ldplayer_zone::{rtype, Zone, ZoneSet};
+use ldplayer_zone::{Zone, ZoneSet};
 
 const ZONE: &str = "\
 $ORIGIN example.
@@ -47,17 +49,17 @@ fn start_on(addr: &str) -> (RunningServer, SocketAddr) {
     (server, addr)
 }
 
-fn query(id: u16, name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
+fn query(id: u16, name: &str, qtype: Rtype, edns: Option<u16>) -> Vec<u8> {
     build(&Fields {
         id,
         qr: false,
         opcode: 0,
         flags: 0,
-        rcode: 0,
+        rcode: Rcode::NOERROR,
         question: Some(Question {
             name: name_from_presentation(name).unwrap(),
             qtype,
-            qclass: 1,
+            qclass: Class::IN,
         }),
         edns: edns.map(|udp_size| EdnsFields {
             version: 0,
@@ -76,7 +78,7 @@ struct Resp {
     qr: bool,
     aa: bool,
     tc: bool,
-    rcode: u16,
+    rcode: Rcode,
     ancount: u16,
 }
 
@@ -146,7 +148,7 @@ fn closed_by_server(s: &mut TcpStream) -> bool {
 fn udp_answers() {
     let (server, addr) = start_on("127.0.0.1:0");
     let c = udp_client(addr);
-    let r = udp_ask(&c, &query(1, "www.example.", rtype::A, None));
+    let r = udp_ask(&c, &query(1, "www.example.", Rtype::A, None));
     assert_eq!(
         r,
         Resp {
@@ -154,22 +156,22 @@ fn udp_answers() {
             qr: true,
             aa: true,
             tc: false,
-            rcode: 0,
+            rcode: Rcode::NOERROR,
             ancount: 2
         }
     );
-    let r = udp_ask(&c, &query(2, "nope.example.", rtype::A, Some(1232)));
-    assert!(r.aa && r.rcode == 3 && r.ancount == 0 && r.id == 2);
-    let r = udp_ask(&c, &query(3, "www.example.", rtype::MX, None));
-    assert!(r.aa && r.rcode == 0 && r.ancount == 0);
-    let r = udp_ask(&c, &query(4, "host.sub.example.", rtype::A, None));
-    assert!(!r.aa && r.rcode == 0 && r.ancount == 0);
-    let r = udp_ask(&c, &query(5, "www.other.", rtype::A, None));
-    assert_eq!(r.rcode, 5);
+    let r = udp_ask(&c, &query(2, "nope.example.", Rtype::A, Some(1232)));
+    assert!(r.aa && r.rcode == Rcode::NXDOMAIN && r.ancount == 0 && r.id == 2);
+    let r = udp_ask(&c, &query(3, "www.example.", Rtype::MX, None));
+    assert!(r.aa && r.rcode == Rcode::NOERROR && r.ancount == 0);
+    let r = udp_ask(&c, &query(4, "host.sub.example.", Rtype::A, None));
+    assert!(!r.aa && r.rcode == Rcode::NOERROR && r.ancount == 0);
+    let r = udp_ask(&c, &query(5, "www.other.", Rtype::A, None));
+    assert_eq!(r.rcode, Rcode::REFUSED);
     // Truncation follows the client's EDNS size.
-    let r = udp_ask(&c, &query(6, "many.example.", rtype::A, None));
+    let r = udp_ask(&c, &query(6, "many.example.", Rtype::A, None));
     assert!(r.tc && r.ancount == 0);
-    let r = udp_ask(&c, &query(7, "many.example.", rtype::A, Some(4096)));
+    let r = udp_ask(&c, &query(7, "many.example.", Rtype::A, Some(4096)));
     assert!(!r.tc && r.ancount == 60);
 
     let s = server.stop();
@@ -189,20 +191,20 @@ fn tcp_answers_pipelined_and_in_pieces() {
     let (server, addr) = start_on("127.0.0.1:0");
     let mut c = tcp_client(addr);
     // Two queries in one write, answered in order.
-    let mut both = framed(&query(10, "www.example.", rtype::A, None));
-    both.extend(framed(&query(11, "nope.example.", rtype::A, None)));
+    let mut both = framed(&query(10, "www.example.", Rtype::A, None));
+    both.extend(framed(&query(11, "nope.example.", Rtype::A, None)));
     c.write_all(&both).unwrap();
     let r = tcp_read(&mut c);
-    assert!(r.id == 10 && r.qr && r.aa && r.rcode == 0 && r.ancount == 2);
+    assert!(r.id == 10 && r.qr && r.aa && r.rcode == Rcode::NOERROR && r.ancount == 2);
     let r = tcp_read(&mut c);
-    assert!(r.id == 11 && r.aa && r.rcode == 3);
+    assert!(r.id == 11 && r.aa && r.rcode == Rcode::NXDOMAIN);
     // No truncation over TCP.
-    c.write_all(&framed(&query(12, "many.example.", rtype::A, None)))
+    c.write_all(&framed(&query(12, "many.example.", Rtype::A, None)))
         .unwrap();
     let r = tcp_read(&mut c);
     assert!(r.id == 12 && !r.tc && r.ancount == 60);
     // A query sent a few bytes at a time on the same connection.
-    let q = framed(&query(13, "ns1.example.", rtype::A, None));
+    let q = framed(&query(13, "ns1.example.", Rtype::A, None));
     c.set_nodelay(true).unwrap();
     for piece in q.chunks(5) {
         c.write_all(piece).unwrap();
@@ -213,7 +215,7 @@ fn tcp_answers_pipelined_and_in_pieces() {
     // A burst of many pipelined queries (more than one turn's budget).
     let mut burst = Vec::new();
     for id in 100..300u16 {
-        burst.extend(framed(&query(id, "www.example.", rtype::A, None)));
+        burst.extend(framed(&query(id, "www.example.", Rtype::A, None)));
     }
     c.write_all(&burst).unwrap();
     for id in 100..300u16 {
@@ -226,12 +228,12 @@ fn tcp_answers_pipelined_and_in_pieces() {
     junk.extend([0xAB; 8]);
     c.write_all(&framed(&junk)).unwrap();
     let r = tcp_read(&mut c);
-    assert!(r.id == 0x1234 && r.rcode == 1);
+    assert!(r.id == 0x1234 && r.rcode == Rcode::FORMERR);
     // A response (QR set) gets no answer; the next query does.
-    let mut resp = query(15, "www.example.", rtype::A, None);
+    let mut resp = query(15, "www.example.", Rtype::A, None);
     resp[2] |= 0x80;
     c.write_all(&framed(&resp)).unwrap();
-    c.write_all(&framed(&query(14, "www.example.", rtype::A, None)))
+    c.write_all(&framed(&query(14, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut c).id, 14);
     drop(c);
@@ -251,7 +253,7 @@ fn tcp_malformed_length_and_eof_mid_message_close() {
     assert!(closed_by_server(&mut c));
     // Zero length after a good query: the good one is still answered first.
     let mut c = tcp_client(addr);
-    let mut bytes = framed(&query(1, "www.example.", rtype::A, None));
+    let mut bytes = framed(&query(1, "www.example.", Rtype::A, None));
     bytes.extend([0, 0]);
     c.write_all(&bytes).unwrap();
     assert_eq!(tcp_read(&mut c).id, 1);
@@ -263,7 +265,7 @@ fn tcp_malformed_length_and_eof_mid_message_close() {
     assert!(closed_by_server(&mut c));
     // The server still serves.
     let mut c = tcp_client(addr);
-    c.write_all(&framed(&query(2, "www.example.", rtype::A, None)))
+    c.write_all(&framed(&query(2, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut c).id, 2);
     let s = server.stop();
@@ -278,7 +280,7 @@ fn tcp_idle_connection_closed() {
     });
     let addr = server.local_addrs()[0];
     let mut c = tcp_client(addr);
-    c.write_all(&framed(&query(1, "www.example.", rtype::A, None)))
+    c.write_all(&framed(&query(1, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut c).id, 1);
     let t = Instant::now();
@@ -299,22 +301,22 @@ fn tcp_connection_cap_closes_least_recently_active() {
     });
     let addr = server.local_addrs()[0];
     let mut a = tcp_client(addr);
-    a.write_all(&framed(&query(1, "www.example.", rtype::A, None)))
+    a.write_all(&framed(&query(1, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut a).id, 1);
     std::thread::sleep(Duration::from_millis(20));
     let mut b = tcp_client(addr);
-    b.write_all(&framed(&query(2, "www.example.", rtype::A, None)))
+    b.write_all(&framed(&query(2, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut b).id, 2);
     std::thread::sleep(Duration::from_millis(20));
     // A third connection: `a` (least recently active) makes room.
     let mut c = tcp_client(addr);
-    c.write_all(&framed(&query(3, "www.example.", rtype::A, None)))
+    c.write_all(&framed(&query(3, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut c).id, 3);
     assert!(closed_by_server(&mut a));
-    b.write_all(&framed(&query(4, "www.example.", rtype::A, None)))
+    b.write_all(&framed(&query(4, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut b).id, 4);
     let s = server.stop();
@@ -342,7 +344,7 @@ fn garbage_datagrams_do_not_kill_the_server() {
     let addr = server.local_addrs()[0];
     let c = udp_client(addr);
     let mut rng = XorShift(0x9E37_79B9_7F4A_7C15);
-    let good = query(1, "www.example.", rtype::A, Some(1232));
+    let good = query(1, "www.example.", Rtype::A, Some(1232));
     let mut sent = 0u64;
     for i in 0..2000 {
         let d: Vec<u8> = match i % 5 {
@@ -379,7 +381,7 @@ fn garbage_datagrams_do_not_kill_the_server() {
     // The server still answers, on every worker (new client ports spread over the workers).
     for id in 0..8 {
         let c2 = udp_client(addr);
-        let r = udp_ask(&c2, &query(id, "www.example.", rtype::A, None));
+        let r = udp_ask(&c2, &query(id, "www.example.", Rtype::A, None));
         assert!(r.id == id && r.aa && r.ancount == 2);
     }
     sent += 8;
@@ -405,7 +407,7 @@ fn workers_share_the_port_without_tcp() {
     for id in 0..30 {
         let c = udp_client(addr);
         assert_eq!(
-            udp_ask(&c, &query(id, "www.example.", rtype::A, None)).id,
+            udp_ask(&c, &query(id, "www.example.", Rtype::A, None)).id,
             id
         );
     }
@@ -489,10 +491,10 @@ fn ipv6_loopback() {
         .expect("a server on [::1]");
     let addr = server.local_addrs()[0];
     assert!(addr.is_ipv6() && addr.port() != 0);
-    let r = udp_ask(&udp_client(addr), &query(1, "www.example.", rtype::A, None));
+    let r = udp_ask(&udp_client(addr), &query(1, "www.example.", Rtype::A, None));
     assert!(r.aa && r.ancount == 2);
     let mut t = tcp_client(addr);
-    t.write_all(&framed(&query(2, "ns1.example.", rtype::A, None)))
+    t.write_all(&framed(&query(2, "ns1.example.", Rtype::A, None)))
         .unwrap();
     let r = tcp_read(&mut t);
     assert!(r.id == 2 && r.aa && r.ancount == 1);
@@ -526,10 +528,10 @@ fn two_listen_addresses() {
     assert_eq!(addrs.len(), 2);
     for (i, &a) in addrs.iter().enumerate() {
         let mut t = tcp_client(a);
-        t.write_all(&framed(&query(i as u16, "www.example.", rtype::A, None)))
+        t.write_all(&framed(&query(i as u16, "www.example.", Rtype::A, None)))
             .unwrap();
         assert_eq!(tcp_read(&mut t).id, i as u16);
-        let r = udp_ask(&udp_client(a), &query(9, "www.example.", rtype::A, None));
+        let r = udp_ask(&udp_client(a), &query(9, "www.example.", Rtype::A, None));
         assert_eq!(r.ancount, 2);
     }
     let s = server.stop();
@@ -547,7 +549,7 @@ fn tcp_large_pipeline_with_slow_reader() {
     let writer = std::thread::spawn(move || {
         let mut all = Vec::new();
         for id in 0..N {
-            all.extend(framed(&query(id, "www.example.", rtype::A, None)));
+            all.extend(framed(&query(id, "www.example.", Rtype::A, None)));
         }
         w.write_all(&all).unwrap();
     });
@@ -578,7 +580,7 @@ fn tcp_garbage_streams_do_not_kill_the_server() {
         while matches!(c.read(&mut sink), Ok(n) if n > 0) {}
     }
     let mut c = tcp_client(addr);
-    c.write_all(&framed(&query(1, "www.example.", rtype::A, None)))
+    c.write_all(&framed(&query(1, "www.example.", Rtype::A, None)))
         .unwrap();
     assert_eq!(tcp_read(&mut c).id, 1);
     let s = server.stop();
@@ -608,13 +610,13 @@ fn counts_rcodes_bytes_and_open_connections() {
         (q.len() as u64, n as u64, parse(&buf[..n]))
     };
     let asks = [
-        ("www.example.", rtype::A, 0, false),
-        ("www.example.", rtype::A, 0, false),
-        ("www.example.", rtype::A, 0, false),
-        ("nope.example.", rtype::A, 3, false),
-        ("nope.example.", rtype::AAAA, 3, false),
-        ("www.other.", rtype::A, 5, false),
-        ("many.example.", rtype::A, 0, true),
+        ("www.example.", Rtype::A, Rcode::NOERROR, false),
+        ("www.example.", Rtype::A, Rcode::NOERROR, false),
+        ("www.example.", Rtype::A, Rcode::NOERROR, false),
+        ("nope.example.", Rtype::A, Rcode::NXDOMAIN, false),
+        ("nope.example.", Rtype::AAAA, Rcode::NXDOMAIN, false),
+        ("www.other.", Rtype::A, Rcode::REFUSED, false),
+        ("many.example.", Rtype::A, Rcode::NOERROR, true),
     ];
     for (i, (name, qtype, rcode, tc)) in asks.into_iter().enumerate() {
         let (q, r, resp) = ask_udp(&query(i as u16, name, qtype, None));
@@ -627,13 +629,13 @@ fn counts_rcodes_bytes_and_open_connections() {
     bytes_in += 5;
     let mut conns: Vec<TcpStream> = (0..3).map(|_| tcp_client(addr)).collect();
     for (i, c) in conns.iter_mut().enumerate() {
-        let q = query(100 + i as u16, "www.example.", rtype::A, None);
+        let q = query(100 + i as u16, "www.example.", Rtype::A, None);
         c.write_all(&framed(&q)).unwrap();
         let mut len = [0u8; 2];
         c.read_exact(&mut len).unwrap();
         let mut r = vec![0u8; u16::from_be_bytes(len) as usize];
         c.read_exact(&mut r).unwrap();
-        assert_eq!(parse(&r).rcode, 0);
+        assert_eq!(parse(&r).rcode, Rcode::NOERROR);
         bytes_in += q.len() as u64;
         bytes_out += r.len() as u64;
     }

@@ -1,6 +1,6 @@
 //! The synthesizer's configuration: plain data that a command line maps its flags onto.
 
-use ldplayer_dns::rtype;
+use ldplayer_dns::Rtype;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
 /// 2024-01-01T00:00:00Z in nanoseconds since the Unix epoch: the default start time, fixed so that
@@ -113,7 +113,7 @@ pub struct SynthConfig {
     /// authoritative servers (and the root) clear it; set it to mimic stubs talking to a resolver.
     pub rd: bool,
     /// Query types and their relative weights (positive integers).
-    pub qtypes: Vec<(u16, u32)>,
+    pub qtypes: Vec<(Rtype, u32)>,
     /// Zone under which the unique names of the fixed and Poisson workloads are made.
     pub zone: String,
 }
@@ -183,19 +183,19 @@ impl SynthConfig {
 
 /// The default query type mix, in percent: A 45, AAAA 20, NS 5, DS 5, PTR 5, MX 4, TXT 4, SOA 4,
 /// SRV 3, HTTPS 2, DNSKEY 2, ANY 1.
-pub fn default_qtypes() -> Vec<(u16, u32)> {
+pub fn default_qtypes() -> Vec<(Rtype, u32)> {
     vec![
-        (rtype::A, 45),
-        (rtype::AAAA, 20),
-        (rtype::NS, 5),
-        (rtype::DS, 5),
-        (rtype::PTR, 5),
-        (rtype::MX, 4),
-        (rtype::TXT, 4),
-        (rtype::SOA, 4),
-        (rtype::SRV, 3),
-        (rtype::HTTPS, 2),
-        (rtype::DNSKEY, 2),
-        (rtype::ANY, 1),
+        (Rtype::A, 45),
+        (Rtype::AAAA, 20),
+        (Rtype::NS, 5),
+        (Rtype::DS, 5),
+        (Rtype::PTR, 5),
+        (Rtype::MX, 4),
+        (Rtype::TXT, 4),
+        (Rtype::SOA, 4),
+        (Rtype::SRV, 3),
+        (Rtype::HTTPS, 2),
+        (Rtype::DNSKEY, 2),
+        (Rtype::ANY, 1),
     ]
 }

@@ -3,10 +3,7 @@
 //! `ldplayer_dns::build` allocates per message; this writes straight into a reused buffer, which
 //! keeps the hot loop allocation-free. Its output is checked against `Message::parse` in tests.
 
-use ldplayer_dns::{flag, rtype};
-
-/// Class IN.
-const CLASS_IN: u16 = 1;
+use ldplayer_dns::{flag, Class, Rtype};
 
 /// Starts a query in `out` (cleared first): the header with one question and, when `edns` is set,
 /// one additional record. The question name's leading labels follow (see [`hex_label`]), then
@@ -32,13 +29,13 @@ pub fn hex_label(out: &mut Vec<u8>, n: u64) {
 /// Appends the rest of the question after its name's labels: `suffix` (wire labels ending with
 /// the root label), the type and class IN; then the OPT record when `edns` is
 /// `Some((udp_size, dnssec_ok))`.
-pub fn finish(out: &mut Vec<u8>, suffix: &[u8], qtype: u16, edns: Option<(u16, bool)>) {
+pub fn finish(out: &mut Vec<u8>, suffix: &[u8], qtype: Rtype, edns: Option<(u16, bool)>) {
     out.extend_from_slice(suffix);
-    out.extend_from_slice(&qtype.to_be_bytes());
-    out.extend_from_slice(&CLASS_IN.to_be_bytes());
+    out.extend_from_slice(&qtype.0.to_be_bytes());
+    out.extend_from_slice(&Class::IN.0.to_be_bytes());
     if let Some((size, dnssec_ok)) = edns {
         out.push(0);
-        out.extend_from_slice(&rtype::OPT.to_be_bytes());
+        out.extend_from_slice(&Rtype::OPT.0.to_be_bytes());
         out.extend_from_slice(&size.to_be_bytes());
         out.extend_from_slice(&[0, 0, if dnssec_ok { 0x80 } else { 0 }, 0, 0, 0]);
     }
@@ -47,7 +44,9 @@ pub fn finish(out: &mut Vec<u8>, suffix: &[u8], qtype: u16, edns: Option<(u16, b
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ldplayer_dns::{build, name_from_presentation, EdnsFields, Fields, Message, Question};
+    use ldplayer_dns::{
+        build, name_from_presentation, EdnsFields, Fields, Message, Question, Rcode,
+    };
 
     #[test]
     fn matches_build() {
@@ -59,17 +58,17 @@ mod tests {
             let mut out = Vec::new();
             header(&mut out, 0xbeef, rd, edns.is_some());
             hex_label(&mut out, 0x1a2b);
-            finish(&mut out, b"\x07example\x00", rtype::AAAA, edns);
+            finish(&mut out, b"\x07example\x00", Rtype::AAAA, edns);
             let want = build(&Fields {
                 id: 0xbeef,
                 qr: false,
                 opcode: 0,
                 flags: if rd { flag::RD } else { 0 },
-                rcode: 0,
+                rcode: Rcode::NOERROR,
                 question: Some(Question {
                     name: name_from_presentation("1a2b.example.").unwrap(),
-                    qtype: rtype::AAAA,
-                    qclass: 1,
+                    qtype: Rtype::AAAA,
+                    qclass: Class::IN,
                 }),
                 edns: edns.map(|(udp_size, dnssec_ok)| EdnsFields {
                     version: 0,

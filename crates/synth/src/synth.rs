@@ -6,6 +6,7 @@ use crate::encode;
 use crate::error::SynthError;
 use crate::names::{RootNames, UniqueNames};
 use crate::rng::{self, below, exponential, mix64, Chance};
+use ldplayer_dns::Rtype;
 use ldplayer_trace::{drive, Proto, Record, Sink, Source, TraceError};
 use rand_chacha::rand_core::RngCore;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -21,7 +22,7 @@ pub struct Synth {
     server: SocketAddr,
     picker: Picker,
     names: Names,
-    qtypes: Vec<(u16, u64)>,
+    qtypes: Vec<(Rtype, u64)>,
     qtype_total: u64,
     edns: Chance,
     dnssec_ok: Chance,

@@ -1,6 +1,6 @@
 //! Behaviour of the synthesizer as seen through its records.
 
-use ldplayer_dns::{flag, rtype, Fields, Message};
+use ldplayer_dns::{flag, Class, Fields, Message, Rtype};
 use ldplayer_synth::{
     RootLike, Synth, SynthConfig, SynthError, Workload, DEFAULT_START_NS, SYN_INTERVALS_NS,
 };
@@ -325,7 +325,7 @@ fn every_query_parses_as_configured() {
     for rd in [false, true] {
         for base in workloads() {
             let server = Synth::new(base.clone()).unwrap().server();
-            let mut qtypes: HashMap<u16, u64> = HashMap::new();
+            let mut qtypes: HashMap<Rtype, u64> = HashMap::new();
             each(
                 SynthConfig {
                     count: Some(50_000),
@@ -339,15 +339,15 @@ fn every_query_parses_as_configured() {
                     assert!(!f.qr);
                     assert_eq!(f.flags, if rd { flag::RD } else { 0 });
                     let q = f.question.unwrap();
-                    assert_eq!(q.qclass, 1);
+                    assert_eq!(q.qclass, Class::IN);
                     *qtypes.entry(q.qtype).or_default() += 1;
                     assert_eq!(f.edns.unwrap().udp_size, 1232);
                     assert_eq!(r.dst, server);
                     assert!(r.src.port() >= 1024);
                 },
             );
-            let a = qtypes[&rtype::A] as f64 / 50_000.0;
-            let aaaa = qtypes[&rtype::AAAA] as f64 / 50_000.0;
+            let a = qtypes[&Rtype::A] as f64 / 50_000.0;
+            let aaaa = qtypes[&Rtype::AAAA] as f64 / 50_000.0;
             assert!((a - 0.45).abs() < 0.01 && (aaaa - 0.2).abs() < 0.01);
             assert_eq!(qtypes.len(), 12);
         }
@@ -493,7 +493,7 @@ fn bad_configurations_are_rejected() {
     );
     assert_eq!(
         bad(SynthConfig {
-            qtypes: vec![(1, 0)],
+            qtypes: vec![(Rtype::A, 0)],
             ..d()
         }),
         SynthError::NoQtypes

@@ -30,10 +30,9 @@ use crate::time::{format_time, parse_time};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
 use ldplayer_dns::{
-    apply_header, class_from_str, class_to_string, flag, name_from_presentation,
-    name_to_presentation, opcode_from_str, opcode_to_string, parse_options, rcode_from_str,
-    rcode_to_string, render_options, rtype, rtype_from_str, rtype_to_string, EdnsFields, Fields,
-    Message, Partial, Question,
+    apply_header, flag, name_from_presentation, name_to_presentation, opcode_from_str,
+    opcode_to_string, parse_options, render_options, Class, EdnsFields, Fields, Message, Partial,
+    Question, Rcode, Rtype,
 };
 use std::fmt::Write as _;
 use std::io::{self, BufRead, Write};
@@ -169,7 +168,7 @@ fn render_header_and_question(f: &Fields, out: &mut String) {
         f.id,
         f.qr as u8,
         opcode_to_string(f.opcode),
-        rcode_to_string(f.rcode)
+        f.rcode
     );
     let start = out.len();
     for (bit, name) in flag::NAMED {
@@ -187,14 +186,12 @@ fn render_header_and_question(f: &Fields, out: &mut String) {
     match &f.question {
         Some(q) => {
             push_name(&q.name, out);
-            let _ = write!(out, "\t{}\t", class_to_string(q.qclass));
             // `NULL` reads as a missing value in pandas and R; `TYPE10` is the same type.
-            if q.qtype == rtype::NULL {
-                out.push_str("TYPE10");
+            let _ = if q.qtype == Rtype::NULL {
+                write!(out, "\t{}\tTYPE10\t", q.qclass)
             } else {
-                out.push_str(&rtype_to_string(q.qtype));
-            }
-            out.push('\t');
+                write!(out, "\t{}\t{}\t", q.qclass, q.qtype)
+            };
         }
         None => out.push_str("-\t-\t-\t"),
     }
@@ -446,8 +443,11 @@ impl Layout {
                 .ok_or_else(|| err("opcode", "expected a mnemonic such as QUERY, or 0-15"))?;
         }
         if let Some(v) = changed(Col::Rcode) {
-            f.rcode = rcode_from_str(v)
-                .or_else(|| v.parse().ok().filter(|n| *n < 4096))
+            f.rcode = v
+                .parse::<Rcode>()
+                .ok()
+                .or_else(|| v.parse().ok().map(Rcode))
+                .filter(|rc| *rc <= Rcode::MAX_IN_MESSAGE)
                 .ok_or_else(|| err("rcode", "expected a mnemonic such as NXDOMAIN, or 0-4095"))?;
         }
         if let Some(v) = changed(Col::Flags) {
@@ -456,7 +456,7 @@ impl Layout {
         if malformed {
             // Only the header of a malformed message can be rewritten; its other columns are a
             // view of what could be read.
-            if f.rcode > 15 {
+            if f.rcode.needs_edns() {
                 return Err(err(
                     "rcode",
                     "a malformed message has no readable OPT record for an extended RCODE",
@@ -476,19 +476,21 @@ impl Layout {
             } else {
                 let mut q = f.question.clone().unwrap_or(Question {
                     name: vec![0],
-                    qtype: 1,
-                    qclass: 1,
+                    qtype: Rtype::A,
+                    qclass: Class::IN,
                 });
                 if let Some(v) = qname {
                     q.name = name_from_presentation(v).map_err(|e| err("qname", e.to_string()))?;
                 }
                 if let Some(v) = qclass {
-                    q.qclass = class_from_str(v)
-                        .ok_or_else(|| err("qclass", "expected a class such as IN or CLASSnnn"))?;
+                    q.qclass = v
+                        .parse()
+                        .map_err(|_| err("qclass", "expected a class such as IN or CLASSnnn"))?;
                 }
                 if let Some(v) = qtype {
-                    q.qtype = rtype_from_str(v)
-                        .ok_or_else(|| err("qtype", "expected a type such as AAAA or TYPEnnn"))?;
+                    q.qtype = v
+                        .parse()
+                        .map_err(|_| err("qtype", "expected a type such as AAAA or TYPEnnn"))?;
                 }
                 f.question = Some(q);
             }
@@ -552,7 +554,7 @@ fn empty_fields() -> Fields {
         qr: false,
         opcode: 0,
         flags: 0,
-        rcode: 0,
+        rcode: Rcode::NOERROR,
         question: None,
         edns: None,
     }

@@ -1,6 +1,8 @@
 //! The text format: round trips, edits through columns, hand-written lines and bad lines.
 
-use ldplayer_dns::{build, name_from_presentation, EdnsFields, Fields, Message, Question};
+use ldplayer_dns::{
+    build, name_from_presentation, Class, EdnsFields, Fields, Message, Question, Rcode, Rtype,
+};
 use ldplayer_trace::text::{Layout, TextReader, TextWriter};
 use ldplayer_trace::{Collect, Proto, RecordBuf, SkipReason, Source};
 use proptest::prelude::*;
@@ -148,7 +150,7 @@ fn edits_take_effect_in_the_message() {
         (
             "rcode",
             "BADVERS",
-            Box::new(|r| assert_eq!(Message::parse(&r.wire).unwrap().rcode(), 16)),
+            Box::new(|r| assert_eq!(Message::parse(&r.wire).unwrap().rcode(), Rcode::BADVERS)),
         ),
         (
             "flags",
@@ -163,7 +165,7 @@ fn edits_take_effect_in_the_message() {
         (
             "qtype",
             "AAAA",
-            Box::new(|r| assert_eq!(Message::parse(&r.wire).unwrap().qtype(), Some(28))),
+            Box::new(|r| assert_eq!(Message::parse(&r.wire).unwrap().qtype(), Some(Rtype::AAAA))),
         ),
         (
             "ednsopts",
@@ -226,7 +228,7 @@ fn lines_written_by_hand_build_messages() {
     let r = &got.records[0];
     assert_eq!(r.time_ns, 10_500_000_000);
     let m = Message::parse(&r.wire).unwrap();
-    assert_eq!(m.qtype(), Some(15));
+    assert_eq!(m.qtype(), Some(Rtype::MX));
     assert!(m.edns().unwrap().dnssec_ok());
     assert!(!m.header().qr());
 }
@@ -249,6 +251,32 @@ fn bad_lines_are_skipped_and_explained() {
     let lines: Vec<u64> = reader.errors().iter().map(|(l, _)| *l).collect();
     assert_eq!(lines, vec![3, 4, 5]);
     assert_eq!(reader.errors()[2].1.column, "qtype");
+}
+
+#[test]
+fn rcodes_read_as_mnemonics_generic_forms_or_numbers() {
+    let text = "#ldplayer-text/1\ttime\tsrc\tdst\tqr\trcode\n\
+                1\t10.0.0.1\t192.0.2.1\t1\tnxdomain\n\
+                2\t10.0.0.1\t192.0.2.1\t1\tRCODE5\n\
+                3\t10.0.0.1\t192.0.2.1\t1\t2\n\
+                4\t10.0.0.1\t192.0.2.1\t1\t4096\n\
+                5\t10.0.0.1\t192.0.2.1\t1\tRCODE4096\n\
+                6\t10.0.0.1\t192.0.2.1\t1\tNOSUCHCODE\n";
+    let mut reader = TextReader::new(text.as_bytes()).unwrap();
+    let mut got = Collect::default();
+    reader.run(&mut got).unwrap();
+    let rcodes: Vec<Rcode> = got
+        .records
+        .iter()
+        .map(|r| Message::parse(&r.wire).unwrap().rcode())
+        .collect();
+    assert_eq!(rcodes, [Rcode::NXDOMAIN, Rcode::REFUSED, Rcode::SERVFAIL]);
+    let errors: Vec<(u64, &str)> = reader
+        .errors()
+        .iter()
+        .map(|(l, e)| (*l, e.column))
+        .collect();
+    assert_eq!(errors, [(5, "rcode"), (6, "rcode"), (7, "rcode")]);
 }
 
 #[test]
@@ -285,7 +313,10 @@ fn both_header_layouts_read() {
         seen.push(got.records[0].clone());
     }
     assert!(seen.windows(2).all(|w| w[0] == w[1]));
-    assert_eq!(Message::parse(&seen[0].wire).unwrap().qtype(), Some(28));
+    assert_eq!(
+        Message::parse(&seen[0].wire).unwrap().qtype(),
+        Some(Rtype::AAAA)
+    );
     // Line numbers of bad lines count the header lines.
     let text = format!("#ldplayer-text/2\n{columns}\nbad\t10.0.0.1\t192.0.2.1\tx.\tA\n");
     let mut reader = TextReader::new(text.as_bytes()).unwrap();
@@ -300,11 +331,11 @@ fn no_field_holds_a_hash_or_a_missing_value_word() {
         qr: false,
         opcode: 0,
         flags: 0,
-        rcode: 0,
+        rcode: Rcode::NOERROR,
         question: Some(Question {
             name: name_from_presentation("a#b.\\#c.example.").unwrap(),
-            qtype: 10,
-            qclass: 1,
+            qtype: Rtype::NULL,
+            qclass: Class::IN,
         }),
         edns: None,
     })
@@ -445,8 +476,8 @@ fn fields_strategy() -> impl Strategy<Value = Fields> {
     let question = prop::option::of((name, any::<u16>(), any::<u16>()).prop_map(
         |(name, qtype, qclass)| Question {
             name,
-            qtype,
-            qclass,
+            qtype: Rtype(qtype),
+            qclass: Class(qclass),
         },
     ));
     let edns = prop::option::of(
@@ -473,7 +504,7 @@ fn fields_strategy() -> impl Strategy<Value = Fields> {
         edns,
     )
         .prop_map(|(id, qr, opcode, flags, rcode, question, edns)| {
-            let rcode = if edns.is_some() { rcode } else { rcode & 15 };
+            let rcode = Rcode(if edns.is_some() { rcode } else { rcode & 15 });
             Fields {
                 id,
                 qr,

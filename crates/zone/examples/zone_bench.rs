@@ -5,7 +5,8 @@
 
 use std::time::Instant;
 
-use ldplayer_zone::{rtype, AnswerOptions, Zone, ZoneSet};
+use ldplayer_dns::Rtype;
+use ldplayer_zone::{AnswerOptions, Zone, ZoneSet};
 
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -18,10 +19,10 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn query(id: u16, name: &[u8], qtype: u16, dnssec: bool) -> Vec<u8> {
+fn query(id: u16, name: &[u8], qtype: Rtype, dnssec: bool) -> Vec<u8> {
     let mut q = vec![(id >> 8) as u8, id as u8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1];
     q.extend_from_slice(name);
-    q.extend_from_slice(&qtype.to_be_bytes());
+    q.extend_from_slice(&qtype.0.to_be_bytes());
     q.extend_from_slice(&1u16.to_be_bytes());
     q.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0]);
     q.extend_from_slice(&(if dnssec { 0x8000u16 } else { 0 }).to_be_bytes());
@@ -63,20 +64,20 @@ fn main() {
         let dnssec = i % 2 == 0;
         let mut www = b"\x03www\x07example".to_vec();
         www.extend_from_slice(t);
-        queries.push(query(i as u16, &www, rtype::A, dnssec));
-        queries.push(query(i as u16, t, rtype::DS, dnssec));
+        queries.push(query(i as u16, &www, Rtype::A, dnssec));
+        queries.push(query(i as u16, t, Rtype::DS, dnssec));
         if i % 4 == 0 {
             let mut bad = b"\x0cnonexistent1".to_vec();
             bad.push(i as u8 % 26 + b'a');
             let mut b = vec![bad.len() as u8 - 1];
             b.extend_from_slice(&bad[1..]);
             b.push(0);
-            queries.push(query(i as u16, &b, rtype::A, dnssec));
+            queries.push(query(i as u16, &b, Rtype::A, dnssec));
         }
     }
-    queries.push(query(1, b"\x00", rtype::SOA, true));
-    queries.push(query(2, b"\x00", rtype::DNSKEY, true));
-    queries.push(query(3, b"\x00", rtype::NS, false));
+    queries.push(query(1, b"\x00", Rtype::SOA, true));
+    queries.push(query(2, b"\x00", Rtype::DNSKEY, true));
+    queries.push(query(3, b"\x00", Rtype::NS, false));
     let set: ZoneSet = std::iter::once(zone).collect();
     let opts = AnswerOptions::default();
     let mut out = Vec::with_capacity(4096);

@@ -1,9 +1,8 @@
 //! Authoritative answering (RFC 1034 §4.3.2, RFC 4035 §3.1, RFC 5155 §7.2, RFC 6672, RFC 4592).
 
-use ldplayer_dns::{flag, Message};
+use ldplayer_dns::{flag, Class, Message, Rcode, Rtype};
 
 use crate::name::{self, MAX_NAME};
-use crate::rtype;
 use crate::set::ZoneSet;
 use crate::writer::Writer;
 use crate::zone::{flags, Node, RRset, Zone, NONE};
@@ -61,7 +60,7 @@ pub enum Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Outcome {
     /// The full response code.
-    pub rcode: u16,
+    pub rcode: Rcode,
     /// The kind.
     pub kind: Kind,
     /// TC was set.
@@ -76,13 +75,6 @@ pub struct Response {
     /// Its summary.
     pub outcome: Outcome,
 }
-
-const RCODE_FORMERR: u16 = 1;
-const RCODE_NXDOMAIN: u16 = 3;
-const RCODE_NOTIMP: u16 = 4;
-const RCODE_REFUSED: u16 = 5;
-const RCODE_YXDOMAIN: u16 = 6;
-const RCODE_BADVERS: u16 = 16;
 
 /// Owner, RRset, its RRSIGs, and for an NS/MX set the nodes of its zone (its targets' owners
 /// then count as written where the records name them, see [`Writer::linked_rrset`]).
@@ -136,7 +128,7 @@ struct Ctx<'z, 'b> {
     an: u16,
     aa: bool,
     truncated: bool,
-    rcode: u16,
+    rcode: Rcode,
     kind: Kind,
     auth: Items<'z, 12>,
     /// The zone's NS set beside a positive answer: nsd's optional authority, written after the
@@ -227,7 +219,7 @@ impl<'z> Ctx<'z, '_> {
             .push(owner, set, if self.dnssec { sig } else { None });
     }
 
-    fn auth_node(&mut self, n: &'z Node, t: u16) -> bool {
+    fn auth_node(&mut self, n: &'z Node, t: Rtype) -> bool {
         match n.rrset(t) {
             Some(s) => {
                 self.auth_set(&n.name, s, n.sig(t));
@@ -243,7 +235,7 @@ impl<'z> Ctx<'z, '_> {
 
     fn nsec_cover(&mut self, z: &'z Zone, name: &[u8]) {
         if let Some(n) = z.nsec_covering(name) {
-            self.auth_node(n, rtype::NSEC);
+            self.auth_node(n, Rtype::NSEC);
         }
     }
 
@@ -289,7 +281,7 @@ impl<'z> Ctx<'z, '_> {
     /// Denial of DS at a delegation (RFC 4035 §3.1.4, RFC 5155 §7.2.7).
     fn no_ds_proof(&mut self, z: &'z Zone, cut: &'z Node, cut_lower: &[u8]) {
         if z.has_nsec() {
-            self.auth_node(cut, rtype::NSEC);
+            self.auth_node(cut, Rtype::NSEC);
         } else if z.nsec3.is_some() && !self.nsec3_match(z, cut_lower) {
             if let Some(p) = name::parent(cut_lower) {
                 self.nsec3_ce_proof(z, cut_lower, p);
@@ -301,7 +293,7 @@ impl<'z> Ctx<'z, '_> {
     /// [`RRset::targets`]).
     fn additional_for(&mut self, z: &'z Zone, set: &'z RRset) {
         // All A RRsets first, then all AAAA (nsd's order, which decides what fits).
-        for ty in [rtype::A, rtype::AAAA] {
+        for ty in [Rtype::A, Rtype::AAAA] {
             for &i in set.targets.iter() {
                 // NONE (the target is not in the zone) is out of range too.
                 let Some(n) = z.nodes.get(i as usize) else {
@@ -316,13 +308,13 @@ impl<'z> Ctx<'z, '_> {
     }
 
     fn referral(&mut self, z: &'z Zone, cut: &'z Node) {
-        let Some(ns) = cut.rrset(rtype::NS) else {
+        let Some(ns) = cut.rrset(Rtype::NS) else {
             return;
         };
         self.kind = Kind::Referral;
         self.aa = self.an > 0;
         self.auth.push_linked(&cut.name, ns, None, Some(&z.nodes));
-        if self.dnssec && !self.auth_node(cut, rtype::DS) {
+        if self.dnssec && !self.auth_node(cut, Rtype::DS) {
             let lower = NameBuf::from(&cut.name);
             self.no_ds_proof(z, cut, lower.get());
         }
@@ -336,7 +328,7 @@ impl<'z> Ctx<'z, '_> {
         z: &'z Zone,
         n: &'z Node,
         cur: &[u8],
-        qtype: u16,
+        qtype: Rtype,
         wild: Option<&[u8]>,
     ) -> Option<NameBuf> {
         self.aa = true;
@@ -349,12 +341,12 @@ impl<'z> Ctx<'z, '_> {
                 }
             }
         };
-        if qtype == rtype::ANY && !n.rrsets.is_empty() {
+        if qtype == Rtype::ANY && !n.rrsets.is_empty() {
             // One RRset (RFC 8482 §4.1), chosen as nsd does: the first of A, AAAA, SOA, MX,
             // PTR; else the last other type; else the last of DNSKEY, RRSIG, NSEC.
-            let class = |t: u16| match t {
-                rtype::A | rtype::AAAA | rtype::SOA | rtype::MX | rtype::PTR => 0,
-                rtype::DNSKEY | rtype::RRSIG | rtype::NSEC => 2,
+            let class = |t: Rtype| match t {
+                Rtype::A | Rtype::AAAA | Rtype::SOA | Rtype::MX | Rtype::PTR => 0,
+                Rtype::DNSKEY | Rtype::RRSIG | Rtype::NSEC => 2,
                 _ => 1,
             };
             let pick = n
@@ -373,7 +365,7 @@ impl<'z> Ctx<'z, '_> {
             wildcard_proof(self);
             return None;
         }
-        if qtype == rtype::NSEC3 {
+        if qtype == Rtype::NSEC3 {
             // nsd answers NODATA to NSEC3 queries at names that exist (NSEC3 records live at
             // hashed names outside the zone's namespace) and follows no CNAME for them.
             return self.nodata(z, n, cur, wild);
@@ -385,13 +377,13 @@ impl<'z> Ctx<'z, '_> {
             // The answer's additional addresses come before the NS set's (nsd's order).
             self.additional_for(z, s);
             if !self.minimal
-                && !matches!(qtype, rtype::DNSKEY | rtype::DS)
-                && (qtype != rtype::NS || n.flags & flags::APEX == 0)
+                && !matches!(qtype, Rtype::DNSKEY | Rtype::DS)
+                && (qtype != Rtype::NS || n.flags & flags::APEX == 0)
             {
                 let apex = z.apex();
-                if let Some(ns) = apex.rrset(rtype::NS) {
+                if let Some(ns) = apex.rrset(Rtype::NS) {
                     let sig = if self.dnssec {
-                        apex.sig(rtype::NS)
+                        apex.sig(Rtype::NS)
                     } else {
                         None
                     };
@@ -402,7 +394,7 @@ impl<'z> Ctx<'z, '_> {
             }
             return None;
         }
-        if qtype == rtype::RRSIG && !n.sigs.is_empty() {
+        if qtype == Rtype::RRSIG && !n.sigs.is_empty() {
             // All RRSIGs at the name are one RRset: all fit or TC.
             if !self.truncated {
                 let mark = self.w.len();
@@ -420,12 +412,12 @@ impl<'z> Ctx<'z, '_> {
             self.kind = Kind::Answer;
             return None;
         }
-        if let Some(c) = n.rrset(rtype::CNAME) {
+        if let Some(c) = n.rrset(Rtype::CNAME) {
             if self.in_answer(c) {
                 // A loop: nsd stops when the CNAME is already in the answer.
                 return None;
             }
-            self.answer(cur, c, n.sig(rtype::CNAME));
+            self.answer(cur, c, n.sig(Rtype::CNAME));
             self.kind = Kind::Answer;
             wildcard_proof(self);
             return Some(NameBuf::from(c.first_rdata()));
@@ -455,8 +447,8 @@ impl<'z> Ctx<'z, '_> {
         if z.has_nsec() {
             if wild.is_some() {
                 self.nsec_cover(z, cur);
-                self.auth_node(n, rtype::NSEC);
-            } else if !self.auth_node(n, rtype::NSEC) {
+                self.auth_node(n, Rtype::NSEC);
+            } else if !self.auth_node(n, Rtype::NSEC) {
                 self.nsec_cover(z, cur);
             }
         } else if nsec3 {
@@ -490,7 +482,7 @@ impl<'z> Ctx<'z, '_> {
     fn nxdomain(&mut self, z: &'z Zone, cur: &[u8], ce: &[u8]) {
         self.aa = true;
         self.kind = Kind::NxDomain;
-        self.rcode = RCODE_NXDOMAIN;
+        self.rcode = Rcode::NXDOMAIN;
         // The proofs come before the SOA, as nsd adds them (what fits when truncating).
         if self.dnssec {
             self.nxdomain_proofs(z, cur, ce);
@@ -520,15 +512,15 @@ impl<'z> Ctx<'z, '_> {
 
     /// DNAME substitution at node `d` for `cur`; returns the new name to follow.
     fn dname(&mut self, d: &'z Node, cur: &[u8]) -> Option<NameBuf> {
-        let set = d.rrset(rtype::DNAME)?;
+        let set = d.rrset(Rtype::DNAME)?;
         self.aa = true;
         self.kind = Kind::Answer;
-        self.answer(&d.name, set, d.sig(rtype::DNAME));
+        self.answer(&d.name, set, d.sig(Rtype::DNAME));
         self.dname_seen = true;
         let target = set.first_rdata();
         let prefix = cur.len() - d.name.len();
         if prefix + target.len() > MAX_NAME {
-            self.rcode = RCODE_YXDOMAIN;
+            self.rcode = Rcode::YXDOMAIN;
             self.kind = Kind::YxDomain;
             return None;
         }
@@ -540,8 +532,8 @@ impl<'z> Ctx<'z, '_> {
         if !self.truncated {
             let mark = self.w.len();
             self.w.name(cur);
-            self.w.buf.extend_from_slice(&rtype::CNAME.to_be_bytes());
-            self.w.buf.extend_from_slice(&1u16.to_be_bytes());
+            self.w.buf.extend_from_slice(&Rtype::CNAME.0.to_be_bytes());
+            self.w.buf.extend_from_slice(&Class::IN.0.to_be_bytes());
             self.w.buf.extend_from_slice(&set.ttl().to_be_bytes());
             let len_at = self.w.len();
             self.w.buf.extend_from_slice(&[0, 0]);
@@ -574,7 +566,7 @@ impl<'z> Ctx<'z, '_> {
         set: &'z ZoneSet,
         zone: &'z Zone,
         qname: &[u8],
-        qtype: u16,
+        qtype: Rtype,
         max_chain: u8,
     ) {
         let mut cur = NameBuf::from(qname);
@@ -586,7 +578,7 @@ impl<'z> Ctx<'z, '_> {
                     let n = &z.nodes[i as usize];
                     if n.occluder != NONE {
                         self.occluded(z, &z.nodes[n.occluder as usize], c)
-                    } else if n.is_cut() && qtype != rtype::DS {
+                    } else if n.is_cut() && qtype != Rtype::DS {
                         self.referral(z, n);
                         None
                     } else {
@@ -626,10 +618,10 @@ impl<'z> Ctx<'z, '_> {
             // Follow into whichever served zone holds the target (nsd does; knot stays in the
             // zone). A DNAME answers a CNAME query by itself.
             let Some(t) = next else { return };
-            if t.get() == cur.get() || (self.dname_seen && qtype == rtype::CNAME) {
+            if t.get() == cur.get() || (self.dname_seen && qtype == Rtype::CNAME) {
                 return;
             }
-            match set.find(t.get(), 0) {
+            match set.find(t.get(), Rtype(0)) {
                 Some(nz) => z = nz,
                 None => return,
             }
@@ -641,7 +633,7 @@ impl<'z> Ctx<'z, '_> {
 /// Appends the OPT record.
 fn push_opt(buf: &mut Vec<u8>, size: u16, ext_rcode: u8, dnssec: bool) {
     buf.push(0);
-    buf.extend_from_slice(&rtype::OPT.to_be_bytes());
+    buf.extend_from_slice(&Rtype::OPT.0.to_be_bytes());
     buf.extend_from_slice(&size.max(512).to_be_bytes());
     buf.push(ext_rcode);
     buf.push(0);
@@ -660,14 +652,15 @@ fn set_counts(buf: &mut [u8], qd: u16, an: u16, ns: u16, ar: u16) {
 fn error_response(
     msg: Option<&Message<'_>>,
     query: &[u8],
-    rcode: u16,
+    rcode: Rcode,
     kind: Kind,
     opts: &AnswerOptions,
     out: &mut Vec<u8>,
 ) -> Outcome {
     out.clear();
     let fl = u16::from_be_bytes([query[2], query[3]]);
-    let flags = flag::QR | (fl & (0xF << 11)) | (fl & (flag::RD | flag::CD)) | (rcode & 0xF);
+    let flags =
+        flag::QR | (fl & (0xF << 11)) | (fl & (flag::RD | flag::CD)) | rcode.header_bits() as u16;
     out.extend_from_slice(&query[0..2]);
     out.extend_from_slice(&flags.to_be_bytes());
     out.extend_from_slice(&[0; 8]);
@@ -679,7 +672,7 @@ fn error_response(
             qd = 1;
         }
         if let Some(e) = m.edns() {
-            push_opt(out, opts.edns_size, (rcode >> 4) as u8, e.dnssec_ok());
+            push_opt(out, opts.edns_size, rcode.extended_bits(), e.dnssec_ok());
             ar = 1;
         }
     }
@@ -708,7 +701,7 @@ impl ZoneSet {
             return Some(error_response(
                 None,
                 query,
-                RCODE_FORMERR,
+                Rcode::FORMERR,
                 Kind::FormErr,
                 opts,
                 out,
@@ -719,7 +712,7 @@ impl ZoneSet {
             return Some(error_response(
                 Some(&msg),
                 query,
-                RCODE_NOTIMP,
+                Rcode::NOTIMP,
                 Kind::NotImp,
                 opts,
                 out,
@@ -729,7 +722,7 @@ impl ZoneSet {
             return Some(error_response(
                 Some(&msg),
                 query,
-                RCODE_FORMERR,
+                Rcode::FORMERR,
                 Kind::FormErr,
                 opts,
                 out,
@@ -741,26 +734,26 @@ impl ZoneSet {
                 return Some(error_response(
                     Some(&msg),
                     query,
-                    RCODE_BADVERS,
+                    Rcode::BADVERS,
                     Kind::BadVers,
                     opts,
                     out,
                 ));
             }
         }
-        let qtype = msg.qtype().unwrap_or(0);
-        let qclass = msg.qclass().unwrap_or(0);
+        let qtype = msg.qtype().unwrap_or_default();
+        let qclass = msg.qclass().unwrap_or_default();
         if matches!(
             qtype,
-            rtype::AXFR | rtype::IXFR | rtype::MAILA | rtype::MAILB
-        ) || qtype == rtype::OPT
+            Rtype::AXFR | Rtype::IXFR | Rtype::MAILA | Rtype::MAILB
+        ) || qtype == Rtype::OPT
         {
-            let rc = if qtype == rtype::OPT {
-                RCODE_FORMERR
+            let rc = if qtype == Rtype::OPT {
+                Rcode::FORMERR
             } else {
-                RCODE_NOTIMP
+                Rcode::NOTIMP
             };
-            let k = if qtype == rtype::OPT {
+            let k = if qtype == Rtype::OPT {
                 Kind::FormErr
             } else {
                 Kind::NotImp
@@ -770,7 +763,7 @@ impl ZoneSet {
         let qend = msg.question_end();
         let qname_raw = &query[12..qend - 4];
         let qn = NameBuf::from(qname_raw);
-        let zone = if qclass == 1 || qclass == 255 {
+        let zone = if qclass == Class::IN || qclass == Class::ANY {
             self.find(qn.get(), qtype)
         } else {
             None
@@ -779,7 +772,7 @@ impl ZoneSet {
             return Some(error_response(
                 Some(&msg),
                 query,
-                RCODE_REFUSED,
+                Rcode::REFUSED,
                 Kind::Refused,
                 opts,
                 out,
@@ -811,7 +804,7 @@ impl ZoneSet {
             an: 0,
             aa: false,
             truncated: false,
-            rcode: 0,
+            rcode: Rcode::NOERROR,
             kind: Kind::Answer,
             auth: Items::new(),
             opt_auth: Items::new(),
@@ -858,7 +851,7 @@ impl ZoneSet {
                     ns += n;
                 }
             }
-            for ty in [rtype::A, rtype::AAAA] {
+            for ty in [Rtype::A, Rtype::AAAA] {
                 for it in ctx.addl.items[..ctx.addl.len].iter().flatten() {
                     if it.1.rtype != ty || ctx.in_answer(it.1) {
                         continue;
@@ -882,7 +875,7 @@ impl ZoneSet {
         let kind = ctx.kind;
         let aa = ctx.aa;
         let fl = h.flags;
-        let mut flags = flag::QR | (fl & (flag::RD | flag::CD)) | (rcode & 0xF);
+        let mut flags = flag::QR | (fl & (flag::RD | flag::CD)) | rcode.header_bits() as u16;
         if aa {
             flags |= flag::AA;
         }
@@ -891,7 +884,7 @@ impl ZoneSet {
         }
         out[2..4].copy_from_slice(&flags.to_be_bytes());
         if let Some(e) = edns {
-            push_opt(out, opts.edns_size, (rcode >> 4) as u8, e.dnssec_ok());
+            push_opt(out, opts.edns_size, rcode.extended_bits(), e.dnssec_ok());
             ar += 1;
         }
         set_counts(out, 1, an, ns, ar);

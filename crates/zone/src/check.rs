@@ -16,11 +16,18 @@ use rustc_hash::FxHashMap;
 
 use crate::name;
 use crate::reader::ZoneRecord;
-use crate::rtype;
 use crate::zone::ZoneError;
+use ldplayer_dns::Rtype;
 
 /// Types that may stand beside a CNAME: SIG, KEY, NXT, RRSIG, NSEC, NSEC3.
-const BESIDE_CNAME: [u16; 6] = [24, 25, 30, rtype::RRSIG, rtype::NSEC, rtype::NSEC3];
+const BESIDE_CNAME: [Rtype; 6] = [
+    Rtype::SIG,
+    Rtype::KEY,
+    Rtype::NXT,
+    Rtype::RRSIG,
+    Rtype::NSEC,
+    Rtype::NSEC3,
+];
 
 /// Per name: the first CNAME and the first record of another type not allowed beside one
 /// (indexes into the records).
@@ -39,7 +46,7 @@ pub fn check_zone(
 ) -> Result<Box<[u8]>, ZoneError> {
     let first_soa = records
         .iter()
-        .find(|r| r.rtype == rtype::SOA)
+        .find(|r| r.rtype == Rtype::SOA)
         .ok_or_else(|| ZoneError::at(file, 0, None, "no SOA record"))?;
     let origin = name::lowercase(apex.unwrap_or(&first_soa.owner));
     let mut soa: Option<usize> = None;
@@ -53,7 +60,7 @@ pub fn check_zone(
                 name::to_text(&origin)
             )));
         }
-        if r.rtype == rtype::SOA {
+        if r.rtype == Rtype::SOA {
             if owner != origin {
                 return Err(r.error(format!(
                     "SOA record at {}, not at the zone's apex {}",
@@ -74,7 +81,7 @@ pub fn check_zone(
             }
         }
         let at = names.entry(owner).or_default();
-        if r.rtype == rtype::CNAME {
+        if r.rtype == Rtype::CNAME {
             if let Some(first) = at.cname {
                 // Names compare without regard to case: the same target is a duplicate.
                 if !records[first].rdata.eq_ignore_ascii_case(&r.rdata) {
@@ -104,8 +111,8 @@ fn cname_and_other_data(later: &ZoneRecord, earlier: &ZoneRecord) -> ZoneError {
         "CNAME and other data at {}: {} here, {} at {} (a CNAME stands alone but for DNSSEC \
          records: RFC 1034 §3.6.2, RFC 2181 §10.1)",
         name::to_text(&later.owner),
-        ldplayer_dns::rtype_to_string(later.rtype),
-        ldplayer_dns::rtype_to_string(earlier.rtype),
+        later.rtype,
+        earlier.rtype,
         earlier.place()
     ))
 }

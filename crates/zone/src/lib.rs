@@ -43,30 +43,3 @@ pub use manifest::{Manifest, ManifestEntry, Views};
 pub use set::ZoneSet;
 pub use units::expand as expand_time_units;
 pub use zone::{flags, Node, Nsec3Chain, Nsec3Entry, RRset, Zone, ZoneError, NONE};
-
-/// Record type numbers used here.
-pub mod rtype {
-    #![allow(missing_docs)]
-    pub const A: u16 = 1;
-    pub const NS: u16 = 2;
-    pub const CNAME: u16 = 5;
-    pub const SOA: u16 = 6;
-    pub const PTR: u16 = 12;
-    pub const MX: u16 = 15;
-    pub const TXT: u16 = 16;
-    pub const AAAA: u16 = 28;
-    pub const SRV: u16 = 33;
-    pub const DNAME: u16 = 39;
-    pub const OPT: u16 = 41;
-    pub const DS: u16 = 43;
-    pub const RRSIG: u16 = 46;
-    pub const NSEC: u16 = 47;
-    pub const DNSKEY: u16 = 48;
-    pub const NSEC3: u16 = 50;
-    pub const NSEC3PARAM: u16 = 51;
-    pub const IXFR: u16 = 251;
-    pub const AXFR: u16 = 252;
-    pub const MAILB: u16 = 253;
-    pub const MAILA: u16 = 254;
-    pub const ANY: u16 = 255;
-}

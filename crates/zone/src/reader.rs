@@ -25,6 +25,7 @@ use domain::zonefile::inplace::{Entry, Zonefile};
 use crate::tokens::{Lines, Token, Tokens};
 use crate::units::{self, Expanded};
 use crate::zone::ZoneError;
+use ldplayer_dns::Rtype;
 
 /// How deep `$INCLUDE`s may nest (a file including itself stops there).
 const MAX_INCLUDE_DEPTH: usize = 8;
@@ -41,7 +42,7 @@ pub struct ZoneRecord {
     /// The owner, uncompressed wire format, in the case it was written in.
     pub owner: Vec<u8>,
     /// The type.
-    pub rtype: u16,
+    pub rtype: Rtype,
     /// The TTL in seconds.
     pub ttl: u32,
     /// The record data, uncompressed wire format.
@@ -166,7 +167,7 @@ fn scan(
                     line,
                     column,
                     owner,
-                    rtype: rec.rtype().to_int(),
+                    rtype: Rtype(rec.rtype().to_int()),
                     ttl: rec.ttl().as_secs(),
                     rdata,
                 });

@@ -4,8 +4,8 @@ use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use crate::name;
-use crate::rtype;
 use crate::zone::{Zone, ZoneError};
+use ldplayer_dns::Rtype;
 
 /// A set of zones; queries go to the zone with the longest matching origin, except that a DS
 /// query for a zone's apex goes to the parent zone when that is served too (RFC 4035 §3.1.4.1).
@@ -68,14 +68,14 @@ impl ZoneSet {
     }
 
     /// The zone that answers `qname` (lowercase wire format) for `qtype`.
-    pub fn find(&self, qname: &[u8], qtype: u16) -> Option<&Zone> {
+    pub fn find(&self, qname: &[u8], qtype: Rtype) -> Option<&Zone> {
         let mut cur = qname;
         let mut found: Option<&Zone> = None;
         loop {
             if let Some(&i) = self.index.get(cur) {
                 let z = &self.zones[i];
                 match found {
-                    None if qtype == rtype::DS && cur.len() == qname.len() && qname.len() > 1 => {
+                    None if qtype == Rtype::DS && cur.len() == qname.len() && qname.len() > 1 => {
                         found = Some(z)
                     }
                     None => return Some(z),

@@ -14,6 +14,7 @@
 
 use crate::name::MAX_NAME;
 use crate::zone::{Node, RRset, NONE};
+use ldplayer_dns::Rtype;
 
 const SLOTS: usize = 256;
 /// Deepest name (in labels) that is compressed.
@@ -359,9 +360,9 @@ impl<'b, 'z> Writer<'b, 'z> {
 
     /// Writes rdata whose names may be compressed (validated at load time); for NS, MX and the
     /// other one-name types returns where a later copy of that name points, if anywhere.
-    fn compressed_rdata(&mut self, t: u16, rd: &[u8]) -> Option<u16> {
+    fn compressed_rdata(&mut self, t: Rtype, rd: &[u8]) -> Option<u16> {
         match t {
-            6 | 14 => {
+            Rtype::SOA | Rtype::MINFO => {
                 let a = crate::name::wire_name_len(rd).unwrap_or(rd.len());
                 self.name(&rd[..a]);
                 let b = crate::name::wire_name_len(&rd[a..]).unwrap_or(rd.len() - a);
@@ -369,7 +370,7 @@ impl<'b, 'z> Writer<'b, 'z> {
                 self.buf.extend_from_slice(&rd[a + b..]);
                 None
             }
-            15 => {
+            Rtype::MX => {
                 self.buf.extend_from_slice(&rd[..2]);
                 self.write_name(&rd[2..])
             }

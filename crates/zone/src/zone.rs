@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use crate::check::check_zone;
 use crate::name;
 use crate::reader::{parse_origin, read_zone_file, read_zone_text, ZoneRecord};
-use crate::rtype;
+use ldplayer_dns::{Class, Rtype};
 
 /// An error while loading a zone, naming the file and line.
 #[derive(Debug, thiserror::Error)]
@@ -62,9 +62,9 @@ fn place(file: &str, line: usize, column: Option<usize>) -> String {
 #[derive(Debug, Clone)]
 pub struct RRset {
     /// The type (for RRSIG sets, 46).
-    pub rtype: u16,
+    pub rtype: Rtype,
     /// For RRSIG sets, the covered type.
-    pub covered: u16,
+    pub covered: Rtype,
     /// Number of records.
     pub count: u16,
     /// Whether rdata holds names that RFC 3597 allows to compress (NS, CNAME, SOA, MX, PTR…).
@@ -137,11 +137,11 @@ pub struct Node {
 
 impl Node {
     /// The RRset of a type.
-    pub fn rrset(&self, t: u16) -> Option<&RRset> {
+    pub fn rrset(&self, t: Rtype) -> Option<&RRset> {
         self.rrsets.iter().find(|r| r.rtype == t)
     }
     /// The RRSIGs covering a type.
-    pub fn sig(&self, t: u16) -> Option<&RRset> {
+    pub fn sig(&self, t: Rtype) -> Option<&RRset> {
         self.sigs.iter().find(|r| r.covered == t)
     }
     /// True for a delegation point.
@@ -241,41 +241,61 @@ fn syntax(file: &str, line: usize, msg: impl Into<String>) -> ZoneError {
 }
 
 /// Whether a type's rdata names may be compressed (RFC 3597 §4: the RFC 1035 types).
-fn compressible(t: u16) -> bool {
-    matches!(t, 2..=9 | 12 | 14 | 15)
+fn compressible(t: Rtype) -> bool {
+    matches!(
+        t,
+        Rtype::NS
+            | Rtype::MD
+            | Rtype::MF
+            | Rtype::CNAME
+            | Rtype::SOA
+            | Rtype::MB
+            | Rtype::MG
+            | Rtype::MR
+            | Rtype::PTR
+            | Rtype::MINFO
+            | Rtype::MX
+    )
 }
 
 /// Checks that compressible rdata holds well-formed names where expected.
-fn rdata_names_ok(t: u16, rdata: &[u8]) -> bool {
+fn rdata_names_ok(t: Rtype, rdata: &[u8]) -> bool {
     let one = |r: &[u8]| name::wire_name_len(r) == Some(r.len());
     match t {
-        2..=5 | 7..=9 | 12 => one(rdata),
-        6 => match name::wire_name_len(rdata) {
+        Rtype::NS
+        | Rtype::MD
+        | Rtype::MF
+        | Rtype::CNAME
+        | Rtype::MB
+        | Rtype::MG
+        | Rtype::MR
+        | Rtype::PTR => one(rdata),
+        Rtype::SOA => match name::wire_name_len(rdata) {
             Some(a) => match name::wire_name_len(&rdata[a..]) {
                 Some(b) => rdata.len() == a + b + 20,
                 None => false,
             },
             None => false,
         },
-        14 => match name::wire_name_len(rdata) {
+        Rtype::MINFO => match name::wire_name_len(rdata) {
             Some(a) => one(&rdata[a..]),
             None => false,
         },
-        15 => rdata.len() > 2 && one(&rdata[2..]),
+        Rtype::MX => rdata.len() > 2 && one(&rdata[2..]),
         _ => true,
     }
 }
 
-fn encode_rrset(rtype: u16, covered: u16, recs: &[(u32, &[u8])]) -> RRset {
+fn encode_rrset(rtype: Rtype, covered: Rtype, recs: &[(u32, &[u8])]) -> RRset {
     let mut wire = Vec::new();
     for (ttl, rd) in recs {
-        let t = if rtype == rtype::RRSIG {
-            rtype::RRSIG
+        let t = if rtype == Rtype::RRSIG {
+            Rtype::RRSIG
         } else {
             rtype
         };
-        wire.extend_from_slice(&t.to_be_bytes());
-        wire.extend_from_slice(&1u16.to_be_bytes());
+        wire.extend_from_slice(&t.0.to_be_bytes());
+        wire.extend_from_slice(&Class::IN.0.to_be_bytes());
         wire.extend_from_slice(&ttl.to_be_bytes());
         wire.extend_from_slice(&(rd.len() as u16).to_be_bytes());
         wire.extend_from_slice(rd);
@@ -355,12 +375,12 @@ impl Zone {
         for (i, rs) in recs.iter_mut().enumerate() {
             if i > 0
                 && !rs.is_empty()
-                && rs.iter().any(|r| r.rtype == rtype::NSEC3)
+                && rs.iter().any(|r| r.rtype == Rtype::NSEC3)
                 && rs.iter().all(|r| {
-                    r.rtype == rtype::NSEC3
-                        || (r.rtype == rtype::RRSIG
+                    r.rtype == Rtype::NSEC3
+                        || (r.rtype == Rtype::RRSIG
                             && r.rdata.len() >= 2
-                            && u16::from_be_bytes([r.rdata[0], r.rdata[1]]) == rtype::NSEC3)
+                            && Rtype(u16::from_be_bytes([r.rdata[0], r.rdata[1]])) == Rtype::NSEC3)
                 })
             {
                 let owner = names[i].clone();
@@ -369,7 +389,7 @@ impl Zone {
                     continue;
                 };
                 let (set, sig) = split_sets(std::mem::take(rs));
-                let rrset = set.into_iter().find(|s| s.rtype == rtype::NSEC3);
+                let rrset = set.into_iter().find(|s| s.rtype == Rtype::NSEC3);
                 if let Some(rrset) = rrset {
                     nsec3_entries.push(Nsec3Entry {
                         hash: hash.into_boxed_slice(),
@@ -410,13 +430,13 @@ impl Zone {
             let mut fl = 0u8;
             if i == 0 {
                 fl |= flags::APEX;
-            } else if sets.iter().any(|s| s.rtype == rtype::NS) {
+            } else if sets.iter().any(|s| s.rtype == Rtype::NS) {
                 fl |= flags::CUT;
             }
-            if sets.iter().any(|s| s.rtype == rtype::DNAME) {
+            if sets.iter().any(|s| s.rtype == Rtype::DNAME) {
                 fl |= flags::DNAME;
             }
-            if sets.iter().any(|s| s.rtype == rtype::CNAME) {
+            if sets.iter().any(|s| s.rtype == Rtype::CNAME) {
                 fl |= flags::CNAME;
             }
             if removed[i] {
@@ -436,9 +456,9 @@ impl Zone {
         for node in nodes.iter_mut() {
             for set in node.rrsets.iter_mut() {
                 let skip = match set.rtype {
-                    rtype::NS => 0,
-                    rtype::MX => 2,
-                    rtype::SRV => 6,
+                    Rtype::NS => 0,
+                    Rtype::MX => 2,
+                    Rtype::SRV => 6,
                     _ => continue,
                 };
                 let targets: Vec<u32> = set
@@ -484,7 +504,7 @@ impl Zone {
         // NSEC chain.
         let mut nsec: Vec<(Box<[u8]>, u32)> = order
             .iter()
-            .filter(|&&i| nodes[i as usize].rrset(rtype::NSEC).is_some())
+            .filter(|&&i| nodes[i as usize].rrset(Rtype::NSEC).is_some())
             .map(|&i| {
                 let mut k = Vec::new();
                 name::canonical_key(&nodes[i as usize].name, &mut k);
@@ -493,7 +513,7 @@ impl Zone {
             .collect();
         nsec.sort();
         // NSEC3 parameters from the apex NSEC3PARAM.
-        let nsec3 = nodes[0].rrset(rtype::NSEC3PARAM).and_then(|p| {
+        let nsec3 = nodes[0].rrset(Rtype::NSEC3PARAM).and_then(|p| {
             let rd = p.first_rdata();
             if rd.len() < 5 || rd.len() < 5 + rd[4] as usize {
                 return None;
@@ -509,7 +529,7 @@ impl Zone {
         });
         // Negative-answer SOA.
         let soa = nodes[0]
-            .rrset(rtype::SOA)
+            .rrset(Rtype::SOA)
             .ok_or_else(|| syntax(file, 0, "no SOA at the apex"))?;
         let rd = soa.first_rdata();
         if rd.len() < 20 {
@@ -522,8 +542,8 @@ impl Zone {
             rd[rd.len() - 1],
         ]);
         let ttl = soa.ttl().min(minimum);
-        let soa_neg = encode_rrset(rtype::SOA, 0, &[(ttl, rd)]);
-        let soa_sig_neg = nodes[0].sig(rtype::SOA).map(|sig| {
+        let soa_neg = encode_rrset(Rtype::SOA, Rtype(0), &[(ttl, rd)]);
+        let soa_sig_neg = nodes[0].sig(Rtype::SOA).map(|sig| {
             let mut recs: Vec<(u32, &[u8])> = Vec::new();
             let mut pos = 0;
             let w = &sig.wire;
@@ -533,7 +553,7 @@ impl Zone {
                 recs.push((t.min(minimum), &w[pos + 10..pos + 10 + len]));
                 pos += 10 + len;
             }
-            encode_rrset(rtype::RRSIG, rtype::SOA, &recs)
+            encode_rrset(Rtype::RRSIG, Rtype::SOA, &recs)
         });
         Ok(Zone {
             origin,
@@ -594,15 +614,15 @@ impl Zone {
 /// type.
 fn split_sets(mut rs: Vec<ZoneRecord>) -> (Vec<RRset>, Vec<RRset>) {
     let key = |r: &ZoneRecord| {
-        if r.rtype == rtype::RRSIG && r.rdata.len() >= 2 {
-            (1u8, u16::from_be_bytes([r.rdata[0], r.rdata[1]]))
+        if r.rtype == Rtype::RRSIG && r.rdata.len() >= 2 {
+            (1u8, Rtype(u16::from_be_bytes([r.rdata[0], r.rdata[1]])))
         } else {
             (0u8, r.rtype)
         }
     };
     // Zone-file order of first appearance of each type (kept for the RRsets: a UDP ANY query
     // is answered with the first, as nsd does).
-    let mut first: Vec<(u8, u16)> = Vec::new();
+    let mut first: Vec<(u8, Rtype)> = Vec::new();
     for r in &rs {
         let k = key(r);
         if !first.contains(&k) {
@@ -624,9 +644,9 @@ fn split_sets(mut rs: Vec<ZoneRecord>) -> (Vec<RRset>, Vec<RRset>) {
             j += 1;
         }
         if k.0 == 1 {
-            sigs.push(encode_rrset(rtype::RRSIG, k.1, &recs));
+            sigs.push(encode_rrset(Rtype::RRSIG, k.1, &recs));
         } else {
-            sets.push(encode_rrset(k.1, 0, &recs));
+            sets.push(encode_rrset(k.1, Rtype(0), &recs));
         }
         i = j;
     }

@@ -7,7 +7,8 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use ldplayer_zone::{rtype, AnswerOptions, Kind, Zone, ZoneSet};
+use ldplayer_dns::{Rcode, Rtype};
+use ldplayer_zone::{AnswerOptions, Kind, Zone, ZoneSet};
 
 fn data(f: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -21,7 +22,7 @@ fn example_set() -> ZoneSet {
     [a, b].into_iter().collect()
 }
 
-fn ask(set: &ZoneSet, name: &str, t: u16, edns: Option<(u16, bool)>) -> Resp {
+fn ask(set: &ZoneSet, name: &str, t: Rtype, edns: Option<(u16, bool)>) -> Resp {
     let r = set
         .answer(&query(7, name, t, edns), &AnswerOptions::default())
         .expect("response");
@@ -31,81 +32,81 @@ fn ask(set: &ZoneSet, name: &str, t: u16, edns: Option<(u16, bool)>) -> Resp {
 #[test]
 fn positive_referral_and_negative() {
     let s = example_set();
-    let r = ask(&s, "ns1.example.", rtype::A, None);
-    assert!(r.aa() && r.rcode() == 0 && r.has(0, "ns1.example.", rtype::A));
+    let r = ask(&s, "ns1.example.", Rtype::A, None);
+    assert!(r.aa() && r.rcode() == Rcode::NOERROR && r.has(0, "ns1.example.", Rtype::A));
     // nsd default: apex NS in authority, addresses in additional.
-    assert_eq!(r.count(1, rtype::NS), 2);
+    assert_eq!(r.count(1, Rtype::NS), 2);
     // Case is preserved from the query in the answer owner? Names are compared lowercased.
-    let r = ask(&s, "upper.EXAMPLE.", rtype::A, None);
-    assert!(r.has(0, "upper.example.", rtype::A));
+    let r = ask(&s, "upper.EXAMPLE.", Rtype::A, None);
+    assert!(r.has(0, "upper.example.", Rtype::A));
     // Referral with glue, no AA.
-    let r = ask(&s, "www.sub.example.", rtype::A, None);
+    let r = ask(&s, "www.sub.example.", Rtype::A, None);
     assert!(!r.aa() && r.answer().is_empty());
-    assert_eq!(r.count(1, rtype::NS), 2);
-    assert!(r.has(2, "ns.sub.example.", rtype::A) && r.has(2, "ns.sub.example.", rtype::AAAA));
-    assert!(r.has(2, "ns1.example.", rtype::A));
+    assert_eq!(r.count(1, Rtype::NS), 2);
+    assert!(r.has(2, "ns.sub.example.", Rtype::A) && r.has(2, "ns.sub.example.", Rtype::AAAA));
+    assert!(r.has(2, "ns1.example.", Rtype::A));
     // Occluded data below a cut is not answered.
-    let r = ask(&s, "deep.below.sub.example.", rtype::A, None);
-    assert!(!r.aa() && r.answer().is_empty() && r.count(1, rtype::NS) == 2);
+    let r = ask(&s, "deep.below.sub.example.", Rtype::A, None);
+    assert!(!r.aa() && r.answer().is_empty() && r.count(1, Rtype::NS) == 2);
     // DS at a cut is answered from the parent side.
-    let r = ask(&s, "ds-sub.example.", rtype::DS, None);
-    assert!(r.aa() && r.has(0, "ds-sub.example.", rtype::DS));
+    let r = ask(&s, "ds-sub.example.", Rtype::DS, None);
+    assert!(r.aa() && r.has(0, "ds-sub.example.", Rtype::DS));
     // DS at a served child's apex comes from the parent; other types from the child.
-    let r = ask(&s, "child.example.", rtype::DS, None);
-    assert!(r.aa() && r.has(0, "child.example.", rtype::DS));
-    let r = ask(&s, "child.example.", rtype::SOA, None);
+    let r = ask(&s, "child.example.", Rtype::DS, None);
+    assert!(r.aa() && r.has(0, "child.example.", Rtype::DS));
+    let r = ask(&s, "child.example.", Rtype::SOA, None);
     assert!(r.aa() && r.answer()[0].ttl == 600);
     // NXDOMAIN with the SOA, TTL = min(TTL, MINIMUM).
-    let r = ask(&s, "nope.example.", rtype::A, None);
-    assert_eq!(r.rcode(), 3);
-    assert!(r.aa() && r.authority()[0].rtype == rtype::SOA && r.authority()[0].ttl == 300);
+    let r = ask(&s, "nope.example.", Rtype::A, None);
+    assert_eq!(r.rcode(), Rcode::NXDOMAIN);
+    assert!(r.aa() && r.authority()[0].rtype == Rtype::SOA && r.authority()[0].ttl == 300);
     // NODATA, including at an empty non-terminal.
     for n in ["www.example.", "ent.example.", "web.example."] {
-        let r = ask(&s, n, rtype::AAAA, None);
-        assert_eq!(r.rcode(), 0, "{n}");
-        assert!(r.aa() && r.has(1, "example.", rtype::SOA), "{n}");
+        let r = ask(&s, n, Rtype::AAAA, None);
+        assert_eq!(r.rcode(), Rcode::NOERROR, "{n}");
+        assert!(r.aa() && r.has(1, "example.", Rtype::SOA), "{n}");
     }
     // Not our zone.
-    let r = ask(&s, "example.net.", rtype::A, None);
-    assert_eq!(r.rcode(), 5);
+    let r = ask(&s, "example.net.", Rtype::A, None);
+    assert_eq!(r.rcode(), Rcode::REFUSED);
     assert!(!r.aa());
     // Unknown type in RFC 3597 form.
-    let r = ask(&s, "unknown.example.", 65534, None);
+    let r = ask(&s, "unknown.example.", Rtype(65534), None);
     assert_eq!(r.answer()[0].rdata, vec![10, 0, 0, 1]);
     // Multi-line TXT.
-    let r = ask(&s, "multi.example.", rtype::TXT, None);
+    let r = ask(&s, "multi.example.", Rtype::TXT, None);
     assert_eq!(r.answer()[0].rdata, b"\x01a\x01b".to_vec());
 }
 
 #[test]
 fn cname_dname_wildcard() {
     let s = example_set();
-    let r = ask(&s, "chain1.example.", rtype::A, None);
-    assert_eq!(r.count(0, rtype::CNAME), 3);
-    assert!(r.has(0, "web.example.", rtype::A));
-    let r = ask(&s, "loop1.example.", rtype::A, None);
-    assert!(r.count(0, rtype::CNAME) >= 2 && r.rcode() == 0);
-    let r = ask(&s, "ext.example.", rtype::A, None);
+    let r = ask(&s, "chain1.example.", Rtype::A, None);
+    assert_eq!(r.count(0, Rtype::CNAME), 3);
+    assert!(r.has(0, "web.example.", Rtype::A));
+    let r = ask(&s, "loop1.example.", Rtype::A, None);
+    assert!(r.count(0, Rtype::CNAME) >= 2 && r.rcode() == Rcode::NOERROR);
+    let r = ask(&s, "ext.example.", Rtype::A, None);
     assert_eq!(r.answer().len(), 1);
     // A chain into another served zone is followed (nsd does).
-    let r = ask(&s, "tochild.example.", rtype::A, None);
-    assert!(r.has(0, "www.child.example.", rtype::A));
+    let r = ask(&s, "tochild.example.", Rtype::A, None);
+    assert!(r.has(0, "www.child.example.", Rtype::A));
     // DNAME: the DNAME plus a synthesized CNAME, then the target.
-    let r = ask(&s, "a.dn.example.", rtype::A, None);
-    assert!(r.has(0, "dn.example.", rtype::DNAME));
-    assert!(r.has(0, "a.dn.example.", rtype::CNAME));
-    assert!(r.has(0, "a.target.example.", rtype::A));
-    let r = ask(&s, "b.dn.example.", rtype::A, None);
-    assert_eq!(r.rcode(), 3);
+    let r = ask(&s, "a.dn.example.", Rtype::A, None);
+    assert!(r.has(0, "dn.example.", Rtype::DNAME));
+    assert!(r.has(0, "a.dn.example.", Rtype::CNAME));
+    assert!(r.has(0, "a.target.example.", Rtype::A));
+    let r = ask(&s, "b.dn.example.", Rtype::A, None);
+    assert_eq!(r.rcode(), Rcode::NXDOMAIN);
     // Wildcards.
-    let r = ask(&s, "anything.wild.example.", rtype::TXT, None);
-    assert!(r.aa() && r.has(0, "anything.wild.example.", rtype::TXT));
-    let r = ask(&s, "x.y.wild.example.", rtype::MX, None);
-    assert!(r.has(0, "x.y.wild.example.", rtype::MX) && r.has(2, "mail.example.", rtype::A));
-    let r = ask(&s, "anything.wild.example.", rtype::A, None);
-    assert!(r.answer().is_empty() && r.rcode() == 0);
-    let r = ask(&s, "cwild.example.", rtype::TXT, None);
-    assert!(r.has(0, "x.wild.example.", rtype::TXT));
+    let r = ask(&s, "anything.wild.example.", Rtype::TXT, None);
+    assert!(r.aa() && r.has(0, "anything.wild.example.", Rtype::TXT));
+    let r = ask(&s, "x.y.wild.example.", Rtype::MX, None);
+    assert!(r.has(0, "x.y.wild.example.", Rtype::MX) && r.has(2, "mail.example.", Rtype::A));
+    let r = ask(&s, "anything.wild.example.", Rtype::A, None);
+    assert!(r.answer().is_empty() && r.rcode() == Rcode::NOERROR);
+    let r = ask(&s, "cwild.example.", Rtype::TXT, None);
+    assert!(r.has(0, "x.wild.example.", Rtype::TXT));
 }
 
 #[test]
@@ -113,30 +114,39 @@ fn edns_truncation_and_errors() {
     let s = example_set();
     let opts = AnswerOptions::default();
     // OPT echoed with the server's size and DO.
-    let r = ask(&s, "ns1.example.", rtype::A, Some((4096, true)));
+    let r = ask(&s, "ns1.example.", Rtype::A, Some((4096, true)));
     let o = r.opt.clone().unwrap();
     assert_eq!(o.class, 1232);
     assert_eq!(o.ttl & 0x8000, 0x8000);
     // BADVERS.
-    let mut q = query(1, "ns1.example.", rtype::A, Some((4096, false)));
+    let mut q = query(1, "ns1.example.", Rtype::A, Some((4096, false)));
     let n = q.len();
     q[n - 5] = 1; // version
     let r = parse(&s.answer(&q, &opts).unwrap().wire);
-    assert_eq!(r.rcode(), 16);
+    assert_eq!(r.rcode(), Rcode::BADVERS);
     // QDCOUNT 0 and 2 → FORMERR.
-    let mut q = query(1, "ns1.example.", rtype::A, None);
+    let mut q = query(1, "ns1.example.", Rtype::A, None);
     q[5] = 0;
     q.truncate(12);
-    assert_eq!(parse(&s.answer(&q, &opts).unwrap().wire).rcode(), 1);
-    let mut q = query(1, "ns1.example.", rtype::A, None);
+    assert_eq!(
+        parse(&s.answer(&q, &opts).unwrap().wire).rcode(),
+        Rcode::FORMERR
+    );
+    let mut q = query(1, "ns1.example.", Rtype::A, None);
     let qs = q[12..].to_vec();
     q.extend_from_slice(&qs);
     q[5] = 2;
-    assert_eq!(parse(&s.answer(&q, &opts).unwrap().wire).rcode(), 1);
+    assert_eq!(
+        parse(&s.answer(&q, &opts).unwrap().wire).rcode(),
+        Rcode::FORMERR
+    );
     // Opcode NOTIFY/UPDATE → NOTIMP; a response (QR) gets none.
-    let mut q = query(1, "ns1.example.", rtype::A, None);
+    let mut q = query(1, "ns1.example.", Rtype::A, None);
     q[2] = 5 << 3;
-    assert_eq!(parse(&s.answer(&q, &opts).unwrap().wire).rcode(), 4);
+    assert_eq!(
+        parse(&s.answer(&q, &opts).unwrap().wire).rcode(),
+        Rcode::NOTIMP
+    );
     q[2] = 0x80;
     assert!(s.answer(&q, &opts).is_none());
     // Garbage → FORMERR, short → nothing.
@@ -153,20 +163,20 @@ fn edns_truncation_and_errors() {
     }
     let z: ZoneSet = std::iter::once(Zone::from_text(&text, "big", None).unwrap()).collect();
     let r = parse(
-        &z.answer(&query(1, "many.big.", rtype::A, None), &opts)
+        &z.answer(&query(1, "many.big.", Rtype::A, None), &opts)
             .unwrap()
             .wire,
     );
     assert!(r.tc() && r.answer().is_empty());
     let r = parse(
-        &z.answer(&query(1, "many.big.", rtype::A, Some((4096, false))), &opts)
+        &z.answer(&query(1, "many.big.", Rtype::A, Some((4096, false))), &opts)
             .unwrap()
             .wire,
     );
     assert!(!r.tc() && r.answer().len() == 60);
     let tcp = AnswerOptions { tcp: true, ..opts };
     let r = parse(
-        &z.answer(&query(1, "many.big.", rtype::A, None), &tcp)
+        &z.answer(&query(1, "many.big.", Rtype::A, None), &tcp)
             .unwrap()
             .wire,
     );
@@ -208,8 +218,8 @@ fn include_is_followed() {
     )
     .unwrap();
     let z: ZoneSet = std::iter::once(Zone::from_file(&main, None).unwrap()).collect();
-    let r = ask(&z, "www.inc.test.", rtype::A, None);
-    assert!(r.has(0, "www.inc.test.", rtype::A));
+    let r = ask(&z, "www.inc.test.", Rtype::A, None);
+    assert!(r.has(0, "www.inc.test.", Rtype::A));
 }
 
 #[test]
@@ -218,7 +228,7 @@ fn never_panics_on_random_bytes() {
     let s = example_set();
     let opts = AnswerOptions::default();
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
-    let base = query(1, "www.sub.example.", rtype::A, Some((1232, true)));
+    let base = query(1, "www.sub.example.", Rtype::A, Some((1232, true)));
     let mut out = Vec::new();
     for i in 0..20_000 {
         let mut q = if i % 2 == 0 {
@@ -272,13 +282,26 @@ fn example_queries() -> Vec<Q> {
         "UPPER.example.",
         "srv.example.",
     ];
-    let types = [1u16, 28, 15, 16, 2, 6, 43, 5, 39, 255, 65534, 33];
+    let types = [
+        Rtype::A,
+        Rtype::AAAA,
+        Rtype::MX,
+        Rtype::TXT,
+        Rtype::NS,
+        Rtype::SOA,
+        Rtype::DS,
+        Rtype::CNAME,
+        Rtype::DNAME,
+        Rtype::ANY,
+        Rtype(65534),
+        Rtype::SRV,
+    ];
     let mut v = Vec::new();
     for n in names {
         for t in types {
             v.push((n.to_string(), t, Some((1232, false))));
         }
-        v.push((n.to_string(), 1, None));
+        v.push((n.to_string(), Rtype::A, None));
     }
     v
 }
@@ -302,7 +325,7 @@ fn example_zones_against_nsd() {
         let d = diff(&ours, &theirs);
         if !d.is_empty() {
             differing += 1;
-            println!("--- {n} {}: ", ldplayer_dns::rtype_to_string(*t));
+            println!("--- {n} {t}: ");
             for l in d {
                 println!("    {l}");
             }
@@ -475,7 +498,15 @@ fn nsec3_zone_against_nsd() {
     let mut differing = 0;
     let mut n = 0;
     for name in names {
-        for t in [1u16, 16, 43, 2, 6, 28, 51] {
+        for t in [
+            Rtype::A,
+            Rtype::TXT,
+            Rtype::DS,
+            Rtype::NS,
+            Rtype::SOA,
+            Rtype::AAAA,
+            Rtype::NSEC3PARAM,
+        ] {
             for d in [true, false] {
                 n += 1;
                 let q = query(n as u16, name, t, Some((4096, d)));
@@ -484,7 +515,7 @@ fn nsec3_zone_against_nsd() {
                 let df = diff(&ours, &theirs);
                 if !df.is_empty() {
                     differing += 1;
-                    println!("--- {name} {} DO={d}", ldplayer_dns::rtype_to_string(t));
+                    println!("--- {name} {t} DO={d}");
                     for l in df {
                         println!("    {l}");
                     }

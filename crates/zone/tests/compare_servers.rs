@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::*;
+use ldplayer_dns::Rtype;
 use ldplayer_zone::{name, AnswerOptions, Zone, ZoneSet};
 
 /// Query list for a root zone: every TLD × {NS, DS, A, SOA, DNSKEY}, names below TLDs, absent
@@ -21,13 +22,13 @@ fn root_queries(zone: &Zone, limit_tlds: usize) -> Vec<Q> {
     let step = (tlds.len() / limit_tlds.max(1)).max(1);
     let mut qs = Vec::new();
     for (i, t) in tlds.iter().enumerate().step_by(step) {
-        for qt in [2u16, 43, 1, 6, 48] {
+        for qt in [Rtype::NS, Rtype::DS, Rtype::A, Rtype::SOA, Rtype::DNSKEY] {
             qs.push((t.clone(), qt, Some((4096, i % 2 == 0))));
             qs.push((t.clone(), qt, Some((4096, i % 2 == 1))));
         }
-        qs.push((format!("www.example.{t}"), 28, Some((1232, true))));
+        qs.push((format!("www.example.{t}"), Rtype::AAAA, Some((1232, true))));
         if i % 5 == 0 {
-            qs.push((format!("www.{t}"), 1, None));
+            qs.push((format!("www.{t}"), Rtype::A, None));
         }
     }
     let absent = [
@@ -46,22 +47,33 @@ fn root_queries(zone: &Zone, limit_tlds: usize) -> Vec<Q> {
         for d in [false, true] {
             qs.push((
                 a.to_string(),
-                if i % 2 == 0 { 1 } else { 28 },
+                if i % 2 == 0 { Rtype::A } else { Rtype::AAAA },
                 Some((4096, d)),
             ));
         }
-        qs.push((a.to_string(), 1, None));
+        qs.push((a.to_string(), Rtype::A, None));
     }
-    for qt in [6u16, 2, 48, 47, 46, 1, 43, 255, 99, 65534] {
+    for qt in [
+        Rtype::SOA,
+        Rtype::NS,
+        Rtype::DNSKEY,
+        Rtype::NSEC,
+        Rtype::RRSIG,
+        Rtype::A,
+        Rtype::DS,
+        Rtype::ANY,
+        Rtype::SPF,
+        Rtype(65534),
+    ] {
         for d in [false, true] {
             qs.push((".".to_string(), qt, Some((4096, d))));
         }
         qs.push((".".to_string(), qt, None));
     }
     for n in ["a.root-servers.net.", "root-servers.net.", "com.", "org."] {
-        qs.push((n.to_string(), 1, Some((1232, true))));
-        qs.push((n.to_string(), 1, None));
-        qs.push((n.to_string(), 2, Some((512, true))));
+        qs.push((n.to_string(), Rtype::A, Some((1232, true))));
+        qs.push((n.to_string(), Rtype::A, None));
+        qs.push((n.to_string(), Rtype::NS, Some((512, true))));
     }
     qs
 }
@@ -91,11 +103,11 @@ fn compare(
         let d = diff(&o, &t);
         if !d.is_empty() {
             differing += 1;
-            println!("--- {kind:?} {qn} {} edns={edns:?}: {} differences (ours {} bytes, theirs {} bytes)", ldplayer_dns::rtype_to_string(*qt), d.len(), o.len, t.len);
+            println!("--- {kind:?} {qn} {} edns={edns:?}: {} differences (ours {} bytes, theirs {} bytes)", qt, d.len(), o.len, t.len);
             for l in &d {
                 println!("    {l}");
                 let key: String = l.split(':').next().unwrap_or("").to_string();
-                let key = format!("{key} ({})", ldplayer_dns::rtype_to_string(*qt));
+                let key = format!("{key} ({})", qt);
                 *kinds.entry(key).or_default() += 1;
             }
         }
@@ -139,7 +151,7 @@ fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
     let set: ZoneSet = std::iter::once(zone).collect();
     let soa = set
         .answer(
-            &query(1, "example.com.", 6, None),
+            &query(1, "example.com.", Rtype::SOA, None),
             &AnswerOptions::default(),
         )
         .expect("a response");
@@ -160,7 +172,15 @@ fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
         "absent.example.com.",
         "a.b.mail.example.com.",
     ] {
-        for qt in [1u16, 28, 2, 6, 15, 16, 255] {
+        for qt in [
+            Rtype::A,
+            Rtype::AAAA,
+            Rtype::NS,
+            Rtype::SOA,
+            Rtype::MX,
+            Rtype::TXT,
+            Rtype::ANY,
+        ] {
             qs.push((owner.to_string(), qt, None));
             qs.push((owner.to_string(), qt, Some((1232, true))));
         }
@@ -176,7 +196,7 @@ fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
     // knotd sends minimal responses (no NS set in the authority section of answers, no
     // additional addresses for it) and answers ANY with one RRset (RFC 8482): compared with
     // minimal responses, ANY left out.
-    qs.retain(|q| q.1 != 255);
+    qs.retain(|q| q.1 != Rtype::ANY);
     let (n, differing, _) = compare(
         Server::Knot,
         "example.com.",
@@ -248,8 +268,21 @@ fn ldns_signed_zones_against_nsd_over_udp_and_tcp() {
         );
         let mut qs = Vec::new();
         for (i, n) in names.iter().enumerate() {
-            for qt in [1u16, 28, 2, 6, 15, 16, 5, 43, 48, 47, 50, 51] {
-                let edns = match (i + qt as usize) % 4 {
+            for qt in [
+                Rtype::A,
+                Rtype::AAAA,
+                Rtype::NS,
+                Rtype::SOA,
+                Rtype::MX,
+                Rtype::TXT,
+                Rtype::CNAME,
+                Rtype::DS,
+                Rtype::DNSKEY,
+                Rtype::NSEC,
+                Rtype::NSEC3,
+                Rtype::NSEC3PARAM,
+            ] {
+                let edns = match (i + qt.0 as usize) % 4 {
                     0 => None,
                     1 => Some((512, true)),
                     2 => Some((1232, true)),

@@ -77,7 +77,7 @@ impl ZoneFile {
         let mut soa: Option<&ZoneRecord> = None;
         let mut rrs = Vec::with_capacity(records.len());
         for r in &records {
-            if r.rtype == Rtype::SOA.to_int() {
+            if r.rtype == ldplayer_dns::Rtype::SOA {
                 if soa.is_some() {
                     continue; // the same SOA again (checked)
                 }
@@ -102,7 +102,7 @@ fn owner_name(r: &ZoneRecord) -> Result<Name<Bytes>, ZoneError> {
 
 /// A record read from a zone file as the constructor keeps records.
 fn to_rr(r: &ZoneRecord) -> Result<Rr, ZoneError> {
-    let rtype = Rtype::from_int(r.rtype);
+    let rtype = Rtype::from_int(r.rtype.0);
     let wire = Bytes::copy_from_slice(&r.rdata);
     let data = AllRecordData::<Bytes, ParsedName<Bytes>>::parse_any_rdata(
         rtype,

@@ -10,6 +10,7 @@ use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs};
 use crate::io::{refuse_same_file, Output};
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
+use ldplayer_dns::Rtype;
 use ldplayer_lab::{client, LabConfig, ResolverSide, ServerSideConfig};
 use ldplayer_replay::{ReplayConfig, Timing};
 use ldplayer_trace::Proto;
@@ -129,7 +130,7 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
                 Some(t) => t.parse().map_err(|_| {
                     anyhow::anyhow!("{}:{}: unknown type {t:?}", names.display(), n + 1)
                 })?,
-                None => domain_a(),
+                None => Rtype::A,
             };
             let name = if name.ends_with('.') {
                 name.to_string()
@@ -192,10 +193,6 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
             quiet: args.quiet,
         },
     )
-}
-
-fn domain_a() -> ldplayer_lab::client::Rtype {
-    ldplayer_lab::client::Rtype::A
 }
 
 /// In the server side's namespace: the nameservers, until the resolver side interrupts.

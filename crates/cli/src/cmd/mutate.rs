@@ -5,6 +5,7 @@ use crate::args::Transport;
 use crate::io::{create_output, end_run, format_from_name, open_input, refuse_same_file};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
+use ldplayer_dns::Rtype;
 use ldplayer_mutate::{Direction, IpPrefix, MutateConfig, Mutation, Mutator};
 use std::hash::Hasher;
 
@@ -42,7 +43,8 @@ pub fn config(args: &MutateArgs) -> Result<MutateConfig> {
             .qtypes
             .iter()
             .map(|t| {
-                ldplayer_dns::rtype_from_str(t).with_context(|| format!("unknown query type `{t}`"))
+                t.parse::<Rtype>()
+                    .with_context(|| format!("unknown query type `{t}`"))
             })
             .collect::<Result<Vec<_>>>()?;
         m.push(Mutation::Qtypes(types));

@@ -116,14 +116,14 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_millis() as f64 / 1e3);
     let mut rcodes = serde_json::Map::new();
-    for name in MAIN_RCODES {
-        rcodes.insert(name.into(), 0.into());
+    for rc in MAIN_RCODES {
+        rcodes.insert(rc.to_string(), 0.into());
     }
     for (code, n) in s.rcodes.nonzero() {
-        let name = if code as usize == RCODE_SLOTS - 1 {
+        let name = if code.0 as usize == RCODE_SLOTS - 1 {
             "other".to_string()
         } else {
-            ldplayer_dns::rcode_to_string(code)
+            code.to_string()
         };
         rcodes.insert(name, n.into());
     }

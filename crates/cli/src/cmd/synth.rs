@@ -4,6 +4,7 @@ use crate::args::{SynthArgs, Workload};
 use crate::io::{create_output, format_from_name};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
+use ldplayer_dns::Rtype;
 use ldplayer_synth::{RootLike, Synth, SynthConfig, SynthError, Workload as SynthWorkload};
 use ldplayer_trace::{SinkError, Source, TraceError};
 
@@ -70,11 +71,13 @@ fn positive_ns(flag: &str, seconds: f64) -> Result<i64> {
 }
 
 /// Parses `A=45,AAAA=20`.
-fn parse_mix(mix: &str) -> Result<Vec<(u16, u32)>> {
+fn parse_mix(mix: &str) -> Result<Vec<(Rtype, u32)>> {
     mix.split(',')
         .map(|item| {
             let (t, w) = item.split_once('=').unwrap_or((item, "1"));
-            let t = ldplayer_dns::rtype_from_str(t.trim())
+            let t = t
+                .trim()
+                .parse::<Rtype>()
                 .with_context(|| format!("unknown query type `{t}` in --qtypes"))?;
             let w = w
                 .trim()

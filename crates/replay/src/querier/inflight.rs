@@ -36,7 +36,7 @@ pub(super) fn blank_result(m: &QueryMeta, proto: Proto, outcome: Outcome) -> Que
         proto,
         new_connection: false,
         handshake_ns: 0,
-        rcode: 0,
+        rcode: ldplayer_dns::Rcode::NOERROR,
         response_len: 0,
         truncated: false,
         outcome,
@@ -247,7 +247,7 @@ impl Querier {
             proto: s.proto,
             new_connection: s.new_connection,
             handshake_ns: s.handshake_ns,
-            rcode: 0,
+            rcode: ldplayer_dns::Rcode::NOERROR,
             response_len: 0,
             truncated: false,
             outcome,
@@ -259,7 +259,7 @@ impl Querier {
             r.truncated = flags & flag::TC != 0;
             r.rcode = match Message::parse(wire) {
                 Ok(m) => m.rcode(),
-                Err(_) => flags & 0xF,
+                Err(_) => ldplayer_dns::Rcode(flags & 0xF),
             };
         }
         let via = s.via;

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 pub use ldplayer_testbed::*;
 
 /// A query message: ID, name (presentation, absolute), type; RD clear; optional EDNS bufsize.
-pub fn query(id: u16, name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
+pub fn query(id: u16, name: &str, qtype: ldplayer_dns::Rtype, edns: Option<u16>) -> Vec<u8> {
     let mut w = Vec::new();
     w.extend_from_slice(&id.to_be_bytes());
     w.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(edns.is_some())]);
@@ -24,7 +24,7 @@ pub fn query(id: u16, name: &str, qtype: u16, edns: Option<u16>) -> Vec<u8> {
         w.extend_from_slice(label.as_bytes());
     }
     w.push(0);
-    w.extend_from_slice(&qtype.to_be_bytes());
+    w.extend_from_slice(&qtype.0.to_be_bytes());
     w.extend_from_slice(&1u16.to_be_bytes());
     if let Some(size) = edns {
         w.extend_from_slice(&[0, 0, 41]);

@@ -49,7 +49,12 @@ pub fn key(r: &RecordBuf) -> Option<Key> {
         Proto::Udp => "udp",
         _ => "tcp",
     };
-    Some((m.header().qr(), name, m.qtype().unwrap_or(0), transport))
+    Some((
+        m.header().qr(),
+        name,
+        m.qtype().map_or(0, u16::from),
+        transport,
+    ))
 }
 
 /// Multiset of keys.

@@ -1,6 +1,7 @@
 //! Shared helpers: building queries, normalising responses for comparison, running nsd/knotd.
 #![allow(dead_code)]
 
+use ldplayer_dns::{Rcode, Rtype};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::net::UdpSocket;
@@ -19,10 +20,10 @@ pub fn text(name: &[u8]) -> String {
 }
 
 /// A query; `edns` = Some((udp size, DO)).
-pub fn query(id: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<u8> {
+pub fn query(id: u16, name: &str, qtype: Rtype, edns: Option<(u16, bool)>) -> Vec<u8> {
     let mut q = vec![(id >> 8) as u8, id as u8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
     q.extend_from_slice(&wire(name));
-    q.extend_from_slice(&qtype.to_be_bytes());
+    q.extend_from_slice(&qtype.0.to_be_bytes());
     q.extend_from_slice(&1u16.to_be_bytes());
     if let Some((size, d)) = edns {
         q[11] = 1;
@@ -38,7 +39,7 @@ pub fn query(id: u16, name: &str, qtype: u16, edns: Option<(u16, bool)>) -> Vec<
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Rr {
     pub owner: String,
-    pub rtype: u16,
+    pub rtype: Rtype,
     pub class: u16,
     pub ttl: u32,
     pub rdata: Vec<u8>,
@@ -58,8 +59,8 @@ impl std::fmt::Display for Rr {
             "{} {} {} {} {}",
             self.owner,
             self.ttl,
-            ldplayer_dns::rtype_to_string(self.rtype),
-            if self.rtype == 41 {
+            self.rtype,
+            if self.rtype == Rtype::OPT {
                 format!("class={}", self.class)
             } else {
                 String::new()
@@ -81,9 +82,9 @@ pub struct Resp {
 }
 
 impl Resp {
-    pub fn rcode(&self) -> u16 {
+    pub fn rcode(&self) -> Rcode {
         let hi = self.opt.as_ref().map_or(0, |o| (o.ttl >> 24) as u16);
-        (hi << 4) | (self.flags & 0xF)
+        Rcode((hi << 4) | (self.flags & 0xF))
     }
     pub fn aa(&self) -> bool {
         self.flags & 0x0400 != 0
@@ -100,12 +101,12 @@ impl Resp {
     pub fn additional(&self) -> &[Rr] {
         &self.sections[2]
     }
-    pub fn has(&self, section: usize, owner: &str, rtype: u16) -> bool {
+    pub fn has(&self, section: usize, owner: &str, rtype: Rtype) -> bool {
         self.sections[section]
             .iter()
             .any(|r| r.owner == owner && r.rtype == rtype)
     }
-    pub fn count(&self, section: usize, rtype: u16) -> usize {
+    pub fn count(&self, section: usize, rtype: Rtype) -> usize {
         self.sections[section]
             .iter()
             .filter(|r| r.rtype == rtype)
@@ -126,8 +127,8 @@ fn lower_name_in(rd: &mut [u8], from: usize) -> usize {
 
 /// Lowercases the names of the RFC 1035 types whose names servers may compress (and so whose
 /// case depends on compression targets).
-fn normalise_rdata(t: u16, rd: &mut [u8]) {
-    match t {
+fn normalise_rdata(t: Rtype, rd: &mut [u8]) {
+    match t.0 {
         2..=5 | 7..=9 | 12 | 39 => {
             lower_name_in(rd, 0);
         }
@@ -174,7 +175,7 @@ pub fn parse(wire: &[u8]) -> Resp {
     for (s, &count) in counts[1..].iter().enumerate() {
         for _ in 0..count {
             let owner = read_name(&b, &mut p);
-            let rtype = u16_at(&b, p);
+            let rtype = Rtype(u16_at(&b, p));
             let class = u16_at(&b, p + 2);
             let ttl = u32::from_be_bytes([b[p + 4], b[p + 5], b[p + 6], b[p + 7]]);
             let len = u16_at(&b, p + 8) as usize;
@@ -188,7 +189,7 @@ pub fn parse(wire: &[u8]) -> Resp {
                 ttl,
                 rdata,
             };
-            if rtype == 41 {
+            if rtype == Rtype::OPT {
                 opt = Some(rr);
             } else {
                 sections[s].push(rr);
@@ -264,7 +265,7 @@ pub fn diff(ours: &Resp, theirs: &Resp) -> Vec<String> {
 }
 
 /// A query to send: name, type, EDNS (UDP size, DO).
-pub type Q = (String, u16, Option<(u16, bool)>);
+pub type Q = (String, Rtype, Option<(u16, bool)>);
 
 /// Which server to run.
 #[derive(Debug, Clone, Copy)]
@@ -358,7 +359,7 @@ impl RefServer {
             log,
         };
         // Wait for the first zone to be served (bounded).
-        let probe = query(0xfeed, zones[0].0, 6, None);
+        let probe = query(0xfeed, zones[0].0, Rtype::SOA, None);
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some(r) = s.ask(&probe) {
