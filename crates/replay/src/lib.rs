@@ -40,4 +40,5 @@ pub use engine::{Replay, Running};
 pub use error::ReplayError;
 pub use live::{Live, LiveCounts};
 pub use net::client_addr;
+#[allow(deprecated)] // kept for callers of the old list
 pub use stats::{ErrorCause, ReplayStats, ERROR_KINDS};

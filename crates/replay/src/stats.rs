@@ -1,22 +1,12 @@
 //! Counters of a replay.
 
 use crate::cause::{Cause, Context};
-use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_results::{ErrorCounts, ErrorKind, Outcome};
 use std::time::Duration;
 
-/// The error kinds in [`ReplayStats::errors`] order.
-pub const ERROR_KINDS: [ErrorKind; 6] = [
-    ErrorKind::Refused,
-    ErrorKind::Reset,
-    ErrorKind::Tls,
-    ErrorKind::Send,
-    ErrorKind::BadQuery,
-    ErrorKind::Stopped,
-];
-
-fn kind_index(k: ErrorKind) -> usize {
-    ERROR_KINDS.iter().position(|&x| x == k).unwrap_or(0)
-}
+/// The error kinds, in the order of [`ErrorKind::ALL`].
+#[deprecated(note = "use ldplayer_results::ErrorKind::ALL, the one list of error kinds")]
+pub const ERROR_KINDS: [ErrorKind; ErrorKind::ALL.len()] = ErrorKind::ALL;
 
 /// Failed queries of one kind and one cause, with the first such failure in words.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,8 +42,8 @@ pub struct ReplayStats {
     /// Of those, queries that were never sent: their connection's connect or TLS handshake did
     /// not finish in time (a server at its connection limit, or not answering handshakes).
     pub timeouts_unsent: u64,
-    /// Failed queries by kind, in [`ERROR_KINDS`] order.
-    pub errors: [u64; 6],
+    /// Failed queries by kind.
+    pub errors: ErrorCounts,
     /// Failed queries by kind and cause (for the failures whose cause is known), in the order
     /// the causes first appeared.
     pub causes: Vec<ErrorCause>,
@@ -83,19 +73,19 @@ pub struct ReplayStats {
 impl ReplayStats {
     /// Failed queries of `kind`.
     pub fn error_count(&self, kind: ErrorKind) -> u64 {
-        self.errors[kind_index(kind)]
+        self.errors.get(kind)
     }
 
     /// All failed queries.
     pub fn total_errors(&self) -> u64 {
-        self.errors.iter().sum()
+        self.errors.total()
     }
 
     pub(crate) fn count_outcome(&mut self, outcome: Outcome) {
         match outcome {
             Outcome::Answered => self.answered += 1,
             Outcome::Timeout => self.timeouts += 1,
-            Outcome::Error(k) => self.errors[kind_index(k)] += 1,
+            Outcome::Error(k) => self.errors.add(k, 1),
         }
     }
 
@@ -127,9 +117,7 @@ impl ReplayStats {
         self.answered += other.answered;
         self.timeouts += other.timeouts;
         self.timeouts_unsent += other.timeouts_unsent;
-        for (a, b) in self.errors.iter_mut().zip(other.errors) {
-            *a += b;
-        }
+        self.errors.merge(&other.errors);
         for c in &other.causes {
             match self
                 .causes
