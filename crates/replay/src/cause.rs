@@ -33,6 +33,8 @@ pub(crate) enum Cause {
     NoTlsConfig,
     /// Every DNS ID of the socket or connection is in flight.
     IdsExhausted,
+    /// The transport's framing cannot carry the query.
+    Unframeable,
 }
 
 /// What the querier knows that makes a cause's description useful.
@@ -57,6 +59,7 @@ impl Cause {
             Cause::ClosedLocally => "closed-by-replay",
             Cause::NoTlsConfig => "no-tls-config",
             Cause::IdsExhausted => "ids-exhausted",
+            Cause::Unframeable => "unframeable",
         }
     }
 
@@ -92,6 +95,7 @@ impl Cause {
                  faster than one socket can carry within the timeout"
                     .into()
             }
+            Cause::Unframeable => "the query does not fit the transport's framing".into(),
         }
     }
 }

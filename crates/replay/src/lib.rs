@@ -73,6 +73,7 @@ pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;
 pub use live::{Live, LiveCounts};
 pub use net::client_addr;
+#[allow(deprecated)] // kept for callers of the old list
 pub use stats::{ErrorCause, ReplayStats, ERROR_KINDS};
 
 /// The examples of `docs/library.md`, compiled and run with this crate's doctests.

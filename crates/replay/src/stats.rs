@@ -1,25 +1,15 @@
 //! Counters of a replay, and their JSON form.
 
 use crate::cause::{Cause, Context};
-use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_results::{ErrorCounts, ErrorKind, Outcome};
 use ldplayer_trace::{SkipCounts, SkipReason};
-use serde::ser::{SerializeMap, Serializer};
+use serde::ser::Serializer;
 use serde::Serialize;
 use std::time::Duration;
 
-/// The error kinds in [`ReplayStats::errors`] order.
-pub const ERROR_KINDS: [ErrorKind; 6] = [
-    ErrorKind::Refused,
-    ErrorKind::Reset,
-    ErrorKind::Tls,
-    ErrorKind::Send,
-    ErrorKind::BadQuery,
-    ErrorKind::Stopped,
-];
-
-fn kind_index(k: ErrorKind) -> usize {
-    ERROR_KINDS.iter().position(|&x| x == k).unwrap_or(0)
-}
+/// The error kinds, in the order of [`ErrorKind::ALL`].
+#[deprecated(note = "use ldplayer_results::ErrorKind::ALL, the one list of error kinds")]
+pub const ERROR_KINDS: [ErrorKind; ErrorKind::ALL.len()] = ErrorKind::ALL;
 
 /// Failed queries of one kind and one cause, with the first such failure in words.
 ///
@@ -27,7 +17,6 @@ fn kind_index(k: ErrorKind) -> usize {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ErrorCause {
     /// The queries' error kind.
-    #[serde(serialize_with = "kind_name")]
     pub kind: ErrorKind,
     /// A short, stable, kebab-case key of the cause (`unknown-issuer`, `ca-used-as-end-entity`,
     /// `port-unreachable`, `EADDRNOTAVAIL`...).
@@ -66,9 +55,8 @@ pub struct ReplayStats {
     /// Of those, queries that were never sent: their connection's connect or TLS handshake did
     /// not finish in time (a server at its connection limit, or not answering handshakes).
     pub timeouts_unsent: u64,
-    /// Failed queries by kind, in [`ERROR_KINDS`] order.
-    #[serde(serialize_with = "errors_by_kind")]
-    pub errors: [u64; 6],
+    /// Failed queries by kind.
+    pub errors: ErrorCounts,
     /// Failed queries by kind and cause (for the failures whose cause is known), in the order
     /// the causes first appeared.
     #[serde(rename = "error_causes")]
@@ -104,18 +92,6 @@ pub struct ReplayStats {
     pub duration: Duration,
 }
 
-fn kind_name<S: Serializer>(kind: &ErrorKind, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(kind.name())
-}
-
-fn errors_by_kind<S: Serializer>(errors: &[u64; 6], s: S) -> Result<S::Ok, S::Error> {
-    let mut m = s.serialize_map(Some(errors.len()))?;
-    for (kind, n) in ERROR_KINDS.iter().zip(errors) {
-        m.serialize_entry(kind.name(), n)?;
-    }
-    m.end()
-}
-
 fn counts_by_reason<S: Serializer>(counts: &SkipCounts, s: S) -> Result<S::Ok, S::Error> {
     s.collect_map(counts.iter().map(|(r, c)| (r.name(), c)))
 }
@@ -127,12 +103,12 @@ fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 impl ReplayStats {
     /// Failed queries of `kind`.
     pub fn error_count(&self, kind: ErrorKind) -> u64 {
-        self.errors[kind_index(kind)]
+        self.errors.get(kind)
     }
 
     /// All failed queries.
     pub fn total_errors(&self) -> u64 {
-        self.errors.iter().sum()
+        self.errors.total()
     }
 
     /// Counts an item the trace reader skipped.
@@ -149,7 +125,7 @@ impl ReplayStats {
         match outcome {
             Outcome::Answered => self.answered += 1,
             Outcome::Timeout => self.timeouts += 1,
-            Outcome::Error(k) => self.errors[kind_index(k)] += 1,
+            Outcome::Error(k) => self.errors.add(k, 1),
         }
     }
 
@@ -181,9 +157,7 @@ impl ReplayStats {
         self.answered += other.answered;
         self.timeouts += other.timeouts;
         self.timeouts_unsent += other.timeouts_unsent;
-        for (a, b) in self.errors.iter_mut().zip(other.errors) {
-            *a += b;
-        }
+        self.errors.merge(&other.errors);
         for c in &other.causes {
             match self
                 .causes
@@ -239,7 +213,7 @@ mod tests {
             }],
             ..ReplayStats::default()
         };
-        stats.errors[kind_index(ErrorKind::Tls)] = 2;
+        stats.errors.add(ErrorKind::Tls, 2);
         stats.count_skipped(SkipReason::TcpGap);
         stats.count_skipped(SkipReason::TcpGap);
         stats.count_malformed(DnsError::Truncated);

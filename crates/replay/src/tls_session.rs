@@ -1,5 +1,5 @@
-//! One client's TLS session over a non-blocking socket, on rustls' unbuffered API: the querier
-//! owns every buffer, so an idle connection keeps only the session state.
+//! One client's TLS session without I/O, on rustls' unbuffered API: the querier reads and writes
+//! the socket and owns every buffer, so an idle connection keeps only the session state.
 //!
 //! With rustls' buffered `ClientConnection`, each connection kept a 4 KiB receive buffer (rustls
 //! resizes it to its read size after every read) and its plaintext and record queues. Here the
@@ -15,11 +15,7 @@ use rustls::client::UnbufferedClientConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
 use rustls::{ClientConfig, HandshakeKind, ProtocolVersion};
 use rustls_pki_types::ServerName;
-use std::io::{self, Read, Write};
 use std::sync::Arc;
-
-/// Bytes read from the socket at a time.
-const READ_CHUNK: usize = 16 * 1024 + 256;
 
 /// Why a session failed.
 #[derive(Debug)]
@@ -30,8 +26,6 @@ pub(crate) enum SessionError {
     Record,
     /// The session had failed before.
     Failed,
-    /// The socket failed.
-    Io(io::Error),
 }
 
 impl SessionError {
@@ -40,16 +34,8 @@ impl SessionError {
         match self {
             SessionError::Tls(e) => Cause::Tls(e),
             SessionError::Record | SessionError::Failed => Cause::TlsRecord,
-            SessionError::Io(e) => Cause::Io(e),
         }
     }
-}
-
-/// What reading from the socket gave.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct ReadOutcome {
-    /// The peer closed the TCP stream or sent close_notify.
-    pub eof: bool,
 }
 
 /// Who protects the records.
@@ -80,7 +66,7 @@ pub(crate) struct TlsSession {
 }
 
 impl TlsSession {
-    /// Starts a session to `name` (the ClientHello is queued for [`flush`](Self::flush)).
+    /// Starts a session to `name` (the ClientHello is queued for [`output`](Self::output)).
     pub fn new(
         config: Arc<ClientConfig>,
         name: ServerName<'static>,
@@ -116,6 +102,12 @@ impl TlsSession {
         self.sent_total
     }
 
+    /// Whether the session runs on its traffic keys alone (rustls' state let go).
+    #[cfg(test)]
+    pub(crate) fn on_traffic_keys(&self) -> bool {
+        matches!(self.stage, Stage::Keys(_))
+    }
+
     /// How the handshake went (full or resumed), once it is over.
     pub fn handshake_kind(&self) -> Option<HandshakeKind> {
         match &self.stage {
@@ -145,50 +137,33 @@ impl TlsSession {
         Ok(plain.len() - rest.len())
     }
 
-    /// Reads what the socket has, processes it (handshake messages, answers appended to
-    /// `plain`) and queues whatever rustls has to send in turn.
-    pub fn read_from(
+    /// Processes bytes read from the socket (handshake messages; answers appended to `plain`,
+    /// decrypted in place in `bytes`) and queues whatever rustls has to send in turn. Returns
+    /// whether the peer closed the session.
+    pub fn received(
         &mut self,
-        sock: &mut impl Read,
+        bytes: &mut [u8],
         plain: &mut Vec<u8>,
-    ) -> Result<ReadOutcome, SessionError> {
-        let mut out = ReadOutcome::default();
+    ) -> Result<bool, SessionError> {
         let answered_before = plain.len();
-        let mut chunk = [0u8; READ_CHUNK];
-        loop {
-            let n = match sock.read(&mut chunk) {
-                Ok(0) => {
-                    out.eof = true;
-                    break;
-                }
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(SessionError::Io(e)),
-            };
-            if self.incoming.is_empty() {
-                // Whole records are decrypted in place where they were read; only an
-                // incomplete one is kept.
-                let used = self.process(&mut chunk[..n], plain)?;
-                self.incoming.extend_from_slice(&chunk[used..n]);
-            } else {
-                let mut incoming = std::mem::take(&mut self.incoming);
-                incoming.extend_from_slice(&chunk[..n]);
-                let used = self.process(&mut incoming, plain);
-                incoming.drain(..used.as_ref().map_or(0, |u| *u));
-                self.incoming = incoming;
-                used?;
-            }
-            if self.peer_closed {
-                break;
-            }
+        if self.incoming.is_empty() {
+            // Whole records are decrypted in place where they were read; only an incomplete
+            // one is kept.
+            let used = self.process(bytes, plain)?;
+            self.incoming.extend_from_slice(&bytes[used..]);
+        } else {
+            let mut incoming = std::mem::take(&mut self.incoming);
+            incoming.extend_from_slice(bytes);
+            let used = self.process(&mut incoming, plain);
+            incoming.drain(..used.as_ref().map_or(0, |u| *u));
+            self.incoming = incoming;
+            used?;
         }
         release_if_empty(&mut self.incoming);
-        out.eof |= self.peer_closed;
-        if plain.len() > answered_before && self.incoming.is_empty() && !out.eof {
+        if plain.len() > answered_before && self.incoming.is_empty() && !self.peer_closed {
             self.hand_over_to_keys();
         }
-        Ok(out)
+        Ok(self.peer_closed)
     }
 
     /// Opens the records at the front of `incoming` (answers to `plain`) and returns how many
@@ -229,37 +204,34 @@ impl TlsSession {
         }
     }
 
-    /// Writes queued TLS bytes to the socket; `Ok(true)` once all are written.
-    pub fn flush(&mut self, sock: &mut impl Write) -> io::Result<bool> {
-        while self.sent < self.outgoing.len() {
-            match sock.write(&self.outgoing[self.sent..]) {
-                Ok(0) => return Ok(false),
-                Ok(n) => {
-                    self.sent += n;
-                    self.sent_total += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.outgoing.clear();
-        self.sent = 0;
-        release_if_empty(&mut self.outgoing);
-        Ok(true)
+    /// The TLS bytes waiting for the socket.
+    pub fn output(&self) -> &[u8] {
+        &self.outgoing[self.sent..]
     }
 
-    /// Queues a close_notify alert (after the handshake) and writes what it can.
-    pub fn close(&mut self, sock: &mut impl Write) {
-        let queued = match &mut self.stage {
-            Stage::Keys(keys) => keys.seal_close_notify(&mut self.outgoing).is_ok(),
-            Stage::Rustls(_) if self.ready => self
-                .drive(&mut [], &mut (&[] as &[u8]), &mut Vec::new(), true)
-                .is_ok(),
-            _ => false,
-        };
-        if queued {
-            let _ = self.flush(sock);
+    /// Forgets the first `n` bytes of [`output`](Self::output): the socket took them.
+    pub fn consume_output(&mut self, n: usize) {
+        let n = n.min(self.outgoing.len() - self.sent);
+        self.sent += n;
+        self.sent_total += n as u64;
+        if self.sent == self.outgoing.len() {
+            self.outgoing.clear();
+            self.sent = 0;
+            release_if_empty(&mut self.outgoing);
+        }
+    }
+
+    /// Queues a close_notify alert (after the handshake) for [`output`](Self::output).
+    pub fn close(&mut self) {
+        match &mut self.stage {
+            Stage::Keys(keys) => {
+                // Best effort: a session that cannot say goodbye is closed anyway.
+                let _ = keys.seal_close_notify(&mut self.outgoing);
+            }
+            Stage::Rustls(_) if self.ready => {
+                let _ = self.drive(&mut [], &mut (&[] as &[u8]), &mut Vec::new(), true);
+            }
+            _ => {}
         }
     }
 
@@ -301,7 +273,7 @@ impl TlsSession {
                     });
                 }
                 ConnectionState::TransmitTlsData(transmit) => {
-                    // Queued in `outgoing`; the socket gets it on the next flush.
+                    // Queued in `outgoing`, for the querier to write.
                     transmit.done();
                 }
                 ConnectionState::WriteTraffic(mut traffic) => {
@@ -389,6 +361,7 @@ mod tests {
     use crate::config::TlsConfig;
     use crate::tls::TlsBase;
     use std::alloc::{GlobalAlloc, Layout, System};
+    use std::io::{self, Read, Write};
     use std::net::TcpStream;
     use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -414,23 +387,46 @@ mod tests {
     #[global_allocator]
     static ALLOCATOR: Counting = Counting;
 
-    /// Completes a handshake and one query/answer over a blocking socket.
+    /// Writes all the session's output to the socket.
+    fn flush(s: &mut TlsSession, sock: &mut TcpStream) {
+        while !s.output().is_empty() {
+            match sock.write(s.output()) {
+                Ok(n) => s.consume_output(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    std::thread::sleep(std::time::Duration::from_millis(1))
+                }
+                Err(e) => panic!("write: {e}"),
+            }
+        }
+    }
+
+    /// Completes a handshake and one query/answer over a non-blocking socket.
     fn exchange(s: &mut TlsSession, sock: &mut TcpStream, query: &[u8]) -> Vec<u8> {
         let mut framed = (query.len() as u16).to_be_bytes().to_vec();
         framed.extend_from_slice(query);
         let mut pending = &framed[..];
         let mut plain = Vec::new();
+        let mut chunk = [0u8; 16 * 1024 + 256];
         for _ in 0..100 {
             let n = s.write_plain(pending).unwrap();
             pending = &pending[n..];
-            s.flush(sock).unwrap();
+            flush(s, sock);
             if pending.is_empty() && plain.len() >= 2 {
                 let len = u16::from_be_bytes([plain[0], plain[1]]) as usize;
                 if plain.len() >= 2 + len {
                     return plain;
                 }
             }
-            s.read_from(sock, &mut plain).unwrap();
+            loop {
+                match sock.read(&mut chunk) {
+                    Ok(0) => panic!("the server closed the connection"),
+                    Ok(n) => {
+                        s.received(&mut chunk[..n], &mut plain).unwrap();
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) => panic!("read: {e}"),
+                }
+            }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
         panic!("no answer");
@@ -497,7 +493,8 @@ mod tests {
             );
         }
         assert_eq!(s.handshake_kind(), Some(HandshakeKind::Full));
-        s.close(&mut sock);
+        s.close();
+        flush(&mut s, &mut sock);
     }
 
     /// Heap bytes per client configuration and per idle session, over 50 of each.

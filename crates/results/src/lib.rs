@@ -32,7 +32,7 @@ mod tee;
 pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS, TRACE_COLUMNS};
 pub use file::{read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWriter, Tail};
 pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
-pub use result::{ErrorKind, Outcome, QueryResult, ResultSink};
+pub use result::{ErrorCounts, ErrorKind, Outcome, QueryResult, ResultSink};
 pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
 };

@@ -1,8 +1,11 @@
 use ldplayer_trace::Proto;
+use serde::ser::{Serialize, SerializeMap, Serializer};
 
 /// Why a query got no answer.
+///
+/// This is the one list of error kinds: the engine's counters, the results file, the summary
+/// and the exports all count and name kinds through [`ErrorKind::ALL`] and [`ErrorCounts`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-
 pub enum ErrorKind {
     /// The server refused the connection (TCP RST on connect, ICMP port unreachable on UDP).
     Refused,
@@ -29,6 +32,11 @@ impl ErrorKind {
         ErrorKind::Stopped,
     ];
 
+    /// The kind's position in [`ALL`](Self::ALL), for tables indexed by kind.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
     /// The kind with this [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<ErrorKind> {
         ErrorKind::ALL.into_iter().find(|k| k.name() == name)
@@ -44,6 +52,57 @@ impl ErrorKind {
             ErrorKind::BadQuery => "bad-query",
             ErrorKind::Stopped => "stopped",
         }
+    }
+}
+
+impl Serialize for ErrorKind {
+    /// As its [`name`](Self::name), the key used in summaries and exports.
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
+    }
+}
+
+/// Failed queries counted by [`ErrorKind`]: serialized as a map from every kind's
+/// [`name`](ErrorKind::name) to its count, in [`ErrorKind::ALL`] order.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct ErrorCounts([u64; ErrorKind::ALL.len()]);
+
+impl ErrorCounts {
+    /// Counts `n` more failures of `kind`.
+    pub fn add(&mut self, kind: ErrorKind, n: u64) {
+        self.0[kind.index()] += n;
+    }
+
+    /// Failures of `kind`.
+    pub fn get(&self, kind: ErrorKind) -> u64 {
+        self.0[kind.index()]
+    }
+
+    /// Failures of every kind together.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+
+    /// Adds `other`'s counts into `self`.
+    pub fn merge(&mut self, other: &ErrorCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
+    /// Every kind with its count (zeros too), in [`ErrorKind::ALL`] order.
+    pub fn iter(&self) -> impl Iterator<Item = (ErrorKind, u64)> + '_ {
+        ErrorKind::ALL.into_iter().zip(self.0.iter().copied())
+    }
+}
+
+impl Serialize for ErrorCounts {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(ErrorKind::ALL.len()))?;
+        for (kind, n) in self.iter() {
+            map.serialize_entry(kind.name(), &n)?;
+        }
+        map.end()
     }
 }
 
@@ -132,5 +191,45 @@ pub trait ResultSink: Send {
     /// Flushes what is buffered; called once at the end, also after Ctrl-C.
     fn finish(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kind_sits_at_its_index_with_a_name_of_its_own() {
+        for (i, k) in ErrorKind::ALL.into_iter().enumerate() {
+            assert_eq!(k.index(), i, "{k:?}");
+            assert_eq!(ErrorKind::from_name(k.name()), Some(k));
+            assert_eq!(Outcome::from_name(k.name()), Some(Outcome::Error(k)));
+        }
+        let mut names: Vec<_> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::ALL.len());
+    }
+
+    #[test]
+    fn counts_add_merge_and_serialize_by_name() {
+        let mut a = ErrorCounts::default();
+        a.add(ErrorKind::Reset, 2);
+        a.add(ErrorKind::BadQuery, 1);
+        let mut b = ErrorCounts::default();
+        b.add(ErrorKind::Reset, 3);
+        b.add(ErrorKind::Stopped, 4);
+        a.merge(&b);
+        assert_eq!(a.get(ErrorKind::Reset), 5);
+        assert_eq!(a.get(ErrorKind::Refused), 0);
+        assert_eq!(a.total(), 10);
+        assert_eq!(
+            serde_json::to_string(&a).unwrap(),
+            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4}"#
+        );
+        assert_eq!(
+            serde_json::to_string(&ErrorKind::BadQuery).unwrap(),
+            r#""bad-query""#
+        );
     }
 }

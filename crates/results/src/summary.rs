@@ -18,7 +18,7 @@
 //! - the rate error is exact: see [`RateErrorReport`].
 
 use crate::file::ResultsError;
-use crate::result::{ErrorKind, Outcome, QueryResult, ResultSink};
+use crate::result::{ErrorCounts, Outcome, QueryResult, ResultSink};
 use hdrhistogram::Histogram;
 use ldplayer_dns::Rcode;
 use ldplayer_trace::Proto;
@@ -59,7 +59,7 @@ pub struct Summary {
     sent: u64,
     answered: u64,
     timeouts: u64,
-    errors: [u64; ErrorKind::ALL.len()],
+    errors: ErrorCounts,
     truncated: u64,
     rcodes: BTreeMap<Rcode, u64>,
     /// Latency in ns by transport code.
@@ -112,7 +112,7 @@ impl Summary {
             sent: 0,
             answered: 0,
             timeouts: 0,
-            errors: [0; ErrorKind::ALL.len()],
+            errors: ErrorCounts::default(),
             truncated: 0,
             rcodes: BTreeMap::new(),
             latency: Default::default(),
@@ -149,7 +149,7 @@ impl Summary {
                 self.last_received = max_opt(self.last_received, Some(r.received_ns));
             }
             Outcome::Timeout => self.timeouts += 1,
-            Outcome::Error(k) => self.errors[k as usize] += 1,
+            Outcome::Error(k) => self.errors.add(k, 1),
         }
         self.first_intended = min_opt(self.first_intended, Some(r.intended_ns));
         self.last_intended = max_opt(self.last_intended, Some(r.intended_ns));
@@ -206,9 +206,7 @@ impl Summary {
         self.sent += other.sent;
         self.answered += other.answered;
         self.timeouts += other.timeouts;
-        for (a, b) in self.errors.iter_mut().zip(other.errors) {
-            *a += b;
-        }
+        self.errors.merge(&other.errors);
         self.truncated += other.truncated;
         for (&k, &v) in &other.rcodes {
             *self.rcodes.entry(k).or_default() += v;
@@ -308,10 +306,7 @@ impl Summary {
 
     /// Computes the report.
     pub fn report(&self) -> SummaryReport {
-        let mut errors = BTreeMap::new();
-        for k in ErrorKind::ALL {
-            errors.insert(k.name(), self.errors[k as usize]);
-        }
+        let errors = self.errors.iter().map(|(k, n)| (k.name(), n)).collect();
         let rcodes = self
             .rcodes
             .iter()
@@ -514,7 +509,7 @@ pub struct SummaryReport {
     pub answered: u64,
     /// Queries that timed out.
     pub timeouts: u64,
-    /// Failed queries by error kind (every kind, by [`ErrorKind::name`]).
+    /// Failed queries by error kind (every kind, by [`ErrorKind::name`](crate::ErrorKind::name)).
     pub errors: BTreeMap<&'static str, u64>,
     /// Answers with the TC bit.
     pub truncated: u64,

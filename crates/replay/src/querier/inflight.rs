@@ -95,6 +95,18 @@ impl Querier {
         (msg.len() >= HEADER_LEN && question_matches(&s.wire, s.qlen, msg)).then_some(slot)
     }
 
+    /// The slot of the query that `msg`, received on connection `uid` with `key`, answers:
+    /// the same key in flight there and the same question. (Callers count the rest as
+    /// unmatched.)
+    pub(super) fn answered_stream_slot(&self, uid: u64, key: MatchKey, msg: &[u8]) -> Option<u32> {
+        let slot = match key {
+            MatchKey::Id(id) => *self.ids.get(&self::key(uid, id))?,
+            MatchKey::Stream(stream) => *self.streams.get(&(uid, stream))?,
+        };
+        let s = &self.slots[slot as usize];
+        (msg.len() >= HEADER_LEN && question_matches(&s.wire, s.qlen, msg)).then_some(slot)
+    }
+
     pub(super) fn alloc_slot(&mut self, m: &QueryMeta, proto: Proto) -> u32 {
         let idx = match self.free_slots.pop() {
             Some(i) => i,
@@ -184,6 +196,12 @@ impl Querier {
         }
     }
 
+    /// Registers the slot's query as in flight on `stream` of connection `uid`. Protocols that
+    /// match by stream never reuse one on a connection, and the query's ID stays as it is.
+    pub(super) fn claim_stream(&mut self, slot: u32, uid: u64, stream: u64) {
+        self.streams.insert((uid, stream), slot);
+    }
+
     pub(super) fn push_timeout(&mut self, slot: u32, deadline: i64) {
         let s = &mut self.slots[slot as usize];
         s.deadline_ns = deadline;
@@ -271,8 +289,13 @@ impl Querier {
             Via::Udp { uid, .. } => {
                 self.release_id(uid, id);
             }
-            Via::Stream { conn, uid } => {
-                self.release_id(uid, id);
+            Via::Stream { conn, uid, key } => {
+                match key {
+                    MatchKey::Id(id) => self.release_id(uid, id),
+                    MatchKey::Stream(stream) => {
+                        self.streams.remove(&(uid, stream));
+                    }
+                }
                 if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
                     if let Some(p) = c.inflight.iter().position(|&x| x == slot) {
                         c.inflight.swap_remove(p);

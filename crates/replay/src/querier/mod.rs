@@ -8,7 +8,6 @@ use crate::live::{Live, LiveCounts};
 use crate::net;
 use crate::stats::ReplayStats;
 use crate::tls::TlsBase;
-use crate::tls_session::{SessionError, TlsSession};
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use ldplayer_dns::{flag, Message, HEADER_LEN};
 use ldplayer_results::{ErrorKind, Outcome, QueryResult};
@@ -62,17 +61,21 @@ pub(crate) struct Setup {
 enum Via {
     None,
     Udp { sock: u32, uid: u64 },
-    Stream { conn: u32, uid: u64 },
+    Stream { conn: u32, uid: u64, key: MatchKey },
 }
 
 mod ahead;
 mod inflight;
 mod send_times;
 mod stream;
+mod tcp_framing;
+mod tls_framing;
+mod transport;
 mod udp;
 
 use inflight::{blank_result, Slot};
 use stream::Conn;
+use transport::MatchKey;
 use udp::UdpSock;
 
 struct Client {
@@ -153,6 +156,8 @@ struct Querier {
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
     ids: FxHashMap<u64, u32>,
+    /// Queries in flight by connection uid and stream, for protocols that match by stream.
+    streams: FxHashMap<(u64, u64), u32>,
     timeouts: VecDeque<(i64, u32, u32)>,
     next_uid: u64,
     /// IDs in flight per transport (socket or connection uid).
@@ -227,6 +232,7 @@ impl Querier {
             slots: Vec::new(),
             free_slots: Vec::new(),
             ids: FxHashMap::default(),
+            streams: FxHashMap::default(),
             timeouts: VecDeque::new(),
             next_uid: 1,
             id_use: FxHashMap::default(),

@@ -7,11 +7,19 @@
 //! last one's). A connection's set-up (TCP handshake, and TLS handshake for TLS) is timed apart:
 //! queries wait for it before they are sent, so their latency leaves it out and their first
 //! query carries it as `handshake_ns`.
+//!
+//! This module is the socket side: connects, reads and writes, stamps, idle and keepalive
+//! timeouts. Framing, TLS and what an answer is matched by belong to each connection's protocol
+//! ([`super::transport`]), which sees bytes only.
 
 use super::send_times::SendTimes;
+use super::transport::{MatchKey, StreamProtocol, StreamTransport, TcpFraming, TlsFraming};
 use super::*;
 use crate::cause::{kind_of_io, Cause};
 use std::os::fd::RawFd;
+
+/// Bytes read from a socket at a time: a TLS record's most, and then some.
+const READ_CHUNK: usize = 16 * 1024 + 256;
 
 /// Whether a connection's non-blocking connect has completed.
 #[derive(PartialEq, Eq, Clone, Copy)]
@@ -20,18 +28,15 @@ pub(super) enum ConnState {
     Open,
 }
 
-/// A client's TCP or TLS connection: its pending bytes and the queries in flight on it.
+/// A client's TCP or TLS connection: its socket, its protocol and the queries in flight on it.
 pub(super) struct Conn {
     pub(super) uid: u64,
     pub(super) client: u32,
     pub(super) proto: Proto,
     pub(super) sock: TcpStream,
-    pub(super) tls: Option<Box<TlsSession>>,
+    /// Framing (and TLS): what the socket reads and writes, without I/O.
+    pub(super) protocol: StreamTransport,
     pub(super) state: ConnState,
-    pub(super) wbuf: Vec<u8>,
-    pub(super) wpos: usize,
-    /// Position of `wbuf[0]` in the stream of DNS messages written to the connection.
-    pub(super) wbase: u64,
     /// Queries whose bytes have not all reached the kernel, in the order of their bytes.
     pub(super) unsent: VecDeque<Unsent>,
     /// When the connect started (realtime ns).
@@ -40,20 +45,17 @@ pub(super) struct Conn {
     pub(super) send_times: Option<SendTimes>,
     /// The connection is ready for queries (connected, and for TLS the handshake is over).
     pub(super) ready: bool,
-    pub(super) rbuf: Vec<u8>,
     pub(super) inflight: Vec<u32>,
     pub(super) queries: u64,
     pub(super) last_active_ns: i64,
     pub(super) idle_ns: i64,
 }
 
-/// A query on its way into a connection: its message ends at `plain_end` in the stream of DNS
-/// messages, and at `wire_end` in the stream of bytes on the socket once that is known (at once
-/// for TCP; once encrypted for TLS).
+/// A query on its way into a connection: its last byte lies at `wire_end` in the stream of
+/// bytes on the socket once that is known (at once for TCP; once sealed for TLS).
 pub(super) struct Unsent {
     slot: u32,
     gen: u32,
-    plain_end: u64,
     wire_end: Option<u64>,
 }
 
@@ -110,7 +112,7 @@ impl Querier {
         if self.conns_open >= self.config.max_connections {
             self.close_lru_idle_conn();
         }
-        let tls = if proto == Proto::Tls {
+        let protocol = if proto == Proto::Tls {
             let Some(base) = self.tls.clone() else {
                 return Err((ErrorKind::Tls, Cause::NoTlsConfig));
             };
@@ -118,12 +120,12 @@ impl Querier {
                 Some(c) => c.tls.get_or_insert_with(|| base.for_client()).clone(),
                 None => base.for_client(),
             };
-            match TlsSession::new(cfg, base.server_name.clone()) {
-                Ok(t) => Some(Box::new(t)),
+            match TlsFraming::new(cfg, base.server_name.clone()) {
+                Ok(t) => StreamTransport::Tls(Box::new(t)),
                 Err(e) => return Err((ErrorKind::Tls, Cause::Tls(e))),
             }
         } else {
-            None
+            StreamTransport::Tcp(TcpFraming::default())
         };
         let opened_ns = clock::now_ns();
         let mut sock = match net::tcp_connect(local, &self.server) {
@@ -155,16 +157,12 @@ impl Querier {
             client,
             proto,
             sock,
-            tls,
+            protocol,
             state: ConnState::Connecting,
-            wbuf: Vec::new(),
-            wpos: 0,
-            wbase: 0,
             unsent: VecDeque::new(),
             opened_ns,
             send_times,
             ready: false,
-            rbuf: Vec::new(),
             inflight: Vec::new(),
             queries: 0,
             last_active_ns: opened_ns,
@@ -212,29 +210,51 @@ impl Querier {
         };
         let uid = conn.uid;
         let first = conn.queries == 0;
-        if !self.claim_id(slot, uid) {
+        let by_id = conn.protocol.matches_by_id();
+        if by_id && !self.claim_id(slot, uid) {
             self.fail(slot, ErrorKind::Send, &Cause::IdsExhausted);
             return;
+        }
+        let s = &mut self.slots[slot as usize];
+        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
+            return;
+        };
+        let queued = match conn.protocol.queue_query(&s.wire) {
+            Ok(q) => q,
+            Err(e) => {
+                if by_id {
+                    // Its ID is released with it.
+                    s.via = Via::Stream {
+                        conn: ci,
+                        uid,
+                        key: MatchKey::Id(s.id),
+                    };
+                }
+                self.fail(slot, e.kind(), &e.into_cause());
+                return;
+            }
+        };
+        if let MatchKey::Stream(stream) = queued.key {
+            self.claim_stream(slot, uid, stream);
         }
         if !new {
             self.stats.connections_reused += 1;
         }
         let now = clock::now_ns();
         let s = &mut self.slots[slot as usize];
-        s.via = Via::Stream { conn: ci, uid };
+        s.via = Via::Stream {
+            conn: ci,
+            uid,
+            key: queued.key,
+        };
         s.new_connection = first;
-        let len = s.wire.len() as u16;
         if let Some(Some(conn)) = self.conns.get_mut(ci as usize) {
             conn.queries += 1;
             conn.last_active_ns = now;
-            conn.wbuf.extend_from_slice(&len.to_be_bytes());
-            conn.wbuf.extend_from_slice(&s.wire);
-            let plain_end = conn.wbase + conn.wbuf.len() as u64;
             conn.unsent.push_back(Unsent {
                 slot,
                 gen: s.gen,
-                plain_end,
-                wire_end: conn.tls.is_none().then_some(plain_end),
+                wire_end: queued.wire_end,
             });
             conn.inflight.push(slot);
         }
@@ -251,83 +271,37 @@ impl Querier {
             return;
         }
         let mut failure = None;
-        // The time the system call that hands a query's last byte to the kernel starts.
-        let mut started = clock::now_ns();
-        let mut on_wire = 0;
-        if let Some(tls) = conn.tls.as_mut() {
-            // One TLS record per DNS message, as stub resolvers send them: nsd 4.6 answers only
-            // the first of several queries that arrive in one record (the rest wait in its TLS
-            // buffer until the socket is readable again), which timed out pipelined queries
-            // queued during the handshake.
-            while conn.wpos < conn.wbuf.len() {
-                let rest = &conn.wbuf[conn.wpos..];
-                let frame = match rest {
-                    [a, b, ..] => (2 + u16::from_be_bytes([*a, *b]) as usize).min(rest.len()),
-                    _ => rest.len(),
-                };
-                match tls.write_plain(&rest[..frame]) {
-                    Ok(0) => break,
-                    Ok(n) => conn.wpos += n,
-                    Err(e) => {
-                        failure = Some((ErrorKind::Tls, e.into_cause()));
-                        break;
-                    }
-                }
-                let taken = conn.wbase + conn.wpos as u64;
-                let queued = tls.queued_total();
-                for u in conn.unsent.iter_mut().filter(|u| u.wire_end.is_none()) {
-                    if u.plain_end > taken {
-                        break;
-                    }
-                    u.wire_end = Some(queued);
-                }
+        let unsent = &mut conn.unsent;
+        let sealing = conn.protocol.seal(&mut |end| {
+            if let Some(u) = unsent.iter_mut().find(|u| u.wire_end.is_none()) {
+                u.wire_end = Some(end);
             }
-            if failure.is_none() {
-                started = clock::now_ns();
-                if let Err(e) = tls.flush(&mut conn.sock) {
-                    failure = Some((kind_of_io(&e), Cause::Io(e)));
-                }
-            }
-            on_wire = tls.sent_total();
-        } else {
-            while conn.wpos < conn.wbuf.len() {
-                let at = clock::now_ns();
-                match conn.sock.write(&conn.wbuf[conn.wpos..]) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        conn.wpos += n;
-                        on_wire = conn.wbase + conn.wpos as u64;
-                        started = at;
-                        self.first_sends += mark_sent(
-                            &mut self.slots,
-                            &mut conn.unsent,
-                            conn.send_times.as_mut(),
-                            on_wire,
-                            at,
-                        );
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        failure = Some((kind_of_io(&e), Cause::Io(e)));
-                        break;
-                    }
-                }
-            }
+        });
+        if let Err(e) = sealing {
+            failure = Some((e.kind(), e.into_cause()));
         }
-        self.first_sends += mark_sent(
-            &mut self.slots,
-            &mut conn.unsent,
-            conn.send_times.as_mut(),
-            on_wire,
-            started,
-        );
-        if conn.wpos == conn.wbuf.len() {
-            conn.wbase += conn.wbuf.len() as u64;
-            conn.wbuf.clear();
-            conn.wpos = 0;
-            if conn.wbuf.capacity() > KEEP_BUF {
-                conn.wbuf = Vec::new();
+        while failure.is_none() {
+            let out = conn.protocol.output();
+            if out.is_empty() {
+                break;
+            }
+            // The time the system call that hands a query's last byte to the kernel starts.
+            let at = clock::now_ns();
+            match conn.sock.write(out) {
+                Ok(0) => break,
+                Ok(n) => {
+                    conn.protocol.consume_output(n);
+                    self.first_sends += mark_sent(
+                        &mut self.slots,
+                        &mut conn.unsent,
+                        conn.send_times.as_mut(),
+                        conn.protocol.written_total(),
+                        at,
+                    );
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => failure = Some((kind_of_io(&e), Cause::Io(e))),
             }
         }
         if conn.unsent.is_empty() && conn.unsent.capacity() > 0 {
@@ -338,12 +312,13 @@ impl Querier {
         }
     }
 
-    /// Once a connection is ready for queries, times its set-up on the query that opened it.
+    /// Once a connection is ready for queries (connected, and its protocol's handshake over),
+    /// times its set-up on the query that opened it.
     fn conn_ready(&mut self, ci: u32, at: i64) {
         let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
             return;
         };
-        if conn.ready || conn.tls.as_ref().is_some_and(|t| t.is_handshaking()) {
+        if conn.ready {
             return;
         }
         conn.ready = true;
@@ -396,7 +371,9 @@ impl Querier {
             match conn.sock.peer_addr() {
                 Ok(_) => {
                     conn.state = ConnState::Open;
-                    self.conn_ready(ci, clock::now_ns());
+                    if !conn.protocol.is_handshaking() {
+                        self.conn_ready(ci, clock::now_ns());
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::NotConnected => {
                     if readable {
@@ -422,7 +399,7 @@ impl Querier {
 
     pub(super) fn conn_read(&mut self, ci: u32) {
         let honor = self.config.honor_keepalive;
-        let mut chunk = [0u8; 16 * 1024];
+        let mut chunk = [0u8; READ_CHUNK];
         let mut failure = None;
         let mut eof = false;
         loop {
@@ -433,55 +410,45 @@ impl Querier {
                 fd: conn.sock.as_raw_fd(),
                 at: None,
             };
-            let mut more = false;
-            if let Some(tls) = conn.tls.as_mut() {
-                let handshaking = tls.is_handshaking();
-                match tls.read_from(&mut sock, &mut conn.rbuf) {
-                    Ok(r) => eof = r.eof,
-                    Err(e) => {
-                        if matches!(e, SessionError::Tls(_)) {
-                            // Send the alert, if any, then give up.
-                            let _ = tls.flush(&mut conn.sock);
-                        }
-                        let kind = if handshaking || tls.is_handshaking() {
-                            ErrorKind::Tls
-                        } else {
-                            match &e {
-                                SessionError::Io(e) => kind_of_io(e),
-                                _ => ErrorKind::Tls,
-                            }
-                        };
-                        failure = Some((kind, e.into_cause()));
-                    }
+            let n = match sock.read(&mut chunk) {
+                Ok(0) => {
+                    eof = true;
+                    break;
                 }
-                if handshaking && !tls.is_handshaking() {
-                    let at = sock.at.unwrap_or_else(clock::now_ns);
-                    self.conn_ready(ci, at);
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    // A connection that fails in its handshake fails the handshake.
+                    let kind = if conn.protocol.is_handshaking() {
+                        ErrorKind::Tls
+                    } else {
+                        kind_of_io(&e)
+                    };
+                    failure = Some((kind, Cause::Io(e)));
+                    break;
                 }
-            } else {
-                match sock.read(&mut chunk) {
-                    Ok(0) => eof = true,
-                    Ok(n) => {
-                        conn.rbuf.extend_from_slice(&chunk[..n]);
-                        more = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => more = true,
-                    Err(e) => failure = Some((kind_of_io(&e), Cause::Io(e))),
-                }
-            }
+            };
             // Answers of each read take that read's time.
             let at = sock.at.unwrap_or_else(clock::now_ns);
-            self.conn_frames(ci, honor, at);
-            if !more {
-                break;
+            match self.conn_received(ci, &mut chunk[..n], honor, at) {
+                Ok(false) => {}
+                Ok(true) => {
+                    eof = true;
+                    break;
+                }
+                Err(f) => {
+                    failure = Some(f);
+                    break;
+                }
             }
         }
         if let Some((kind, cause)) = failure {
             self.close_conn(ci, kind, cause);
         } else if eof {
-            let tls_hs = matches!(self.conns.get(ci as usize), Some(Some(c)) if c.tls.as_ref().is_some_and(|t| t.is_handshaking()));
-            if tls_hs {
+            let handshaking =
+                matches!(self.conns.get(ci as usize), Some(Some(c)) if c.protocol.is_handshaking());
+            if handshaking {
                 self.close_conn(ci, ErrorKind::Tls, Cause::ClosedInHandshake);
             } else {
                 self.close_conn(ci, ErrorKind::Reset, Cause::PeerClosed);
@@ -489,41 +456,64 @@ impl Querier {
         }
     }
 
-    /// Takes the complete messages out of a connection's receive buffer.
-    pub(super) fn conn_frames(&mut self, ci: u32, honor: bool, now: i64) {
-        let (uid, mut rbuf) = match self.conns.get_mut(ci as usize) {
-            Some(Some(c)) => (c.uid, std::mem::take(&mut c.rbuf)),
-            _ => return,
+    /// Hands bytes read from connection `ci` at `at` to its protocol and completes the queries
+    /// they answer; returns whether the peer closed the session.
+    fn conn_received(
+        &mut self,
+        ci: u32,
+        bytes: &mut [u8],
+        honor: bool,
+        at: i64,
+    ) -> Result<bool, (ErrorKind, Cause)> {
+        // The protocol is taken out while its messages complete queries (which need the whole
+        // querier); an empty TCP framing, which allocates nothing, stands in.
+        let (uid, handshaking, mut protocol) = match self.conns.get_mut(ci as usize) {
+            Some(Some(c)) => (
+                c.uid,
+                c.protocol.is_handshaking(),
+                std::mem::take(&mut c.protocol),
+            ),
+            _ => return Ok(false),
         };
-        let mut pos = 0;
         let mut keepalive = None;
-        while rbuf.len() - pos >= 2 {
-            let len = u16::from_be_bytes([rbuf[pos], rbuf[pos + 1]]) as usize;
-            if rbuf.len() - pos - 2 < len {
-                break;
+        let mut unmatched = 0;
+        let received = protocol.received(bytes, &mut |key, msg| {
+            if handshaking {
+                // An answer: the handshake is over.
+                self.conn_ready(ci, at);
             }
-            let msg = &rbuf[pos + 2..pos + 2 + len];
-            pos += 2 + len;
-            let Some(slot) = self.answered_slot(uid, msg) else {
-                self.stats.unmatched_responses += 1;
-                continue;
+            let Some(slot) = self.answered_stream_slot(uid, key, msg) else {
+                unmatched += 1;
+                return;
             };
             if honor {
                 if let Ok(m) = Message::parse(msg) {
                     keepalive = keepalive_ns(&m).or(keepalive);
                 }
             }
-            self.complete(slot, Outcome::Answered, Some((msg, now)));
+            self.complete(slot, Outcome::Answered, Some((msg, at)));
+        });
+        self.stats.unmatched_responses += unmatched;
+        let Some(Some(c)) = self.conns.get_mut(ci as usize) else {
+            return Ok(false);
+        };
+        c.protocol = protocol;
+        c.last_active_ns = at;
+        if let Some(k) = keepalive {
+            c.idle_ns = k;
         }
-        rbuf.drain(..pos);
-        if rbuf.is_empty() && rbuf.capacity() > KEEP_BUF {
-            rbuf = Vec::new();
-        }
-        if let Some(Some(c)) = self.conns.get_mut(ci as usize) {
-            c.rbuf = rbuf;
-            c.last_active_ns = now;
-            if let Some(k) = keepalive {
-                c.idle_ns = k;
+        match received {
+            Ok(r) => {
+                self.stats.unmatched_responses += r.malformed;
+                if handshaking && !c.protocol.is_handshaking() {
+                    self.conn_ready(ci, at);
+                }
+                Ok(r.peer_closed)
+            }
+            Err(e) => {
+                // Send the alert, if any, then give up.
+                write_out(&mut c.sock, &mut c.protocol);
+                Err((e.kind(), e.into_cause()))
             }
         }
     }
@@ -533,12 +523,11 @@ impl Querier {
         let Some(Some(mut conn)) = self.conns.get_mut(ci as usize).map(Option::take) else {
             return;
         };
-        if let Some(tls) = conn.tls.as_mut() {
-            if tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
-                self.stats.tls_resumed += 1;
-            }
-            tls.close(&mut conn.sock);
+        if conn.protocol.resumed() {
+            self.stats.tls_resumed += 1;
         }
+        conn.protocol.close();
+        write_out(&mut conn.sock, &mut conn.protocol);
         let _ = self.poll.registry().deregister(&mut conn.sock);
         self.conns_open -= 1;
         self.free_conns.push(ci);
@@ -553,10 +542,27 @@ impl Querier {
         }
         for slot in inflight {
             // Keep the connection's number out of the way of complete().
-            if let Via::Stream { uid, .. } = self.slots[slot as usize].via {
-                self.slots[slot as usize].via = Via::Stream { conn: NONE, uid };
+            if let Via::Stream { uid, key, .. } = self.slots[slot as usize].via {
+                self.slots[slot as usize].via = Via::Stream {
+                    conn: NONE,
+                    uid,
+                    key,
+                };
             }
             self.complete(slot, Outcome::Error(kind), None);
+        }
+    }
+}
+
+/// Writes what the protocol has for the socket as far as the socket takes it now: the last
+/// words (a TLS alert or close_notify) before a connection is closed.
+fn write_out(sock: &mut TcpStream, protocol: &mut StreamTransport) {
+    while !protocol.output().is_empty() {
+        match sock.write(protocol.output()) {
+            Ok(0) => break,
+            Ok(n) => protocol.consume_output(n),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
         }
     }
 }

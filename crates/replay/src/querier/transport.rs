@@ -1,0 +1,219 @@
+//! The seam between a connection's socket and its protocol: [`StreamProtocol`], a stream
+//! transport's state without I/O.
+//!
+//! The querier's socket loop ([`super::stream`]) owns everything that touches the system: the
+//! non-blocking socket and its events, the kernel's send and receive stamps, the connect and the
+//! handshake's timing, the idle timeout. It hands the protocol the bytes it read and writes the
+//! bytes the protocol has for the socket. The protocol frames (and, for TLS, encrypts) queries,
+//! and turns what arrives back into whole DNS messages, each with the [`MatchKey`] that finds
+//! its query in the in-flight table. So each protocol is tested from bytes alone, and a new one
+//! is one more implementation of the trait and one more [`StreamTransport`] variant:
+//!
+//! - **TCP** ([`TcpFraming`]): a 2-byte length before each message (RFC 1035 §4.2.2); answers
+//!   come in any order and are matched by DNS ID, so the querier gives each query an ID unique on
+//!   its connection before it is queued ([`StreamProtocol::matches_by_id`]).
+//! - **TLS** ([`TlsFraming`]): the same framing inside a TLS session (RFC 7858), one record per
+//!   message; queries wait in the framing until the handshake is over.
+//! - **DoH** (RFC 8484, to come): an HTTP/2 connection over TLS, one stream per query. Its
+//!   `queue_query` opens a stream (HEADERS, and DATA with the query as
+//!   `application/dns-message`, or a GET with the query in the URL) and returns
+//!   `MatchKey::Stream(stream id)`; `received` decodes frames and hands back each response body
+//!   with its stream's key. The response's DNS ID plays no part, so `matches_by_id` is false and
+//!   the in-flight table neither claims nor rewrites IDs for it.
+//! - **DoQ** (RFC 9250, to come): a QUIC connection, one bidirectional stream per query, the
+//!   query sent with DNS ID 0 and the 2-byte length prefix, the stream then finished. Its
+//!   `queue_query` sets the ID to 0 in the copy it sends and returns `MatchKey::Stream(stream
+//!   id)`; answers come back by stream as for DoH. QUIC runs over a UDP socket, so the socket
+//!   side of its connection reads and writes datagrams (a sans-IO QUIC state machine such as
+//!   quinn-proto takes datagrams in and gives datagrams out); the trait, the in-flight table and
+//!   the send marking by output position stay as they are, and the UDP path of plain DNS is not
+//!   involved.
+//!
+//! Send times: a query is sent when the socket has taken the last byte the protocol produced
+//! for it. The protocol tells where that byte lies in its output stream: at once from
+//! [`StreamProtocol::queue_query`] when the query is on its way as soon as it is queued (TCP),
+//! or through [`StreamProtocol::seal`] once it is (TLS, after the handshake).
+
+pub(super) use super::tcp_framing::TcpFraming;
+pub(super) use super::tls_framing::TlsFraming;
+use crate::cause::Cause;
+use crate::tls_session::SessionError;
+use ldplayer_results::ErrorKind;
+
+/// What a response is matched to its query by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum MatchKey {
+    /// The DNS ID, unique among the queries in flight on the connection (TCP, TLS).
+    Id(u16),
+    /// The protocol's stream that carried the query (DoH's HTTP/2 streams, DoQ's QUIC streams).
+    #[allow(dead_code, reason = "made by the DoH and DoQ transports to come")]
+    Stream(u64),
+}
+
+/// A query handed to a protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Queued {
+    /// What its answer will be matched by.
+    pub key: MatchKey,
+    /// Where its last byte lies in the protocol's output stream (counted from the connection's
+    /// first byte), if that is known yet; otherwise [`StreamProtocol::seal`] tells later.
+    pub wire_end: Option<u64>,
+}
+
+/// What the bytes given to [`StreamProtocol::received`] gave besides messages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Received {
+    /// The peer closed the session (TLS close_notify): nothing more will come.
+    pub peer_closed: bool,
+    /// Complete frames too short to be a DNS message, dropped.
+    pub malformed: u64,
+}
+
+/// Why a protocol failed.
+#[derive(Debug)]
+pub(crate) enum StreamError {
+    /// The query cannot be framed (longer than a frame can say, or shorter than an ID).
+    BadQuery,
+    /// The TLS session failed.
+    Tls(SessionError),
+}
+
+impl StreamError {
+    /// The kind of error of the queries that fail for it.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            StreamError::BadQuery => ErrorKind::BadQuery,
+            StreamError::Tls(_) => ErrorKind::Tls,
+        }
+    }
+
+    /// Why the queries failed.
+    pub fn into_cause(self) -> Cause {
+        match self {
+            StreamError::BadQuery => Cause::Unframeable,
+            StreamError::Tls(e) => e.into_cause(),
+        }
+    }
+}
+
+impl From<SessionError> for StreamError {
+    fn from(e: SessionError) -> Self {
+        StreamError::Tls(e)
+    }
+}
+
+/// A stream transport's protocol state, without I/O: the querier feeds it the bytes it read
+/// from the socket and writes the bytes it has for the socket; it frames queries and hands back
+/// whole DNS messages with their match key.
+pub(crate) trait StreamProtocol {
+    /// Whether answers are matched by DNS ID ([`MatchKey::Id`]): the querier then makes each
+    /// query's ID unique on the connection before it is queued.
+    fn matches_by_id(&self) -> bool;
+
+    /// Frames a query (`wire`, a whole DNS message) for sending.
+    fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError>;
+
+    /// Turns the queries queued without a known end into output as far as the protocol can now
+    /// (TLS: once the handshake is over), calling `sealed` with each one's end in the output
+    /// stream, in the order they were queued.
+    fn seal(&mut self, sealed: &mut impl FnMut(u64)) -> Result<(), StreamError> {
+        let _ = sealed;
+        Ok(())
+    }
+
+    /// The bytes waiting for the socket.
+    fn output(&self) -> &[u8];
+
+    /// Forgets the first `n` bytes of [`output`](Self::output): the socket took them.
+    fn consume_output(&mut self, n: usize);
+
+    /// Bytes the socket took over the connection's life.
+    fn written_total(&self) -> u64;
+
+    /// Takes bytes read from the socket (which the protocol may decrypt in place), hands each
+    /// DNS message completed by them to `message` with its key, and queues what it has to say
+    /// in turn.
+    fn received(
+        &mut self,
+        bytes: &mut [u8],
+        message: &mut impl FnMut(MatchKey, &[u8]),
+    ) -> Result<Received, StreamError>;
+
+    /// Whether the protocol's handshake is still going on (queries wait for it).
+    fn is_handshaking(&self) -> bool {
+        false
+    }
+
+    /// Whether the session resumed an earlier one (TLS), once its handshake is over.
+    fn resumed(&self) -> bool {
+        false
+    }
+
+    /// Queues the protocol's goodbye (TLS close_notify), if it has one, before the socket is
+    /// closed.
+    fn close(&mut self) {}
+}
+
+/// The protocol of one connection. An enum rather than a trait object: the querier calls it
+/// for every query and every read, and the calls take closures.
+pub(crate) enum StreamTransport {
+    /// DNS over TCP.
+    Tcp(TcpFraming),
+    /// DNS over TLS.
+    Tls(Box<TlsFraming>),
+}
+
+impl Default for StreamTransport {
+    /// An empty TCP framing, which allocates nothing: the placeholder while a connection's
+    /// protocol is taken out to deliver its messages.
+    fn default() -> Self {
+        StreamTransport::Tcp(TcpFraming::default())
+    }
+}
+
+/// Calls `$call` on the connection's protocol, whichever it is.
+macro_rules! each {
+    ($self:expr, $p:ident => $call:expr) => {
+        match $self {
+            StreamTransport::Tcp($p) => $call,
+            StreamTransport::Tls($p) => $call,
+        }
+    };
+}
+
+impl StreamProtocol for StreamTransport {
+    fn matches_by_id(&self) -> bool {
+        each!(self, p => p.matches_by_id())
+    }
+    fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError> {
+        each!(self, p => p.queue_query(wire))
+    }
+    fn seal(&mut self, sealed: &mut impl FnMut(u64)) -> Result<(), StreamError> {
+        each!(self, p => p.seal(sealed))
+    }
+    fn output(&self) -> &[u8] {
+        each!(self, p => p.output())
+    }
+    fn consume_output(&mut self, n: usize) {
+        each!(self, p => p.consume_output(n))
+    }
+    fn written_total(&self) -> u64 {
+        each!(self, p => p.written_total())
+    }
+    fn received(
+        &mut self,
+        bytes: &mut [u8],
+        message: &mut impl FnMut(MatchKey, &[u8]),
+    ) -> Result<Received, StreamError> {
+        each!(self, p => p.received(bytes, message))
+    }
+    fn is_handshaking(&self) -> bool {
+        each!(self, p => p.is_handshaking())
+    }
+    fn resumed(&self) -> bool {
+        each!(self, p => p.resumed())
+    }
+    fn close(&mut self) {
+        each!(self, p => p.close())
+    }
+}
