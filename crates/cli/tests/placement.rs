@@ -7,7 +7,7 @@ mod common;
 use common::{ldplayer, s, Serve};
 use ldplayer_testbed::prerequisite;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -65,10 +65,9 @@ fn threads(pid: u32) -> BTreeMap<u32, Thread> {
     all
 }
 
-/// Replays a 3 s trace against `ldplayer serve` with `extra` flags, sampling the replay's
-/// threads every 20 ms; returns every thread seen (last sample of each) and the replay's
-/// standard error.
-fn replay_and_watch(dir: &Path, extra: &[&str]) -> (BTreeMap<u32, Thread>, String) {
+/// A wildcard zone under `example.` and a trace of `n` queries for it, one per millisecond,
+/// from `clients` clients.
+fn zone_and_trace(dir: &Path, n: u32, clients: u32) -> (PathBuf, PathBuf) {
     let zone = dir.join("w.zone");
     std::fs::write(
         &zone,
@@ -83,16 +82,28 @@ fn replay_and_watch(dir: &Path, extra: &[&str]) -> (BTreeMap<u32, Thread>, Strin
         "--interval",
         "0.001",
         "-n",
-        "3000",
+        &n.to_string(),
         "--clients",
-        "100",
+        &clients.to_string(),
         "--zone",
         "w.example.",
         "-o",
         &s(&trace),
         "-q",
     ]);
-    assert!(out.status.success());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (zone, trace)
+}
+
+/// Replays a 3 s trace against `ldplayer serve` with `extra` flags, sampling the replay's
+/// threads every 20 ms; returns every thread seen (last sample of each) and the replay's
+/// standard error.
+fn replay_and_watch(dir: &Path, extra: &[&str]) -> (BTreeMap<u32, Thread>, String) {
+    let (zone, trace) = zone_and_trace(dir, 3000, 100);
     let port = ldplayer_testbed::free_port();
     let addr = format!("127.0.0.1:{port}");
     let server = Serve::start(&["--listen", &addr, &s(&zone)]);
@@ -203,31 +214,7 @@ fn realtime_refused_is_said_and_the_replay_goes_on() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let zone = dir.path().join("w.zone");
-    std::fs::write(
-        &zone,
-        "$ORIGIN example.\n$TTL 3600\n@ SOA ns admin 1 3600 600 86400 300\n@ NS ns\nns A 127.0.0.1\n* A 192.0.2.2\n",
-    )
-    .unwrap();
-    let trace = dir.path().join("t.bin");
-    assert!(ldplayer(&[
-        "synth",
-        "--workload",
-        "fixed",
-        "--interval",
-        "0.001",
-        "-n",
-        "200",
-        "--clients",
-        "10",
-        "--zone",
-        "w.example.",
-        "-o",
-        &s(&trace),
-        "-q",
-    ])
-    .status
-    .success());
+    let (zone, trace) = zone_and_trace(dir.path(), 200, 10);
     let addr = format!("127.0.0.1:{}", ldplayer_testbed::free_port());
     let server = Serve::start(&["--listen", &addr, &s(&zone)]);
     let out = Command::new("prlimit")
