@@ -1,0 +1,1 @@
+//! Real DNS servers for experiments: configuration, certificates, start and stop.
