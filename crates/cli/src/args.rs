@@ -119,6 +119,12 @@ pub struct ReplayArgs {
     /// lifting the 64k-port limit.
     #[arg(long, value_name = "CIDR")]
     pub source_prefix: Option<String>,
+    /// Send each client's queries from its original address, as in the trace. Every address
+    /// must be local (`ip route add local 0.0.0.0/0 dev lo` in a namespace of its own, as
+    /// `experiment` does); unusable ones (loopback, the other family...) get stand-ins in
+    /// 198.18.0.0/15.
+    #[arg(long, conflicts_with = "source_prefix")]
+    pub original_sources: bool,
     /// PEM file of the CA that signed the TLS server's certificate.
     #[arg(long, value_name = "PEM")]
     pub tls_ca: Option<PathBuf>,

@@ -101,6 +101,13 @@ pub struct ReplayConfig {
     /// appearance: the first source gets the prefix's address + 1, and so on, wrapping around).
     /// `None` binds to the unspecified address with an ephemeral port.
     pub source_prefix: Option<(IpAddr, u8)>,
+    /// Send each client's queries from its original address (the trace's source address), so
+    /// that the server sees the trace's client population. That address must be local here: an
+    /// experiment's client namespace makes every address local (`ip route add local 0.0.0.0/0
+    /// dev lo`). Addresses that cannot be a routed source (of the other family than the server,
+    /// loopback, multicast, unspecified, or the server's own) get a stable stand-in address
+    /// ([`crate::net::stand_in_source`]). Ignored when `source_prefix` is set.
+    pub original_sources: bool,
     /// Take each query's send time from the kernel's send timestamp of its last packet (see
     /// `SO_TIMESTAMPING`), where the system offers it; otherwise, and when false, from the clock
     /// read just before the system call that sends it. Answers are always timed by the kernel's
@@ -198,6 +205,7 @@ impl Default for ReplayConfig {
             timing: Timing::default(),
             queriers: cores.saturating_sub(1).max(1),
             pin_cores: None,
+            original_sources: false,
             realtime: false,
             timeout: Duration::from_secs(2),
             udp_retries: 0,

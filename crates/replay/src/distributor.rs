@@ -15,6 +15,8 @@ pub(crate) struct QueryMeta {
     pub intended_ns: i64,
     /// Global client number (order of first appearance of the source address).
     pub client: u32,
+    /// The original source address (the trace's client), for replays that keep it.
+    pub src: IpAddr,
     pub proto: Proto,
     pub off: u32,
     pub len: u32,

@@ -450,6 +450,7 @@ impl<S: ResultSink> Sink for Running<S> {
             trace_ns: record.time_ns,
             intended_ns: intended,
             client,
+            src: record.src.ip(),
             proto: record.proto,
             off,
             len: record.wire.len() as u32,

@@ -35,6 +35,45 @@ pub fn client_addr(prefix: (IpAddr, u8), client: u32) -> IpAddr {
     }
 }
 
+/// The address a client with original address `src` sends from when the replay keeps original
+/// sources: `src` itself when it can be a routed source towards `server`, else
+/// [`stand_in_source`].
+pub fn original_source(src: IpAddr, server: &SocketAddr) -> IpAddr {
+    let usable = src.is_ipv4() == server.is_ipv4()
+        && !src.is_loopback()
+        && !src.is_multicast()
+        && !src.is_unspecified()
+        && src != server.ip()
+        && match src {
+            IpAddr::V4(a) => !a.is_broadcast() && a.octets()[0] != 0,
+            IpAddr::V6(_) => true,
+        };
+    if usable {
+        src
+    } else {
+        stand_in_source(src, server.is_ipv4())
+    }
+}
+
+/// A stable stand-in for an original address that cannot be used as a source: a hash of it in
+/// 198.18.0.0/15 (RFC 2544's benchmarking prefix) for an IPv4 server, in `fd00:198:18::/48`
+/// for an IPv6 one. Distinct addresses map to distinct stand-ins in all but rare collisions.
+pub fn stand_in_source(src: IpAddr, ipv4: bool) -> IpAddr {
+    use std::hash::{Hash, Hasher};
+    let mut h = siphasher::sip::SipHasher13::new_with_keys(0x6c64_706c, 0x6179_6572);
+    src.hash(&mut h);
+    let x = h.finish();
+    if ipv4 {
+        // 17 host bits; skip .0 and .255 endings so that no stand-in looks like a broadcast.
+        let host = (x % (1 << 17)) as u32;
+        let host = if host & 0xff == 0 || host & 0xff == 0xff { host ^ 1 } else { host };
+        IpAddr::V4(Ipv4Addr::from(0xc612_0000u32 | host))
+    } else {
+        let base = u128::from(Ipv6Addr::new(0xfd00, 0x198, 0x18, 0, 0, 0, 0, 0));
+        IpAddr::V6(Ipv6Addr::from(base | u128::from(x).max(1)))
+    }
+}
+
 fn bind_local(sock: &Socket, local: Option<IpAddr>, server: &SocketAddr) -> io::Result<()> {
     if let Some(ip) = local {
         // IPv4 binds to any address routed to this host (AnyIP: `ip route add local PREFIX dev
@@ -105,6 +144,28 @@ pub fn tcp_connect(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn original_sources_keep_usable_addresses_and_stand_in_for_others() {
+        let server: SocketAddr = "10.53.0.1:53".parse().unwrap();
+        let own: IpAddr = "192.0.2.7".parse().unwrap();
+        assert_eq!(original_source(own, &server), own);
+        for odd in ["127.0.0.9", "10.53.0.1", "0.0.0.0", "224.0.0.1", "2001:db8::1"] {
+            let odd: IpAddr = odd.parse().unwrap();
+            let stand_in = original_source(odd, &server);
+            assert_ne!(stand_in, odd);
+            assert!(stand_in.is_ipv4());
+            let o = match stand_in {
+                IpAddr::V4(a) => a.octets(),
+                IpAddr::V6(_) => unreachable!(),
+            };
+            assert_eq!((o[0], o[1] & 0xfe), (198, 18), "{stand_in}");
+            assert_eq!(original_source(odd, &server), stand_in, "stable");
+        }
+        let v6_server: SocketAddr = "[fd53::1]:53".parse().unwrap();
+        let v4: IpAddr = "192.0.2.7".parse().unwrap();
+        assert!(original_source(v4, &v6_server).is_ipv6());
+    }
 
     #[test]
     fn client_addresses() {

@@ -230,6 +230,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     c.retry_truncated_over_tcp = !args.no_tc_retry;
     c.honor_keepalive = !args.no_keepalive;
     c.kernel_send_times = args.send_times == SendTimes::Kernel;
+    c.original_sources = args.original_sources;
     if let Some(p) = &args.source_prefix {
         let (addr, len) = p
             .split_once('/')

@@ -48,7 +48,7 @@ impl Querier {
             if self.config.proto_override.unwrap_or(m.proto) != Proto::Udp {
                 continue;
             }
-            self.ensure_client(m.client);
+            self.ensure_client(m.client, m.src);
             if self.clients.get(&m.client).is_some_and(|c| c.udp == NONE) {
                 // A socket that cannot be opened now fails its query when the query is sent.
                 let _ = self.udp_socket_for(m.client);

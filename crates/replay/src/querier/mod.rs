@@ -444,7 +444,7 @@ impl Querier {
             return;
         }
         let slot = self.alloc_slot(&m, proto);
-        self.ensure_client(m.client);
+        self.ensure_client(m.client, m.src);
         self.in_flight += 1;
         match proto {
             Proto::Udp => self.send_udp(slot),
@@ -453,12 +453,15 @@ impl Querier {
     }
 
     /// Makes sure `client` has an entry (its source address when a source prefix is set).
-    fn ensure_client(&mut self, client: u32) {
+    fn ensure_client(&mut self, client: u32, src: IpAddr) {
         if !self.clients.contains_key(&client) {
-            let local = self
-                .config
-                .source_prefix
-                .map(|p| net::client_addr(p, client));
+            let local = match self.config.source_prefix {
+                Some(p) => Some(net::client_addr(p, client)),
+                None if self.config.original_sources => {
+                    Some(net::original_source(src, &self.config.server))
+                }
+                None => None,
+            };
             self.clients.insert(
                 client,
                 Client {
