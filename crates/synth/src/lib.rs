@@ -28,5 +28,5 @@ pub use config::{
     SYN_INTERVALS_NS,
 };
 pub use error::SynthError;
-pub use names::root_like_tlds;
+pub use names::{root_like_tlds, synthetic_root_zone};
 pub use synth::Synth;

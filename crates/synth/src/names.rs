@@ -40,6 +40,23 @@ const TLDS: &[(&str, u32)] = &[
     ("ch", 10),
 ];
 
+/// A root zone that delegates every TLD the root-like workload asks for (with glue in
+/// 192.0.2.0/24): what the embedded server answers root-like traces from when no zone is given
+/// (`ldplayer demo`, experiments with `kind = "ldplayer"` and no zones).
+pub fn synthetic_root_zone() -> String {
+    let mut z = String::from(
+        "$ORIGIN .\n$TTL 86400\n. IN SOA a.root-servers.net. nstld.verisign-grs.com. 2026112200 1800 900 604800 86400\n\
+         . 518400 IN NS a.root-servers.net.\na.root-servers.net. 518400 IN A 127.0.0.1\n",
+    );
+    for (i, tld) in root_like_tlds().enumerate() {
+        z.push_str(&format!(
+            "{tld}. 172800 IN NS ns1.nic.{tld}.\nns1.nic.{tld}. 172800 IN A 192.0.2.{}\n",
+            i + 1
+        ));
+    }
+    z
+}
+
 /// The top-level domains the root-like workload asks for, so that a test or demo can build a
 /// root zone that delegates them.
 pub fn root_like_tlds() -> impl Iterator<Item = &'static str> {

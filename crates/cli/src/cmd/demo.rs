@@ -183,21 +183,6 @@ fn convert(
     Ok(n)
 }
 
-/// A root zone that delegates every TLD the root-like workload asks for, with glue.
-fn synthetic_root_zone() -> String {
-    let mut z = String::from(
-        "$ORIGIN .\n$TTL 86400\n. IN SOA a.root-servers.net. nstld.verisign-grs.com. 2026112200 1800 900 604800 86400\n\
-         . 518400 IN NS a.root-servers.net.\na.root-servers.net. 518400 IN A 127.0.0.1\n",
-    );
-    for (i, tld) in ldplayer_synth::root_like_tlds().enumerate() {
-        z.push_str(&format!(
-            "{tld}. 172800 IN NS ns1.nic.{tld}.\nns1.nic.{tld}. 172800 IN A 192.0.2.{}\n",
-            i + 1
-        ));
-    }
-    z
-}
-
 /// Serves the synthetic root on loopback and replays the trace at it with original timing.
 fn replay_against_embedded_server(
     dir: &Path,
@@ -207,7 +192,7 @@ fn replay_against_embedded_server(
     report: &mut Report,
 ) -> Result<()> {
     let zone_file = dir.join("root.zone");
-    std::fs::write(&zone_file, synthetic_root_zone()).context("writing the demo root zone")?;
+    std::fs::write(&zone_file, ldplayer_synth::synthetic_root_zone()).context("writing the demo root zone")?;
     let zones = super::serve::load_zones(&[&zone_file])?;
     let config = ldplayer_server::ServerConfig::new(vec!["127.0.0.1:0".parse()?]);
     let server = ldplayer_server::Server::start(config, std::sync::Arc::new(zones))
