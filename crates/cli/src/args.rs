@@ -54,6 +54,11 @@ pub enum Command {
     /// Run a real recursive resolver against an emulated hierarchy in network namespaces with
     /// no route out, and send it a list of names or a trace.
     Lab(LabArgs),
+    /// Run a what-if study: every run of a TOML plan (trace, server, emulated network, the keys
+    /// it varies), each in its own network namespaces joined by an emulated link, with the
+    /// server's memory, CPU and connections sampled each second, into one folder with a tidy
+    /// summary.csv.
+    Experiment(ExperimentArgs),
     /// Run the main job on the embedded default, with nothing external: synthesize a root-like
     /// trace, carry it through pcap, text and binary byte for byte, inspect it, then replay it
     /// with its own timing against the embedded server serving a synthetic root zone, and report
@@ -690,6 +695,36 @@ pub struct MutateArgs {
     pub anonymize: Option<String>,
 }
 
+#[derive(Debug, Args)]
+pub struct ExperimentArgs {
+    /// The plan (TOML; see docs/experiments.md).
+    pub plan: PathBuf,
+    /// The output folder.
+    #[arg(short, long, required_unless_present = "check")]
+    pub output: Option<PathBuf>,
+    /// Check the plan and print the runs it would make, without running them.
+    #[arg(long)]
+    pub check: bool,
+    /// Skip the runs that finished in an earlier invocation with the same output folder.
+    #[arg(long)]
+    pub resume: bool,
+    /// Change a key of the plan, as TOML (`--set trace.synth.rate=200`,
+    /// `--set 'vary.rtt_ms=[0, 20]'`); may be given more than once.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Capture both ends of the link with tcpdump in every run (client.pcap, server.pcap in
+    /// each run's folder).
+    #[arg(long)]
+    pub capture: bool,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print the outcome (each run's status and median figures) as one JSON object.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+}
+
+/// `ldplayer demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
     /// Directory for the demo's files (default: a temporary directory, removed afterwards).

@@ -23,6 +23,16 @@ fn main() {
         );
         return;
     }
+    // A side of an experiment's run: started again in the run's namespaces, told so in the
+    // environment.
+    if let Some(config) = ldplayer_experiment::SideConfig::from_env() {
+        exit_on_error(
+            config
+                .map_err(anyhow::Error::from)
+                .and_then(cmd::experiment::side),
+        );
+        return;
+    }
     let args = args::Cli::parse();
     let result = match args.command {
         args::Command::Convert(a) => cmd::convert::run(a),
@@ -33,6 +43,7 @@ fn main() {
         args::Command::Results(c) => cmd::results::run(c),
         args::Command::Zones(c) => cmd::zones::run(c),
         args::Command::Lab(a) => cmd::lab::run(a),
+        args::Command::Experiment(a) => cmd::experiment::run(a),
         args::Command::Serve(a) => cmd::serve::run(a),
         args::Command::Demo(a) => cmd::demo::run(a),
     };

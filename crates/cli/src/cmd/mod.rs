@@ -2,6 +2,7 @@
 
 pub mod convert;
 pub mod demo;
+pub mod experiment;
 pub mod inspect;
 pub mod lab;
 pub mod mutate;

@@ -1,0 +1,205 @@
+//! `ldplayer experiment`: a what-if study from a TOML plan, one command.
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use ldplayer_experiment::{Observer, Plan, RunRecord, RunSpec, Status};
+
+use crate::args::ExperimentArgs;
+use crate::progress::interrupted;
+
+/// The sides of a run: this program started again in a run's namespaces.
+pub fn side(config: ldplayer_experiment::SideConfig) -> Result<()> {
+    config.run().map_err(anyhow::Error::from)
+}
+
+pub fn run(args: ExperimentArgs) -> Result<()> {
+    let text = std::fs::read_to_string(&args.plan)
+        .with_context(|| format!("cannot read {}", args.plan.display()))?;
+    let text = ldplayer_experiment::overrides::apply(&text, &args.sets)?;
+    let base = args.plan.parent().unwrap_or(Path::new("."));
+    let plan = Plan::parse(&text, base).map_err(|e| plan_error(&args.plan, e))?;
+    if args.check {
+        print!("{}", plan.describe_runs());
+        return Ok(());
+    }
+    let Some(dir) = args.output.clone() else {
+        bail!("-o DIR is needed to run the plan");
+    };
+    let exe = std::env::current_exe().context("cannot find this program's path")?;
+    let options = ldplayer_experiment::Options {
+        dir: dir.clone(),
+        exe,
+        resume: args.resume,
+        capture: args.capture,
+    };
+    let ctrl_c = interrupted();
+    let started = Instant::now();
+    let mut bar = Bar::new(args.quiet || args.json);
+    let report = ldplayer_experiment::run_plan(&plan, &text, &options, &ctrl_c, &mut bar)?;
+    bar.finish();
+    let failed: Vec<&RunRecord> = report
+        .runs
+        .iter()
+        .filter(|r| r.status == Status::Failed)
+        .collect();
+    if args.json {
+        let runs: Vec<_> = report
+            .runs
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "run": r.id,
+                    "varied": r.varied,
+                    "status": r.status,
+                    "error": r.error,
+                    "p50": r.medians,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "dir": dir,
+                "summary": report.summary,
+                "interrupted": report.interrupted,
+                "runs": runs,
+                "seconds": started.elapsed().as_secs_f64(),
+            })
+        );
+    } else if !args.quiet {
+        print_summary(&report, started.elapsed().as_secs_f64());
+    }
+    if report.interrupted {
+        bail!(
+            "interrupted: {} of {} runs finished, kept in {}; `--resume` goes on",
+            report.runs.iter().filter(|r| r.status != Status::Failed).count(),
+            plan.runs().len(),
+            dir.display()
+        );
+    }
+    if !failed.is_empty() {
+        bail!(
+            "{} runs failed ({}); their logs are in their folders, `--resume` runs them again",
+            failed.len(),
+            failed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// A plan error with the file's name in front (the error has the key and the line).
+fn plan_error(path: &Path, e: ldplayer_experiment::PlanError) -> anyhow::Error {
+    anyhow::anyhow!("{}: {e}", path.display())
+}
+
+/// The figures people look at first, one line per run.
+const HEADLINE: [(&str, &str); 5] = [
+    ("latency_ms", "latency p50 {} ms"),
+    ("answered_share", "answered {}"),
+    ("server_rss_mib", "server {} MiB"),
+    ("tcp_established", "{} established"),
+    ("response_bytes_per_s", "{} B/s out"),
+];
+
+fn print_summary(report: &ldplayer_experiment::PlanReport, seconds: f64) {
+    for r in &report.runs {
+        let varied: Vec<String> = r.varied.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let status = match r.status {
+            Status::Finished => String::new(),
+            Status::Skipped => " (finished before)".into(),
+            Status::Failed => format!(" FAILED: {}", r.error.as_deref().unwrap_or("?")),
+        };
+        let figures: Vec<String> = HEADLINE
+            .iter()
+            .filter_map(|(metric, label)| {
+                let v = r.medians.get(*metric)?;
+                Some(label.replace("{}", &short(*v)))
+            })
+            .collect();
+        println!("{}  {}{status}  {}", r.id, varied.join(" "), figures.join(", "));
+    }
+    println!(
+        "{} runs in {:.0} s; summary: {}",
+        report.runs.len(),
+        seconds,
+        report.summary.display()
+    );
+}
+
+/// A number in a few significant digits.
+fn short(v: f64) -> String {
+    if v.abs() >= 1000.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+/// Progress across runs: one bar, the current run's share inside it.
+struct Bar {
+    bar: ProgressBar,
+    position: usize,
+    total: usize,
+}
+
+impl Bar {
+    fn new(quiet: bool) -> Bar {
+        let bar = ProgressBar::with_draw_target(
+            Some(1000),
+            if quiet {
+                ProgressDrawTarget::hidden()
+            } else {
+                ProgressDrawTarget::stderr()
+            },
+        );
+        bar.set_style(
+            ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        Bar {
+            bar,
+            position: 0,
+            total: 1,
+        }
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
+impl Observer for Bar {
+    fn run_started(&mut self, spec: &RunSpec, position: usize, total: usize) {
+        self.position = position;
+        self.total = total.max(1);
+        let varied: Vec<String> = spec.varied.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        self.bar.set_message(format!(
+            "run {}/{}: {}",
+            position + 1,
+            total,
+            varied.join(" ")
+        ));
+        self.run_progress(0.0);
+    }
+
+    fn run_progress(&mut self, share: f64) {
+        let done = (self.position as f64 + share) / self.total as f64;
+        self.bar.set_position((done * 1000.0) as u64);
+    }
+
+    fn run_ended(&mut self, spec: &RunSpec, record: &RunRecord) {
+        if record.status == Status::Failed {
+            self.bar.println(format!(
+                "run {} failed: {}",
+                spec.id,
+                record.error.as_deref().unwrap_or("?")
+            ));
+        }
+    }
+}

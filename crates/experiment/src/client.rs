@@ -1,0 +1,107 @@
+//! The client side's replay: the run's trace, from each client's original address, to the
+//! server through the link, every result written to the run's results file.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ldplayer_replay::{Finished, Replay, ReplayConfig, TlsConfig};
+use ldplayer_results::{ResultsWriter, Summary, Tee};
+use ldplayer_trace::open::{open, ReadOptions};
+use ldplayer_trace::Proto;
+use serde::{Deserialize, Serialize};
+
+use crate::error::ExperimentError;
+use crate::side::{ClientSideConfig, TLS_PORT};
+use crate::topology::SERVER_V4;
+
+/// What the client side reports when its replay is done (`replay.json` in the run's folder).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplayReport {
+    /// When the schedule started (CLOCK_REALTIME ns): the trace's first query was due then.
+    pub start_ns: i64,
+    /// Whether the replay was stopped before the trace's end.
+    pub interrupted: bool,
+    /// The engine's counters (as the `replay` object of `ldplayer replay --json`).
+    pub engine: serde_json::Value,
+    /// The summary of the results (as `ldplayer replay --json` prints it).
+    pub summary: serde_json::Value,
+}
+
+/// Replays `c.trace` with its schedule starting at `start_ns`, until its end or until `stop`.
+pub fn replay(c: &ClientSideConfig, start_ns: i64, stop: &Arc<AtomicBool>) -> Result<(), ExperimentError> {
+    let proto = c
+        .proto
+        .as_deref()
+        .map(|p| p.parse::<Proto>().map_err(ExperimentError::Input))
+        .transpose()?;
+    let port = if proto == Some(Proto::Tls) { TLS_PORT } else { 53 };
+    let mut config = ReplayConfig::new(SocketAddr::new(IpAddr::V4(SERVER_V4), port));
+    config.proto_override = proto;
+    config.original_sources = true;
+    config.start_ns = Some(start_ns);
+    config.timeout = Duration::from_millis(c.timeout_ms);
+    config.udp_retries = c.udp_retries;
+    config.tcp_idle_timeout = Duration::from_millis(c.idle_timeout_ms);
+    // The server's own idle timeout is the variable under study: the clients do not adopt a
+    // shorter one from its EDNS keepalive answers.
+    config.honor_keepalive = false;
+    if let Some(q) = c.queriers {
+        config.queriers = q.max(1);
+    }
+    config.tls = TlsConfig {
+        ca_file: c.tls_ca.clone(),
+        insecure: false,
+        server_name: None,
+        resume: c.tls_resume,
+    };
+    let replay = Replay::new(config).map_err(|e| ExperimentError::Replay(e.to_string()))?;
+    let engine_stop = replay.stop_flag();
+    let mut input = open(
+        &c.trace,
+        &ReadOptions {
+            dns_ports: vec![53],
+            ..Default::default()
+        },
+    )
+    .map_err(|e| ExperimentError::Trace(format!("{}: {e}", c.trace.display())))?;
+    let writer = ResultsWriter::create(&c.results).map_err(|e| ExperimentError::io(&c.results, e))?;
+    let mut running = replay
+        .start(Tee::new(Summary::new(), writer))
+        .map_err(|e| ExperimentError::Replay(e.to_string()))?;
+    let done = AtomicBool::new(false);
+    let (read, finished) = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !done.load(Ordering::Relaxed) {
+                if stop.load(Ordering::Relaxed) {
+                    engine_stop.store(true, Ordering::SeqCst);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        let read = input.source.run(&mut running);
+        let finished = running.finish();
+        done.store(true, Ordering::Relaxed);
+        (read, finished)
+    });
+    let Finished { results, stats } = finished.map_err(|e| ExperimentError::Replay(e.to_string()))?;
+    match read {
+        Ok(()) | Err(ldplayer_trace::TraceError::Sink(ldplayer_trace::SinkError::Stopped)) => {}
+        Err(e) => return Err(ExperimentError::Trace(e.to_string())),
+    }
+    let (summary, writer) = results.into_parts();
+    writer
+        .into_inner()
+        .and_then(|mut file| std::io::Write::flush(&mut file))
+        .map_err(|e| ExperimentError::io(&c.results, e))?;
+    let report = ReplayReport {
+        start_ns,
+        interrupted: stop.load(Ordering::Relaxed),
+        engine: serde_json::to_value(&stats).unwrap_or_default(),
+        summary: serde_json::to_value(summary.report()).unwrap_or_default(),
+    };
+    let text = serde_json::to_vec_pretty(&report)
+        .map_err(|e| ExperimentError::Input(format!("replay report: {e}")))?;
+    std::fs::write(&c.stats, text).map_err(|e| ExperimentError::io(&c.stats, e))
+}

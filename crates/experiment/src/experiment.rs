@@ -1,0 +1,327 @@
+//! A whole plan: every run in turn, each in its own folder, the tidy summary rewritten after
+//! each, finished runs kept when the plan is interrupted and skipped when it is resumed.
+//!
+//! The output folder holds
+//! * `plan.toml`: the plan as run (with `--set` changes applied);
+//! * `environment.json`: ldplayer's version, the kernel, the machine;
+//! * `traces/`: the runs' traces, made once for every run that asks for the same one;
+//! * `runs/ID/`: one folder per run: `run.json` (its settings, outcome and figures; written
+//!   last, so a run without it did not finish), `results.res`, `samples.csv`, `replay.json`,
+//!   the sides' logs and the server's files;
+//! * `summary.csv`: one row per run and metric.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ExperimentError;
+use crate::plan::{Plan, RunSpec, RunSettings};
+use crate::prepare::{prepare_trace, TraceFacts, TraceInput};
+use crate::runner::{self, RunInputs, RunOutputs};
+use crate::side::{ClientSideConfig, ServerSideConfig};
+
+/// How to run a plan.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The output folder.
+    pub dir: PathBuf,
+    /// The executable that runs the sides of each run (normally this program,
+    /// `std::env::current_exe()`), which must call [`crate::SideConfig::from_env`] first thing.
+    pub exe: PathBuf,
+    /// Skip runs that finished in an earlier invocation with the same output folder.
+    pub resume: bool,
+    /// Capture both ends of the link with tcpdump in every run (`client.pcap`,
+    /// `server.pcap`).
+    pub capture: bool,
+}
+
+/// What the caller hears while the plan runs (a progress bar, a log).
+pub trait Observer {
+    /// A run starts; `position` counts from 0 over `total` runs.
+    fn run_started(&mut self, spec: &RunSpec, position: usize, total: usize);
+    /// Share of the current run's trace replayed.
+    fn run_progress(&mut self, share: f64);
+    /// A run ended (or was skipped as finished before).
+    fn run_ended(&mut self, spec: &RunSpec, record: &RunRecord);
+}
+
+/// An observer that hears nothing.
+#[derive(Debug, Default)]
+pub struct Silent;
+
+impl Observer for Silent {
+    fn run_started(&mut self, _: &RunSpec, _: usize, _: usize) {}
+    fn run_progress(&mut self, _: f64) {}
+    fn run_ended(&mut self, _: &RunSpec, _: &RunRecord) {}
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// It ran to its end; its figures are in the summary.
+    Finished,
+    /// It failed; the error says why.
+    Failed,
+    /// It had finished in an earlier invocation (`--resume`).
+    Skipped,
+}
+
+/// `run.json`: one run's settings, outcome and headline figures.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run's identifier (its folder's name).
+    pub id: String,
+    /// The varied keys and their values in this run.
+    pub varied: BTreeMap<String, String>,
+    /// How it ended.
+    pub status: Status,
+    /// Why it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The run's full settings.
+    pub settings: RunSettings,
+    /// What the trace held.
+    pub trace: TraceFacts,
+    /// The run's outputs (replay report, link counters, server version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs: Option<RunOutputs>,
+    /// Headline figures (metric → median), for the human summary.
+    #[serde(default)]
+    pub medians: BTreeMap<String, f64>,
+}
+
+/// What a plan left.
+#[derive(Debug, Clone, Default)]
+pub struct PlanReport {
+    /// Every run's record, in plan order.
+    pub runs: Vec<RunRecord>,
+    /// Whether it was interrupted before its end.
+    pub interrupted: bool,
+    /// The summary file.
+    pub summary: PathBuf,
+}
+
+/// Runs every run of `plan` (whose text is `plan_text`) into `options.dir`.
+pub fn run_plan(
+    plan: &Plan,
+    plan_text: &str,
+    options: &Options,
+    interrupted: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<PlanReport, ExperimentError> {
+    let dir = &options.dir;
+    std::fs::create_dir_all(dir.join("runs")).map_err(|e| ExperimentError::io(dir, e))?;
+    write(&dir.join("plan.toml"), plan_text.as_bytes())?;
+    let environment = crate::environment::Environment::gather();
+    write(
+        &dir.join("environment.json"),
+        &serde_json::to_vec_pretty(&environment).unwrap_or_default(),
+    )?;
+    let runs = plan.runs();
+    let mut report = PlanReport {
+        summary: dir.join("summary.csv"),
+        ..PlanReport::default()
+    };
+    let mut summary_rows = Vec::new();
+    for (position, spec) in runs.iter().enumerate() {
+        if interrupted.load(std::sync::atomic::Ordering::Relaxed) {
+            report.interrupted = true;
+            break;
+        }
+        let run_dir = dir.join("runs").join(&spec.id);
+        observer.run_started(spec, position, runs.len());
+        if options.resume {
+            if let Some(mut done) = finished_record(&run_dir) {
+                summary_rows.extend(crate::metrics::summary_rows(spec, &run_dir, &done)?);
+                done.status = Status::Skipped;
+                observer.run_ended(spec, &done);
+                report.runs.push(done);
+                continue;
+            }
+        }
+        let outcome = run_one(plan, spec, &run_dir, dir, options, interrupted, observer);
+        let record = match outcome {
+            Ok(record) => record,
+            Err(ExperimentError::Interrupted) => {
+                // The interrupted run is left without run.json: it counts as not run.
+                report.interrupted = true;
+                break;
+            }
+            Err(e) => {
+                let record = RunRecord {
+                    id: spec.id.clone(),
+                    varied: spec.varied.iter().cloned().collect(),
+                    status: Status::Failed,
+                    error: Some(e.to_string()),
+                    settings: spec.settings.clone(),
+                    trace: TraceFacts::default(),
+                    outputs: None,
+                    medians: BTreeMap::new(),
+                };
+                // A failed run's record goes beside its files under another name, so that
+                // `--resume` runs it again.
+                write(
+                    &run_dir.join("failed.json"),
+                    &serde_json::to_vec_pretty(&record).unwrap_or_default(),
+                )?;
+                record
+            }
+        };
+        if record.status == Status::Finished {
+            summary_rows.extend(crate::metrics::summary_rows(spec, &run_dir, &record)?);
+            crate::metrics::write_summary(&report.summary, plan, &summary_rows)?;
+        }
+        observer.run_ended(spec, &record);
+        report.runs.push(record);
+    }
+    crate::metrics::write_summary(&report.summary, plan, &summary_rows)?;
+    Ok(report)
+}
+
+/// A run's record when it finished before.
+fn finished_record(run_dir: &Path) -> Option<RunRecord> {
+    let text = std::fs::read(run_dir.join("run.json")).ok()?;
+    let record: RunRecord = serde_json::from_slice(&text).ok()?;
+    (record.status == Status::Finished).then_some(record)
+}
+
+fn run_one(
+    plan: &Plan,
+    spec: &RunSpec,
+    run_dir: &Path,
+    dir: &Path,
+    options: &Options,
+    interrupted: &AtomicBool,
+    observer: &mut dyn Observer,
+) -> Result<RunRecord, ExperimentError> {
+    let _ = plan;
+    // A run started again starts clean.
+    if run_dir.exists() {
+        std::fs::remove_dir_all(run_dir).map_err(|e| ExperimentError::io(run_dir, e))?;
+    }
+    std::fs::create_dir_all(run_dir).map_err(|e| ExperimentError::io(run_dir, e))?;
+    let s = &spec.settings;
+    let (trace_path, facts) = trace_for(s, dir)?;
+    let inputs = inputs_for(spec, run_dir, dir, &trace_path, &facts, options)?;
+    let outputs = runner::run(&inputs, interrupted, &mut |share| observer.run_progress(share))?;
+    let mut record = RunRecord {
+        id: spec.id.clone(),
+        varied: spec.varied.iter().cloned().collect(),
+        status: Status::Finished,
+        error: None,
+        settings: s.clone(),
+        trace: facts,
+        outputs: Some(outputs),
+        medians: BTreeMap::new(),
+    };
+    let rows = crate::metrics::summary_rows(spec, run_dir, &record)?;
+    record.medians = rows.iter().map(|r| (r.metric.clone(), r.dist.p50)).collect();
+    // Written last: its presence means the run finished.
+    write(
+        &run_dir.join("run.json"),
+        &serde_json::to_vec_pretty(&record).unwrap_or_default(),
+    )?;
+    Ok(record)
+}
+
+/// The run's trace, made once per distinct source, mutations and seed.
+fn trace_for(s: &RunSettings, dir: &Path) -> Result<(PathBuf, TraceFacts), ExperimentError> {
+    let input = match s.trace.synth_config() {
+        Some(config) => TraceInput::Synth(config),
+        None => match &s.trace.source {
+            crate::plan::TraceSource::File(path) => TraceInput::File(path.clone()),
+            crate::plan::TraceSource::Synth(_) => unreachable!("synth_config covers it"),
+        },
+    };
+    let stages = s.trace.mutate_stages(s.seed);
+    let key = format!("{:?}|{:?}", s.trace.source, stages);
+    let name = format!("{:016x}.bin", fnv1a(key.as_bytes()));
+    let path = dir.join("traces").join(name);
+    let facts = prepare_trace(&input, &stages, &path)?;
+    Ok((path, facts))
+}
+
+/// FNV-1a: a stable name for a trace's recipe (not a security boundary).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+fn inputs_for(
+    spec: &RunSpec,
+    run_dir: &Path,
+    dir: &Path,
+    trace: &Path,
+    facts: &TraceFacts,
+    options: &Options,
+) -> Result<RunInputs, ExperimentError> {
+    let s = &spec.settings;
+    let kind: ldplayer_servers::ServerKind = s
+        .server
+        .kind
+        .as_str()
+        .parse()
+        .map_err(|e| ExperimentError::Input(format!("{e}")))?;
+    let proto = s.trace.mutate.proto.forced();
+    let tls = s.server.tls || proto == Some(ldplayer_trace::Proto::Tls);
+    let tls_files = if tls {
+        Some(ldplayer_servers::make_certificate(
+            &dir.join("tls"),
+            &[crate::topology::SERVER_V4.into(), crate::topology::SERVER_V6.into()],
+            &["server.ldplayer.test".to_string()],
+        )?)
+    } else {
+        None
+    };
+    let mut zones = s.server.zones.clone();
+    if zones.is_empty() && s.server.manifest.is_none() && kind == ldplayer_servers::ServerKind::Ldplayer {
+        let root = dir.join("synthetic-root.zone");
+        write(&root, ldplayer_synth::synthetic_root_zone().as_bytes())?;
+        zones.push(root);
+    }
+    let (c2s, s2c) = s.network.link_params();
+    let capture = |name: &str| options.capture.then(|| run_dir.join(name));
+    Ok(RunInputs {
+        dir: run_dir.to_path_buf(),
+        exe: options.exe.clone(),
+        server: ServerSideConfig {
+            tun: String::new(),
+            kind,
+            zones,
+            manifest: s.server.manifest.clone(),
+            threads: s.server.threads,
+            idle_timeout_ms: s.server.idle_timeout().as_millis() as u64,
+            tls: tls_files.clone(),
+            extra: s.server.extra.clone(),
+            work_dir: run_dir.join("server"),
+            capture: capture("server.pcap"),
+        },
+        client: ClientSideConfig {
+            tun: String::new(),
+            trace: trace.to_path_buf(),
+            results: PathBuf::new(),
+            stats: PathBuf::new(),
+            proto: proto.map(|p| p.to_string()),
+            timeout_ms: s.client.timeout().as_millis() as u64,
+            udp_retries: s.client.udp_retries,
+            idle_timeout_ms: s.client.idle_timeout().as_millis() as u64,
+            tls_ca: tls_files.map(|t| t.ca),
+            tls_resume: s.client.tls_resume,
+            queriers: s.client.queriers,
+            capture: capture("client.pcap"),
+        },
+        client_to_server: c2s,
+        server_to_client: s2c,
+        seed: s.seed,
+        duration: std::time::Duration::from_secs_f64(facts.duration_s()),
+        cooldown: s.cooldown(),
+    })
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
+    std::fs::write(path, bytes).map_err(|e| ExperimentError::io(path, e))
+}

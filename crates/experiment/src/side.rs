@@ -1,0 +1,276 @@
+//! What runs inside a run's namespaces: the server side (sets up its network, starts the
+//! server, stops it when told) and the client side (sets up its network, checks the path to the
+//! server, replays the trace from the clients' own addresses).
+//!
+//! A program that runs experiments starts its `main` with [`SideConfig::from_env`] (as the lab's
+//! server side does): the orchestrator runs the same executable again, in new namespaces, with
+//! the side's configuration file named in [`SIDE_ENV`](crate::topology::SIDE_ENV). A side
+//! talks to the orchestrator with lines: it prints `ready ...`, `done` or `error ...` on its
+//! standard output, and reads `start NS` or the end of its input (stop) on its standard input.
+
+use std::io::BufRead;
+use std::net::{IpAddr, SocketAddr, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::ExperimentError;
+use crate::topology::{self, PROBE_SOURCE, SERVER_V4, SERVER_V6, SIDE_ENV};
+
+/// The port of DNS over TLS on the server side.
+pub const TLS_PORT: u16 = 853;
+
+/// A side's configuration, written by the orchestrator as JSON.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SideConfig {
+    /// The server side.
+    Server(ServerSideConfig),
+    /// The client side.
+    Client(ClientSideConfig),
+}
+
+/// What the server side runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ServerSideConfig {
+    /// The TUN device the orchestrator moves in.
+    pub tun: String,
+    /// The server program.
+    pub kind: ldplayer_servers::ServerKind,
+    /// Zone files to serve.
+    pub zones: Vec<PathBuf>,
+    /// A `zones build` manifest (the meta-server's, or the hierarchy behind a resolver).
+    pub manifest: Option<PathBuf>,
+    /// Server threads or processes.
+    pub threads: Option<usize>,
+    /// The server's TCP idle timeout, in ms.
+    pub idle_timeout_ms: u64,
+    /// Certificate and key for DNS over TLS, when the run uses it.
+    pub tls: Option<ldplayer_servers::TlsFiles>,
+    /// Raw configuration lines appended to the server's configuration.
+    pub extra: Vec<String>,
+    /// Configuration, logs and the server's files go here.
+    pub work_dir: PathBuf,
+    /// Write what crosses the server side's end of the link to this pcap (tcpdump).
+    pub capture: Option<PathBuf>,
+}
+
+/// What the client side replays, and how.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ClientSideConfig {
+    /// The TUN device the orchestrator moves in.
+    pub tun: String,
+    /// The trace (binary records), already mutated for this run.
+    pub trace: PathBuf,
+    /// Where every query's result goes.
+    pub results: PathBuf,
+    /// Where the engine's counters and the summary go (JSON).
+    pub stats: PathBuf,
+    /// Send every query over this transport (`udp`, `tcp`, `tls`); `None` keeps each record's.
+    pub proto: Option<String>,
+    /// How long to wait for an answer, in ms.
+    pub timeout_ms: u64,
+    /// UDP retries after a timeout.
+    pub udp_retries: u32,
+    /// The clients' TCP idle timeout, in ms.
+    pub idle_timeout_ms: u64,
+    /// The CA certificate the server's certificate is checked against.
+    pub tls_ca: Option<PathBuf>,
+    /// Resume TLS sessions.
+    pub tls_resume: bool,
+    /// Querier threads; `None` for the engine's default.
+    pub queriers: Option<usize>,
+    /// Write what crosses the client side's end of the link to this pcap (tcpdump).
+    pub capture: Option<PathBuf>,
+}
+
+impl SideConfig {
+    /// The configuration of this process when it is a side of a run (the file named in
+    /// [`SIDE_ENV`]); `None` when it is not.
+    pub fn from_env() -> Option<Result<SideConfig, ExperimentError>> {
+        let path = PathBuf::from(std::env::var_os(SIDE_ENV)?);
+        Some(SideConfig::read(&path))
+    }
+
+    /// Reads a side's configuration file.
+    pub fn read(path: &Path) -> Result<SideConfig, ExperimentError> {
+        let text = std::fs::read(path).map_err(|e| ExperimentError::io(path, e))?;
+        serde_json::from_slice(&text).map_err(|e| ExperimentError::Input(format!("{}: {e}", path.display())))
+    }
+
+    /// Writes it for a side to read.
+    pub fn write(&self, path: &Path) -> Result<(), ExperimentError> {
+        let text = serde_json::to_vec_pretty(self)
+            .map_err(|e| ExperimentError::Input(format!("side configuration: {e}")))?;
+        std::fs::write(path, text).map_err(|e| ExperimentError::io(path, e))
+    }
+
+    /// Runs the side to its end. Failures are also reported to the orchestrator as an `error`
+    /// line, so that it can say what went wrong without reading the side's log.
+    pub fn run(self) -> Result<(), ExperimentError> {
+        // The orchestrator stops a side with SIGTERM when it does not stop by itself; PID 1 of a
+        // namespace ignores signals it has no handler for.
+        let stop = Arc::new(AtomicBool::new(false));
+        {
+            let stop = Arc::clone(&stop);
+            let _ = ctrlc::set_handler(move || stop.store(true, Ordering::SeqCst));
+        }
+        let result = match self {
+            SideConfig::Server(c) => run_server_side(&c, &stop),
+            SideConfig::Client(c) => run_client_side(&c, &stop),
+        };
+        if let Err(e) = &result {
+            println!("error {}", e.to_string().replace('\n', " "));
+        }
+        result
+    }
+}
+
+fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), ExperimentError> {
+    topology::configure_server_side(&c.tun, &[])?;
+    let capture = c.capture.as_deref().map(|p| Capture::start(&c.tun, p)).transpose()?;
+    let setup = ldplayer_servers::ServerSetup {
+        kind: c.kind,
+        listen: vec![IpAddr::V4(SERVER_V4), IpAddr::V6(SERVER_V6)],
+        port: 53,
+        tls_port: c.tls.as_ref().map(|_| TLS_PORT),
+        tls: c.tls.clone(),
+        zones: c.zones.clone(),
+        manifest: c.manifest.clone(),
+        root_hints: None,
+        threads: c.threads,
+        tcp_idle_timeout: Duration::from_millis(c.idle_timeout_ms),
+        max_tcp_clients: 60_000,
+        work_dir: c.work_dir.clone(),
+        extra: c.extra.clone(),
+    };
+    let server = ldplayer_servers::start(&setup)?;
+    println!("ready {}", server.version().replace('\n', " "));
+    wait_for_stop(stop);
+    server.stop()?;
+    if let Some(capture) = capture {
+        capture.stop();
+    }
+    println!("stopped");
+    Ok(())
+}
+
+/// Blocks until the orchestrator closes our input or a signal sets `stop`.
+fn wait_for_stop(stop: &Arc<AtomicBool>) {
+    let closed = Arc::new(AtomicBool::new(false));
+    {
+        let closed = Arc::clone(&closed);
+        std::thread::spawn(move || {
+            let mut sink = String::new();
+            while std::io::stdin().lock().read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+            closed.store(true, Ordering::SeqCst);
+        });
+    }
+    while !stop.load(Ordering::Relaxed) && !closed.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn run_client_side(c: &ClientSideConfig, stop: &Arc<AtomicBool>) -> Result<(), ExperimentError> {
+    topology::configure_client_side(&c.tun)?;
+    let capture = c.capture.as_deref().map(|p| Capture::start(&c.tun, p)).transpose()?;
+    let rtt = probe(SocketAddr::new(IpAddr::V4(SERVER_V4), 53), Duration::from_secs(15))?;
+    println!("ready {}", rtt.as_micros());
+    let mut line = String::new();
+    std::io::stdin()
+        .lock()
+        .read_line(&mut line)
+        .map_err(|e| ExperimentError::io(Path::new("<stdin>"), e))?;
+    let start_ns: i64 = line
+        .strip_prefix("start")
+        .and_then(|s| s.trim().parse().ok())
+        .ok_or_else(|| ExperimentError::Input(format!("expected `start NS`, got {line:?}")))?;
+    crate::client::replay(c, start_ns, stop)?;
+    if let Some(capture) = capture {
+        capture.stop();
+    }
+    println!("done");
+    Ok(())
+}
+
+/// Sends `. NS` queries over UDP to `server` until one is answered; the round trip of the
+/// first answer. This checks the whole path (routes, link, server) before the replay starts.
+fn probe(server: SocketAddr, wait: Duration) -> Result<Duration, ExperimentError> {
+    let sock = UdpSocket::bind(SocketAddr::new(IpAddr::V4(PROBE_SOURCE), 0))
+        .map_err(|e| ExperimentError::io(Path::new("probe socket"), e))?;
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(250)));
+    // ID 0x1d9e, no flags, one question: `.` NS IN.
+    let query = [
+        0x1d, 0x9e, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1,
+    ];
+    let start = Instant::now();
+    let mut buf = [0u8; 4096];
+    while start.elapsed() < wait {
+        let sent = Instant::now();
+        if sock.send_to(&query, server).is_err() {
+            std::thread::sleep(Duration::from_millis(100));
+            continue;
+        }
+        while let Ok((n, from)) = sock.recv_from(&mut buf) {
+            if from == server && n >= 12 && buf[..2] == query[..2] {
+                return Ok(sent.elapsed());
+            }
+        }
+    }
+    Err(ExperimentError::Timeout(format!(
+        "an answer from {server} through the link"
+    )))
+}
+
+/// tcpdump on one end of the link, a witness of what crossed it.
+struct Capture(std::process::Child);
+
+impl Capture {
+    /// Starts tcpdump on `dev`, writing every packet to `out` as it comes (`-U`), and waits
+    /// until it listens.
+    fn start(dev: &str, out: &Path) -> Result<Capture, ExperimentError> {
+        let child = std::process::Command::new("tcpdump")
+            .args(["-i", dev, "-n", "-U", "-s", "0", "-w"])
+            .arg(out)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| ExperimentError::Spawn {
+                program: "tcpdump (apt-get install tcpdump)".into(),
+                error: e,
+            })?;
+        let mut capture = Capture(child);
+        // tcpdump says "listening on DEV" on its standard error once it captures.
+        let err = capture.0.stderr.take();
+        let (tx, rx) = std::sync::mpsc::channel();
+        if let Some(err) = err {
+            std::thread::spawn(move || {
+                let mut reader = std::io::BufReader::new(err);
+                let mut line = String::new();
+                while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                    if line.contains("listening on") {
+                        let _ = tx.send(());
+                    }
+                    line.clear();
+                }
+            });
+        }
+        rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
+            ExperimentError::Timeout(format!("tcpdump to listen on {dev}"))
+        })?;
+        Ok(capture)
+    }
+
+    /// Stops tcpdump (SIGINT, so that it writes its last packets) and waits for it.
+    fn stop(mut self) {
+        // SAFETY: kill with a valid pid and signal.
+        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGINT) };
+        let _ = self.0.wait();
+    }
+}
