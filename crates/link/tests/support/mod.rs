@@ -1,0 +1,208 @@
+//! Two network namespaces joined only by the link emulator, for the integration tests and the
+//! bench: `ns_a` (10.99.0.1, fd99::1) and `ns_b` (10.99.0.2, fd99::2), each with one TUN
+//! device routed point-to-point to the other, both devices driven by this process.
+
+#![allow(dead_code)]
+
+use std::fs::File;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use ldplayer_link::{Link, LinkParams, RunningLink, Tun};
+
+/// Side A's IPv4 address.
+pub const A_V4: &str = "10.99.0.1";
+/// Side B's IPv4 address.
+pub const B_V4: &str = "10.99.0.2";
+/// Side A's IPv6 address.
+pub const A_V6: &str = "fd99::1";
+/// Side B's IPv6 address.
+pub const B_V6: &str = "fd99::2";
+
+/// A network namespace kept alive by a `sleep` made with `unshare -n`; killed when dropped.
+pub struct Netns {
+    child: Child,
+}
+
+impl Netns {
+    /// A new, empty namespace (loopback up).
+    pub fn new() -> Netns {
+        let child = Command::new("unshare")
+            .args(["-n", "sleep", "300"])
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("unshare (util-linux) runs");
+        let ns = Netns { child };
+        let mine = std::fs::read_link("/proc/self/ns/net").expect("own namespace");
+        let start = Instant::now();
+        while std::fs::read_link(format!("/proc/{}/ns/net", ns.pid())).ok() == Some(mine.clone()) {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "unshare -n is stuck"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        ns.ip(&["link", "set", "lo", "up"]);
+        ns
+    }
+
+    /// The pid of the process holding the namespace.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Runs `ip args` inside, panicking with its standard error on failure.
+    pub fn ip(&self, args: &[&str]) {
+        let out = self.ip_output(args);
+        assert!(
+            out.status.success(),
+            "ip {}: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Runs `ip args` inside and returns what it did.
+    pub fn ip_output(&self, args: &[&str]) -> std::process::Output {
+        Command::new("nsenter")
+            .args(["-t", &self.pid().to_string(), "-n", "ip"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("nsenter (util-linux) runs")
+    }
+
+    /// Runs `f` on a thread that has entered the namespace: a socket it makes stays in the
+    /// namespace wherever it is used afterwards.
+    pub fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
+        let ns = File::open(format!("/proc/{}/ns/net", self.pid())).expect("namespace file");
+        std::thread::spawn(move || {
+            // SAFETY: a valid namespace descriptor; only this thread changes namespace.
+            let entered = unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) };
+            assert_eq!(entered, 0, "setns: {}", std::io::Error::last_os_error());
+            f()
+        })
+        .join()
+        .expect("the thread in the namespace")
+    }
+
+    /// A UDP socket bound to `addr` inside the namespace.
+    pub fn udp(&self, addr: SocketAddr) -> UdpSocket {
+        self.run(move || UdpSocket::bind(addr).expect("bind in the namespace"))
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The two sides and the link between them.
+pub struct Testbed {
+    /// Side A (clients).
+    pub a: Netns,
+    /// Side B (server).
+    pub b: Netns,
+    /// Side A's device name.
+    pub tun_a: String,
+    /// Side B's device name.
+    pub tun_b: String,
+}
+
+/// Device names unique in this process (tests run in parallel), at most 15 bytes.
+fn tun_names() -> (String, String) {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let tag = format!("{}{n}", std::process::id() % 100_000);
+    (format!("lka{tag}"), format!("lkb{tag}"))
+}
+
+impl Testbed {
+    /// Two namespaces and two TUN devices made here, moved in and addressed; not yet joined.
+    pub fn new() -> (Testbed, Tun, Tun) {
+        let (a, b) = (Netns::new(), Netns::new());
+        let (name_a, name_b) = tun_names();
+        let tun_a = Tun::create(&name_a).expect("TUN device a");
+        let tun_b = Tun::create(&name_b).expect("TUN device b");
+        tun_a.move_to_netns_of(a.pid()).expect("move a");
+        tun_b.move_to_netns_of(b.pid()).expect("move b");
+        for (ns, dev, (v4, peer4), (v6, peer6)) in [
+            (&a, &name_a, (A_V4, B_V4), (A_V6, B_V6)),
+            (&b, &name_b, (B_V4, A_V4), (B_V6, A_V6)),
+        ] {
+            ns.ip(&["addr", "add", v4, "peer", peer4, "dev", dev]);
+            ns.ip(&["-6", "addr", "add", v6, "dev", dev, "nodad"]);
+            ns.ip(&["link", "set", dev, "up"]);
+            // An IPv6 `peer` address would route the local address, not the peer's.
+            ns.ip(&["-6", "route", "add", peer6, "dev", dev]);
+        }
+        let bed = Testbed {
+            a,
+            b,
+            tun_a: tun_a.name().to_string(),
+            tun_b: tun_b.name().to_string(),
+        };
+        (bed, tun_a, tun_b)
+    }
+
+    /// The testbed with the link running.
+    pub fn linked(a_to_b: LinkParams, b_to_a: LinkParams, seed: u64) -> (Testbed, RunningLink) {
+        let (bed, tun_a, tun_b) = Testbed::new();
+        let link = Link::start(tun_a, tun_b, a_to_b, b_to_a, seed).expect("the link starts");
+        (bed, link)
+    }
+}
+
+/// An echo server on `socket` in its own thread, answering until `until`.
+pub fn echo(socket: UdpSocket, until: Instant) -> std::thread::JoinHandle<u64> {
+    socket
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .expect("timeout");
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 2048];
+        let mut echoed = 0;
+        while Instant::now() < until {
+            if let Ok((n, from)) = socket.recv_from(&mut buf) {
+                if socket.send_to(&buf[..n], from).is_ok() {
+                    echoed += 1;
+                }
+            }
+        }
+        echoed
+    })
+}
+
+/// `count` sequential round trips of a 32-byte datagram from `client` (connected), each
+/// waiting at most a second; the round-trip times of those answered, sorted.
+pub fn ping_pong(client: &UdpSocket, count: u32) -> Vec<Duration> {
+    client
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .expect("timeout");
+    let mut rtts = Vec::with_capacity(count as usize);
+    let mut buf = [0u8; 64];
+    for i in 0..count {
+        let payload = [i.to_be_bytes(), [0x5a; 4]].concat().repeat(4);
+        let sent = Instant::now();
+        client.send(&payload).expect("send");
+        // Skip stale answers to an earlier, timed-out ping.
+        while let Ok(n) = client.recv(&mut buf) {
+            if buf[..n] == payload[..] {
+                rtts.push(sent.elapsed());
+                break;
+            }
+        }
+    }
+    rtts.sort();
+    rtts
+}
+
+/// The `q` quantile of sorted durations.
+pub fn quantile(sorted: &[Duration], q: f64) -> Duration {
+    assert!(!sorted.is_empty(), "no samples");
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
