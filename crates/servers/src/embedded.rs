@@ -1,0 +1,87 @@
+//! ldplayer's own server, started in this process: zone files as one set (like `ldplayer serve
+//! ZONEFILE...`) or a manifest split by destination address (like `ldplayer serve --manifest`,
+//! on every address when no listen address is given). It writes a short `server.log` too, so
+//! that every kind leaves one.
+
+use std::io::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
+
+use ldplayer_server::{RunningServer, Server, ServerConfig};
+use ldplayer_zone::{Views, Zone, ZoneSet};
+
+use crate::setup::{load_manifest, Prepared};
+use crate::ServerError;
+
+/// Loads the zones (or manifest) of `p`, sets the probe's name to the first zone's origin, and
+/// starts the server.
+pub(crate) fn start(p: &mut Prepared) -> Result<RunningServer, ServerError> {
+    let setup = p.setup;
+    let (views, listen, described) = match &setup.manifest {
+        Some(manifest) => {
+            let views = load_manifest(manifest)?;
+            let listen = if setup.listen.is_empty() {
+                vec![Ipv4Addr::UNSPECIFIED.into(), Ipv6Addr::UNSPECIFIED.into()]
+            } else {
+                setup.listen.clone()
+            };
+            let described = format!(
+                "{} zones for {} nameserver addresses from {}",
+                views.zones().len(),
+                views.addresses().len(),
+                manifest.display()
+            );
+            (views, listen, described)
+        }
+        None => {
+            let mut set = ZoneSet::new();
+            for path in &setup.zones {
+                let zone = Zone::from_file(path, None)
+                    .map_err(|e| ServerError::Embedded(format!("zone file: {e}")))?;
+                if set.zones().is_empty() {
+                    p.probe.qname = zone.origin_text();
+                }
+                set.insert_distinct(zone)
+                    .map_err(|e| ServerError::Embedded(e.to_string()))?;
+            }
+            let names: Vec<String> = set.zones().iter().map(|z| z.origin_text()).collect();
+            let described = format!("zones {}", names.join(" "));
+            (
+                Views::plain(Arc::new(set)),
+                setup.listen.clone(),
+                described,
+            )
+        }
+    };
+    let addrs: Vec<SocketAddr> = listen
+        .iter()
+        .map(|&ip: &IpAddr| SocketAddr::new(ip, setup.port))
+        .collect();
+    let mut config = ServerConfig::new(addrs);
+    config.udp_workers = setup.threads.unwrap_or(1).max(1);
+    config.tcp = true;
+    config.tcp_idle_timeout = setup.tcp_idle_timeout;
+    config.max_tcp_connections = setup.max_tcp_clients;
+    let server = Server::start(config, views).map_err(|e| ServerError::Embedded(e.to_string()))?;
+    let line = format!(
+        "ldplayer {}: {described}; listening on {:?} (UDP workers {}, TCP idle timeout {:?}, \
+         at most {} TCP connections)\n",
+        env!("CARGO_PKG_VERSION"),
+        server.local_addrs(),
+        setup.threads.unwrap_or(1).max(1),
+        setup.tcp_idle_timeout,
+        setup.max_tcp_clients,
+    );
+    append_to(&p.log, &line);
+    Ok(server)
+}
+
+/// Appends a line to the log, best effort (the log is for people; the server runs without it).
+pub(crate) fn append_to(log: &Path, line: &str) {
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(log)
+        .and_then(|mut f| f.write_all(line.as_bytes()));
+}

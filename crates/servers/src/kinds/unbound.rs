@@ -1,0 +1,69 @@
+//! Unbound 1.17 as a resolver of the emulated hierarchy: `unbound -d` (foreground) as root, no
+//! chroot, pid file in the work directory, log to standard error, the iterator alone (no
+//! validator, so no trust anchor), queries from any address, nameservers on loopback allowed,
+//! no rate limits, no control channel.
+//!
+//! * idle timeout: `tcp-idle-timeout` (milliseconds), also advertised with EDNS keepalive.
+//!   Unbound shortens it progressively once fewer than half of its TCP buffers are free.
+//! * connections: `incoming-num-tcp` is per thread, so `max_tcp_clients` is shared out; each
+//!   buffer is allocated at start (`msg-buffer-size`, 64 KiB by default).
+//! * threads: `num-threads` with `so-reuseport`.
+//! * TLS: an `interface` on `tls-port` with `tls-service-key` and `tls-service-pem`.
+
+use std::fmt::Write as _;
+
+use super::{args, show, write_config, Check, Launch};
+use crate::setup::Prepared;
+use crate::ServerError;
+
+pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
+    let setup = p.setup;
+    let d = p.dir_text();
+    let threads = setup.threads.unwrap_or(1).max(1);
+    let hints = p
+        .root_hints
+        .as_deref()
+        .ok_or_else(|| p.config_error("no root hints"))?;
+    let mut conf = format!("server:\n    port: {}\n", setup.port);
+    for ip in &setup.listen {
+        let _ = writeln!(conf, "    interface: {ip}@{}", setup.port);
+    }
+    if let Some((port, files)) = &p.tls {
+        for ip in &setup.listen {
+            let _ = writeln!(conf, "    interface: {ip}@{port}");
+        }
+        let _ = writeln!(
+            conf,
+            "    tls-port: {port}\n    tls-service-key: \"{}\"\n    tls-service-pem: \"{}\"",
+            show(&files.key),
+            show(&files.cert)
+        );
+    }
+    let idle = p.idle_millis();
+    let _ = write!(
+        conf,
+        "    do-ip4: yes\n    do-ip6: yes\n    root-hints: \"{hints}\"\n\
+         \x20   username: \"\"\n    chroot: \"\"\n    directory: \"{d}\"\n    pidfile: \"{d}/unbound.pid\"\n\
+         \x20   use-syslog: no\n    logfile: \"\"\n    verbosity: 1\n\
+         \x20   num-threads: {threads}\n    so-reuseport: yes\n\
+         \x20   incoming-num-tcp: {tcp}\n    tcp-idle-timeout: {idle}\n\
+         \x20   edns-tcp-keepalive-timeout: {idle}\n\
+         \x20   module-config: \"iterator\"\n\
+         \x20   access-control: 0.0.0.0/0 allow\n    access-control: ::/0 allow\n\
+         \x20   ratelimit: 0\n    ip-ratelimit: 0\n\
+         \x20   harden-referral-path: no\n    prefetch: no\n    do-not-query-localhost: no\n",
+        hints = show(hints),
+        tcp = p.tcp_clients_per(threads),
+    );
+    conf.push_str(&p.extra());
+    conf.push_str("remote-control:\n    control-enable: no\n");
+    let config = write_config(p, "unbound.conf", &conf)?;
+    Ok(Launch {
+        args: args([&"-d", &"-c", &config]),
+        check: Some(Check {
+            program: "unbound-checkconf",
+            args: args([&config]),
+        }),
+        config,
+    })
+}

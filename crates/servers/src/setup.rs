@@ -1,0 +1,324 @@
+//! What an experiment asks of a server ([`ServerSetup`]), checked against what the kind can do,
+//! and resolved into the facts every configuration writer needs ([`Prepared`]): zone origins,
+//! certificate files, root hints, the address to probe.
+
+use std::fmt::Write as _;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ldplayer_dns::Rtype;
+use ldplayer_zone::{Manifest, Views, Zone};
+
+use crate::{make_certificate, ServerError, ServerKind, TlsFiles};
+
+/// Everything needed to configure and start one server for one run.
+#[derive(Debug, Clone)]
+pub struct ServerSetup {
+    /// Which server.
+    pub kind: ServerKind,
+    /// The addresses it listens on (e.g. 10.53.0.1 and fd53::1); the first is the one probed.
+    /// For `ldplayer` with a manifest, empty means every address (`0.0.0.0` and `::`).
+    pub listen: Vec<IpAddr>,
+    /// The port of plain DNS over UDP and TCP (53).
+    pub port: u16,
+    /// The port of DNS over TLS (853), when TLS is wanted; an error for kinds that cannot.
+    pub tls_port: Option<u16>,
+    /// The certificate for TLS; when `None` and TLS is wanted, one is made in `work_dir/tls`
+    /// for the listen addresses (see [`RunningServer::tls`](crate::RunningServer::tls)).
+    pub tls: Option<TlsFiles>,
+    /// Zone files an authoritative server serves; each file's origin comes from its SOA or
+    /// `$ORIGIN`.
+    pub zones: Vec<PathBuf>,
+    /// A `zones build` manifest: `ldplayer` serves it as the meta-server (split by destination
+    /// address); a recursive kind without `root_hints` gets root hints made from it.
+    pub manifest: Option<PathBuf>,
+    /// Root hints (`named.root` format) of the emulated root, for recursive kinds.
+    pub root_hints: Option<PathBuf>,
+    /// Worker threads (or processes); `None` keeps the server's default (one for kresd).
+    pub threads: Option<usize>,
+    /// How long an idle TCP (or TLS) connection stays open before the server closes it, the
+    /// paper's variable. Rounded up to what the server can express (whole seconds for nsd,
+    /// Knot DNS and PowerDNS Recursor, 100 ms for BIND).
+    pub tcp_idle_timeout: Duration,
+    /// Most TCP connections at once (experiments hold tens of thousands); the file descriptor
+    /// limit of the server is raised to fit.
+    pub max_tcp_clients: usize,
+    /// Where the configuration, pid file, databases, control socket and `server.log` go; an
+    /// absolute path, made if needed. Nothing is written anywhere else.
+    pub work_dir: PathBuf,
+    /// Raw configuration lines appended as-is at the end of the main options (nsd and Unbound
+    /// `server:` clause, Knot DNS `server:` section, BIND `options { }` block, the Knot Resolver
+    /// Lua file, `recursor.conf`); not supported by `ldplayer`.
+    pub extra: Vec<String>,
+}
+
+impl ServerSetup {
+    /// A setup with the usual values: port 53, no TLS, no zones, the server's thread default,
+    /// a 20 s TCP idle timeout (the paper's) and 60,000 TCP clients.
+    pub fn new(kind: ServerKind, listen: Vec<IpAddr>, work_dir: PathBuf) -> ServerSetup {
+        ServerSetup {
+            kind,
+            listen,
+            port: 53,
+            tls_port: None,
+            tls: None,
+            zones: Vec::new(),
+            manifest: None,
+            root_hints: None,
+            threads: None,
+            tcp_idle_timeout: Duration::from_secs(20),
+            max_tcp_clients: 60_000,
+            work_dir,
+            extra: Vec::new(),
+        }
+    }
+}
+
+/// A zone to serve: its origin and its file.
+#[derive(Debug, Clone)]
+pub(crate) struct ZoneFile {
+    /// The origin in presentation form, with the final dot (`.` for the root).
+    pub origin: String,
+    /// The absolute path of the file.
+    pub path: PathBuf,
+}
+
+/// The query that shows a server is up, and what counts as its answer.
+#[derive(Debug, Clone)]
+pub(crate) struct Probe {
+    /// Where plain DNS is probed.
+    pub addr: SocketAddr,
+    /// Where TLS is probed, when asked.
+    pub tls_addr: Option<SocketAddr>,
+    /// The name asked.
+    pub qname: String,
+    /// The type asked.
+    pub qtype: Rtype,
+    /// An authoritative answer with records is required (else any response will do: a resolver
+    /// may answer SERVFAIL while the hierarchy behind it comes up, and a meta-server may refuse
+    /// an address that is no nameserver's).
+    pub authoritative: bool,
+}
+
+/// A setup checked and resolved.
+#[derive(Debug)]
+pub(crate) struct Prepared<'a> {
+    /// The setup.
+    pub setup: &'a ServerSetup,
+    /// The zones to serve, in order.
+    pub zones: Vec<ZoneFile>,
+    /// The TLS port and certificate, when TLS is wanted.
+    pub tls: Option<(u16, TlsFiles)>,
+    /// Root hints for a resolver.
+    pub root_hints: Option<PathBuf>,
+    /// The server's log.
+    pub log: PathBuf,
+    /// How readiness is probed.
+    pub probe: Probe,
+}
+
+impl Prepared<'_> {
+    /// The work directory.
+    pub fn dir(&self) -> &Path {
+        &self.setup.work_dir
+    }
+
+    /// The work directory as configuration text.
+    pub fn dir_text(&self) -> String {
+        self.setup.work_dir.display().to_string()
+    }
+
+    /// The TCP idle timeout in whole seconds, rounded up, at least 1.
+    pub fn idle_seconds(&self) -> u64 {
+        let d = self.setup.tcp_idle_timeout;
+        (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
+    }
+
+    /// The TCP idle timeout in milliseconds, rounded up, at least 1.
+    pub fn idle_millis(&self) -> u128 {
+        let d = self.setup.tcp_idle_timeout;
+        (d.as_nanos().div_ceil(1_000_000)).max(1)
+    }
+
+    /// `max_tcp_clients` shared among `workers` that each have their own limit, rounded up.
+    pub fn tcp_clients_per(&self, workers: usize) -> usize {
+        self.setup.max_tcp_clients.div_ceil(workers.max(1)).max(1)
+    }
+
+    /// The raw lines of [`ServerSetup::extra`], one per line.
+    pub fn extra(&self) -> String {
+        let mut text = String::new();
+        for line in &self.setup.extra {
+            let _ = writeln!(text, "{line}");
+        }
+        text
+    }
+
+    /// A configuration error of this kind.
+    pub fn config_error(&self, message: impl Into<String>) -> ServerError {
+        ServerError::Config {
+            kind: self.setup.kind,
+            message: message.into(),
+        }
+    }
+}
+
+/// Checks `setup` against what its kind can do, makes the work directory, reads the zones'
+/// origins, makes the certificate and root hints when needed.
+pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> {
+    let kind = setup.kind;
+    let unsupported = |what: &str| ServerError::Unsupported {
+        kind,
+        what: what.into(),
+    };
+    let config = |message: String| ServerError::Config { kind, message };
+    if !setup.work_dir.is_absolute() {
+        return Err(config(format!(
+            "the work directory {} is not an absolute path",
+            setup.work_dir.display()
+        )));
+    }
+    if setup.tls_port.is_some() && !kind.supports_tls() {
+        return Err(unsupported("serve DNS over TLS"));
+    }
+    if setup.listen.is_empty() && !(kind.is_embedded() && setup.manifest.is_some()) {
+        return Err(config("no listen address".into()));
+    }
+    if kind.is_recursive() {
+        if !setup.zones.is_empty() {
+            return Err(unsupported(
+                "serve zone files (a resolver resolves from root_hints or a manifest)",
+            ));
+        }
+        if setup.root_hints.is_none() && setup.manifest.is_none() {
+            return Err(config("a resolver needs root_hints or a manifest".into()));
+        }
+    } else {
+        if setup.manifest.is_some() && !kind.is_embedded() {
+            return Err(unsupported(
+                "serve a manifest (give its zone files, or use kind ldplayer)",
+            ));
+        }
+        if setup.zones.is_empty() && setup.manifest.is_none() {
+            return Err(config("no zone file to serve".into()));
+        }
+    }
+    if kind == ServerKind::Kresd && setup.threads.is_some_and(|t| t > 1) {
+        return Err(unsupported(
+            "run several threads (one kresd process is single-threaded; run one)",
+        ));
+    }
+    if kind.is_embedded() && !setup.extra.is_empty() {
+        return Err(unsupported("take raw configuration lines"));
+    }
+    std::fs::create_dir_all(&setup.work_dir)
+        .map_err(ServerError::io("cannot create", &setup.work_dir))?;
+
+    // The embedded server loads its zones itself, once.
+    let zones = if kind.is_embedded() {
+        Vec::new()
+    } else {
+        setup
+            .zones
+            .iter()
+            .map(|path| zone_file(kind, path))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let tls = match (setup.tls_port, &setup.tls) {
+        (None, _) => None,
+        (Some(port), Some(files)) => Some((port, files.clone())),
+        (Some(port), None) => {
+            let names = vec!["localhost".to_string()];
+            let files = make_certificate(&setup.work_dir.join("tls"), &setup.listen, &names)?;
+            Some((port, files))
+        }
+    };
+    let root_hints = match (&setup.root_hints, &setup.manifest) {
+        _ if !kind.is_recursive() => None,
+        (Some(hints), _) => Some(absolute(hints)?),
+        (None, Some(manifest)) => Some(hints_from_manifest(kind, manifest, &setup.work_dir)?),
+        (None, None) => None,
+    };
+    let probe = probe(setup, &zones, tls.as_ref().map(|(port, _)| *port));
+    Ok(Prepared {
+        setup,
+        zones,
+        tls,
+        root_hints,
+        log: setup.work_dir.join("server.log"),
+        probe,
+    })
+}
+
+/// A zone file's origin (read with ldplayer's zone reader, which also checks the file) and
+/// absolute path.
+fn zone_file(kind: ServerKind, path: &Path) -> Result<ZoneFile, ServerError> {
+    let zone = Zone::from_file(path, None).map_err(|e| ServerError::Config {
+        kind,
+        message: format!("zone file: {e}"),
+    })?;
+    Ok(ZoneFile {
+        origin: zone.origin_text(),
+        path: absolute(path)?,
+    })
+}
+
+fn absolute(path: &Path) -> Result<PathBuf, ServerError> {
+    std::fs::canonicalize(path).map_err(ServerError::io("cannot find", path))
+}
+
+/// What shows that the server is up: the SOA of its first zone (authoritative), `.` NS
+/// (resolver, or the meta-server of a hierarchy), asked of the first listen address.
+fn probe(setup: &ServerSetup, zones: &[ZoneFile], tls_port: Option<u16>) -> Probe {
+    let ip = match setup.listen.first() {
+        Some(ip) if !ip.is_unspecified() => *ip,
+        Some(IpAddr::V6(_)) => Ipv6Addr::LOCALHOST.into(),
+        _ => Ipv4Addr::LOCALHOST.into(),
+    };
+    let (qname, authoritative) = if setup.kind.is_recursive() || setup.manifest.is_some() {
+        (".".to_string(), false)
+    } else {
+        // The embedded server puts its first zone's origin here once it has loaded it.
+        (zones.first().map_or(".".into(), |z| z.origin.clone()), true)
+    };
+    Probe {
+        addr: SocketAddr::new(ip, setup.port),
+        tls_addr: tls_port.map(|port| SocketAddr::new(ip, port)),
+        qtype: if setup.kind.is_recursive() {
+            Rtype::NS
+        } else {
+            Rtype::SOA
+        },
+        qname,
+        authoritative,
+    }
+}
+
+/// Root hints made from the root zone of a manifest's hierarchy, written into `dir`.
+fn hints_from_manifest(
+    kind: ServerKind,
+    manifest: &Path,
+    dir: &Path,
+) -> Result<PathBuf, ServerError> {
+    let config = |message: String| ServerError::Config { kind, message };
+    let views = Manifest::from_file(manifest)
+        .and_then(|m| m.load())
+        .map_err(|e| config(format!("manifest: {e}")))?;
+    let hints = crate::hints::root_hints(&views).ok_or_else(|| {
+        config(format!(
+            "the manifest {} has no root zone to make root hints from",
+            manifest.display()
+        ))
+    })?;
+    let path = dir.join("root.hints");
+    std::fs::write(&path, hints).map_err(ServerError::io("cannot write", &path))?;
+    Ok(path)
+}
+
+/// Loads a manifest's views for the embedded server.
+pub(crate) fn load_manifest(path: &Path) -> Result<Views, ServerError> {
+    Manifest::from_file(path)
+        .and_then(|m| m.load())
+        .map_err(|e| ServerError::Embedded(format!("manifest: {e}")))
+}
