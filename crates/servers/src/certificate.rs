@@ -93,7 +93,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("scratch directory");
         let files = make_certificate(
             dir.path(),
-            &["127.0.0.1".parse().expect("ip"), "fd53::1".parse().expect("ip")],
+            &[
+                "127.0.0.1".parse().expect("ip"),
+                "fd53::1".parse().expect("ip"),
+            ],
             &["localhost".into()],
         )
         .expect("certificate");
@@ -103,7 +106,10 @@ mod tests {
             (&files.key, "PRIVATE KEY"),
         ] {
             let text = std::fs::read_to_string(path).expect("written");
-            assert!(text.starts_with(&format!("-----BEGIN {tag}-----")), "{text}");
+            assert!(
+                text.starts_with(&format!("-----BEGIN {tag}-----")),
+                "{text}"
+            );
         }
     }
 }

@@ -47,11 +47,7 @@ pub(crate) fn start(p: &mut Prepared) -> Result<RunningServer, ServerError> {
             }
             let names: Vec<String> = set.zones().iter().map(|z| z.origin_text()).collect();
             let described = format!("zones {}", names.join(" "));
-            (
-                Views::plain(Arc::new(set)),
-                setup.listen.clone(),
-                described,
-            )
+            (Views::plain(Arc::new(set)), setup.listen.clone(), described)
         }
     };
     let addrs: Vec<SocketAddr> = listen

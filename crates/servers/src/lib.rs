@@ -81,7 +81,13 @@ pub fn start_with_timeout(
     std::fs::write(&prepared.log, "").map_err(ServerError::io("cannot write", &prepared.log))?;
     let server = if setup.kind.is_embedded() {
         let server = embedded::start(&mut prepared)?;
-        running(&prepared, Process::Embedded(server), None, "in process".into(), version(setup.kind))
+        running(
+            &prepared,
+            Process::Embedded(server),
+            None,
+            "in process".into(),
+            version(setup.kind),
+        )
     } else {
         let program = setup.kind.find_program()?;
         let launch = kinds::launch(&prepared)?;

@@ -40,7 +40,9 @@ pub(crate) fn spawn(
         .append(true)
         .open(log)
         .map_err(ServerError::io("cannot open", log))?;
-    let err = out.try_clone().map_err(ServerError::io("cannot open", log))?;
+    let err = out
+        .try_clone()
+        .map_err(ServerError::io("cannot open", log))?;
     let files = (connections as u64)
         .saturating_mul(2)
         .saturating_add(SPARE_FILES)

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ldplayer_dns::Rtype;
-use ldplayer_zone::{Manifest, Views, Zone};
+use ldplayer_zone::reader::read_zone_file;
+use ldplayer_zone::{Manifest, Views};
 
 use crate::{make_certificate, ServerError, ServerKind, TlsFiles};
 
@@ -82,6 +83,9 @@ pub(crate) struct ZoneFile {
     pub origin: String,
     /// The absolute path of the file.
     pub path: PathBuf,
+    /// The lines where SOA records after the first start (zone transfer dumps end with the
+    /// SOA again).
+    pub repeated_soa_lines: Vec<usize>,
 }
 
 /// The query that shows a server is up, and what counts as its answer.
@@ -251,17 +255,52 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
     })
 }
 
-/// A zone file's origin (read with ldplayer's zone reader, which also checks the file) and
-/// absolute path.
+/// A zone file's origin (from its first SOA record, read with ldplayer's zone reader) and
+/// absolute path, and where it repeats its SOA record (as zone transfers and dumps of them do).
 fn zone_file(kind: ServerKind, path: &Path) -> Result<ZoneFile, ServerError> {
-    let zone = Zone::from_file(path, None).map_err(|e| ServerError::Config {
-        kind,
-        message: format!("zone file: {e}"),
-    })?;
+    let config = |message: String| ServerError::Config { kind, message };
+    let records = read_zone_file(path, None).map_err(|e| config(format!("zone file: {e}")))?;
+    let mut soas = records.iter().filter(|r| r.rtype == Rtype::SOA);
+    let first = soas
+        .next()
+        .ok_or_else(|| config(format!("{}: no SOA record", path.display())))?;
+    let main_file = first.file.clone();
+    let repeated_soa_lines = soas
+        .filter(|r| r.file == main_file)
+        .map(|r| r.line)
+        .collect();
     Ok(ZoneFile {
-        origin: zone.origin_text(),
+        origin: name_text(&first.owner),
         path: absolute(path)?,
+        repeated_soa_lines,
     })
+}
+
+/// A wire-format name in presentation form, with the final dot.
+fn name_text(wire: &[u8]) -> String {
+    let mut text = String::new();
+    ldplayer_dns::name_to_presentation(wire, &mut text);
+    text
+}
+
+/// Copies the zone file `zone` to `dest` without its repeated SOA records (each from its first
+/// line until its parentheses close), for servers that refuse a zone with two SOA records.
+pub(crate) fn without_repeated_soa(zone: &ZoneFile, dest: &Path) -> Result<(), ServerError> {
+    let text =
+        std::fs::read_to_string(&zone.path).map_err(ServerError::io("cannot read", &zone.path))?;
+    let mut out = String::with_capacity(text.len());
+    let mut open = 0i32;
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split(';').next().unwrap_or("");
+        if open > 0 || zone.repeated_soa_lines.contains(&(i + 1)) {
+            open += code.matches('(').count() as i32 - code.matches(')').count() as i32;
+            open = open.max(0);
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    std::fs::write(dest, out).map_err(ServerError::io("cannot write", dest))
 }
 
 fn absolute(path: &Path) -> Result<PathBuf, ServerError> {

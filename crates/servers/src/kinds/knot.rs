@@ -50,6 +50,8 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
             show(&z.path)
         );
     }
+    let db = p.dir().join("db");
+    std::fs::create_dir_all(&db).map_err(ServerError::io("cannot create", &db))?;
     let config = write_config(p, "knot.conf", &conf)?;
     Ok(Launch {
         args: args([&"-c", &config]),
