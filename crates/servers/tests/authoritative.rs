@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -81,7 +80,7 @@ fn serves_the_root_zone(kind: ServerKind) {
         assert!(out.contains("TLS session"), "{kind} over TLS:\n{out}");
     }
 
-    closes_idle_connections(kind, &server);
+    common::closes_idle_connections(kind, &server, IDLE, ".");
     stops_for_good(server);
 }
 
@@ -98,41 +97,6 @@ fn assert_answered(kind: ServerKind, out: &str, transport: &str) {
         out.contains(ROOT_SOA),
         "{kind} over {transport}, the SOA:\n{out}"
     );
-}
-
-/// One query on a TCP connection, then silence: the server must close the connection after
-/// [`IDLE`] (not much before, not long after; Knot DNS sweeps idle connections every couple of
-/// seconds, hence the margin).
-fn closes_idle_connections(kind: ServerKind, server: &RunningServer) {
-    let mut stream = TcpStream::connect(server.address()).expect("connect");
-    stream
-        .set_read_timeout(Some(IDLE + Duration::from_secs(6)))
-        .expect("timeout");
-    let query = common::query(0x5a5a, ".", 6);
-    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
-    framed.extend_from_slice(&query);
-    stream.write_all(&framed).expect("send the query");
-    let mut len = [0u8; 2];
-    stream.read_exact(&mut len).expect("an answer");
-    let mut answer = vec![0u8; usize::from(u16::from_be_bytes(len))];
-    stream.read_exact(&mut answer).expect("the whole answer");
-    assert_eq!(answer[..2], [0x5a, 0x5a], "{kind}: the answer to the query");
-    let idle_since = Instant::now();
-    let mut rest = [0u8; 64];
-    let read = stream.read(&mut rest);
-    let idle = idle_since.elapsed();
-    assert!(
-        matches!(read, Ok(0))
-            || read
-                .as_ref()
-                .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
-        "{kind} should close an idle connection after {IDLE:?}; after {idle:?}: {read:?}"
-    );
-    assert!(
-        idle >= IDLE - Duration::from_millis(300) && idle <= IDLE + Duration::from_secs(4),
-        "{kind} closed an idle connection after {idle:?}, configured {IDLE:?}"
-    );
-    eprintln!("{kind} closed an idle TCP connection after {idle:?} (configured {IDLE:?})");
 }
 
 /// After `stop`, the server's process is gone and its port free.

@@ -3,10 +3,13 @@
 #![allow(dead_code)]
 
 use std::ffi::OsStr;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
 
-use ldplayer_servers::ServerKind;
+use ldplayer_servers::{RunningServer, ServerKind};
 use ldplayer_testbed::prerequisite;
 
 /// `kdig`, which the tests ask with; `None` only when skipping is allowed.
@@ -38,12 +41,52 @@ pub fn run<'a>(program: &Path, args: impl IntoIterator<Item = &'a str>) -> Strin
     text
 }
 
-/// A query for `name` (presentation form) of type `qtype`, without recursion.
+/// A query for `name` (presentation form) of type `qtype`, recursion desired.
 pub fn query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
     let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
+    q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
     q.extend(ldplayer_dns::name_from_presentation(name).expect("a name"));
     q.extend_from_slice(&qtype.to_be_bytes());
     q.extend_from_slice(&1u16.to_be_bytes());
     q
+}
+
+/// One query for `name` SOA on a TCP connection, then silence: the server must close the
+/// connection after `idle` (not much before, not long after).
+pub fn closes_idle_connections(
+    kind: ServerKind,
+    server: &RunningServer,
+    idle: Duration,
+    name: &str,
+) {
+    let mut stream = TcpStream::connect(server.address()).expect("connect");
+    stream
+        .set_read_timeout(Some(idle + Duration::from_secs(6)))
+        .expect("timeout");
+    let query = query(0x5a5a, name, 6);
+    let mut framed = (query.len() as u16).to_be_bytes().to_vec();
+    framed.extend_from_slice(&query);
+    stream.write_all(&framed).expect("send the query");
+    let mut len = [0u8; 2];
+    stream.read_exact(&mut len).expect("an answer");
+    let mut answer = vec![0u8; usize::from(u16::from_be_bytes(len))];
+    stream.read_exact(&mut answer).expect("the whole answer");
+    assert_eq!(answer[..2], [0x5a, 0x5a], "{kind}: the answer to the query");
+    let idle_since = Instant::now();
+    let mut rest = [0u8; 64];
+    let read = stream.read(&mut rest);
+    let waited = idle_since.elapsed();
+    let closed = matches!(read, Ok(0))
+        || read
+            .as_ref()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset);
+    assert!(
+        closed,
+        "{kind} should close an idle connection after {idle:?}; after {waited:?}: {read:?}"
+    );
+    assert!(
+        waited >= idle - Duration::from_millis(300) && waited <= idle + Duration::from_secs(4),
+        "{kind} closed an idle connection after {waited:?}, configured {idle:?}"
+    );
+    eprintln!("{kind} closed an idle TCP connection after {waited:?} (configured {idle:?})");
 }
