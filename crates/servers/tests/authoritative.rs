@@ -210,3 +210,59 @@ fn a_server_that_cannot_bind_fails_with_its_log() {
     assert!(message.contains("knotd"), "the command line: {message}");
     assert!(message.contains("192.0.2.53"), "{message}");
 }
+
+/// `kind` as an experiment runs it: in a fresh network namespace that has only 10.53.0.1 and
+/// fd53::1 (and loopback), on ports 53 and 853, answering on both addresses.
+fn serves_in_a_namespace_of_its_own(kind: ServerKind) {
+    let (Some(zone), Some(kdig)) = (root_zone(), common::kdig()) else {
+        return;
+    };
+    if !common::server_installed(kind) || !common::fresh_namespaces() {
+        return;
+    }
+    common::in_fresh_namespace(&["10.53.0.1/32", "fd53::1/128"], move || {
+        let work = tempfile::tempdir().expect("scratch directory");
+        let mut setup = root_setup(kind, zone, work.path());
+        setup.listen = vec![
+            "10.53.0.1".parse().expect("v4"),
+            "fd53::1".parse().expect("v6"),
+        ];
+        setup.port = 53;
+        setup.tls_port = kind.supports_tls().then_some(853);
+        setup.threads = Some(2);
+        let server = start(&setup).unwrap_or_else(|e| panic!("{kind} did not start: {e}"));
+        for at in ["@10.53.0.1", "@fd53::1"] {
+            for transport in [None, Some("+tcp")] {
+                let args = [at, ".", "SOA", "+norec"];
+                let out = common::run(&kdig, args.into_iter().chain(transport));
+                assert_answered(kind, &out, &format!("{at} {}", transport.unwrap_or("UDP")));
+            }
+            if let Some(files) = server.tls() {
+                let ca = format!("+tls-ca={}", files.ca.display());
+                let out = common::run(&kdig, [at, ".", "SOA", "+norec", "+tls", &ca]);
+                assert_answered(kind, &out, &format!("{at} TLS"));
+            }
+        }
+        stops_for_good(server);
+    });
+}
+
+#[test]
+fn nsd_serves_in_a_namespace_of_its_own() {
+    serves_in_a_namespace_of_its_own(ServerKind::Nsd);
+}
+
+#[test]
+fn knot_serves_in_a_namespace_of_its_own() {
+    serves_in_a_namespace_of_its_own(ServerKind::Knot);
+}
+
+#[test]
+fn bind_serves_in_a_namespace_of_its_own() {
+    serves_in_a_namespace_of_its_own(ServerKind::Bind);
+}
+
+#[test]
+fn ldplayer_serves_in_a_namespace_of_its_own() {
+    serves_in_a_namespace_of_its_own(ServerKind::Ldplayer);
+}

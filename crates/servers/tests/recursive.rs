@@ -12,7 +12,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use ldplayer_servers::{start, RunningServer, ServerKind, ServerSetup};
-use ldplayer_testbed::prerequisite;
 
 const ROOT_ZONE: &str = "$ORIGIN .
 $TTL 3600
@@ -35,22 +34,6 @@ const NAMESERVER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
 
 const IDLE: Duration = Duration::from_secs(2);
 
-/// Runs `test` on a thread of its own moved into a new network namespace with loopback up;
-/// the servers it starts (threads and processes) are in that namespace too.
-fn in_fresh_namespace(test: impl FnOnce() + Send + 'static) {
-    let joined = std::thread::spawn(move || {
-        // SAFETY: unshare affects only the calling thread's namespaces; no memory is touched.
-        let r = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "unshare: {}", std::io::Error::last_os_error());
-        common::run(Path::new("ip"), ["link", "set", "lo", "up"]);
-        test();
-    })
-    .join();
-    if let Err(panic) = joined {
-        std::panic::resume_unwind(panic);
-    }
-}
-
 /// The hierarchy: kind `ldplayer` serving the manifest on [`NAMESERVER`] port 53.
 fn hierarchy(dir: &Path) -> RunningServer {
     std::fs::write(dir.join("root.zone"), ROOT_ZONE).expect("write the root zone");
@@ -71,17 +54,10 @@ fn resolves_through_the_hierarchy(kind: ServerKind, hints_from_manifest: bool) {
     let Some(kdig) = common::kdig() else {
         return;
     };
-    if !common::server_installed(kind)
-        || prerequisite::tool("ip", "iproute2").is_none()
-        || !prerequisite::require(
-            prerequisite::effective_uid_is_root() && prerequisite::namespaces_work(),
-            "root, to move a test thread into a new network namespace",
-            prerequisite::NETNS_HOW,
-        )
-    {
+    if !common::server_installed(kind) || !common::fresh_namespaces() {
         return;
     }
-    in_fresh_namespace(move || {
+    common::in_fresh_namespace(&[], move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let meta = hierarchy(work.path());
         let mut setup = ServerSetup::new(

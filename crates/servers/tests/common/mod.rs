@@ -90,3 +90,41 @@ pub fn closes_idle_connections(
     );
     eprintln!("{kind} closed an idle TCP connection after {waited:?} (configured {idle:?})");
 }
+
+/// Whether a test thread can move into a new network namespace (root, `unshare`, `ip`); false
+/// only when skipping is allowed.
+pub fn fresh_namespaces() -> bool {
+    prerequisite::tool("ip", "iproute2").is_some()
+        && prerequisite::require(
+            prerequisite::effective_uid_is_root() && prerequisite::namespaces_work(),
+            "root, to move a test thread into a new network namespace",
+            prerequisite::NETNS_HOW,
+        )
+}
+
+/// Runs `test` on a thread of its own moved into a new network namespace with loopback up and
+/// `addresses` (`10.53.0.1/32`, `fd53::1/128`) added to it; the servers it starts (threads and
+/// processes) are in that namespace too, which disappears with them.
+pub fn in_fresh_namespace(addresses: &[&str], test: impl FnOnce() + Send + 'static) {
+    let addresses: Vec<String> = addresses.iter().map(ToString::to_string).collect();
+    let joined = std::thread::spawn(move || {
+        // SAFETY: unshare affects only the calling thread's namespaces; no memory is touched.
+        let r = unsafe { libc::unshare(libc::CLONE_NEWNET) };
+        assert_eq!(r, 0, "unshare: {}", std::io::Error::last_os_error());
+        run(Path::new("ip"), ["link", "set", "lo", "up"]);
+        for a in &addresses {
+            let nodad = a.contains(':').then_some("nodad");
+            run(
+                Path::new("ip"),
+                ["addr", "add", a.as_str(), "dev", "lo"]
+                    .into_iter()
+                    .chain(nodad),
+            );
+        }
+        test();
+    })
+    .join();
+    if let Err(panic) = joined {
+        std::panic::resume_unwind(panic);
+    }
+}
