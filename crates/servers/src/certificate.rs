@@ -14,7 +14,7 @@ use rcgen::{
 use crate::ServerError;
 
 /// The PEM files of a server's certificate, its key and the CA that signed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TlsFiles {
     /// The server certificate.
     pub cert: PathBuf,

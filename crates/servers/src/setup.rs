@@ -13,8 +13,9 @@ use ldplayer_zone::{Manifest, Views};
 
 use crate::{make_certificate, ServerError, ServerKind, TlsFiles};
 
-/// Everything needed to configure and start one server for one run.
-#[derive(Debug, Clone)]
+/// Everything needed to configure and start one server for one run (serializable, so that a
+/// run can record what it asked for).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ServerSetup {
     /// Which server.
     pub kind: ServerKind,
@@ -43,7 +44,9 @@ pub struct ServerSetup {
     /// Knot DNS and PowerDNS Recursor, 100 ms for BIND).
     pub tcp_idle_timeout: Duration,
     /// Most TCP connections at once (experiments hold tens of thousands); the file descriptor
-    /// limit of the server is raised to fit.
+    /// limit of the server is raised to fit, and where it cannot be (a container's hard limit
+    /// without `CAP_SYS_RESOURCE`), the server is configured for as many as fit (see
+    /// [`RunningServer::max_tcp_clients`](crate::RunningServer::max_tcp_clients)).
     pub max_tcp_clients: usize,
     /// Where the configuration, pid file, databases, control socket and `server.log` go; an
     /// absolute path, made if needed. Nothing is written anywhere else.
@@ -120,6 +123,11 @@ pub(crate) struct Prepared<'a> {
     pub log: PathBuf,
     /// How readiness is probed.
     pub probe: Probe,
+    /// The TCP connections the server is configured for: `max_tcp_clients`, or fewer when the
+    /// file descriptor limit it can get is lower.
+    pub tcp_clients: usize,
+    /// The file descriptor limit the server gets.
+    pub files: u64,
 }
 
 impl Prepared<'_> {
@@ -145,9 +153,10 @@ impl Prepared<'_> {
         (d.as_nanos().div_ceil(1_000_000)).max(1)
     }
 
-    /// `max_tcp_clients` shared among `workers` that each have their own limit, rounded up.
+    /// [`tcp_clients`](Self::tcp_clients) shared among `workers` that each have their own
+    /// limit, rounded up.
     pub fn tcp_clients_per(&self, workers: usize) -> usize {
-        self.setup.max_tcp_clients.div_ceil(workers.max(1)).max(1)
+        self.tcp_clients.div_ceil(workers.max(1)).max(1)
     }
 
     /// The raw lines of [`ServerSetup::extra`], one per line.
@@ -245,6 +254,7 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
         (None, None) => None,
     };
     let probe = probe(setup, &zones, tls.as_ref().map(|(port, _)| *port));
+    let (tcp_clients, files) = connection_budget(setup);
     Ok(Prepared {
         setup,
         zones,
@@ -252,7 +262,45 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
         root_hints,
         log: setup.work_dir.join("server.log"),
         probe,
+        tcp_clients,
+        files,
     })
+}
+
+/// File descriptors a server needs besides its clients' TCP connections: zones, sockets, logs,
+/// and for a resolver its own queries.
+const SPARE_FILES: u64 = 4096;
+
+/// What Unbound reserves per thread for its outgoing queries (`outgoing-range` 4096 ports,
+/// `outgoing-num-tcp` 10, listening sockets); it refuses to start when the file descriptor
+/// limit cannot hold these and `incoming-num-tcp` for every TCP listener of every thread.
+const UNBOUND_FILES_PER_THREAD: u64 = 4096 + 10 + 32;
+
+/// The TCP connections the server can hold and the file descriptor limit to give it:
+/// `max_tcp_clients` and what it needs on top when that limit can be had, else as many
+/// connections as fit under the limit there is (a container without `CAP_SYS_RESOURCE` cannot
+/// go beyond its hard limit).
+///
+/// Unbound sets aside descriptors for `incoming-num-tcp` connections on each TCP listener
+/// (each address, and each again for TLS), all at start: there `max_tcp_clients` is what each
+/// listener holds.
+fn connection_budget(setup: &ServerSetup) -> (usize, u64) {
+    let threads = setup.threads.unwrap_or(1).max(1) as u64;
+    let (reserve, listeners) = match setup.kind {
+        ServerKind::Unbound => {
+            let ports = 1 + u64::from(setup.tls_port.is_some());
+            (
+                SPARE_FILES + threads * UNBOUND_FILES_PER_THREAD,
+                (setup.listen.len() as u64).max(1) * ports,
+            )
+        }
+        _ => (SPARE_FILES, 1),
+    };
+    let asked = setup.max_tcp_clients.max(1) as u64;
+    let wanted = asked.saturating_mul(listeners).saturating_add(reserve);
+    let files = crate::process::attainable_files(wanted);
+    let fit = (files.saturating_sub(reserve) / listeners).max(1);
+    (asked.min(fit) as usize, files)
 }
 
 /// A zone file's origin (from its first SOA record, read with ldplayer's zone reader) and

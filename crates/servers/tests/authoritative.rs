@@ -230,7 +230,9 @@ fn serves_in_a_namespace_of_its_own(kind: ServerKind) {
         setup.port = 53;
         setup.tls_port = kind.supports_tls().then_some(853);
         setup.threads = Some(2);
+        setup.max_tcp_clients = 60_000;
         let server = start(&setup).unwrap_or_else(|e| panic!("{kind} did not start: {e}"));
+        common::holds_what_it_can(&server, 60_000);
         for at in ["@10.53.0.1", "@fd53::1"] {
             for transport in [None, Some("+tcp")] {
                 let args = [at, ".", "SOA", "+norec"];

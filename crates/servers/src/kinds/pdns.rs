@@ -33,7 +33,7 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         listen.join(", "),
         setup.port,
         show(hints),
-        setup.max_tcp_clients,
+        p.tcp_clients,
         p.idle_seconds(),
     );
     if let Some(n) = setup.threads {

@@ -128,3 +128,32 @@ pub fn in_fresh_namespace(addresses: &[&str], test: impl FnOnce() + Send + 'stat
         std::panic::resume_unwind(panic);
     }
 }
+
+/// The server holds `asked` TCP connections, or fewer only when the file descriptor limit here
+/// is lower, and then its log says so.
+pub fn holds_what_it_can(server: &RunningServer, asked: usize) {
+    let held = server.max_tcp_clients();
+    let log = std::fs::read_to_string(server.log_path().expect("a log")).expect("the log");
+    if held < asked {
+        let hard = Command::new("sh")
+            .args(["-c", "ulimit -Hn"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default();
+        assert!(
+            hard.parse::<usize>().is_ok_and(|h| h < asked + 8192),
+            "{} held {held} of {asked} connections under a hard limit of {hard}",
+            server.kind()
+        );
+        assert!(
+            log.contains(&format!("max_tcp_clients {asked} lowered to {held}")),
+            "{log}"
+        );
+        eprintln!(
+            "{}: {held} of {asked} connections (hard limit {hard})",
+            server.kind()
+        );
+    } else {
+        assert_eq!(held, asked);
+    }
+}
