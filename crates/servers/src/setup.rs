@@ -180,6 +180,52 @@ impl Prepared<'_> {
 /// Checks `setup` against what its kind can do, makes the work directory, reads the zones'
 /// origins, makes the certificate and root hints when needed.
 pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> {
+    validate(setup)?;
+    let kind = setup.kind;
+    std::fs::create_dir_all(&setup.work_dir)
+        .map_err(ServerError::io("cannot create", &setup.work_dir))?;
+
+    // The embedded server loads its zones itself, once.
+    let zones = if kind.is_embedded() {
+        Vec::new()
+    } else {
+        setup
+            .zones
+            .iter()
+            .map(|path| zone_file(kind, path))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let tls = match (setup.tls_port, &setup.tls) {
+        (None, _) => None,
+        (Some(port), Some(files)) => Some((port, files.clone())),
+        (Some(port), None) => {
+            let names = vec!["localhost".to_string()];
+            let files = make_certificate(&setup.work_dir.join("tls"), &setup.listen, &names)?;
+            Some((port, files))
+        }
+    };
+    let root_hints = match (&setup.root_hints, &setup.manifest) {
+        _ if !kind.is_recursive() => None,
+        (Some(hints), _) => Some(absolute(hints)?),
+        (None, Some(manifest)) => Some(hints_from_manifest(kind, manifest, &setup.work_dir)?),
+        (None, None) => None,
+    };
+    let probe = probe(setup, &zones, tls.as_ref().map(|(port, _)| *port));
+    let (tcp_clients, files) = connection_budget(setup);
+    Ok(Prepared {
+        setup,
+        zones,
+        tls,
+        root_hints,
+        log: setup.work_dir.join("server.log"),
+        probe,
+        tcp_clients,
+        files,
+    })
+}
+
+/// Whether `setup` asks what its kind can do, with what it needs; nothing is written yet.
+fn validate(setup: &ServerSetup) -> Result<(), ServerError> {
     let kind = setup.kind;
     let unsupported = |what: &str| ServerError::Unsupported {
         kind,
@@ -225,46 +271,7 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
     if kind.is_embedded() && !setup.extra.is_empty() {
         return Err(unsupported("take raw configuration lines"));
     }
-    std::fs::create_dir_all(&setup.work_dir)
-        .map_err(ServerError::io("cannot create", &setup.work_dir))?;
-
-    // The embedded server loads its zones itself, once.
-    let zones = if kind.is_embedded() {
-        Vec::new()
-    } else {
-        setup
-            .zones
-            .iter()
-            .map(|path| zone_file(kind, path))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let tls = match (setup.tls_port, &setup.tls) {
-        (None, _) => None,
-        (Some(port), Some(files)) => Some((port, files.clone())),
-        (Some(port), None) => {
-            let names = vec!["localhost".to_string()];
-            let files = make_certificate(&setup.work_dir.join("tls"), &setup.listen, &names)?;
-            Some((port, files))
-        }
-    };
-    let root_hints = match (&setup.root_hints, &setup.manifest) {
-        _ if !kind.is_recursive() => None,
-        (Some(hints), _) => Some(absolute(hints)?),
-        (None, Some(manifest)) => Some(hints_from_manifest(kind, manifest, &setup.work_dir)?),
-        (None, None) => None,
-    };
-    let probe = probe(setup, &zones, tls.as_ref().map(|(port, _)| *port));
-    let (tcp_clients, files) = connection_budget(setup);
-    Ok(Prepared {
-        setup,
-        zones,
-        tls,
-        root_hints,
-        log: setup.work_dir.join("server.log"),
-        probe,
-        tcp_clients,
-        files,
-    })
+    Ok(())
 }
 
 /// File descriptors a server needs besides its clients' TCP connections: zones, sockets, logs,
@@ -408,4 +415,67 @@ pub(crate) fn load_manifest(path: &Path) -> Result<Views, ServerError> {
     Manifest::from_file(path)
         .and_then(|m| m.load())
         .map_err(|e| ServerError::Embedded(format!("manifest: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(kind: ServerKind) -> ServerSetup {
+        let mut s = ServerSetup::new(
+            kind,
+            vec![Ipv4Addr::LOCALHOST.into()],
+            "/nonexistent/work".into(),
+        );
+        if kind.is_recursive() {
+            s.root_hints = Some("/nonexistent/hints".into());
+        } else {
+            s.zones = vec!["/nonexistent/zone".into()];
+        }
+        s
+    }
+
+    fn refusal(s: &ServerSetup) -> String {
+        validate(s).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn setups_a_kind_cannot_serve_are_refused_before_anything_is_written() {
+        for kind in ServerKind::ALL {
+            assert!(validate(&setup(kind)).is_ok(), "{kind}");
+        }
+        let mut s = setup(ServerKind::Unbound);
+        s.zones = vec!["/nonexistent/zone".into()];
+        assert!(refusal(&s).starts_with("unbound cannot serve zone files"));
+        let mut s = setup(ServerKind::Kresd);
+        s.root_hints = None;
+        assert_eq!(
+            refusal(&s),
+            "kresd: a resolver needs root_hints or a manifest"
+        );
+        let mut s = setup(ServerKind::Kresd);
+        s.threads = Some(2);
+        assert!(refusal(&s).starts_with("kresd cannot run several threads"));
+        let mut s = setup(ServerKind::PdnsRecursor);
+        s.tls_port = Some(853);
+        assert_eq!(refusal(&s), "pdns-recursor cannot serve DNS over TLS");
+        let mut s = setup(ServerKind::Nsd);
+        s.zones.clear();
+        assert_eq!(refusal(&s), "nsd: no zone file to serve");
+        let mut s = setup(ServerKind::Bind);
+        s.manifest = Some("/nonexistent/manifest".into());
+        assert!(refusal(&s).starts_with("bind cannot serve a manifest"));
+        let mut s = setup(ServerKind::Knot);
+        s.work_dir = "relative".into();
+        assert!(refusal(&s).contains("not an absolute path"));
+        let mut s = setup(ServerKind::Ldplayer);
+        s.listen.clear();
+        assert_eq!(refusal(&s), "ldplayer: no listen address");
+        s.zones.clear();
+        s.manifest = Some("/nonexistent/manifest".into());
+        assert!(
+            validate(&s).is_ok(),
+            "a manifest is served on every address"
+        );
+    }
 }
