@@ -14,7 +14,7 @@ use rcgen::{
 use crate::ServerError;
 
 /// The PEM files of a server's certificate, its key and the CA that signed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TlsFiles {
     /// The server certificate.
     pub cert: PathBuf,
@@ -93,7 +93,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("scratch directory");
         let files = make_certificate(
             dir.path(),
-            &["127.0.0.1".parse().expect("ip"), "fd53::1".parse().expect("ip")],
+            &[
+                "127.0.0.1".parse().expect("ip"),
+                "fd53::1".parse().expect("ip"),
+            ],
             &["localhost".into()],
         )
         .expect("certificate");
@@ -103,7 +106,10 @@ mod tests {
             (&files.key, "PRIVATE KEY"),
         ] {
             let text = std::fs::read_to_string(path).expect("written");
-            assert!(text.starts_with(&format!("-----BEGIN {tag}-----")), "{text}");
+            assert!(
+                text.starts_with(&format!("-----BEGIN {tag}-----")),
+                "{text}"
+            );
         }
     }
 }

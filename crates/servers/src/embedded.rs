@@ -47,22 +47,19 @@ pub(crate) fn start(p: &mut Prepared) -> Result<RunningServer, ServerError> {
             }
             let names: Vec<String> = set.zones().iter().map(|z| z.origin_text()).collect();
             let described = format!("zones {}", names.join(" "));
-            (
-                Views::plain(Arc::new(set)),
-                setup.listen.clone(),
-                described,
-            )
+            (Views::plain(Arc::new(set)), setup.listen.clone(), described)
         }
     };
     let addrs: Vec<SocketAddr> = listen
         .iter()
         .map(|&ip: &IpAddr| SocketAddr::new(ip, setup.port))
         .collect();
+    crate::process::raise_own_file_limit(p.files);
     let mut config = ServerConfig::new(addrs);
     config.udp_workers = setup.threads.unwrap_or(1).max(1);
     config.tcp = true;
     config.tcp_idle_timeout = setup.tcp_idle_timeout;
-    config.max_tcp_connections = setup.max_tcp_clients;
+    config.max_tcp_connections = p.tcp_clients;
     let server = Server::start(config, views).map_err(|e| ServerError::Embedded(e.to_string()))?;
     let line = format!(
         "ldplayer {}: {described}; listening on {:?} (UDP workers {}, TCP idle timeout {:?}, \
@@ -71,7 +68,7 @@ pub(crate) fn start(p: &mut Prepared) -> Result<RunningServer, ServerError> {
         server.local_addrs(),
         setup.threads.unwrap_or(1).max(1),
         setup.tcp_idle_timeout,
-        setup.max_tcp_clients,
+        p.tcp_clients,
     );
     append_to(&p.log, &line);
     Ok(server)

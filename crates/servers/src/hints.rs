@@ -58,8 +58,7 @@ pub(crate) fn hints_to_lua(hints: &Path) -> Result<String, ServerError> {
             fields[fields.len() - 2],
             fields[fields.len() - 1],
         );
-        if matches!(rtype.parse(), Ok(Rtype::A | Rtype::AAAA)) && addr.parse::<IpAddr>().is_ok()
-        {
+        if matches!(rtype.parse(), Ok(Rtype::A | Rtype::AAAA)) && addr.parse::<IpAddr>().is_ok() {
             match by_name.iter_mut().find(|(n, _)| n == name) {
                 Some((_, v)) => v.push(addr.to_string()),
                 None => by_name.push((name.to_string(), vec![addr.to_string()])),

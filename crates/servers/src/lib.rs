@@ -79,9 +79,23 @@ pub fn start_with_timeout(
 ) -> Result<RunningServer, ServerError> {
     let mut prepared = setup::prepare(setup)?;
     std::fs::write(&prepared.log, "").map_err(ServerError::io("cannot write", &prepared.log))?;
+    if prepared.tcp_clients < setup.max_tcp_clients {
+        let note = format!(
+            "# max_tcp_clients {} lowered to {}: the file descriptor limit here is {} \
+             (beyond the hard limit needs CAP_SYS_RESOURCE)\n",
+            setup.max_tcp_clients, prepared.tcp_clients, prepared.files
+        );
+        embedded::append_to(&prepared.log, &note);
+    }
     let server = if setup.kind.is_embedded() {
         let server = embedded::start(&mut prepared)?;
-        running(&prepared, Process::Embedded(server), None, "in process".into(), version(setup.kind))
+        running(
+            &prepared,
+            Process::Embedded(server),
+            None,
+            "in process".into(),
+            version(setup.kind),
+        )
     } else {
         let program = setup.kind.find_program()?;
         let launch = kinds::launch(&prepared)?;
@@ -90,7 +104,7 @@ pub fn start_with_timeout(
         }
         let command = process::command_line(&program, &launch.args);
         embedded::append_to(&prepared.log, &format!("# {command}\n"));
-        let child = process::spawn(&program, &launch.args, &prepared.log, setup.max_tcp_clients)?;
+        let child = process::spawn(&program, &launch.args, &prepared.log, prepared.files)?;
         running(
             &prepared,
             Process::External(child),
@@ -118,6 +132,7 @@ fn running(
         tls: p.tls.as_ref().map(|(_, files)| files.clone()),
         addr: p.probe.addr,
         tls_addr: p.probe.tls_addr,
+        tcp_clients: p.tcp_clients,
         process,
     }
 }

@@ -44,7 +44,11 @@ fn check(probe: &Probe, id: u16, answer: &[u8]) -> Result<(), String> {
             return Err(format!(
                 "{rcode} with {} answer record(s){}",
                 header.ancount,
-                if header.flags & AA == 0 { ", not authoritative" } else { "" }
+                if header.flags & AA == 0 {
+                    ", not authoritative"
+                } else {
+                    ""
+                }
             ));
         }
     }
@@ -62,7 +66,8 @@ pub(crate) fn udp(probe: &Probe, wait: Duration) -> Result<(), String> {
     };
     let sock = UdpSocket::bind(local).map_err(|e| e.to_string())?;
     sock.connect(probe.addr).map_err(|e| e.to_string())?;
-    sock.set_read_timeout(Some(wait)).map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(wait))
+        .map_err(|e| e.to_string())?;
     sock.send(&query).map_err(|e| e.to_string())?;
     let mut buf = [0u8; 4096];
     let n = sock.recv(&mut buf).map_err(|e| e.to_string())?;
@@ -76,11 +81,18 @@ pub(crate) fn tcp(probe: &Probe, wait: Duration) -> Result<(), String> {
 }
 
 /// Asks over TLS to `addr`, trusting the CA certificate(s) in `ca` for the address.
-pub(crate) fn tls(probe: &Probe, addr: SocketAddr, ca: &Path, wait: Duration) -> Result<(), String> {
+pub(crate) fn tls(
+    probe: &Probe,
+    addr: SocketAddr,
+    ca: &Path,
+    wait: Duration,
+) -> Result<(), String> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))? {
         let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
-        roots.add(cert).map_err(|e| format!("{}: {e}", ca.display()))?;
+        roots
+            .add(cert)
+            .map_err(|e| format!("{}: {e}", ca.display()))?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let config = rustls::ClientConfig::builder_with_provider(provider)
@@ -98,8 +110,12 @@ pub(crate) fn tls(probe: &Probe, addr: SocketAddr, ca: &Path, wait: Duration) ->
 
 fn connect(addr: SocketAddr, wait: Duration) -> Result<TcpStream, String> {
     let stream = TcpStream::connect_timeout(&addr, wait).map_err(|e| e.to_string())?;
-    stream.set_read_timeout(Some(wait)).map_err(|e| e.to_string())?;
-    stream.set_write_timeout(Some(wait)).map_err(|e| e.to_string())?;
+    stream
+        .set_read_timeout(Some(wait))
+        .map_err(|e| e.to_string())?;
+    stream
+        .set_write_timeout(Some(wait))
+        .map_err(|e| e.to_string())?;
     Ok(stream)
 }
 

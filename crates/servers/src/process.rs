@@ -14,9 +14,6 @@ use crate::{ServerError, ServerKind};
 /// How long a server has to exit after SIGTERM before it is killed.
 pub(crate) const STOP_GRACE: Duration = Duration::from_secs(5);
 
-/// File descriptors a server keeps besides its TCP connections (zones, sockets, logs).
-const SPARE_FILES: u64 = 4096;
-
 /// The command line as one string, for messages.
 pub(crate) fn command_line(program: &Path, args: &[OsString]) -> String {
     let mut line = program.display().to_string();
@@ -28,23 +25,21 @@ pub(crate) fn command_line(program: &Path, args: &[OsString]) -> String {
 }
 
 /// Starts `program` with `args`, standard output and error appended to `log`, in a new
-/// process group, with its file descriptor limit raised to hold `connections` TCP connections.
+/// process group, with its file descriptor limit raised to `files` (see [`attainable_files`]).
 pub(crate) fn spawn(
     program: &Path,
     args: &[OsString],
     log: &Path,
-    connections: usize,
+    files: u64,
 ) -> Result<Child, ServerError> {
     let out = OpenOptions::new()
         .create(true)
         .append(true)
         .open(log)
         .map_err(ServerError::io("cannot open", log))?;
-    let err = out.try_clone().map_err(ServerError::io("cannot open", log))?;
-    let files = (connections as u64)
-        .saturating_mul(2)
-        .saturating_add(SPARE_FILES)
-        .min(nr_open());
+    let err = out
+        .try_clone()
+        .map_err(ServerError::io("cannot open", log))?;
     let mut command = Command::new(program);
     command
         .args(args)
@@ -64,6 +59,44 @@ pub(crate) fn spawn(
         command: command_line(program, args),
         source,
     })
+}
+
+/// The file descriptor limit a server started now can get, up to `wanted`: as much as the
+/// kernel allows (`fs.nr_open`) when this process may raise hard limits (`CAP_SYS_RESOURCE`),
+/// else no more than the present hard limit.
+pub(crate) fn attainable_files(wanted: u64) -> u64 {
+    let ceiling = if may_raise_hard_limits() {
+        nr_open()
+    } else {
+        hard_file_limit()
+    };
+    wanted.min(ceiling)
+}
+
+/// The hard limit on open files of this process (and so of the servers it starts).
+fn hard_file_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct given, nothing else.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 1024;
+    }
+    limit.rlim_max
+}
+
+/// Whether this process has `CAP_SYS_RESOURCE` (bit 24 of `CapEff`), which lets it raise a
+/// hard limit.
+fn may_raise_hard_limits() -> bool {
+    const CAP_SYS_RESOURCE: u32 = 24;
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            let hex = status.lines().find_map(|l| l.strip_prefix("CapEff:"))?;
+            u64::from_str_radix(hex.trim(), 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << CAP_SYS_RESOURCE) != 0)
 }
 
 /// The kernel's ceiling on a process's file descriptors (`fs.nr_open`).
@@ -102,6 +135,12 @@ fn raise_file_limit(wanted: u64) {
             libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
         }
     }
+}
+
+/// Raises this process's own soft limit on open files towards `files` (never above its hard
+/// limit, never lower), for the embedded server, which opens its connections here.
+pub(crate) fn raise_own_file_limit(files: u64) {
+    raise_file_limit(files.min(hard_file_limit()));
 }
 
 /// Whether the child has exited, without reaping it: while it stays a zombie its pid (and so

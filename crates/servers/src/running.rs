@@ -21,6 +21,7 @@ pub struct RunningServer {
     pub(crate) tls: Option<TlsFiles>,
     pub(crate) addr: SocketAddr,
     pub(crate) tls_addr: Option<SocketAddr>,
+    pub(crate) tcp_clients: usize,
     pub(crate) process: Process,
 }
 
@@ -87,6 +88,14 @@ impl RunningServer {
     /// Where it answers DNS over TLS, when it does.
     pub fn tls_address(&self) -> Option<SocketAddr> {
         self.tls_addr
+    }
+
+    /// The TCP connections it was configured to hold: [`ServerSetup::max_tcp_clients`], or
+    /// fewer when the file descriptor limit it could get is lower (said in its log too).
+    ///
+    /// [`ServerSetup::max_tcp_clients`]: crate::ServerSetup::max_tcp_clients
+    pub fn max_tcp_clients(&self) -> usize {
+        self.tcp_clients
     }
 
     /// The embedded server's counters so far (queries, responses, connections); `None` for

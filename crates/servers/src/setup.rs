@@ -8,12 +8,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ldplayer_dns::Rtype;
-use ldplayer_zone::{Manifest, Views, Zone};
+use ldplayer_zone::reader::read_zone_file;
+use ldplayer_zone::{Manifest, Views};
 
 use crate::{make_certificate, ServerError, ServerKind, TlsFiles};
 
-/// Everything needed to configure and start one server for one run.
-#[derive(Debug, Clone)]
+/// Everything needed to configure and start one server for one run (serializable, so that a
+/// run can record what it asked for).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub struct ServerSetup {
     /// Which server.
     pub kind: ServerKind,
@@ -42,7 +44,9 @@ pub struct ServerSetup {
     /// Knot DNS and PowerDNS Recursor, 100 ms for BIND).
     pub tcp_idle_timeout: Duration,
     /// Most TCP connections at once (experiments hold tens of thousands); the file descriptor
-    /// limit of the server is raised to fit.
+    /// limit of the server is raised to fit, and where it cannot be (a container's hard limit
+    /// without `CAP_SYS_RESOURCE`), the server is configured for as many as fit (see
+    /// [`RunningServer::max_tcp_clients`](crate::RunningServer::max_tcp_clients)).
     pub max_tcp_clients: usize,
     /// Where the configuration, pid file, databases, control socket and `server.log` go; an
     /// absolute path, made if needed. Nothing is written anywhere else.
@@ -82,6 +86,9 @@ pub(crate) struct ZoneFile {
     pub origin: String,
     /// The absolute path of the file.
     pub path: PathBuf,
+    /// The lines where SOA records after the first start (zone transfer dumps end with the
+    /// SOA again).
+    pub repeated_soa_lines: Vec<usize>,
 }
 
 /// The query that shows a server is up, and what counts as its answer.
@@ -116,6 +123,11 @@ pub(crate) struct Prepared<'a> {
     pub log: PathBuf,
     /// How readiness is probed.
     pub probe: Probe,
+    /// The TCP connections the server is configured for: `max_tcp_clients`, or fewer when the
+    /// file descriptor limit it can get is lower.
+    pub tcp_clients: usize,
+    /// The file descriptor limit the server gets.
+    pub files: u64,
 }
 
 impl Prepared<'_> {
@@ -141,9 +153,10 @@ impl Prepared<'_> {
         (d.as_nanos().div_ceil(1_000_000)).max(1)
     }
 
-    /// `max_tcp_clients` shared among `workers` that each have their own limit, rounded up.
+    /// [`tcp_clients`](Self::tcp_clients) shared among `workers` that each have their own
+    /// limit, rounded up.
     pub fn tcp_clients_per(&self, workers: usize) -> usize {
-        self.setup.max_tcp_clients.div_ceil(workers.max(1)).max(1)
+        self.tcp_clients.div_ceil(workers.max(1)).max(1)
     }
 
     /// The raw lines of [`ServerSetup::extra`], one per line.
@@ -167,6 +180,52 @@ impl Prepared<'_> {
 /// Checks `setup` against what its kind can do, makes the work directory, reads the zones'
 /// origins, makes the certificate and root hints when needed.
 pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> {
+    validate(setup)?;
+    let kind = setup.kind;
+    std::fs::create_dir_all(&setup.work_dir)
+        .map_err(ServerError::io("cannot create", &setup.work_dir))?;
+
+    // The embedded server loads its zones itself, once.
+    let zones = if kind.is_embedded() {
+        Vec::new()
+    } else {
+        setup
+            .zones
+            .iter()
+            .map(|path| zone_file(kind, path))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let tls = match (setup.tls_port, &setup.tls) {
+        (None, _) => None,
+        (Some(port), Some(files)) => Some((port, files.clone())),
+        (Some(port), None) => {
+            let names = vec!["localhost".to_string()];
+            let files = make_certificate(&setup.work_dir.join("tls"), &setup.listen, &names)?;
+            Some((port, files))
+        }
+    };
+    let root_hints = match (&setup.root_hints, &setup.manifest) {
+        _ if !kind.is_recursive() => None,
+        (Some(hints), _) => Some(absolute(hints)?),
+        (None, Some(manifest)) => Some(hints_from_manifest(kind, manifest, &setup.work_dir)?),
+        (None, None) => None,
+    };
+    let probe = probe(setup, &zones, tls.as_ref().map(|(port, _)| *port));
+    let (tcp_clients, files) = connection_budget(setup);
+    Ok(Prepared {
+        setup,
+        zones,
+        tls,
+        root_hints,
+        log: setup.work_dir.join("server.log"),
+        probe,
+        tcp_clients,
+        files,
+    })
+}
+
+/// Whether `setup` asks what its kind can do, with what it needs; nothing is written yet.
+fn validate(setup: &ServerSetup) -> Result<(), ServerError> {
     let kind = setup.kind;
     let unsupported = |what: &str| ServerError::Unsupported {
         kind,
@@ -212,56 +271,91 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
     if kind.is_embedded() && !setup.extra.is_empty() {
         return Err(unsupported("take raw configuration lines"));
     }
-    std::fs::create_dir_all(&setup.work_dir)
-        .map_err(ServerError::io("cannot create", &setup.work_dir))?;
+    Ok(())
+}
 
-    // The embedded server loads its zones itself, once.
-    let zones = if kind.is_embedded() {
-        Vec::new()
-    } else {
-        setup
-            .zones
-            .iter()
-            .map(|path| zone_file(kind, path))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let tls = match (setup.tls_port, &setup.tls) {
-        (None, _) => None,
-        (Some(port), Some(files)) => Some((port, files.clone())),
-        (Some(port), None) => {
-            let names = vec!["localhost".to_string()];
-            let files = make_certificate(&setup.work_dir.join("tls"), &setup.listen, &names)?;
-            Some((port, files))
+/// File descriptors a server needs besides its clients' TCP connections: zones, sockets, logs,
+/// and for a resolver its own queries.
+const SPARE_FILES: u64 = 4096;
+
+/// What Unbound reserves per thread for its outgoing queries (`outgoing-range` 4096 ports,
+/// `outgoing-num-tcp` 10, listening sockets); it refuses to start when the file descriptor
+/// limit cannot hold these and `incoming-num-tcp` for every TCP listener of every thread.
+const UNBOUND_FILES_PER_THREAD: u64 = 4096 + 10 + 32;
+
+/// The TCP connections the server can hold and the file descriptor limit to give it:
+/// `max_tcp_clients` and what it needs on top when that limit can be had, else as many
+/// connections as fit under the limit there is (a container without `CAP_SYS_RESOURCE` cannot
+/// go beyond its hard limit).
+///
+/// Unbound sets aside descriptors for `incoming-num-tcp` connections on each TCP listener
+/// (each address, and each again for TLS), all at start: there `max_tcp_clients` is what each
+/// listener holds.
+fn connection_budget(setup: &ServerSetup) -> (usize, u64) {
+    let threads = setup.threads.unwrap_or(1).max(1) as u64;
+    let (reserve, listeners) = match setup.kind {
+        ServerKind::Unbound => {
+            let ports = 1 + u64::from(setup.tls_port.is_some());
+            (
+                SPARE_FILES + threads * UNBOUND_FILES_PER_THREAD,
+                (setup.listen.len() as u64).max(1) * ports,
+            )
         }
+        _ => (SPARE_FILES, 1),
     };
-    let root_hints = match (&setup.root_hints, &setup.manifest) {
-        _ if !kind.is_recursive() => None,
-        (Some(hints), _) => Some(absolute(hints)?),
-        (None, Some(manifest)) => Some(hints_from_manifest(kind, manifest, &setup.work_dir)?),
-        (None, None) => None,
-    };
-    let probe = probe(setup, &zones, tls.as_ref().map(|(port, _)| *port));
-    Ok(Prepared {
-        setup,
-        zones,
-        tls,
-        root_hints,
-        log: setup.work_dir.join("server.log"),
-        probe,
+    let asked = setup.max_tcp_clients.max(1) as u64;
+    let wanted = asked.saturating_mul(listeners).saturating_add(reserve);
+    let files = crate::process::attainable_files(wanted);
+    let fit = (files.saturating_sub(reserve) / listeners).max(1);
+    (asked.min(fit) as usize, files)
+}
+
+/// A zone file's origin (from its first SOA record, read with ldplayer's zone reader) and
+/// absolute path, and where it repeats its SOA record (as zone transfers and dumps of them do).
+fn zone_file(kind: ServerKind, path: &Path) -> Result<ZoneFile, ServerError> {
+    let config = |message: String| ServerError::Config { kind, message };
+    let records = read_zone_file(path, None).map_err(|e| config(format!("zone file: {e}")))?;
+    let mut soas = records.iter().filter(|r| r.rtype == Rtype::SOA);
+    let first = soas
+        .next()
+        .ok_or_else(|| config(format!("{}: no SOA record", path.display())))?;
+    let main_file = first.file.clone();
+    let repeated_soa_lines = soas
+        .filter(|r| r.file == main_file)
+        .map(|r| r.line)
+        .collect();
+    Ok(ZoneFile {
+        origin: name_text(&first.owner),
+        path: absolute(path)?,
+        repeated_soa_lines,
     })
 }
 
-/// A zone file's origin (read with ldplayer's zone reader, which also checks the file) and
-/// absolute path.
-fn zone_file(kind: ServerKind, path: &Path) -> Result<ZoneFile, ServerError> {
-    let zone = Zone::from_file(path, None).map_err(|e| ServerError::Config {
-        kind,
-        message: format!("zone file: {e}"),
-    })?;
-    Ok(ZoneFile {
-        origin: zone.origin_text(),
-        path: absolute(path)?,
-    })
+/// A wire-format name in presentation form, with the final dot.
+fn name_text(wire: &[u8]) -> String {
+    let mut text = String::new();
+    ldplayer_dns::name_to_presentation(wire, &mut text);
+    text
+}
+
+/// Copies the zone file `zone` to `dest` without its repeated SOA records (each from its first
+/// line until its parentheses close), for servers that refuse a zone with two SOA records.
+pub(crate) fn without_repeated_soa(zone: &ZoneFile, dest: &Path) -> Result<(), ServerError> {
+    let text =
+        std::fs::read_to_string(&zone.path).map_err(ServerError::io("cannot read", &zone.path))?;
+    let mut out = String::with_capacity(text.len());
+    let mut open = 0i32;
+    for (i, line) in text.lines().enumerate() {
+        let code = line.split(';').next().unwrap_or("");
+        if open > 0 || zone.repeated_soa_lines.contains(&(i + 1)) {
+            open += code.matches('(').count() as i32 - code.matches(')').count() as i32;
+            open = open.max(0);
+            continue;
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    std::fs::write(dest, out).map_err(ServerError::io("cannot write", dest))
 }
 
 fn absolute(path: &Path) -> Result<PathBuf, ServerError> {
@@ -321,4 +415,67 @@ pub(crate) fn load_manifest(path: &Path) -> Result<Views, ServerError> {
     Manifest::from_file(path)
         .and_then(|m| m.load())
         .map_err(|e| ServerError::Embedded(format!("manifest: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setup(kind: ServerKind) -> ServerSetup {
+        let mut s = ServerSetup::new(
+            kind,
+            vec![Ipv4Addr::LOCALHOST.into()],
+            "/nonexistent/work".into(),
+        );
+        if kind.is_recursive() {
+            s.root_hints = Some("/nonexistent/hints".into());
+        } else {
+            s.zones = vec!["/nonexistent/zone".into()];
+        }
+        s
+    }
+
+    fn refusal(s: &ServerSetup) -> String {
+        validate(s).expect_err("refused").to_string()
+    }
+
+    #[test]
+    fn setups_a_kind_cannot_serve_are_refused_before_anything_is_written() {
+        for kind in ServerKind::ALL {
+            assert!(validate(&setup(kind)).is_ok(), "{kind}");
+        }
+        let mut s = setup(ServerKind::Unbound);
+        s.zones = vec!["/nonexistent/zone".into()];
+        assert!(refusal(&s).starts_with("unbound cannot serve zone files"));
+        let mut s = setup(ServerKind::Kresd);
+        s.root_hints = None;
+        assert_eq!(
+            refusal(&s),
+            "kresd: a resolver needs root_hints or a manifest"
+        );
+        let mut s = setup(ServerKind::Kresd);
+        s.threads = Some(2);
+        assert!(refusal(&s).starts_with("kresd cannot run several threads"));
+        let mut s = setup(ServerKind::PdnsRecursor);
+        s.tls_port = Some(853);
+        assert_eq!(refusal(&s), "pdns-recursor cannot serve DNS over TLS");
+        let mut s = setup(ServerKind::Nsd);
+        s.zones.clear();
+        assert_eq!(refusal(&s), "nsd: no zone file to serve");
+        let mut s = setup(ServerKind::Bind);
+        s.manifest = Some("/nonexistent/manifest".into());
+        assert!(refusal(&s).starts_with("bind cannot serve a manifest"));
+        let mut s = setup(ServerKind::Knot);
+        s.work_dir = "relative".into();
+        assert!(refusal(&s).contains("not an absolute path"));
+        let mut s = setup(ServerKind::Ldplayer);
+        s.listen.clear();
+        assert_eq!(refusal(&s), "ldplayer: no listen address");
+        s.zones.clear();
+        s.manifest = Some("/nonexistent/manifest".into());
+        assert!(
+            validate(&s).is_ok(),
+            "a manifest is served on every address"
+        );
+    }
 }

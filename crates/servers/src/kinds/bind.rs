@@ -55,7 +55,7 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
          \x20   tcp-clients {clients};\n    tcp-idle-timeout {idle};\n\
          \x20   tcp-initial-timeout {initial};\n    tcp-keepalive-timeout {idle};\n\
          \x20   tcp-advertised-timeout {idle};\n",
-        clients = setup.max_tcp_clients,
+        clients = p.tcp_clients,
         initial = idle.clamp(MIN_INITIAL, MAX_TIMEOUT),
     );
     if v4.is_empty() {

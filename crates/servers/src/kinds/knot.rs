@@ -27,7 +27,7 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
          \x20   tcp-idle-timeout: {}s\n    tcp-max-clients: {}\n    background-workers: 1\n",
         listen.join(", "),
         p.idle_seconds(),
-        setup.max_tcp_clients,
+        p.tcp_clients,
     );
     if let Some(n) = setup.threads {
         let _ = write!(conf, "    udp-workers: {n}\n    tcp-workers: {n}\n");
@@ -50,6 +50,8 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
             show(&z.path)
         );
     }
+    let db = p.dir().join("db");
+    std::fs::create_dir_all(&db).map_err(ServerError::io("cannot create", &db))?;
     let config = write_config(p, "knot.conf", &conf)?;
     Ok(Launch {
         args: args([&"-c", &config]),

@@ -114,7 +114,10 @@ mod tests {
             "unbound 1.17.1"
         );
         assert_eq!(
-            version_line(ServerKind::Nsd, "NSD version 4.6.1\nWritten by NLnet Labs.\n"),
+            version_line(
+                ServerKind::Nsd,
+                "NSD version 4.6.1\nWritten by NLnet Labs.\n"
+            ),
             "NSD version 4.6.1"
         );
     }

@@ -6,11 +6,14 @@
 //! * connections: `tcp-count` is per server process, so `max_tcp_clients` is shared out.
 //! * threads: `server-count` processes (with `reuseport` when more than one).
 //! * TLS: an `ip-address` on `tls-port` with `tls-service-key` and `tls-service-pem`.
+//!
+//! NSD refuses a zone file with a second SOA record (the dumps of zone transfers, such as the
+//! root zone files, end with one); such a file is served from a copy without the repeat.
 
 use std::fmt::Write as _;
 
 use super::{args, show, write_config, Check, Launch};
-use crate::setup::Prepared;
+use crate::setup::{without_repeated_soa, Prepared};
 use crate::ServerError;
 
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
@@ -47,12 +50,21 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     );
     conf.push_str(&p.extra());
     conf.push_str("remote-control:\n    control-enable: no\n");
-    for z in &p.zones {
+    for (i, z) in p.zones.iter().enumerate() {
+        // NSD refuses a zone file that repeats its SOA record, as a dump of a zone transfer
+        // does: it serves a copy without the repeats.
+        let file = if z.repeated_soa_lines.is_empty() {
+            z.path.clone()
+        } else {
+            let copy = p.dir().join(format!("zone-{i}.zone"));
+            without_repeated_soa(z, &copy)?;
+            copy
+        };
         let _ = write!(
             conf,
             "zone:\n    name: \"{}\"\n    zonefile: \"{}\"\n",
             z.origin,
-            show(&z.path)
+            show(&file)
         );
     }
     let config = write_config(p, "nsd.conf", &conf)?;

@@ -6,7 +6,8 @@
 //! * idle timeout: `tcp-idle-timeout` (milliseconds), also advertised with EDNS keepalive.
 //!   Unbound shortens it progressively once fewer than half of its TCP buffers are free.
 //! * connections: `incoming-num-tcp` is per thread, so `max_tcp_clients` is shared out; each
-//!   buffer is allocated at start (`msg-buffer-size`, 64 KiB by default).
+//!   TCP listener (address, and address for TLS) has that many, set aside at start, file
+//!   descriptors included (see `connection_budget`).
 //! * threads: `num-threads` with `so-reuseport`.
 //! * TLS: an `interface` on `tls-port` with `tls-service-key` and `tls-service-pem`.
 
