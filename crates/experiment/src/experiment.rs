@@ -83,6 +83,8 @@ pub struct RunRecord {
     pub error: Option<String>,
     /// The run's full settings.
     pub settings: RunSettings,
+    /// The trace the run replayed (in the plan's `traces/` folder).
+    pub trace_file: PathBuf,
     /// What the trace held.
     pub trace: TraceFacts,
     /// The run's outputs (replay report, link counters, server version).
@@ -157,6 +159,7 @@ pub fn run_plan(
                     status: Status::Failed,
                     error: Some(e.to_string()),
                     settings: spec.settings.clone(),
+                    trace_file: PathBuf::new(),
                     trace: TraceFacts::default(),
                     outputs: None,
                     medians: BTreeMap::new(),
@@ -213,6 +216,7 @@ fn run_one(
         status: Status::Finished,
         error: None,
         settings: s.clone(),
+        trace_file: trace_path.clone(),
         trace: facts,
         outputs: Some(outputs),
         medians: BTreeMap::new(),

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use ldplayer_mutate::{MutateConfig, Mutator};
 use ldplayer_synth::{Synth, SynthConfig};
 use ldplayer_trace::open::{open, ReadOptions};
-use ldplayer_trace::{BinaryWriter, Record, Sink, SinkError, Source};
+use ldplayer_trace::binary::BinaryWriter;
+use ldplayer_trace::{Record, Sink, SinkError, Source};
 use serde::{Deserialize, Serialize};
 
 use crate::error::ExperimentError;

@@ -110,7 +110,7 @@ impl SideProcess {
     }
 
     /// Waits until `unshare` has made the new network namespace.
-    pub fn wait_for_netns(&self, wait: Duration) -> Result<(), ExperimentError> {
+    pub fn wait_for_netns(&mut self, wait: Duration) -> Result<(), ExperimentError> {
         let mine = std::fs::read_link("/proc/self/ns/net")
             .map_err(|e| ExperimentError::io(Path::new("/proc/self/ns/net"), e))?;
         let theirs_path = format!("/proc/{}/ns/net", self.pid());

@@ -1,0 +1,358 @@
+//! `ldplayer experiment` (issue 12): plans checked with their keys and lines, the shipped
+//! examples run at a tiny scale against real servers through the emulated link, and an
+//! interrupted plan that leaves nothing behind but its finished runs.
+
+mod common;
+
+use common::{ldplayer, ldplayer_fails, s};
+use ldplayer_testbed::prerequisite;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Runs share two cores: one experiment at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/experiments")
+        .join(name)
+}
+
+/// The rows of a summary.csv, keyed by (run, metric), each a map of column to value.
+fn summary(dir: &Path) -> BTreeMap<(String, String), BTreeMap<String, String>> {
+    let text = std::fs::read_to_string(dir.join("summary.csv")).expect("summary.csv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    lines
+        .map(|l| {
+            let row: BTreeMap<String, String> = header
+                .iter()
+                .zip(l.split(','))
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect();
+            ((row["run"].clone(), row["metric"].clone()), row)
+        })
+        .collect()
+}
+
+fn value(
+    rows: &BTreeMap<(String, String), BTreeMap<String, String>>,
+    run_prefix: &str,
+    metric: &str,
+    column: &str,
+) -> f64 {
+    let (_, row) = rows
+        .iter()
+        .find(|((run, m), _)| run.starts_with(run_prefix) && m == metric)
+        .unwrap_or_else(|| panic!("no {metric} row for run {run_prefix}: {rows:#?}"));
+    row[column]
+        .parse()
+        .unwrap_or_else(|_| panic!("{metric} {column} = {:?}", row[column]))
+}
+
+/// Whether runs can be made here (root and network namespaces); false only when skipping is
+/// allowed.
+fn can_run(tools: &[(&str, &str)]) -> bool {
+    prerequisite::netns() && common::tools(tools)
+}
+
+#[test]
+fn check_prints_every_combination_without_running() {
+    let out = ldplayer(&["experiment", &s(&example("all-tcp.toml")), "--check"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    // 3 protocols x 4 idle timeouts.
+    let runs: Vec<&str> = text.lines().filter(|l| l.contains("proto=")).collect();
+    assert_eq!(runs.len(), 12, "{text}");
+    for proto in ["udp", "tcp", "tls"] {
+        for t in ["5", "10", "20", "40"] {
+            assert!(
+                runs.iter()
+                    .any(|l| l.contains(&format!("proto={proto}")) && l.contains(&format!("idle_timeout_s={t}"))),
+                "missing {proto} {t}: {text}"
+            );
+        }
+    }
+    for name in ["quick.toml", "dnssec.toml", "latency-rtt.toml", "loss.toml"] {
+        ldplayer(&["experiment", &s(&example(name)), "--check"]);
+    }
+}
+
+#[test]
+fn a_bad_plan_names_the_key_and_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n\n[server]\nkind = \"ldplayer\"\nidle_timeuot_s = 5\n",
+    )
+    .unwrap();
+    let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("idle_timeuot_s"), "{err}");
+    assert!(err.contains("line 6"), "{err}");
+
+    std::fs::write(
+        &plan,
+        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n[network]\nloss = 1.5\n",
+    )
+    .unwrap();
+    let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("loss"), "{err}");
+    assert!(err.contains("line 4"), "{err}");
+
+    std::fs::write(
+        &plan,
+        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n[server]\nkind = \"powerdns-auth\"\n",
+    )
+    .unwrap();
+    let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("kind") && err.contains("nsd"), "lists the kinds: {err}");
+}
+
+/// A tiny run of the quick example (the embedded server, nothing external): every output is
+/// there and the figures make sense for a 20 ms link.
+#[test]
+fn quick_example_runs_on_the_embedded_server() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("quick");
+    let out = ldplayer(&[
+        "experiment",
+        &s(&example("quick.toml")),
+        "-o",
+        &s(&out_dir),
+        "--set",
+        "trace.synth.rate=200",
+        "--set",
+        "trace.synth.duration_s=4",
+        "--set",
+        "run.warmup_s=1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("summary"), "{text}");
+    for file in ["plan.toml", "environment.json", "summary.csv"] {
+        assert!(out_dir.join(file).is_file(), "{file}");
+    }
+    let header = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    assert!(
+        header.starts_with("run,proto,metric,p5,p25,p50,p75,p95,mean"),
+        "{header}"
+    );
+    let rows = summary(&out_dir);
+    for metric in [
+        "latency_ms",
+        "latency_ms_nonbusy",
+        "answered_share",
+        "server_rss_mib",
+        "server_cpu_pct",
+        "tcp_established",
+        "tcp_time_wait",
+        "response_bytes_per_s",
+    ] {
+        assert!(
+            rows.keys().any(|(_, m)| m == metric),
+            "no {metric} in summary.csv"
+        );
+    }
+    let runs: Vec<PathBuf> = std::fs::read_dir(out_dir.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(runs.len(), 2);
+    for run in &runs {
+        for file in ["run.json", "results.res", "samples.csv", "replay.json"] {
+            assert!(run.join(file).is_file(), "{}/{file}", run.display());
+        }
+    }
+    let udp = runs
+        .iter()
+        .find(|r| r.to_string_lossy().contains("udp"))
+        .unwrap();
+    let udp_id = udp.file_name().unwrap().to_string_lossy().to_string();
+    let tcp_id = runs
+        .iter()
+        .find(|r| r.to_string_lossy().contains("tcp"))
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_string();
+    // Every query answered, at about the emulated round trip.
+    assert!(value(&rows, &udp_id, "answered_share", "mean") > 0.999);
+    let p50 = value(&rows, &udp_id, "latency_ms", "p50");
+    assert!((19.0..25.0).contains(&p50), "UDP p50 {p50} ms at 20 ms RTT");
+    // Over TCP, connections are held: the server sees them established.
+    assert!(value(&rows, &tcp_id, "tcp_established", "p50") > 0.0);
+    assert_eq!(value(&rows, &udp_id, "tcp_established", "p95"), 0.0);
+    assert!(value(&rows, &udp_id, "server_rss_mib", "p50") > 1.0);
+    assert!(value(&rows, &udp_id, "response_bytes_per_s", "p50") > 0.0);
+}
+
+/// Example 2 at a scale this test can afford: established connections follow the model, and
+/// memory and connections grow with the idle timeout.
+#[test]
+fn all_tcp_example_follows_the_connection_model() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[("nsd", "nsd")]) {
+        return;
+    }
+    let Some(_) = common::shared_data("zones/root-2018-03-12.zone") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("all-tcp");
+    ldplayer(&[
+        "experiment",
+        &s(&example("all-tcp.toml")),
+        "-o",
+        &s(&out_dir),
+        "-q",
+        "--set",
+        "trace.synth.rate=300",
+        "--set",
+        "trace.synth.duration_s=12",
+        "--set",
+        "run.warmup_s=6",
+        "--set",
+        "vary.proto=[\"tcp\"]",
+        "--set",
+        "vary.idle_timeout_s=[2, 5]",
+    ]);
+    let rows = summary(&out_dir);
+    let mut established = Vec::new();
+    for t in ["2", "5"] {
+        let run = rows
+            .keys()
+            .map(|(r, _)| r.clone())
+            .find(|r| r.contains(&format!("idle_timeout_s={t}")))
+            .expect("run");
+        let measured = value(&rows, &run, "tcp_established", "mean");
+        let model = value(&rows, &run, "model_connections", "mean");
+        assert!(
+            (measured - model).abs() <= 0.10 * model,
+            "timeout {t}: established {measured} vs model {model}"
+        );
+        established.push(measured);
+    }
+    assert!(established[1] > established[0], "{established:?}");
+}
+
+/// Ctrl-C in the middle of the second run: the first run's folder is intact, nothing of the
+/// second is left running (no namespace, TUN device or server process), and `--resume` skips
+/// the finished run.
+#[test]
+fn an_interrupted_plan_leaves_nothing_running_and_resumes() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[("nsd", "nsd")]) {
+        return;
+    }
+    let Some(zone) = common::shared_data("zones/root-2018-03-12.zone") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "[trace]\nsynth = {{ workload = \"root\", rate = 100, duration_s = 3, seed = 1 }}\n\
+             [server]\nkind = \"nsd\"\nzones = [\"{}\"]\n\
+             [vary]\nrtt_ms = [0, 10]\nproto = [\"udp\", \"tcp\"]\n[run]\nwarmup_s = 0\n",
+            zone.display()
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(["experiment", &s(&plan), "-o", &s(&out_dir), "-q"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the first run to finish and the second to be under way.
+    let runs = out_dir.join("runs");
+    let started = Instant::now();
+    loop {
+        let finished = finished_runs(&runs);
+        let folders = std::fs::read_dir(&runs).map(|d| d.count()).unwrap_or(0);
+        if finished == 1 && folders == 2 && second_run_replaying(&runs) {
+            break;
+        }
+        assert!(finished < 2, "the plan ran past its second run before the test could stop it");
+        assert!(started.elapsed() < Duration::from_secs(120), "no second run");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: kill with a valid pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(!status.success(), "an interrupted plan exits with an error");
+    assert!(err.contains("interrupted"), "{err}");
+    assert_eq!(finished_runs(&runs), 1, "the finished run is kept");
+    // Nothing left. A namespace lives only as long as a process in it (the plan makes no
+    // bind mounts), and every process of the plan names the plan's folder in its command
+    // line (the servers' configurations) or its environment (the sides' configurations): none
+    // may be left. The TUN devices, named after the plan's process, must be gone too.
+    std::thread::sleep(Duration::from_millis(500));
+    let dir_text = s(dir.path());
+    for pid in processes() {
+        for file in ["cmdline", "environ"] {
+            let bytes = std::fs::read(format!("/proc/{pid}/{file}")).unwrap_or_default();
+            let text = String::from_utf8_lossy(&bytes).replace('\0', " ");
+            assert!(
+                !text.contains(&dir_text),
+                "process {pid} of the plan is left ({file}: {text})"
+            );
+        }
+    }
+    let links = Command::new("ip").args(["-o", "link"]).output().unwrap();
+    let links = String::from_utf8_lossy(&links.stdout);
+    let ours = format!("ldpx{}", child.id());
+    assert!(!links.contains(&ours), "TUN devices left: {links}");
+    // --resume skips the finished run and runs the rest.
+    let out = ldplayer(&["experiment", &s(&plan), "-o", &s(&out_dir), "--resume"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("finished before"), "{text}");
+    assert_eq!(finished_runs(&runs), 4);
+    let rows = summary(&out_dir);
+    let run_ids: std::collections::BTreeSet<_> = rows.keys().map(|(r, _)| r.clone()).collect();
+    assert_eq!(run_ids.len(), 4, "{run_ids:?}");
+}
+
+fn finished_runs(runs: &Path) -> usize {
+    std::fs::read_dir(runs)
+        .map(|d| {
+            d.filter(|e| {
+                e.as_ref()
+                    .is_ok_and(|e| e.path().join("run.json").is_file())
+            })
+            .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Whether a run without run.json has its client side replaying (its samples have begun).
+fn second_run_replaying(runs: &Path) -> bool {
+    std::fs::read_dir(runs).is_ok_and(|d| {
+        d.filter_map(|e| e.ok()).any(|e| {
+            !e.path().join("run.json").is_file()
+                && std::fs::read_to_string(e.path().join("samples.csv"))
+                    .is_ok_and(|t| t.lines().count() >= 2)
+        })
+    })
+}
+
+fn processes() -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
