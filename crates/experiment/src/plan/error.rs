@@ -120,12 +120,53 @@ impl<'a> Locator<'a> {
     }
 
     /// The error for what the TOML reader refused: bad syntax, an unknown key, a value of the
-    /// wrong type. The key is the table the error lies in (from the last `[header]` before it)
-    /// unless the message names it.
+    /// wrong type. The key is found in the text at the error: the table it lies in (from the
+    /// last `[header]` before it), the inline tables around it on its line, and the key itself
+    /// when the error is at a key or at its value.
     pub(crate) fn toml(&self, e: &toml::de::Error) -> PlanError {
-        let offset = e.span().map_or(0, |s| s.start);
-        let table = self.table_at(offset);
-        self.error(e.span(), table, e.message().trim_end())
+        let span = e.span().unwrap_or(0..0);
+        let mut key = self.table_at(span.start);
+        for part in self.keys_at(span.clone()) {
+            key.push('.');
+            key.push_str(part);
+        }
+        self.error(e.span(), key, e.message().trim_end())
+    }
+
+    /// The keys leading to `span` on its line: the inline tables it lies in, then the key at
+    /// `span` or whose value (or array) `span` is in. Best effort: a brace inside a string
+    /// on the same line may confuse it.
+    fn keys_at(&self, span: Range<usize>) -> Vec<&'a str> {
+        let text = self.text;
+        let (Some(before), Some(at), Some(after)) = (
+            text.get(..span.start),
+            text.get(span.clone()),
+            text.get(span.end..),
+        ) else {
+            return Vec::new();
+        };
+        let line = &before[before.rfind('\n').map_or(0, |i| i + 1)..];
+        let mut own =
+            if !at.is_empty() && at.chars().all(is_key_char) && after.trim_start().starts_with('=')
+            {
+                Some(at)
+            } else {
+                key_before_equals(line)
+            };
+        let mut tables = Vec::new();
+        let mut depth = 0usize;
+        for (i, c) in line.char_indices().rev() {
+            match c {
+                '}' | ']' => depth += 1,
+                '{' | '[' if depth > 0 => depth -= 1,
+                '{' => tables.extend(key_before_equals(&line[..i])),
+                '[' if own.is_none() => own = key_before_equals(&line[..i]),
+                _ => {}
+            }
+        }
+        tables.reverse();
+        tables.extend(own);
+        tables
     }
 
     /// The `[table]` whose body holds byte `offset`: the last header line before it, or `plan`
@@ -143,6 +184,22 @@ impl<'a> Locator<'a> {
             .and_then(|l| l.strip_prefix('[')?.split(']').next())
             .map_or_else(|| "plan".to_string(), |t| t.trim().to_string())
     }
+}
+
+/// Whether `c` may be part of a bare TOML key.
+fn is_key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_' || c == '-'
+}
+
+/// The bare key of `text` ending in `key =` (spaces allowed around `=`).
+fn key_before_equals(text: &str) -> Option<&str> {
+    let text = text.trim_end().strip_suffix('=')?.trim_end();
+    let start = text
+        .char_indices()
+        .rev()
+        .find(|&(_, c)| !is_key_char(c))
+        .map_or(0, |(i, c)| i + c.len_utf8());
+    Some(&text[start..]).filter(|k| !k.is_empty())
 }
 
 #[cfg(test)]
@@ -166,5 +223,21 @@ mod tests {
         assert_eq!(l.table_at(2), "plan");
         assert_eq!(l.table_at(text.find("file").unwrap()), "trace");
         assert_eq!(l.table_at(text.find("rtt").unwrap()), "network");
+    }
+
+    #[test]
+    fn the_keys_at_an_error_are_read_from_its_line() {
+        let text =
+            "[t]\nsynth = { a = 1, sped = 2, q = { x = \"y\" } }\nzones = [\"a\", 1]\nk = 3\n";
+        let l = Locator::new(text);
+        let at = |needle: &str| {
+            let i = text.find(needle).unwrap();
+            l.keys_at(i..i + needle.len())
+        };
+        assert_eq!(at("sped"), ["synth", "sped"]);
+        assert_eq!(at("2,"), ["synth", "sped"]);
+        assert_eq!(at("\"y\""), ["synth", "q", "x"]);
+        assert_eq!(at("1]"), ["zones"]);
+        assert_eq!(at("3"), ["k"]);
     }
 }

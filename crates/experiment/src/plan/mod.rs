@@ -13,6 +13,8 @@ mod network;
 mod raw;
 mod resolve;
 mod settings;
+#[cfg(test)]
+mod tests;
 mod vary;
 
 pub use error::{Place, PlanError};

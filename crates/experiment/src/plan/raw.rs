@@ -133,7 +133,10 @@ pub(super) struct RawRun {
 /// `[vary]`: each key with its list of values, in the order of the file (which is the order
 /// of the summary's columns and of the runs' nesting).
 #[derive(Debug, Default)]
-pub(super) struct RawVary(pub Vec<(At<String>, At<Vec<At<toml::Value>>>)>);
+pub(super) struct RawVary(pub Vec<(At<String>, At<VaryList>)>);
+
+/// The values of one `[vary]` key, each with its place.
+pub(super) type VaryList = Vec<At<toml::Value>>;
 
 impl<'de> Deserialize<'de> for RawVary {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -82,7 +82,7 @@ pub fn rows_for_run(
         metrics.push(("handshake_ms", Distribution::of(&queries.handshake_ms)));
     }
     let window = SampleWindow::new(m);
-    let per_sample: [(&str, fn(&Sample, f64) -> f64); 10] = [
+    let per_sample: [(&str, SampleValue); 10] = [
         ("server_rss_mib", |s, _| s.rss_kib as f64 / 1024.0),
         ("server_cpu_pct", |s, _| s.cpu_pct),
         ("tcp_established", |s, _| s.tcp_established as f64),
@@ -116,6 +116,9 @@ pub fn rows_for_run(
         })
         .collect())
 }
+
+/// A metric's value in a sample that counts `dt` seconds.
+type SampleValue = fn(&Sample, f64) -> f64;
 
 /// The per-query metrics of the queries due after warm-up and before the trace's end.
 #[derive(Debug, Default)]
@@ -219,7 +222,7 @@ impl<'a> SampleWindow<'a> {
         t >= self.warmup_s && t <= self.duration_s
     }
 
-    fn values(&self, value: fn(&Sample, f64) -> f64) -> Vec<f64> {
+    fn values(&self, value: SampleValue) -> Vec<f64> {
         self.samples.iter().map(|&(s, dt)| value(s, dt)).collect()
     }
 }
