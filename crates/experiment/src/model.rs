@@ -345,3 +345,166 @@ impl Sink for NonBusySink<'_> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use ldplayer_trace::binary::BinaryWriter;
+    use ldplayer_trace::Proto;
+    use proptest::prelude::*;
+    use std::net::SocketAddr;
+
+    /// Time of the first record of the test traces, ns.
+    pub(crate) const T0: i64 = 1_700_000_000 * NS_PER_S;
+
+    /// A query (or, with `response`, a response) for `example.`.
+    pub(crate) fn message(id: u16, response: bool) -> Vec<u8> {
+        let flags: u16 = if response { 0x8180 } else { 0x0100 };
+        let mut m = Vec::new();
+        for x in [id, flags, 1, 0, 0, 0] {
+            m.extend_from_slice(&x.to_be_bytes());
+        }
+        m.extend_from_slice(b"\x07example\x00\x00\x01\x00\x01");
+        m
+    }
+
+    /// Writes a binary trace of (seconds after T0, client number, is a response) to `path`.
+    /// Client `c` is 10.0.0.c; responses come from the server to client `c`.
+    pub(crate) fn write_trace(path: &Path, records: &[(f64, u8, bool)]) {
+        let server: SocketAddr = "192.0.2.53:53".parse().unwrap();
+        let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+        let mut w = BinaryWriter::new(file).unwrap();
+        for (i, &(t, c, response)) in records.iter().enumerate() {
+            let client: SocketAddr = format!("10.0.0.{c}:5300").parse().unwrap();
+            let (src, dst) = if response {
+                (server, client)
+            } else {
+                (client, server)
+            };
+            let wire = message(i as u16, response);
+            w.write(&Record {
+                time_ns: T0 + (t * 1e9).round() as i64,
+                src,
+                dst,
+                proto: Proto::Udp,
+                conn: 0,
+                wire: &wire,
+            })
+            .unwrap();
+        }
+        w.into_inner().unwrap();
+    }
+
+    fn ip(c: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, c])
+    }
+
+    #[test]
+    fn a_small_trace_gives_the_counts_worked_out_by_hand() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.bin");
+        // Client 1 at 0, 1.5 and 10 s; client 2 at 2 s; a response to client 1 at 3 s.
+        write_trace(
+            &path,
+            &[
+                (0.0, 1, false),
+                (1.5, 1, false),
+                (2.0, 2, false),
+                (3.0, 1, true),
+                (10.0, 1, false),
+            ],
+        );
+        let secs = |s: u64| Duration::from_secs(s);
+        let m = connection_model(&path, &[secs(0), secs(1), secs(5), secs(20)]).unwrap();
+        assert_eq!(m.start_ns(), Some(T0));
+        assert_eq!(m.seconds(), 11);
+        assert_eq!((m.records(), m.queries(), m.clients()), (5, 4, 2));
+        assert_eq!(m.open(secs(0)).unwrap(), [0; 11]);
+        assert_eq!(m.open(secs(1)).unwrap(), [1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 1]);
+        assert_eq!(m.open(secs(5)).unwrap(), [1, 1, 2, 2, 2, 2, 2, 0, 0, 0, 1]);
+        assert_eq!(m.open(secs(20)).unwrap(), [1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2]);
+        assert_eq!(m.open(secs(7)), None);
+        assert_eq!(
+            m.timeouts().collect::<Vec<_>>(),
+            [secs(0), secs(1), secs(5), secs(20)]
+        );
+
+        assert_eq!(m.client_queries()[&ip(1)], 3);
+        assert_eq!(m.clients_with_fewer_than(2), HashSet::from([ip(2)]));
+        let options = quiet_options();
+        let nonbusy = m.nonbusy_queries(&path, &options, 2).unwrap();
+        assert_eq!(nonbusy.len(), 1);
+        assert!(nonbusy.contains(2) && !nonbusy.contains(0) && !nonbusy.contains(3));
+        let all = m.nonbusy_queries(&path, &options, 4).unwrap();
+        let indices: Vec<u64> = (0..70).filter(|&i| all.contains(i)).collect();
+        assert_eq!(indices, [0, 1, 2, 4], "every query, no response");
+
+        assert_eq!(trace_duration_s(&path).unwrap(), 10.0);
+    }
+
+    #[test]
+    fn an_empty_trace_has_no_seconds() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.bin");
+        write_trace(&path, &[]);
+        let m = connection_model(&path, &[Duration::from_secs(5)]).unwrap();
+        assert_eq!((m.seconds(), m.clients(), m.start_ns()), (0, 0, None));
+        assert!(connection_model(&dir.path().join("missing"), &[]).is_err());
+    }
+
+    #[test]
+    fn index_sets_count_each_index_once() {
+        let mut s = IndexSet::default();
+        assert!(s.is_empty());
+        for i in [5, 64, 5, 1000] {
+            s.insert(i);
+        }
+        assert_eq!(s.len(), 3);
+        assert!(s.contains(64) && s.contains(1000) && !s.contains(63) && !s.contains(1 << 40));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+
+        /// The model agrees with counting by definition at every second, never exceeds the
+        /// clients seen, and grows with the timeout.
+        #[test]
+        fn the_model_counts_clients_whose_last_query_is_recent(
+            mut queries in proptest::collection::vec((0u32..30_000, 1u8..6), 1..40)
+        ) {
+            queries.sort_unstable();
+            let records: Vec<(f64, u8, bool)> =
+                queries.iter().map(|&(ms, c)| (f64::from(ms) / 1e3, c, false)).collect();
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("t.bin");
+            write_trace(&path, &records);
+            let timeouts: Vec<Duration> =
+                [0, 700, 1_000, 2_500, 10_000].map(Duration::from_millis).to_vec();
+            let m = connection_model(&path, &timeouts).unwrap();
+            let first = i64::from(queries[0].0);
+            for pair in timeouts.windows(2) {
+                let (short, long) = (m.open(pair[0]).unwrap(), m.open(pair[1]).unwrap());
+                prop_assert!(short.iter().zip(long).all(|(a, b)| a <= b));
+            }
+            for t in &timeouts {
+                let t_ms = t.as_millis() as i64;
+                for (s, &n) in m.open(*t).unwrap().iter().enumerate() {
+                    let at = s as i64 * 1000;
+                    let mut open = HashSet::new();
+                    let mut seen = HashSet::new();
+                    for &(ms, c) in &queries {
+                        let q = i64::from(ms) - first;
+                        if q <= at {
+                            seen.insert(c);
+                            if at < q + t_ms {
+                                open.insert(c);
+                            }
+                        }
+                    }
+                    prop_assert_eq!(n, open.len() as u64, "second {} timeout {:?}", s, t);
+                    prop_assert!(n <= seen.len() as u64);
+                }
+            }
+        }
+    }
+}

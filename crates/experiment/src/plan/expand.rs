@@ -82,6 +82,9 @@ impl Plan {
         for (d, &i) in self.vary.iter().zip(combination) {
             d.values[i].setting.apply(&mut s, self.client_idle_follows);
         }
+        if self.server_tls.is_none() {
+            s.server.tls = self.base.server.tls && s.server.kind.serves_tls();
+        }
         s
     }
 

@@ -47,6 +47,10 @@ pub struct Plan {
     /// Whether the client's idle timeout follows the server's (a second longer) when
     /// `idle_timeout_s` is varied: true unless `[client]` sets it.
     pub client_idle_follows: bool,
+    /// `[server] tls` as the plan gave it. Without it, a run's server has TLS when some run of
+    /// the plan replays over TLS and the run's kind serves it, so that every run of a
+    /// comparison has the same server set-up.
+    pub server_tls: Option<bool>,
     /// The varied keys, in the order of the file: the first is the outermost loop of the runs
     /// and the first varied column of `summary.csv`.
     pub vary: Vec<VaryDimension>,

@@ -108,6 +108,7 @@ pub(super) fn resolve(raw: RawPlan, text: &str, dir: &Path) -> Checked<Plan> {
         dir: dir.to_path_buf(),
         base,
         client_idle_follows,
+        server_tls: tls_given,
         vary,
         repeat: run.repeat,
     };
@@ -593,6 +594,13 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
                 "{kind} does not serve DNS over TLS here, so proto = \"tls\" cannot run against it (these do: {})",
                 able.join(", ")
             ),
+        ));
+    }
+    if s.server.tls && !kind.serves_tls() {
+        return Err((
+            vec![VaryKey::Kind],
+            "server.tls",
+            format!("{kind} does not serve DNS over TLS here: remove `tls = true` from [server]"),
         ));
     }
     if tls && !s.server.tls {

@@ -396,6 +396,15 @@ fn tls_against_a_server_without_it_blames_the_varied_value() {
     let (key, _, message) = refused(&fixed_kind);
     assert_eq!(key, "vary.proto[2]", "{message}");
 
+    let knot_tls = ISSUE_EXAMPLE
+        .replace("kind = \"nsd\"", "kind = \"knot\"\ntls = true")
+        .replace(", \"tls\"]", "]");
+    let (key, line, _) = refused(&knot_tls);
+    assert_eq!(
+        (key.as_str(), line),
+        ("server.tls", line_of(&knot_tls, "tls = true"))
+    );
+
     let no_tls = ISSUE_EXAMPLE.replace("idle_timeout_s = 20", "idle_timeout_s = 20\ntls = false");
     let (key, _, _) = refused(&no_tls);
     assert_eq!(key, "vary.proto[2]");

@@ -120,6 +120,15 @@ pub fn rows_for_run(
 /// A metric's value in a sample that counts `dt` seconds.
 type SampleValue = fn(&Sample, f64) -> f64;
 
+/// The rows of the run `run` (its id and varied values).
+pub fn rows_for_spec(
+    run: &crate::plan::RunSpec,
+    m: &RunMeasurements<'_>,
+) -> Result<Vec<SummaryRow>, SummaryError> {
+    let varied: Vec<String> = run.varied.iter().map(|(_, v)| v.clone()).collect();
+    rows_for_run(&run.id, &varied, m)
+}
+
 /// The per-query metrics of the queries due after warm-up and before the trace's end.
 #[derive(Debug, Default)]
 struct QueryMetrics {
@@ -224,5 +233,158 @@ impl<'a> SampleWindow<'a> {
 
     fn values(&self, value: SampleValue) -> Vec<f64> {
         self.samples.iter().map(|&(s, dt)| value(s, dt)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ldplayer_results::{Outcome, ResultSink, ResultsWriter};
+    use ldplayer_trace::Proto;
+
+    const START: i64 = 1_700_000_000_000_000_000;
+
+    /// A result due `at_s` after the start, answered after `latency_ms` (`None`: timed out).
+    fn result(index: u64, at_s: f64, latency_ms: Option<f64>) -> QueryResult {
+        let intended_ns = START + (at_s * 1e9) as i64;
+        QueryResult {
+            index,
+            trace_ns: intended_ns,
+            intended_ns,
+            sent_ns: intended_ns + 1_000,
+            received_ns: latency_ms.map_or(0, |ms| intended_ns + 1_000 + (ms * 1e6) as i64),
+            proto: Proto::Tcp,
+            new_connection: false,
+            handshake_ns: 0,
+            rcode: ldplayer_dns::Rcode::NOERROR,
+            response_len: if latency_ms.is_some() { 100 } else { 0 },
+            truncated: false,
+            outcome: if latency_ms.is_some() {
+                Outcome::Answered
+            } else {
+                Outcome::Timeout
+            },
+        }
+    }
+
+    fn sample(t_s: f64, rss_kib: u64, s2c_bytes: u64) -> Sample {
+        Sample {
+            t_s,
+            rss_kib,
+            s2c_bytes,
+            tcp_established: rss_kib / 1024,
+            ..Sample::default()
+        }
+    }
+
+    fn metric<'a>(rows: &'a [SummaryRow], name: &str) -> &'a Distribution {
+        &rows
+            .iter()
+            .find(|r| r.metric == name)
+            .unwrap_or_else(|| panic!("no {name}"))
+            .dist
+    }
+
+    #[test]
+    fn a_tiny_run_summarises_after_warm_up_and_before_the_end() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let mut w = ResultsWriter::create(&results).unwrap();
+        let mut opened = result(3, 3.2, Some(20.0));
+        opened.new_connection = true;
+        opened.handshake_ns = 5_000_000;
+        for r in [
+            result(0, 1.0, Some(1.0)), // warm-up
+            result(1, 2.5, Some(10.0)),
+            result(2, 2.7, None),
+            opened,
+            result(4, 4.0, Some(30.0)),
+            result(5, 6.0, Some(40.0)), // after the trace's end
+        ] {
+            w.result(&r).unwrap();
+        }
+        w.finish().unwrap();
+        drop(w);
+        let samples = [
+            sample(1.0, 0, 0),
+            sample(2.0, 0, 0),
+            sample(3.0, 1024, 1000),
+            sample(4.5, 2048, 3000),
+            sample(5.0, 3072, 1500),
+            sample(6.0, 9999, 9999),
+        ];
+        let mut nonbusy = IndexSet::default();
+        nonbusy.insert(1);
+        nonbusy.insert(4);
+        let model = [0, 1, 2, 3, 4, 5, 6, 7];
+        let m = RunMeasurements {
+            results: &results,
+            samples: &samples,
+            start_ns: START,
+            warmup_s: 2.0,
+            duration_s: 5.0,
+            nonbusy: Some(&nonbusy),
+            model_connections: Some(&model),
+        };
+        let rows = rows_for_run("001-proto=tcp-r1", &["tcp".to_string()], &m).unwrap();
+        assert!(rows
+            .iter()
+            .all(|r| r.run == "001-proto=tcp-r1" && r.varied == ["tcp"]));
+        let names: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
+        assert_eq!(names, METRICS, "every metric, in order");
+
+        let latency = metric(&rows, "latency_ms");
+        assert_eq!(latency.n, 3);
+        assert!((latency.p50 - 20.0).abs() < 1e-9 && (latency.mean - 20.0).abs() < 1e-9);
+        let nonbusy = metric(&rows, "latency_ms_nonbusy");
+        assert_eq!(nonbusy.n, 2);
+        assert!((nonbusy.p5 - 11.0).abs() < 1e-9, "{nonbusy:?}");
+        let share = metric(&rows, "answered_share");
+        assert_eq!((share.n, share.p5, share.p50), (3, 0.55, 1.0));
+        assert_eq!(share.mean, 0.75, "the mean is the share of all queries");
+        let handshake = metric(&rows, "handshake_ms");
+        assert_eq!((handshake.n, handshake.p50), (1, 5.0));
+
+        let rss = metric(&rows, "server_rss_mib");
+        assert_eq!((rss.n, rss.p5, rss.p50, rss.p95), (3, 1.1, 2.0, 2.9));
+        assert_eq!(metric(&rows, "tcp_established").mean, 2.0);
+        let bandwidth = metric(&rows, "response_bytes_per_s");
+        assert_eq!(
+            (bandwidth.p50, bandwidth.mean),
+            (2000.0, 2000.0),
+            "bytes over each interval"
+        );
+        let model = metric(&rows, "model_connections");
+        assert_eq!((model.n, model.mean), (4, 3.5), "seconds 2 to 5");
+    }
+
+    #[test]
+    fn a_udp_run_without_handshakes_or_model_leaves_those_rows_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let mut w = ResultsWriter::create(&results).unwrap();
+        w.result(&result(0, 0.5, Some(2.0))).unwrap();
+        w.finish().unwrap();
+        drop(w);
+        let m = RunMeasurements {
+            results: &results,
+            samples: &[],
+            start_ns: START,
+            warmup_s: 0.0,
+            duration_s: 1.0,
+            nonbusy: None,
+            model_connections: None,
+        };
+        let rows = rows_for_run("001-r1", &[], &m).unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
+        assert!(!names.contains(&"handshake_ms") && !names.contains(&"model_connections"));
+        assert_eq!(metric(&rows, "latency_ms").n, 1);
+        assert_eq!(metric(&rows, "latency_ms_nonbusy").n, 0);
+        assert_eq!(metric(&rows, "server_rss_mib").n, 0);
+        let missing = RunMeasurements {
+            results: &dir.path().join("none"),
+            ..m
+        };
+        assert!(rows_for_run("001-r1", &[], &missing).is_err());
     }
 }

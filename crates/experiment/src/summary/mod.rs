@@ -13,5 +13,5 @@ mod sample;
 
 pub use self::csv::{header, SummaryCsv, SummaryRow};
 pub use distribution::Distribution;
-pub use metrics::{rows_for_run, RunMeasurements, SummaryError, METRICS};
+pub use metrics::{rows_for_run, rows_for_spec, RunMeasurements, SummaryError, METRICS};
 pub use sample::{read_samples, Sample, SampleError, SamplesWriter, SAMPLE_COLUMNS};
