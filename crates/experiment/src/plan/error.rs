@@ -169,14 +169,17 @@ impl<'a> Locator<'a> {
         tables
     }
 
-    /// The `[table]` whose body holds byte `offset`: the last header line before it, or `plan`
-    /// for the top level.
+    /// The `[table]` whose header or body holds byte `offset`: the last header line up to
+    /// its line, or `plan` for the top level.
     fn table_at(&self, offset: usize) -> String {
         let mut offset = offset.min(self.text.len());
         while !self.text.is_char_boundary(offset) {
             offset -= 1;
         }
-        self.text[..offset]
+        let line_end = self.text[offset..]
+            .find('\n')
+            .map_or(self.text.len(), |i| offset + i);
+        self.text[..line_end]
             .lines()
             .rev()
             .map(str::trim)

@@ -3,7 +3,27 @@
 //!
 //! Everything wrong with a plan (an unknown key, a value of the wrong type or out of range,
 //! keys that contradict each other in some run) is a [`PlanError`] naming the key and its line
-//! and column in the file. The format is documented in `docs/experiments.md`.
+//! and column in the file. The format is documented in `docs/experiments.md`; in short
+//! (defaults in parentheses, paths relative to the plan's folder):
+//!
+//! - `[trace]`: `file = "trace.bin"` or `synth = { workload = "root" | "poisson" | "fixed",
+//!   rate, duration_s and/or count, seed (run.seed), clients, do_share, tcp_share,
+//!   qtypes = { A = 45, ... }, zone, rd }`; `mutate = { proto = "keep" | "udp" | "tcp" | "tls",
+//!   proto_share (1), set_do, clear_do, do_share (the exact share of queries with DO),
+//!   strip_edns, add_edns, udp_size, rd, time_scale, keep_clients, qtypes = [...],
+//!   qname_suffixes = [...], unique_names }`; `nonbusy_max_queries` (250).
+//! - `[server]`: `kind` (nsd, knot, bind, unbound, kresd, pdns-recursor, ldplayer), `zones = [...]`
+//!   or `manifest` (recursive kinds need a manifest), `threads`, `idle_timeout_s` (20), `tls`
+//!   (on when some run uses TLS), `extra = [...]` raw configuration lines.
+//! - `[network]`: `rtt_ms` (0, half each way), `loss` (0, each way), `loss_model`
+//!   ("bernoulli" | "gilbert-elliott"), `burst_len` (1), `jitter_ms` (0), `reorder` (false),
+//!   `bandwidth_mbps`, `queue_kb` (100 ms at the rate), `client_rtt = { dist = "fixed" |
+//!   "uniform" | "lognormal", min_ms, max_ms, median_ms, sigma }`.
+//! - `[client]`: `timeout_s` (2), `idle_timeout_s` (the server's + 1), `udp_retries` (0),
+//!   `tls_resume` (true), `queriers`.
+//! - `[vary]`: a list of values for any of [`VaryKey::ALL`]; the runs are every combination,
+//!   the first key the outermost loop.
+//! - `[run]`: `repeat` (1, the innermost loop), `warmup_s` (5), `cooldown_s` (1), `seed` (0).
 
 mod check;
 mod error;

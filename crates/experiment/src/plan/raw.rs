@@ -56,6 +56,7 @@ pub(super) struct RawSynth {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMutate {
     pub proto: Option<At<ProtoChoice>>,
+    #[serde(alias = "proto_fraction")]
     pub proto_share: Option<At<f64>>,
     pub set_do: Option<At<bool>>,
     pub clear_do: Option<At<bool>>,

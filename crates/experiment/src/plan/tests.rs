@@ -508,3 +508,26 @@ fn check_lists_every_run_and_the_total() {
         "12 runs (12 combinations × 1 repeats), about 4 min 42 s of replay"
     );
 }
+
+#[test]
+fn a_missing_section_or_field_is_named() {
+    let text = ISSUE_EXAMPLE.replace("[server]", "[serve]");
+    let (_, _, message) = refused(&text);
+    assert!(message.contains("serve"), "{message}");
+    let text = ISSUE_EXAMPLE.replace("kind = \"nsd\"\n", "");
+    let (key, _, message) = refused(&text);
+    assert!(key.starts_with("server"), "{key}: {message}");
+    assert!(message.contains("missing field `kind`"), "{message}");
+    let (key, _, message) = refused("[trace]\nfile = \"trace.bin\"\n");
+    assert!(
+        message.contains("missing field `server`"),
+        "{key}: {message}"
+    );
+}
+
+#[test]
+fn the_mutate_flags_names_are_accepted_where_they_differ() {
+    let text = ISSUE_EXAMPLE.replace("set_do = true", "set_do = true, proto_fraction = 0.25");
+    let plan = parse(&text).unwrap();
+    assert_eq!(plan.base.trace.mutate.proto_share, 0.25);
+}
