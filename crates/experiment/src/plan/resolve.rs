@@ -1,0 +1,676 @@
+//! From the plan as written to the plan as run: defaults filled in, every value checked, paths
+//! resolved, and every run's combination of values checked against the others.
+
+use super::check;
+use super::error::{Locator, PlanError};
+use super::kinds::{ProtoChoice, ServerKind};
+use super::network::{ClientRtt, LossModelChoice, NetworkSettings, RttDistribution};
+use super::raw::{At, RawClient, RawMutate, RawNetwork, RawPlan, RawRun, RawServer, RawTrace};
+use super::settings::{
+    ClientSettings, MutateSpec, RunSettings, ServerSettings, SynthSpec, TraceSettings, TraceSource,
+};
+use super::vary::{label, Setting, VaryKey};
+use super::{Plan, VaryDimension, VaryValue};
+use ldplayer_dns::Rtype;
+use std::collections::HashMap;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+/// The server's idle timeout when the plan gives none: `ldplayer serve`'s and `replay`'s.
+pub const DEFAULT_IDLE_TIMEOUT_S: f64 = 20.0;
+/// Seconds a client waits for an answer by default: `ldplayer replay --timeout`'s default.
+pub const DEFAULT_TIMEOUT_S: f64 = 2.0;
+/// Clients with fewer queries than this are non-busy by default (paper §5.3).
+pub const DEFAULT_NONBUSY_MAX_QUERIES: u64 = 250;
+/// Seconds left out of the statistics at the start of each run by default.
+pub const DEFAULT_WARMUP_S: f64 = 5.0;
+/// Seconds of sampling after the last query by default.
+pub const DEFAULT_COOLDOWN_S: f64 = 1.0;
+
+/// The checker of one plan: its text (for places), its folder (for paths) and the places of
+/// the keys it has seen (for errors found only when keys are combined).
+struct Resolver<'a> {
+    loc: Locator<'a>,
+    dir: &'a Path,
+    spans: HashMap<&'static str, Range<usize>>,
+}
+
+type Checked<T> = Result<T, PlanError>;
+
+impl Resolver<'_> {
+    /// A number checked by `rule`, its place remembered under `key`.
+    fn number<T: Copy>(
+        &mut self,
+        value: &Option<At<T>>,
+        key: &'static str,
+        rule: impl Fn(T) -> Result<T, String>,
+    ) -> Checked<Option<T>> {
+        let Some(v) = value else { return Ok(None) };
+        self.spans.insert(key, v.span());
+        rule(*v.get_ref())
+            .map(Some)
+            .map_err(|m| self.loc.error(Some(v.span()), key, m))
+    }
+
+    /// A path of the plan resolved against its folder, which must exist.
+    fn path(&self, value: &At<String>, key: &str) -> Checked<PathBuf> {
+        let path = self.dir.join(value.get_ref());
+        if path.exists() {
+            Ok(path)
+        } else {
+            Err(self.loc.error(
+                Some(value.span()),
+                key,
+                format!("{} does not exist", path.display()),
+            ))
+        }
+    }
+
+    fn remember<T>(&mut self, key: &'static str, value: &Option<At<T>>) {
+        if let Some(v) = value {
+            self.spans.insert(key, v.span());
+        }
+    }
+}
+
+/// Checks `raw` (read from `text`, in folder `dir`) and makes it a [`Plan`].
+pub(super) fn resolve(raw: RawPlan, text: &str, dir: &Path) -> Checked<Plan> {
+    let mut r = Resolver {
+        loc: Locator::new(text),
+        dir,
+        spans: HashMap::new(),
+    };
+    let run = run_section(&mut r, &raw.run)?;
+    let trace = trace_section(&mut r, &raw.trace, run.seed)?;
+    let (server, tls_given) = server_section(&mut r, &raw.server)?;
+    let network = network_section(&mut r, &raw.network)?;
+    let (client, client_idle_follows) = client_section(&mut r, &raw.client, &server)?;
+    let vary = vary_section(&mut r, &raw)?;
+    let mut base = RunSettings {
+        trace,
+        server,
+        network,
+        client,
+        warmup_s: run.warmup_s,
+        cooldown_s: run.cooldown_s,
+        seed: run.seed,
+    };
+    if tls_given.is_none() {
+        let tls_runs = base.trace.mutate.proto == ProtoChoice::Tls
+            || vary.iter().any(|d| {
+                d.values
+                    .iter()
+                    .any(|v| v.setting == Setting::Proto(ProtoChoice::Tls))
+            });
+        base.server.tls = tls_runs;
+    }
+    let plan = Plan {
+        dir: dir.to_path_buf(),
+        base,
+        client_idle_follows,
+        server_tls: tls_given,
+        vary,
+        repeat: run.repeat,
+    };
+    check_runs(&r, &plan, &raw)?;
+    Ok(plan)
+}
+
+struct RunSection {
+    repeat: u32,
+    warmup_s: f64,
+    cooldown_s: f64,
+    seed: u64,
+}
+
+fn run_section(r: &mut Resolver, raw: &RawRun) -> Checked<RunSection> {
+    Ok(RunSection {
+        repeat: r
+            .number(&raw.repeat, "run.repeat", check::at_least_one)?
+            .unwrap_or(1),
+        warmup_s: r
+            .number(&raw.warmup_s, "run.warmup_s", check::non_negative)?
+            .unwrap_or(DEFAULT_WARMUP_S),
+        cooldown_s: r
+            .number(&raw.cooldown_s, "run.cooldown_s", check::non_negative)?
+            .unwrap_or(DEFAULT_COOLDOWN_S),
+        seed: raw.seed.unwrap_or(0),
+    })
+}
+
+fn trace_section(r: &mut Resolver, raw: &At<RawTrace>, seed: u64) -> Checked<TraceSettings> {
+    let t = raw.get_ref();
+    let source = match (&t.file, &t.synth) {
+        (Some(_), Some(synth)) => {
+            return Err(r.loc.error(
+                Some(synth.span()),
+                "trace.synth",
+                "give either `file` or `synth`, not both",
+            ))
+        }
+        (None, None) => {
+            return Err(r.loc.error(
+                Some(raw.span()),
+                "trace",
+                "give the queries: `file = \"trace.bin\"` or `synth = { workload = \"root\", rate = 1000, duration_s = 30 }`",
+            ))
+        }
+        (Some(file), None) => TraceSource::File(r.path(file, "trace.file")?),
+        (None, Some(synth)) => TraceSource::Synth(synth_spec(r, synth, seed)?),
+    };
+    let mutate = match &t.mutate {
+        Some(m) => {
+            r.spans.insert("trace.mutate", m.span());
+            mutate_spec(r, m.get_ref())?
+        }
+        None => MutateSpec::default(),
+    };
+    let nonbusy_max_queries = r
+        .number(
+            &t.nonbusy_max_queries,
+            "trace.nonbusy_max_queries",
+            check::at_least_one,
+        )?
+        .unwrap_or(DEFAULT_NONBUSY_MAX_QUERIES);
+    Ok(TraceSettings {
+        source,
+        mutate,
+        rate_scale: 1.0,
+        nonbusy_max_queries,
+    })
+}
+
+fn synth_spec(r: &mut Resolver, raw: &At<super::raw::RawSynth>, seed: u64) -> Checked<SynthSpec> {
+    let s = raw.get_ref();
+    r.spans.insert("trace.synth", raw.span());
+    let rate = r
+        .number(&Some(s.rate.clone()), "trace.synth.rate", check::positive)?
+        .unwrap_or(1.0);
+    let duration_s = r.number(&s.duration_s, "trace.synth.duration_s", check::positive)?;
+    let count = r.number(&s.count, "trace.synth.count", check::at_least_one)?;
+    if duration_s.is_none() && count.is_none() {
+        return Err(r.loc.error(
+            Some(raw.span()),
+            "trace.synth",
+            "give the trace's length: `duration_s` (seconds) or `count` (queries)",
+        ));
+    }
+    let qtypes = match &s.qtypes {
+        None => None,
+        Some(table) => {
+            let mut mix = Vec::new();
+            for (name, weight) in table.get_ref() {
+                let bad = |m: String| r.loc.error(Some(table.span()), "trace.synth.qtypes", m);
+                if name.parse::<Rtype>().is_err() {
+                    return Err(bad(format!("unknown query type `{name}`")));
+                }
+                let weight = weight
+                    .as_integer()
+                    .and_then(|w| u32::try_from(w).ok())
+                    .filter(|&w| w > 0)
+                    .ok_or_else(|| bad(format!("{name}: the weight must be a positive integer")))?;
+                mix.push((name.clone(), weight));
+            }
+            Some(mix)
+        }
+    };
+    let spec = SynthSpec {
+        workload: s.workload,
+        rate,
+        duration_s,
+        count,
+        seed: s.seed.unwrap_or(seed),
+        clients: r.number(&s.clients, "trace.synth.clients", check::at_least_one)?,
+        do_share: r.number(&s.do_share, "trace.synth.do_share", check::share)?,
+        tcp_share: r.number(&s.tcp_share, "trace.synth.tcp_share", check::share)?,
+        qtypes,
+        zone: s.zone.clone(),
+        rd: s.rd,
+    };
+    // The synthesizer has the last word on what it can make.
+    if let Err(e) = ldplayer_synth::Synth::new(spec.config()) {
+        return Err(r.loc.error(Some(raw.span()), "trace.synth", e.to_string()));
+    }
+    Ok(spec)
+}
+
+fn mutate_spec(r: &mut Resolver, m: &RawMutate) -> Checked<MutateSpec> {
+    let proto = m.proto.as_ref().map_or(ProtoChoice::Keep, |p| *p.get_ref());
+    r.remember("trace.mutate.proto", &m.proto);
+    let proto_share = r.number(&m.proto_share, "trace.mutate.proto_share", check::share)?;
+    if let (Some(share), ProtoChoice::Keep) = (&m.proto_share, proto) {
+        return Err(r.loc.error(
+            Some(share.span()),
+            "trace.mutate.proto_share",
+            "needs `proto` = \"udp\", \"tcp\" or \"tls\" (the transport the share of clients moves to)",
+        ));
+    }
+    let do_share = r.number(&m.do_share, "trace.mutate.do_share", check::share)?;
+    r.remember("trace.mutate.set_do", &m.set_do);
+    r.remember("trace.mutate.clear_do", &m.clear_do);
+    let set_do = m.set_do.as_ref().filter(|b| *b.get_ref());
+    let clear_do = m.clear_do.as_ref().filter(|b| *b.get_ref());
+    let do_choices = [
+        set_do.map(|b| ("set_do", b.span())),
+        clear_do.map(|b| ("clear_do", b.span())),
+        m.do_share.as_ref().map(|s| ("do_share", s.span())),
+    ];
+    let mut given = do_choices.iter().flatten();
+    if let (Some((first, _)), Some((second, span))) = (given.next(), given.next()) {
+        return Err(r.loc.error(
+            Some(span.clone()),
+            format!("trace.mutate.{second}"),
+            format!("conflicts with `{first}`: give one of set_do, clear_do and do_share"),
+        ));
+    }
+    let do_share = match (set_do, clear_do) {
+        (Some(_), _) => Some(1.0),
+        (_, Some(_)) => Some(0.0),
+        _ => do_share,
+    };
+    let mut qtypes = Vec::new();
+    if let Some(list) = &m.qtypes {
+        for t in list.get_ref() {
+            if t.get_ref().parse::<Rtype>().is_err() {
+                return Err(r.loc.error(
+                    Some(t.span()),
+                    "trace.mutate.qtypes",
+                    format!("unknown query type `{}`", t.get_ref()),
+                ));
+            }
+            qtypes.push(t.get_ref().clone());
+        }
+    }
+    r.remember("trace.mutate.udp_size", &m.udp_size);
+    Ok(MutateSpec {
+        proto,
+        proto_share: proto_share.unwrap_or(1.0),
+        do_share,
+        strip_edns: m.strip_edns,
+        add_edns: m.add_edns,
+        udp_size: m.udp_size.as_ref().map(|s| *s.get_ref()),
+        rd: m.rd,
+        time_scale: r
+            .number(&m.time_scale, "trace.mutate.time_scale", check::positive)?
+            .unwrap_or(1.0),
+        keep_clients: r.number(&m.keep_clients, "trace.mutate.keep_clients", check::share)?,
+        qtypes,
+        qname_suffixes: m.qname_suffixes.clone().unwrap_or_default(),
+        unique_names: m.unique_names.as_ref().map(|s| s.get_ref().clone()),
+    })
+}
+
+/// The server's settings, and `tls` if the plan gave it (otherwise it follows the runs).
+fn server_section(
+    r: &mut Resolver,
+    raw: &At<RawServer>,
+) -> Checked<(ServerSettings, Option<bool>)> {
+    let s = raw.get_ref();
+    r.spans.insert("server", raw.span());
+    r.spans.insert("server.kind", s.kind.span());
+    r.remember("server.tls", &s.tls);
+    r.remember("server.zones", &s.zones);
+    let mut zones = Vec::new();
+    if let Some(list) = &s.zones {
+        for z in list.get_ref() {
+            zones.push(r.path(z, "server.zones")?);
+        }
+    }
+    let manifest = match &s.manifest {
+        Some(m) => {
+            r.spans.insert("server.manifest", m.span());
+            Some(r.path(m, "server.manifest")?)
+        }
+        None => None,
+    };
+    let tls = s.tls.as_ref().map(|t| *t.get_ref());
+    Ok((
+        ServerSettings {
+            kind: *s.kind.get_ref(),
+            zones,
+            manifest,
+            threads: r.number(&s.threads, "server.threads", check::at_least_one)?,
+            idle_timeout_s: r
+                .number(
+                    &s.idle_timeout_s,
+                    "server.idle_timeout_s",
+                    check::non_negative,
+                )?
+                .unwrap_or(DEFAULT_IDLE_TIMEOUT_S),
+            tls: tls.unwrap_or(false),
+            extra: s.extra.clone(),
+        },
+        tls,
+    ))
+}
+
+fn network_section(r: &mut Resolver, n: &RawNetwork) -> Checked<NetworkSettings> {
+    let loss_model = n
+        .loss_model
+        .as_ref()
+        .map_or(LossModelChoice::Bernoulli, |m| *m.get_ref());
+    r.remember("network.loss_model", &n.loss_model);
+    let burst_len = r.number(&n.burst_len, "network.burst_len", check::burst_len)?;
+    let client_rtt = match &n.client_rtt {
+        Some(c) => Some(client_rtt(r, c)?),
+        None => None,
+    };
+    Ok(NetworkSettings {
+        rtt_ms: r
+            .number(&n.rtt_ms, "network.rtt_ms", check::non_negative)?
+            .unwrap_or(0.0),
+        loss: r
+            .number(&n.loss, "network.loss", check::loss)?
+            .unwrap_or(0.0),
+        loss_model,
+        burst_len: burst_len.unwrap_or(1.0),
+        jitter_ms: r
+            .number(&n.jitter_ms, "network.jitter_ms", check::non_negative)?
+            .unwrap_or(0.0),
+        reorder: n.reorder,
+        bandwidth_mbps: r.number(&n.bandwidth_mbps, "network.bandwidth_mbps", check::positive)?,
+        queue_kb: r.number(&n.queue_kb, "network.queue_kb", check::positive)?,
+        client_rtt,
+    })
+}
+
+fn client_rtt(r: &mut Resolver, raw: &At<super::raw::RawClientRtt>) -> Checked<ClientRtt> {
+    let c = raw.get_ref();
+    let key = "network.client_rtt";
+    let min_ms = r.number(&c.min_ms, "network.client_rtt.min_ms", check::non_negative)?;
+    let max_ms = r.number(&c.max_ms, "network.client_rtt.max_ms", check::non_negative)?;
+    let median_ms = r.number(
+        &c.median_ms,
+        "network.client_rtt.median_ms",
+        check::non_negative,
+    )?;
+    let sigma = r.number(&c.sigma, "network.client_rtt.sigma", check::non_negative)?;
+    let need = |what: &str| {
+        r.loc.error(
+            Some(raw.span()),
+            key,
+            format!("a {:?} distribution needs {what}", c.dist),
+        )
+    };
+    let rtt = match c.dist {
+        RttDistribution::Fixed => {
+            let m = median_ms.ok_or_else(|| need("`median_ms`"))?;
+            ClientRtt {
+                dist: c.dist,
+                min_ms: m,
+                max_ms: m,
+                median_ms: m,
+                sigma: 0.0,
+            }
+        }
+        RttDistribution::Uniform => {
+            let (Some(min), Some(max)) = (min_ms, max_ms) else {
+                return Err(need("`min_ms` and `max_ms`"));
+            };
+            ClientRtt {
+                dist: c.dist,
+                min_ms: min,
+                max_ms: max,
+                median_ms: (min + max) / 2.0,
+                sigma: 0.0,
+            }
+        }
+        RttDistribution::Lognormal => {
+            let (Some(median), Some(sigma)) = (median_ms, sigma) else {
+                return Err(need("`median_ms` and `sigma`"));
+            };
+            ClientRtt {
+                dist: c.dist,
+                min_ms: min_ms.unwrap_or(0.0),
+                max_ms: max_ms.unwrap_or(60_000.0),
+                median_ms: median,
+                sigma,
+            }
+        }
+    };
+    if rtt.min_ms > rtt.max_ms {
+        return Err(r.loc.error(
+            Some(raw.span()),
+            key,
+            format!("min_ms {} is above max_ms {}", rtt.min_ms, rtt.max_ms),
+        ));
+    }
+    Ok(rtt)
+}
+
+/// The client's settings, and whether its idle timeout follows the server's.
+fn client_section(
+    r: &mut Resolver,
+    c: &RawClient,
+    server: &ServerSettings,
+) -> Checked<(ClientSettings, bool)> {
+    let idle = r.number(
+        &c.idle_timeout_s,
+        "client.idle_timeout_s",
+        check::non_negative,
+    )?;
+    let queriers = r.number(&c.queriers, "client.queriers", |n: usize| {
+        if n >= 1 {
+            Ok(n)
+        } else {
+            Err("must be at least 1".to_string())
+        }
+    })?;
+    Ok((
+        ClientSettings {
+            timeout_s: r
+                .number(&c.timeout_s, "client.timeout_s", check::positive)?
+                .unwrap_or(DEFAULT_TIMEOUT_S),
+            idle_timeout_s: idle.unwrap_or(server.idle_timeout_s + 1.0),
+            udp_retries: c.udp_retries.unwrap_or(0),
+            tls_resume: c.tls_resume.unwrap_or(true),
+            queriers,
+        },
+        idle.is_none(),
+    ))
+}
+
+/// Where each varied value stands in the file: per dimension, per value.
+pub(super) type VarySpans = Vec<(Range<usize>, Vec<Range<usize>>)>;
+
+fn vary_section(r: &mut Resolver, raw: &RawPlan) -> Checked<Vec<VaryDimension>> {
+    let mut dims: Vec<VaryDimension> = Vec::new();
+    for (key, values) in &raw.vary.0 {
+        let name = key.get_ref();
+        let Some(k) = VaryKey::from_name(name) else {
+            return Err(r.loc.error(
+                Some(key.span()),
+                format!("vary.{name}"),
+                format!("`{name}` cannot be varied; these can: {}", VaryKey::names()),
+            ));
+        };
+        if values.get_ref().is_empty() {
+            return Err(r.loc.error(
+                Some(values.span()),
+                format!("vary.{name}"),
+                "the list is empty: give at least one value",
+            ));
+        }
+        let other_do = match k {
+            VaryKey::DoShare => Some(VaryKey::SetDo),
+            VaryKey::SetDo => Some(VaryKey::DoShare),
+            _ => None,
+        };
+        if let Some(other) = other_do.filter(|o| dims.iter().any(|d| d.key == *o)) {
+            return Err(r.loc.error(
+                Some(key.span()),
+                format!("vary.{name}"),
+                format!(
+                    "vary `{}` or `{}`, not both: both set the DO share",
+                    other, k
+                ),
+            ));
+        }
+        let mut dim = VaryDimension {
+            key: k,
+            values: Vec::new(),
+        };
+        for (i, v) in values.get_ref().iter().enumerate() {
+            let at = format!("vary.{name}[{i}]");
+            let setting = k
+                .parse(v.get_ref())
+                .map_err(|m| r.loc.error(Some(v.span()), &at, m))?;
+            let text = label(v.get_ref());
+            if dim.values.iter().any(|x| x.label == text) {
+                return Err(r
+                    .loc
+                    .error(Some(v.span()), at, format!("`{text}` is listed twice")));
+            }
+            dim.values.push(VaryValue {
+                label: text,
+                setting,
+            });
+        }
+        dims.push(dim);
+    }
+    Ok(dims)
+}
+
+/// The place of each dimension's key and values.
+fn vary_spans(raw: &RawPlan) -> VarySpans {
+    raw.vary
+        .0
+        .iter()
+        .map(|(k, vs)| (k.span(), vs.get_ref().iter().map(|v| v.span()).collect()))
+        .collect()
+}
+
+/// Checks every run's combination of values, and reports the first that does not hold
+/// together at the value most to blame.
+fn check_runs(r: &Resolver, plan: &Plan, raw: &RawPlan) -> Checked<()> {
+    let spans = vary_spans(raw);
+    let mut seen = std::collections::HashSet::new();
+    for run in plan.combinations() {
+        let settings = plan.settings_of(&run);
+        let Err((culprits, home, message)) = cross_check(&settings) else {
+            continue;
+        };
+        if !seen.insert(message.clone()) {
+            continue;
+        }
+        // The first culprit varied in this run takes the blame; otherwise the key in its
+        // section.
+        let varied = culprits.iter().find_map(|c| {
+            let d = plan.vary.iter().position(|d| d.key == *c)?;
+            Some((d, run[d]))
+        });
+        let (span, key) = match varied {
+            Some((d, i)) => (
+                Some(spans[d].1[i].clone()),
+                format!("vary.{}[{i}]", plan.vary[d].key),
+            ),
+            None => (r.spans.get(home).cloned(), home.to_string()),
+        };
+        let which = if plan.vary.is_empty() {
+            String::new()
+        } else {
+            format!("in the run with {}: ", plan.varied_text(&run))
+        };
+        return Err(r.loc.error(span, key, format!("{which}{message}")));
+    }
+    Ok(())
+}
+
+/// What does not hold together in one run: the varied keys to blame (first first), the key
+/// outside `[vary]` to point at when none of them is varied, and what is wrong.
+fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, String)> {
+    let kind = s.server.kind;
+    let tls = s.trace.mutate.proto == ProtoChoice::Tls;
+    if tls && !kind.serves_tls() {
+        let able: Vec<_> = ServerKind::ALL
+            .into_iter()
+            .filter(|k| k.serves_tls())
+            .map(ServerKind::as_str)
+            .collect();
+        return Err((
+            vec![VaryKey::Kind, VaryKey::Proto],
+            "server.kind",
+            format!(
+                "{kind} does not serve DNS over TLS here, so proto = \"tls\" cannot run against it (these do: {})",
+                able.join(", ")
+            ),
+        ));
+    }
+    if s.server.tls && !kind.serves_tls() {
+        return Err((
+            vec![VaryKey::Kind],
+            "server.tls",
+            format!("{kind} does not serve DNS over TLS here: remove `tls = true` from [server]"),
+        ));
+    }
+    if tls && !s.server.tls {
+        return Err((
+            vec![VaryKey::Proto],
+            "server.tls",
+            "proto = \"tls\" needs the server's TLS: remove `tls = false` from [server]".into(),
+        ));
+    }
+    if kind.is_recursive() && s.server.manifest.is_none() {
+        return Err((
+            vec![VaryKey::Kind],
+            "server.kind",
+            format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`)"),
+        ));
+    }
+    if !kind.is_recursive() && s.server.zones.is_empty() && s.server.manifest.is_none() {
+        return Err((
+            vec![VaryKey::Kind],
+            "server",
+            format!("{kind} needs something to serve: `zones = [...]` or `manifest`"),
+        ));
+    }
+    if s.trace.mutate.strip_edns && s.trace.mutate.do_share.is_some_and(|d| d > 0.0) {
+        return Err((
+            vec![VaryKey::DoShare, VaryKey::SetDo],
+            "trace.mutate",
+            "`strip_edns` removes the OPT record that carries DO: it cannot go with a DO share"
+                .into(),
+        ));
+    }
+    if s.network.queue_kb.is_some() && s.network.bandwidth_mbps.is_none() {
+        return Err((
+            vec![VaryKey::QueueKb, VaryKey::BandwidthMbps],
+            "network.queue_kb",
+            "a queue belongs to a rate limit: give `bandwidth_mbps` too".into(),
+        ));
+    }
+    if s.network.burst_len != 1.0 && s.network.loss_model != LossModelChoice::GilbertElliott {
+        return Err((
+            vec![VaryKey::BurstLen],
+            "network.burst_len",
+            "bursts need `loss_model = \"gilbert-elliott\"`".into(),
+        ));
+    }
+    if let Some(d) = s.trace.expected_duration_s() {
+        if s.warmup_s >= d {
+            return Err((
+                vec![VaryKey::RateScale],
+                "run.warmup_s",
+                format!(
+                    "the warm-up ({} s) is as long as the trace ({d:.3} s): nothing would be measured",
+                    s.warmup_s
+                ),
+            ));
+        }
+    }
+    for stage in s.trace.mutate_stages(s.seed) {
+        if let Err(e) = ldplayer_mutate::Mutator::new(stage, ldplayer_trace::Collect::default()) {
+            return Err((
+                vec![
+                    VaryKey::Proto,
+                    VaryKey::DoShare,
+                    VaryKey::SetDo,
+                    VaryKey::RateScale,
+                ],
+                "trace.mutate",
+                e.to_string(),
+            ));
+        }
+    }
+    Ok(())
+}
