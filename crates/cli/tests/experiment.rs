@@ -69,8 +69,8 @@ fn check_prints_every_combination_without_running() {
     for proto in ["udp", "tcp", "tls"] {
         for t in ["5", "10", "20", "40"] {
             assert!(
-                runs.iter()
-                    .any(|l| l.contains(&format!("proto={proto}")) && l.contains(&format!("idle_timeout_s={t}"))),
+                runs.iter().any(|l| l.contains(&format!("proto={proto}"))
+                    && l.contains(&format!("idle_timeout_s={t}"))),
                 "missing {proto} {t}: {text}"
             );
         }
@@ -111,7 +111,10 @@ fn a_bad_plan_names_the_key_and_its_line() {
     .unwrap();
     let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("kind") && err.contains("nsd"), "lists the kinds: {err}");
+    assert!(
+        err.contains("kind") && err.contains("nsd"),
+        "lists the kinds: {err}"
+    );
 }
 
 /// A tiny run of the quick example (the embedded server, nothing external): every output is
@@ -285,8 +288,14 @@ fn an_interrupted_plan_leaves_nothing_running_and_resumes() {
         if finished == 1 && folders == 2 && second_run_replaying(&runs) {
             break;
         }
-        assert!(finished < 2, "the plan ran past its second run before the test could stop it");
-        assert!(started.elapsed() < Duration::from_secs(120), "no second run");
+        assert!(
+            finished < 2,
+            "the plan ran past its second run before the test could stop it"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "no second run"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     // SAFETY: kill with a valid pid.

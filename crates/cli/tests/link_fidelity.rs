@@ -25,16 +25,29 @@ fn summary(dir: &Path) -> Vec<BTreeMap<String, String>> {
         .map(String::from)
         .collect();
     lines
-        .map(|l| header.iter().cloned().zip(l.split(',').map(String::from)).collect())
+        .map(|l| {
+            header
+                .iter()
+                .cloned()
+                .zip(l.split(',').map(String::from))
+                .collect()
+        })
         .collect()
 }
 
 /// The `column` of `metric` in the run whose varied values include every `key=value` of
 /// `want`.
-fn figure(rows: &[BTreeMap<String, String>], want: &[(&str, &str)], metric: &str, column: &str) -> f64 {
+fn figure(
+    rows: &[BTreeMap<String, String>],
+    want: &[(&str, &str)],
+    metric: &str,
+    column: &str,
+) -> f64 {
     let row = rows
         .iter()
-        .find(|r| r["metric"] == metric && want.iter().all(|(k, v)| r.get(*k).is_some_and(|x| x == v)))
+        .find(|r| {
+            r["metric"] == metric && want.iter().all(|(k, v)| r.get(*k).is_some_and(|x| x == v))
+        })
         .unwrap_or_else(|| panic!("no {metric} for {want:?}"));
     row[column].parse().expect("a number")
 }
@@ -44,7 +57,10 @@ fn plan(dir: &Path, body: &str) -> PathBuf {
     let path = dir.join("plan.toml");
     std::fs::write(
         &path,
-        format!("[server]\nkind = \"nsd\"\nzones = [\"{}\"]\n{body}", zone.display()),
+        format!(
+            "[server]\nkind = \"nsd\"\nzones = [\"{}\"]\n{body}",
+            zone.display()
+        ),
     )
     .unwrap();
     path
@@ -72,15 +88,30 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
     let rows = summary(&out);
     for rtt in [20.0, 160.0] {
         let r = format!("{rtt}");
-        let udp = figure(&rows, &[("proto", "udp"), ("rtt_ms", &r)], "latency_ms", "p50");
+        let udp = figure(
+            &rows,
+            &[("proto", "udp"), ("rtt_ms", &r)],
+            "latency_ms",
+            "p50",
+        );
         assert!((udp - rtt).abs() <= 0.5, "UDP p50 {udp} ms at RTT {rtt} ms");
-        let tcp = figure(&rows, &[("proto", "tcp"), ("rtt_ms", &r)], "fresh_query_ms", "p50");
+        let tcp = figure(
+            &rows,
+            &[("proto", "tcp"), ("rtt_ms", &r)],
+            "fresh_query_ms",
+            "p50",
+        );
         assert!(
             (tcp - 2.0 * rtt).abs() <= 0.05 * 2.0 * rtt,
             "fresh TCP query p50 {tcp} ms at RTT {rtt} ms (2 RTT = {})",
             2.0 * rtt
         );
-        let tls = figure(&rows, &[("proto", "tls"), ("rtt_ms", &r)], "fresh_query_ms", "p50");
+        let tls = figure(
+            &rows,
+            &[("proto", "tls"), ("rtt_ms", &r)],
+            "fresh_query_ms",
+            "p50",
+        );
         assert!(
             (tls - 3.0 * rtt).abs() <= 0.05 * 3.0 * rtt,
             "fresh TLS query p50 {tls} ms at RTT {rtt} ms (3 RTT = {})",
@@ -108,12 +139,23 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
             back.push((r_client - r_server) * 1e3);
         }
     }
-    assert!(there.len() > 500, "only {} queries seen on both ends", there.len());
+    assert!(
+        there.len() > 500,
+        "only {} queries seen on both ends",
+        there.len()
+    );
     for (name, mut d) in [("client to server", there), ("server to client", back)] {
         d.sort_by(|a, b| a.total_cmp(b));
         let p50 = d[d.len() / 2];
-        assert!((p50 - 10.0).abs() <= 0.5, "{name}: p50 {p50} ms, configured 10 ms");
-        assert!(d[0] >= 9.9, "{name}: a packet crossed in {} ms, under the delay", d[0]);
+        assert!(
+            (p50 - 10.0).abs() <= 0.5,
+            "{name}: p50 {p50} ms, configured 10 ms"
+        );
+        assert!(
+            d[0] >= 9.9,
+            "{name}: a packet crossed in {} ms, under the delay",
+            d[0]
+        );
     }
 }
 
@@ -122,11 +164,31 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
 fn dns_times(pcap: &Path) -> HashMap<(String, String, String), (f64, Option<f64>)> {
     let out = Command::new("tshark")
         .args(["-r", &s(pcap), "-Y", "dns && udp", "-T", "fields"])
-        .args(["-e", "frame.time_epoch", "-e", "ip.src", "-e", "udp.srcport"])
-        .args(["-e", "ip.dst", "-e", "udp.dstport", "-e", "dns.id", "-e", "dns.flags.response"])
+        .args([
+            "-e",
+            "frame.time_epoch",
+            "-e",
+            "ip.src",
+            "-e",
+            "udp.srcport",
+        ])
+        .args([
+            "-e",
+            "ip.dst",
+            "-e",
+            "udp.dstport",
+            "-e",
+            "dns.id",
+            "-e",
+            "dns.flags.response",
+        ])
         .output()
         .expect("tshark runs");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let mut map: HashMap<(String, String, String), (f64, Option<f64>)> = HashMap::new();
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let f: Vec<&str> = line.split('\t').collect();
@@ -166,11 +228,20 @@ fn loss_each_way_loses_the_expected_share_of_queries() {
     let rows = summary(&out);
     let answered = figure(&rows, &[("proto", "udp")], "answered_share", "mean");
     // The engine's own count of queries sent, less the warm-up second's.
-    let run = std::fs::read_dir(out.join("runs")).unwrap().next().unwrap().unwrap().path();
+    let run = std::fs::read_dir(out.join("runs"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(run.join("replay.json")).unwrap()).unwrap();
     let sent = report["engine"]["sent"].as_u64().expect("engine.sent");
-    assert!(sent >= 55_000, "only {sent} queries sent, {} after the warm-up", sent.saturating_sub(5_000));
+    assert!(
+        sent >= 55_000,
+        "only {sent} queries sent, {} after the warm-up",
+        sent.saturating_sub(5_000)
+    );
     let expected = 1.0 - (1.0 - 0.02f64).powi(2);
     let lost = 1.0 - answered;
     assert!(

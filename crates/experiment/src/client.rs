@@ -30,13 +30,21 @@ pub struct ReplayReport {
 }
 
 /// Replays `c.trace` with its schedule starting at `start_ns`, until its end or until `stop`.
-pub fn replay(c: &ClientSideConfig, start_ns: i64, stop: &Arc<AtomicBool>) -> Result<(), ExperimentError> {
+pub fn replay(
+    c: &ClientSideConfig,
+    start_ns: i64,
+    stop: &Arc<AtomicBool>,
+) -> Result<(), ExperimentError> {
     let proto = c
         .proto
         .as_deref()
         .map(|p| p.parse::<Proto>().map_err(ExperimentError::Input))
         .transpose()?;
-    let port = if proto == Some(Proto::Tls) { TLS_PORT } else { 53 };
+    let port = if proto == Some(Proto::Tls) {
+        TLS_PORT
+    } else {
+        53
+    };
     let mut config = ReplayConfig::new(SocketAddr::new(IpAddr::V4(SERVER_V4), port));
     config.proto_override = proto;
     config.original_sources = true;
@@ -66,7 +74,8 @@ pub fn replay(c: &ClientSideConfig, start_ns: i64, stop: &Arc<AtomicBool>) -> Re
         },
     )
     .map_err(|e| ExperimentError::Trace(format!("{}: {e}", c.trace.display())))?;
-    let writer = ResultsWriter::create(&c.results).map_err(|e| ExperimentError::io(&c.results, e))?;
+    let writer =
+        ResultsWriter::create(&c.results).map_err(|e| ExperimentError::io(&c.results, e))?;
     let mut running = replay
         .start(Tee::new(Summary::new(), writer))
         .map_err(|e| ExperimentError::Replay(e.to_string()))?;
@@ -85,7 +94,8 @@ pub fn replay(c: &ClientSideConfig, start_ns: i64, stop: &Arc<AtomicBool>) -> Re
         done.store(true, Ordering::Relaxed);
         (read, finished)
     });
-    let Finished { results, stats } = finished.map_err(|e| ExperimentError::Replay(e.to_string()))?;
+    let Finished { results, stats } =
+        finished.map_err(|e| ExperimentError::Replay(e.to_string()))?;
     match read {
         Ok(()) | Err(ldplayer_trace::TraceError::Sink(ldplayer_trace::SinkError::Stopped)) => {}
         Err(e) => return Err(ExperimentError::Trace(e.to_string())),

@@ -17,7 +17,7 @@ use std::sync::atomic::AtomicBool;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ExperimentError;
-use crate::plan::{Plan, RunSpec, RunSettings};
+use crate::plan::{Plan, RunSettings, RunSpec};
 use crate::prepare::{prepare_trace, TraceFacts, TraceInput};
 use crate::runner::{self, RunInputs, RunOutputs};
 use crate::side::{ClientSideConfig, ServerSideConfig};
@@ -209,7 +209,9 @@ fn run_one(
     let s = &spec.settings;
     let (trace_path, facts) = trace_for(s, dir)?;
     let inputs = inputs_for(spec, run_dir, dir, &trace_path, &facts, options)?;
-    let outputs = runner::run(&inputs, interrupted, &mut |share| observer.run_progress(share))?;
+    let outputs = runner::run(&inputs, interrupted, &mut |share| {
+        observer.run_progress(share)
+    })?;
     let mut record = RunRecord {
         id: spec.id.clone(),
         varied: spec.varied.iter().cloned().collect(),
@@ -222,7 +224,10 @@ fn run_one(
         medians: BTreeMap::new(),
     };
     let rows = crate::metrics::summary_rows(spec, run_dir, &record)?;
-    record.medians = rows.iter().map(|r| (r.metric.clone(), r.dist.p50)).collect();
+    record.medians = rows
+        .iter()
+        .map(|r| (r.metric.clone(), r.dist.p50))
+        .collect();
     // Written last: its presence means the run finished.
     write(
         &run_dir.join("run.json"),
@@ -275,14 +280,20 @@ fn inputs_for(
     let tls_files = if tls {
         Some(ldplayer_servers::make_certificate(
             &dir.join("tls"),
-            &[crate::topology::SERVER_V4.into(), crate::topology::SERVER_V6.into()],
+            &[
+                crate::topology::SERVER_V4.into(),
+                crate::topology::SERVER_V6.into(),
+            ],
             &["server.ldplayer.test".to_string()],
         )?)
     } else {
         None
     };
     let mut zones = s.server.zones.clone();
-    if zones.is_empty() && s.server.manifest.is_none() && kind == ldplayer_servers::ServerKind::Ldplayer {
+    if zones.is_empty()
+        && s.server.manifest.is_none()
+        && kind == ldplayer_servers::ServerKind::Ldplayer
+    {
         let root = dir.join("synthetic-root.zone");
         write(&root, ldplayer_synth::synthetic_root_zone().as_bytes())?;
         zones.push(root);
@@ -297,7 +308,7 @@ fn inputs_for(
             kind,
             zones,
             manifest: s.server.manifest.clone(),
-            threads: s.server.threads,
+            threads: s.server.threads.map(|t| t as usize),
             idle_timeout_ms: s.server.idle_timeout().as_millis() as u64,
             tls: tls_files.clone(),
             extra: s.server.extra.clone(),
@@ -318,12 +329,40 @@ fn inputs_for(
             queriers: s.client.queriers,
             capture: capture("client.pcap"),
         },
-        client_to_server: c2s,
-        server_to_client: s2c,
+        client_to_server: link_params(&c2s),
+        server_to_client: link_params(&s2c),
         seed: s.seed,
         duration: std::time::Duration::from_secs_f64(facts.duration_s()),
         cooldown: s.cooldown(),
     })
+}
+
+/// One direction of the plan's network as the link emulator takes it.
+fn link_params(d: &crate::plan::DirectionSettings) -> ldplayer_link::LinkParams {
+    use crate::plan::LossSettings;
+    use ldplayer_link::LossModel;
+    ldplayer_link::LinkParams {
+        delay: d.delay,
+        jitter: d.jitter,
+        reorder: d.reorder,
+        loss: match d.loss {
+            LossSettings::None => LossModel::None,
+            LossSettings::Bernoulli { p } => LossModel::Bernoulli { p },
+            LossSettings::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_good,
+                loss_bad,
+            } => LossModel::GilbertElliott {
+                p_good_to_bad,
+                p_bad_to_good,
+                loss_good,
+                loss_bad,
+            },
+        },
+        rate_bps: d.rate_bps,
+        queue_limit_bytes: d.queue_limit_bytes,
+    }
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {

@@ -168,7 +168,7 @@ pub fn connection_model(
     trace: &Path,
     timeouts: &[Duration],
 ) -> Result<ConnectionModel, ModelError> {
-    connection_model_with(trace, timeouts, &quiet_options())
+    connection_model_with(trace, timeouts, &read_options())
 }
 
 /// [`connection_model`] reading the trace with `options` (those the replay used, so that
@@ -195,12 +195,14 @@ pub fn trace_duration_s(trace: &Path) -> Result<f64, ModelError> {
         }
     }
     let mut span = Span(None);
-    run(trace, &quiet_options(), &mut span)?;
+    run(trace, &read_options(), &mut span)?;
     Ok(span.0.map_or(0.0, |(lo, hi)| (hi - lo) as f64 / 1e9))
 }
 
 /// Default reading options with the reader's notes dropped (the replay reports them).
-fn quiet_options() -> ReadOptions {
+/// How the model reads a trace: as the replay does (DNS on port 53, malformed messages
+/// kept), quietly, so that record indices agree with the results'.
+pub fn read_options() -> ReadOptions {
     ReadOptions {
         notes: Notes::ignore(),
         ..ReadOptions::default()
@@ -431,7 +433,7 @@ pub(crate) mod tests {
 
         assert_eq!(m.client_queries()[&ip(1)], 3);
         assert_eq!(m.clients_with_fewer_than(2), HashSet::from([ip(2)]));
-        let options = quiet_options();
+        let options = read_options();
         let nonbusy = m.nonbusy_queries(&path, &options, 2).unwrap();
         assert_eq!(nonbusy.len(), 1);
         assert!(nonbusy.contains(2) && !nonbusy.contains(0) && !nonbusy.contains(3));

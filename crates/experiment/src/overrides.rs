@@ -16,9 +16,9 @@ pub fn apply(text: &str, sets: &[String]) -> Result<String, ExperimentError> {
         .parse()
         .map_err(|e| ExperimentError::Input(format!("the plan is not TOML: {e}")))?;
     for set in sets {
-        let (key, raw) = set.split_once('=').ok_or_else(|| {
-            ExperimentError::Input(format!("--set {set:?}: expected KEY=VALUE"))
-        })?;
+        let (key, raw) = set
+            .split_once('=')
+            .ok_or_else(|| ExperimentError::Input(format!("--set {set:?}: expected KEY=VALUE")))?;
         let value = parse_value(raw.trim());
         let path: Vec<&str> = key.trim().split('.').collect();
         if path.iter().any(|p| p.is_empty()) {
@@ -28,7 +28,9 @@ pub fn apply(text: &str, sets: &[String]) -> Result<String, ExperimentError> {
         let mut item: &mut Item = doc.as_item_mut();
         for name in tables {
             let table = item.as_table_like_mut().ok_or_else(|| {
-                ExperimentError::Input(format!("--set {set:?}: `{name}` is inside a value, not a table"))
+                ExperimentError::Input(format!(
+                    "--set {set:?}: `{name}` is inside a value, not a table"
+                ))
             })?;
             if table.get(name).is_none() {
                 table.insert(name, Item::Table(toml_edit::Table::new()));
@@ -54,7 +56,8 @@ mod tests {
 
     #[test]
     fn sets_values_in_tables_and_inline_tables() {
-        let text = "[trace]\nsynth = { workload = \"root\", rate = 2000 }\n[vary]\nproto = [\"udp\"]\n";
+        let text =
+            "[trace]\nsynth = { workload = \"root\", rate = 2000 }\n[vary]\nproto = [\"udp\"]\n";
         let out = apply(
             text,
             &[

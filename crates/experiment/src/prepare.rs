@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use ldplayer_mutate::{MutateConfig, Mutator};
 use ldplayer_synth::{Synth, SynthConfig};
-use ldplayer_trace::open::{open, ReadOptions};
 use ldplayer_trace::binary::BinaryWriter;
+use ldplayer_trace::open::{open, ReadOptions};
 use ldplayer_trace::{Record, Sink, SinkError, Source};
 use serde::{Deserialize, Serialize};
 
@@ -61,7 +61,8 @@ pub fn prepare_trace(
     }
     let partial = out.with_extension("partial");
     let file = std::fs::File::create(&partial).map_err(|e| ExperimentError::io(&partial, e))?;
-    let writer = BinaryWriter::new(BufWriter::new(file)).map_err(|e| ExperimentError::io(&partial, e))?;
+    let writer =
+        BinaryWriter::new(BufWriter::new(file)).map_err(|e| ExperimentError::io(&partial, e))?;
     let mut facts_sink = Facts {
         inner: writer,
         facts: TraceFacts::default(),
@@ -78,9 +79,9 @@ pub fn prepare_trace(
             .map_err(|e| ExperimentError::Trace(format!("{}: {e}", path.display())))?
             .source
         }
-        TraceInput::Synth(config) => Box::new(
-            Synth::new(config.clone()).map_err(|e| ExperimentError::Trace(e.to_string()))?,
-        ),
+        TraceInput::Synth(config) => {
+            Box::new(Synth::new(config.clone()).map_err(|e| ExperimentError::Trace(e.to_string()))?)
+        }
     };
     {
         // Each stage feeds the next; the last feeds the writer.

@@ -99,10 +99,20 @@ pub fn run(
     let client_file = dir.join("client-side.json");
     SideConfig::Client(client_config.clone()).write(&client_file)?;
 
-    let mut server = SideProcess::spawn("server", &inputs.exe, &server_file, &dir.join("server-side.log"))?;
+    let mut server = SideProcess::spawn(
+        "server",
+        &inputs.exe,
+        &server_file,
+        &dir.join("server-side.log"),
+    )?;
     server.wait_for_netns(START_WAIT)?;
     server_tun.move_to_netns_of(server.pid())?;
-    let mut client = SideProcess::spawn("client", &inputs.exe, &client_file, &dir.join("client-side.log"))?;
+    let mut client = SideProcess::spawn(
+        "client",
+        &inputs.exe,
+        &client_file,
+        &dir.join("client-side.log"),
+    )?;
     client.wait_for_netns(START_WAIT)?;
     client_tun.move_to_netns_of(client.pid())?;
     let link = Arc::new(Link::start(
@@ -183,7 +193,9 @@ fn wait_for_replay(
     let total = inputs.duration.as_secs_f64().max(1e-3);
     let limit = inputs.duration
         + LEAD_TIME
-        + Duration::from_millis(inputs.client.timeout_ms * (u64::from(inputs.client.udp_retries) + 1))
+        + Duration::from_millis(
+            inputs.client.timeout_ms * (u64::from(inputs.client.udp_retries) + 1),
+        )
         + Duration::from_secs(120);
     let began = Instant::now();
     loop {

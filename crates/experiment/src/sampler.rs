@@ -7,7 +7,6 @@
 //! so sampling cannot disturb what it measures beyond a few reads of `/proc` a second.
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::net::IpAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,7 +16,7 @@ use std::time::Duration;
 use ldplayer_link::LinkCounters;
 
 use crate::error::ExperimentError;
-use crate::summary::Sample;
+use crate::summary::{Sample, SamplesWriter};
 
 /// What to sample: the server's processes and its namespace.
 #[derive(Debug, Clone)]
@@ -47,10 +46,7 @@ pub fn sample_until(
     stop: &AtomicBool,
     out: &Path,
 ) -> Result<Vec<Sample>, ExperimentError> {
-    let mut file = std::io::BufWriter::new(
-        std::fs::File::create(out).map_err(|e| ExperimentError::io(out, e))?,
-    );
-    writeln!(file, "{}", Sample::CSV_HEADER).map_err(|e| ExperimentError::io(out, e))?;
+    let mut file = SamplesWriter::create(out).map_err(|e| ExperimentError::io(out, e))?;
     let mut cpu = CpuTracker::default();
     let mut last_link = link();
     let mut last_ns = start_ns;
@@ -92,8 +88,7 @@ pub fn sample_until(
             processes: procs.len() as u32,
         };
         last_link = link_now;
-        writeln!(file, "{}", sample.to_csv())
-            .and_then(|()| file.flush())
+        file.write(&sample)
             .map_err(|e| ExperimentError::io(out, e))?;
         rows.push(sample);
     }

@@ -98,7 +98,8 @@ impl SideConfig {
     /// Reads a side's configuration file.
     pub fn read(path: &Path) -> Result<SideConfig, ExperimentError> {
         let text = std::fs::read(path).map_err(|e| ExperimentError::io(path, e))?;
-        serde_json::from_slice(&text).map_err(|e| ExperimentError::Input(format!("{}: {e}", path.display())))
+        serde_json::from_slice(&text)
+            .map_err(|e| ExperimentError::Input(format!("{}: {e}", path.display())))
     }
 
     /// Writes it for a side to read.
@@ -131,7 +132,11 @@ impl SideConfig {
 
 fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), ExperimentError> {
     topology::configure_server_side(&c.tun, &[])?;
-    let capture = c.capture.as_deref().map(|p| Capture::start(&c.tun, p)).transpose()?;
+    let capture = c
+        .capture
+        .as_deref()
+        .map(|p| Capture::start(&c.tun, p))
+        .transpose()?;
     let setup = ldplayer_servers::ServerSetup {
         kind: c.kind,
         listen: vec![IpAddr::V4(SERVER_V4), IpAddr::V6(SERVER_V6)],
@@ -165,7 +170,11 @@ fn wait_for_stop(stop: &Arc<AtomicBool>) {
         let closed = Arc::clone(&closed);
         std::thread::spawn(move || {
             let mut sink = String::new();
-            while std::io::stdin().lock().read_line(&mut sink).is_ok_and(|n| n > 0) {
+            while std::io::stdin()
+                .lock()
+                .read_line(&mut sink)
+                .is_ok_and(|n| n > 0)
+            {
                 sink.clear();
             }
             closed.store(true, Ordering::SeqCst);
@@ -178,8 +187,15 @@ fn wait_for_stop(stop: &Arc<AtomicBool>) {
 
 fn run_client_side(c: &ClientSideConfig, stop: &Arc<AtomicBool>) -> Result<(), ExperimentError> {
     topology::configure_client_side(&c.tun)?;
-    let capture = c.capture.as_deref().map(|p| Capture::start(&c.tun, p)).transpose()?;
-    let rtt = probe(SocketAddr::new(IpAddr::V4(SERVER_V4), 53), Duration::from_secs(15))?;
+    let capture = c
+        .capture
+        .as_deref()
+        .map(|p| Capture::start(&c.tun, p))
+        .transpose()?;
+    let rtt = probe(
+        SocketAddr::new(IpAddr::V4(SERVER_V4), 53),
+        Duration::from_secs(15),
+    )?;
     println!("ready {}", rtt.as_micros());
     let mut line = String::new();
     std::io::stdin()
@@ -205,9 +221,7 @@ fn probe(server: SocketAddr, wait: Duration) -> Result<Duration, ExperimentError
         .map_err(|e| ExperimentError::io(Path::new("probe socket"), e))?;
     let _ = sock.set_read_timeout(Some(Duration::from_millis(250)));
     // ID 0x1d9e, no flags, one question: `.` NS IN.
-    let query = [
-        0x1d, 0x9e, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1,
-    ];
+    let query = [0x1d, 0x9e, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1];
     let start = Instant::now();
     let mut buf = [0u8; 4096];
     while start.elapsed() < wait {
@@ -261,9 +275,8 @@ impl Capture {
                 }
             });
         }
-        rx.recv_timeout(Duration::from_secs(10)).map_err(|_| {
-            ExperimentError::Timeout(format!("tcpdump to listen on {dev}"))
-        })?;
+        rx.recv_timeout(Duration::from_secs(10))
+            .map_err(|_| ExperimentError::Timeout(format!("tcpdump to listen on {dev}")))?;
         Ok(capture)
     }
 

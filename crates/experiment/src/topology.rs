@@ -258,10 +258,16 @@ pub fn ip(args: &[&str]) -> Result<(), ExperimentError> {
     }
 }
 
-/// Waits until the TUN device `tun` has been moved into this namespace.
+/// Waits until the TUN device `tun` has been moved into this namespace. (`/proc/self/net`
+/// shows this namespace's devices; `/sys/class/net` would show the host's, where the device
+/// is made before it is moved.)
 pub fn wait_for_device(tun: &str, wait: Duration) -> Result<(), ExperimentError> {
     let start = Instant::now();
-    while !Path::new(&format!("/sys/class/net/{tun}")).exists() {
+    let listed = |text: &str| {
+        text.lines()
+            .any(|l| l.trim_start().split(':').next() == Some(tun))
+    };
+    while !std::fs::read_to_string("/proc/self/net/dev").is_ok_and(|t| listed(&t)) {
         if start.elapsed() > wait {
             return Err(ExperimentError::Timeout(format!(
                 "the link's device {tun} to arrive"
@@ -293,19 +299,36 @@ fn common_setup(tun: &str) -> Result<(), ExperimentError> {
 /// Sets up the server side, run inside it: the server's addresses on the TUN device and every
 /// other destination routed into it. `extra_local` are more addresses made local (the
 /// nameservers of an emulated hierarchy behind a recursive server).
-pub fn configure_server_side(tun: &str, extra_local: &[std::net::IpAddr]) -> Result<(), ExperimentError> {
+pub fn configure_server_side(
+    tun: &str,
+    extra_local: &[std::net::IpAddr],
+) -> Result<(), ExperimentError> {
     wait_for_device(tun, Duration::from_secs(10))?;
     common_setup(tun)?;
     ip(&["addr", "add", &format!("{SERVER_V4}/32"), "dev", tun])?;
-    ip(&["-6", "addr", "add", &format!("{SERVER_V6}/128"), "dev", tun, "nodad"])?;
+    ip(&[
+        "-6",
+        "addr",
+        "add",
+        &format!("{SERVER_V6}/128"),
+        "dev",
+        tun,
+        "nodad",
+    ])?;
     ip(&["route", "add", "default", "dev", tun])?;
     ip(&["-6", "route", "add", "default", "dev", tun])?;
     for addr in extra_local {
         match addr {
             std::net::IpAddr::V4(a) => ip(&["addr", "add", &format!("{a}/32"), "dev", "lo"])?,
-            std::net::IpAddr::V6(a) => {
-                ip(&["-6", "addr", "add", &format!("{a}/128"), "dev", "lo", "nodad"])?
-            }
+            std::net::IpAddr::V6(a) => ip(&[
+                "-6",
+                "addr",
+                "add",
+                &format!("{a}/128"),
+                "dev",
+                "lo",
+                "nodad",
+            ])?,
         }
     }
     Ok(())
@@ -318,7 +341,15 @@ pub fn configure_client_side(tun: &str) -> Result<(), ExperimentError> {
     common_setup(tun)?;
     ip(&["route", "add", "local", "0.0.0.0/0", "dev", "lo"])?;
     ip(&["-6", "route", "add", "local", "::/0", "dev", "lo"])?;
-    ip(&["route", "add", &format!("{SERVER_V4}/32"), "dev", tun, "table", "local"])?;
+    ip(&[
+        "route",
+        "add",
+        &format!("{SERVER_V4}/32"),
+        "dev",
+        tun,
+        "table",
+        "local",
+    ])?;
     ip(&[
         "-6",
         "route",

@@ -66,7 +66,11 @@ pub fn stand_in_source(src: IpAddr, ipv4: bool) -> IpAddr {
     if ipv4 {
         // 17 host bits; skip .0 and .255 endings so that no stand-in looks like a broadcast.
         let host = (x % (1 << 17)) as u32;
-        let host = if host & 0xff == 0 || host & 0xff == 0xff { host ^ 1 } else { host };
+        let host = if host & 0xff == 0 || host & 0xff == 0xff {
+            host ^ 1
+        } else {
+            host
+        };
         IpAddr::V4(Ipv4Addr::from(0xc612_0000u32 | host))
     } else {
         let base = u128::from(Ipv6Addr::new(0xfd00, 0x198, 0x18, 0, 0, 0, 0, 0));
@@ -150,7 +154,13 @@ mod tests {
         let server: SocketAddr = "10.53.0.1:53".parse().unwrap();
         let own: IpAddr = "192.0.2.7".parse().unwrap();
         assert_eq!(original_source(own, &server), own);
-        for odd in ["127.0.0.9", "10.53.0.1", "0.0.0.0", "224.0.0.1", "2001:db8::1"] {
+        for odd in [
+            "127.0.0.9",
+            "10.53.0.1",
+            "0.0.0.0",
+            "224.0.0.1",
+            "2001:db8::1",
+        ] {
             let odd: IpAddr = odd.parse().unwrap();
             let stand_in = original_source(odd, &server);
             assert_ne!(stand_in, odd);

@@ -75,7 +75,11 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     if report.interrupted {
         bail!(
             "interrupted: {} of {} runs finished, kept in {}; `--resume` goes on",
-            report.runs.iter().filter(|r| r.status != Status::Failed).count(),
+            report
+                .runs
+                .iter()
+                .filter(|r| r.status != Status::Failed)
+                .count(),
             plan.runs().len(),
             dir.display()
         );
@@ -84,7 +88,11 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         bail!(
             "{} runs failed ({}); their logs are in their folders, `--resume` runs them again",
             failed.len(),
-            failed.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")
+            failed
+                .iter()
+                .map(|r| r.id.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     Ok(())
@@ -119,7 +127,12 @@ fn print_summary(report: &ldplayer_experiment::PlanReport, seconds: f64) {
                 Some(label.replace("{}", &short(*v)))
             })
             .collect();
-        println!("{}  {}{status}  {}", r.id, varied.join(" "), figures.join(", "));
+        println!(
+            "{}  {}{status}  {}",
+            r.id,
+            varied.join(" "),
+            figures.join(", ")
+        );
     }
     println!(
         "{} runs in {:.0} s; summary: {}",
@@ -178,7 +191,11 @@ impl Observer for Bar {
     fn run_started(&mut self, spec: &RunSpec, position: usize, total: usize) {
         self.position = position;
         self.total = total.max(1);
-        let varied: Vec<String> = spec.varied.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let varied: Vec<String> = spec
+            .varied
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
         self.bar.set_message(format!(
             "run {}/{}: {}",
             position + 1,

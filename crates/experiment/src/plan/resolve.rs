@@ -617,7 +617,12 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`)"),
         ));
     }
-    if !kind.is_recursive() && s.server.zones.is_empty() && s.server.manifest.is_none() {
+    // ldplayer's own server without zones serves the synthetic root of root-like traces.
+    if !kind.is_recursive()
+        && kind != ServerKind::Ldplayer
+        && s.server.zones.is_empty()
+        && s.server.manifest.is_none()
+    {
         return Err((
             vec![VaryKey::Kind],
             "server",
