@@ -349,7 +349,7 @@ impl Sink for NonBusySink<'_> {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
     use ldplayer_trace::binary::BinaryWriter;
     use ldplayer_trace::Proto;
@@ -357,10 +357,10 @@ pub(crate) mod tests {
     use std::net::SocketAddr;
 
     /// Time of the first record of the test traces, ns.
-    pub(crate) const T0: i64 = 1_700_000_000 * NS_PER_S;
+    const T0: i64 = 1_700_000_000 * NS_PER_S;
 
     /// A query (or, with `response`, a response) for `example.`.
-    pub(crate) fn message(id: u16, response: bool) -> Vec<u8> {
+    fn message(id: u16, response: bool) -> Vec<u8> {
         let flags: u16 = if response { 0x8180 } else { 0x0100 };
         let mut m = Vec::new();
         for x in [id, flags, 1, 0, 0, 0] {
@@ -372,7 +372,7 @@ pub(crate) mod tests {
 
     /// Writes a binary trace of (seconds after T0, client number, is a response) to `path`.
     /// Client `c` is 10.0.0.c; responses come from the server to client `c`.
-    pub(crate) fn write_trace(path: &Path, records: &[(f64, u8, bool)]) {
+    fn write_trace(path: &Path, records: &[(f64, u8, bool)]) {
         let server: SocketAddr = "192.0.2.53:53".parse().unwrap();
         let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
         let mut w = BinaryWriter::new(file).unwrap();

@@ -531,3 +531,37 @@ fn the_mutate_flags_names_are_accepted_where_they_differ() {
     let plan = parse(&text).unwrap();
     assert_eq!(plan.base.trace.mutate.proto_share, 0.25);
 }
+
+#[test]
+fn the_client_idle_timeout_follows_a_varied_server_timeout() {
+    let text = ISSUE_EXAMPLE.replace("rtt_ms = [0, 20, 160]", "idle_timeout_s = [5, 40.5]");
+    let runs = parse(&text).unwrap().runs();
+    let pairs: Vec<(f64, f64)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r.settings.server.idle_timeout_s,
+                r.settings.client.idle_timeout_s,
+            )
+        })
+        .collect();
+    assert_eq!(pairs[..2], [(5.0, 6.0), (40.5, 41.5)]);
+    assert_eq!(runs[1].varied[1], ("idle_timeout_s".into(), "40.5".into()));
+}
+
+#[test]
+fn set_do_varies_between_the_trace_as_it_is_and_all_do() {
+    let text = ISSUE_EXAMPLE.replace("rtt_ms = [0, 20, 160]", "set_do = [false, true]");
+    let runs = parse(&text).unwrap().runs();
+    assert_eq!(runs[0].settings.trace.mutate.do_share, None);
+    assert_eq!(runs[1].settings.trace.mutate.do_share, Some(1.0));
+    assert_eq!(runs[1].varied[1].1, "true");
+
+    let both = ISSUE_EXAMPLE.replace("rtt_ms = [0, 20, 160]", "do_share = [0.7]\nset_do = [true]");
+    let (key, line, message) = refused(&both);
+    assert_eq!(
+        (key.as_str(), line),
+        ("vary.set_do", line_of(&both, "set_do = [true]"))
+    );
+    assert!(message.contains("do_share"), "{message}");
+}

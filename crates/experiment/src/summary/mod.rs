@@ -12,6 +12,6 @@ mod metrics;
 mod sample;
 
 pub use self::csv::{header, SummaryCsv, SummaryRow};
-pub use distribution::Distribution;
+pub use distribution::{percentile, Distribution};
 pub use metrics::{rows_for_run, rows_for_spec, RunMeasurements, SummaryError, METRICS};
 pub use sample::{read_samples, Sample, SampleError, SamplesWriter, SAMPLE_COLUMNS};
