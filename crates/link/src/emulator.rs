@@ -38,6 +38,18 @@ impl Link {
         b_to_a: LinkParams,
         seed: u64,
     ) -> Result<RunningLink, LinkError> {
+        Link::start_with(a, b, a_to_b, b_to_a, seed, Timing::default())
+    }
+
+    /// [`Link::start`] with the threads' waiting tuned by `timing`.
+    pub fn start_with(
+        a: Tun,
+        b: Tun,
+        a_to_b: LinkParams,
+        b_to_a: LinkParams,
+        seed: u64,
+        timing: Timing,
+    ) -> Result<RunningLink, LinkError> {
         a_to_b.validate()?;
         b_to_a.validate()?;
         // SAFETY: eventfd takes no pointers; the result is checked.
@@ -66,6 +78,7 @@ impl Link {
                 stop: Arc::clone(&stop),
                 counters: Arc::clone(&counters),
                 index,
+                spin_ns: u64::try_from(timing.spin.as_nanos()).unwrap_or(u64::MAX),
             };
             // On failure `link` is dropped, which stops the thread already started.
             let thread = std::thread::Builder::new()
@@ -77,6 +90,26 @@ impl Link {
         Ok(link)
     }
 }
+
+/// How the direction threads wait for a departure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timing {
+    /// The last stretch before a departure spent polling the input without sleeping instead
+    /// of sleeping: a sleeping thread wakes tens of µs late on a virtual machine (the CPU may
+    /// have gone idle), a polling one on time, at the price of CPU time (at most `spin` per
+    /// departure that finds the thread asleep). Zero never spins.
+    pub spin: Duration,
+}
+
+impl Default for Timing {
+    /// Spins for the last [`DEFAULT_SPIN`].
+    fn default() -> Self {
+        Timing { spin: DEFAULT_SPIN }
+    }
+}
+
+/// The default [`Timing::spin`].
+pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
 
 /// A link whose two direction threads are running. Dropping it stops it too.
 #[derive(Debug)]
@@ -176,6 +209,7 @@ struct Direction {
     stop: Arc<OwnedFd>,
     counters: Arc<[DirectionAtomics; 2]>,
     index: usize,
+    spin_ns: u64,
 }
 
 impl Direction {
@@ -187,7 +221,10 @@ impl Direction {
         loop {
             let now = now_ns();
             self.deliver_due(&mut line, now);
-            let timeout = line.next_departure().map(|at| at.saturating_sub(now));
+            // Sleep until `spin` before the next departure, then poll without sleeping.
+            let timeout = line
+                .next_departure()
+                .map(|at| at.saturating_sub(now).saturating_sub(self.spin_ns));
             let (readable, stopping) = self.wait(timeout)?;
             if stopping {
                 return Ok(());
@@ -263,7 +300,8 @@ impl Direction {
         Ok((fds[0].revents & libc::POLLIN != 0, fds[1].revents != 0))
     }
 
-    /// Reads packets until none is left or one held is due, deciding each one's fate.
+    /// Reads packets until none is left, deciding each one's fate and delivering on the way
+    /// those held that fall due.
     fn read_batch(
         &mut self,
         buf: &mut [u8],
@@ -299,9 +337,8 @@ impl Direction {
                     }
                 }
             }
-            if line.next_departure().is_some_and(|at| at <= now) {
-                return Ok(());
-            }
+            // A long batch must not hold back what falls due meanwhile.
+            self.deliver_due(line, now);
         }
     }
 }

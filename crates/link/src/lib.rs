@@ -54,7 +54,7 @@ pub mod params;
 pub mod tun;
 
 pub use counters::{DirectionCounters, LinkCounters};
-pub use emulator::{Link, RunningLink};
+pub use emulator::{Link, RunningLink, Timing};
 pub use impair::{DropReason, Impairment, Verdict};
 pub use params::{LinkParams, LossModel};
 pub use tun::Tun;

@@ -8,10 +8,11 @@ use std::fs::File;
 use std::net::{SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ldplayer_link::{Link, LinkParams, RunningLink, Tun};
+use ldplayer_link::{Link, LinkParams, RunningLink, Timing, Tun};
 
 /// Side A's IPv4 address.
 pub const A_V4: &str = "10.99.0.1";
@@ -152,29 +153,78 @@ impl Testbed {
 
     /// The testbed with the link running.
     pub fn linked(a_to_b: LinkParams, b_to_a: LinkParams, seed: u64) -> (Testbed, RunningLink) {
+        Testbed::linked_with(a_to_b, b_to_a, seed, Timing::default())
+    }
+
+    /// The testbed with the link running, its threads waiting as `timing` says.
+    pub fn linked_with(
+        a_to_b: LinkParams,
+        b_to_a: LinkParams,
+        seed: u64,
+        timing: Timing,
+    ) -> (Testbed, RunningLink) {
         let (bed, tun_a, tun_b) = Testbed::new();
-        let link = Link::start(tun_a, tun_b, a_to_b, b_to_a, seed).expect("the link starts");
+        let link =
+            Link::start_with(tun_a, tun_b, a_to_b, b_to_a, seed, timing).expect("the link starts");
         (bed, link)
     }
 }
 
-/// An echo server on `socket` in its own thread, answering until `until`.
-pub fn echo(socket: UdpSocket, until: Instant) -> std::thread::JoinHandle<u64> {
+/// An echo server in its own thread, answering until dropped.
+pub struct Echo {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// Starts an echo server on `socket`.
+pub fn echo(socket: UdpSocket) -> Echo {
     socket
-        .set_read_timeout(Some(Duration::from_millis(50)))
+        .set_read_timeout(Some(Duration::from_millis(20)))
         .expect("timeout");
-    std::thread::spawn(move || {
+    let stop = Arc::new(AtomicBool::new(false));
+    let stopped = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || {
         let mut buf = [0u8; 2048];
-        let mut echoed = 0;
-        while Instant::now() < until {
+        while !stopped.load(Ordering::Relaxed) {
             if let Ok((n, from)) = socket.recv_from(&mut buf) {
-                if socket.send_to(&buf[..n], from).is_ok() {
-                    echoed += 1;
-                }
+                let _ = socket.send_to(&buf[..n], from);
             }
         }
-        echoed
-    })
+    });
+    Echo {
+        stop,
+        thread: Some(thread),
+    }
+}
+
+impl Drop for Echo {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Makes the receive buffer of `socket` `bytes` large (as root, beyond `rmem_max`), so that a
+/// flood is not lost in the receiving socket.
+pub fn set_receive_buffer(socket: &UdpSocket, bytes: i32) {
+    // SAFETY: a live socket, an int option of the right size.
+    let set = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&bytes as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(
+        set,
+        0,
+        "SO_RCVBUFFORCE: {}",
+        std::io::Error::last_os_error()
+    );
 }
 
 /// `count` sequential round trips of a 32-byte datagram from `client` (connected), each
