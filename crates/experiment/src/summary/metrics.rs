@@ -6,13 +6,15 @@ use crate::model::IndexSet;
 use ldplayer_results::{QueryResult, ResultsError, ResultsReader};
 use std::path::{Path, PathBuf};
 
-/// Every metric a run can have, in the order of its rows. `handshake_ms` appears only when
+/// Every metric a run can have, in the order of its rows. `handshake_ms` (connection set-up)
+/// and `fresh_query_ms` (set-up plus the first query's latency) appear only when
 /// queries opened connections, `model_connections` only for connection-oriented runs.
-pub const METRICS: [&str; 15] = [
+pub const METRICS: [&str; 16] = [
     "latency_ms",
     "latency_ms_nonbusy",
     "answered_share",
     "handshake_ms",
+    "fresh_query_ms",
     "server_rss_mib",
     "server_cpu_pct",
     "tcp_established",
@@ -80,6 +82,7 @@ pub fn rows_for_run(
     ];
     if !queries.handshake_ms.is_empty() {
         metrics.push(("handshake_ms", Distribution::of(&queries.handshake_ms)));
+        metrics.push(("fresh_query_ms", Distribution::of(&queries.fresh_query_ms)));
     }
     let window = SampleWindow::new(m);
     let per_sample: [(&str, SampleValue); 10] = [
@@ -135,6 +138,7 @@ struct QueryMetrics {
     latency_ms: Vec<f64>,
     latency_ms_nonbusy: Vec<f64>,
     handshake_ms: Vec<f64>,
+    fresh_query_ms: Vec<f64>,
     /// Per second from the start: (queries due, answered).
     per_second: Vec<(u64, u64)>,
 }
@@ -174,6 +178,11 @@ impl QueryMetrics {
         }
         if r.new_connection && r.handshake_ns > 0 {
             self.handshake_ms.push(r.handshake_ns as f64 / 1e6);
+            // A fresh connection's first answer: set-up and query, about 2 RTT over TCP and
+            // 3 over TLS 1.3.
+            if let Some(ns) = r.latency_ns() {
+                self.fresh_query_ms.push((r.handshake_ns + ns) as f64 / 1e6);
+            }
         }
     }
 
