@@ -96,13 +96,13 @@ fn a_bad_plan_names_the_key_and_its_line() {
 
     std::fs::write(
         &plan,
-        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n[network]\nloss = 1.5\n",
+        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n[server]\nkind = \"ldplayer\"\n[network]\nloss = 1.5\n",
     )
     .unwrap();
     let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("loss"), "{err}");
-    assert!(err.contains("line 4"), "{err}");
+    assert!(err.contains("line 6"), "{err}");
 
     std::fs::write(
         &plan,

@@ -74,8 +74,8 @@ pub enum Status {
 pub struct RunRecord {
     /// The run's identifier (its folder's name).
     pub id: String,
-    /// The varied keys and their values in this run.
-    pub varied: BTreeMap<String, String>,
+    /// The varied keys and their values in this run, in `[vary]` order.
+    pub varied: Vec<(String, String)>,
     /// How it ended.
     pub status: Status,
     /// Why it failed.
@@ -155,7 +155,7 @@ pub fn run_plan(
             Err(e) => {
                 let record = RunRecord {
                     id: spec.id.clone(),
-                    varied: spec.varied.iter().cloned().collect(),
+                    varied: spec.varied.clone(),
                     status: Status::Failed,
                     error: Some(e.to_string()),
                     settings: spec.settings.clone(),
@@ -214,7 +214,7 @@ fn run_one(
     })?;
     let mut record = RunRecord {
         id: spec.id.clone(),
-        varied: spec.varied.iter().cloned().collect(),
+        varied: spec.varied.clone(),
         status: Status::Finished,
         error: None,
         settings: s.clone(),

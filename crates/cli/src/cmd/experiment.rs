@@ -52,7 +52,7 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
             .map(|r| {
                 serde_json::json!({
                     "run": r.id,
-                    "varied": r.varied,
+                    "varied": r.varied.iter().map(|(k, v)| (k.clone(), serde_json::Value::from(v.as_str()))).collect::<serde_json::Map<_, _>>(),
                     "status": r.status,
                     "error": r.error,
                     "p50": r.medians,

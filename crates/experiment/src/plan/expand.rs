@@ -10,8 +10,8 @@ use std::fmt::Write;
 pub struct RunSpec {
     /// Position among the plan's runs, from 0.
     pub index: usize,
-    /// The run's name and folder: `001-proto=tcp,rtt_ms=20-r1` (number from 1, the varied
-    /// values, the repeat), made of letters, digits and `.,=_-` only, the same every time the
+    /// The run's name and folder: `001-proto=tcp+rtt_ms=20-r1` (number from 1, the varied
+    /// values, the repeat), made of letters, digits and `.+=_-` only, the same every time the
     /// plan is read.
     pub id: String,
     /// Which repeat of its combination, from 1.
@@ -42,7 +42,7 @@ impl Plan {
                 let mut id = format!("{:0width$}", index + 1);
                 if !varied.is_empty() {
                     id.push('-');
-                    id.push_str(&safe(&self.varied_text(combination)));
+                    id.push_str(&safe(&self.varied_text(combination, "+")));
                 }
                 write!(id, "-r{repeat}").expect("writing to a String cannot fail");
                 runs.push(RunSpec {
@@ -88,14 +88,14 @@ impl Plan {
         s
     }
 
-    /// `proto=tcp,rtt_ms=20` for a combination.
-    pub(super) fn varied_text(&self, combination: &[usize]) -> String {
+    /// `proto=tcp+rtt_ms=20` for a combination, joined by `separator`.
+    pub(super) fn varied_text(&self, combination: &[usize], separator: &str) -> String {
         self.vary
             .iter()
             .zip(combination)
             .map(|(d, &i)| format!("{}={}", d.key, d.values[i].label))
             .collect::<Vec<_>>()
-            .join(",")
+            .join(separator)
     }
 
     /// What `ldplayer experiment --check` prints: one line per run (its name and how long
@@ -148,11 +148,11 @@ fn human_duration(s: f64) -> String {
     }
 }
 
-/// `text` with every character that is not a letter, digit or one of `.,=_-` made `_`.
+/// `text` with every character that is not a letter, digit or one of `.+=_-` made `_`.
 fn safe(text: &str) -> String {
     text.chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || ".,=_-".contains(c) {
+            if c.is_ascii_alphanumeric() || ".+=_-".contains(c) {
                 c
             } else {
                 '_'

@@ -569,7 +569,7 @@ fn check_runs(r: &Resolver, plan: &Plan, raw: &RawPlan) -> Checked<()> {
         let which = if plan.vary.is_empty() {
             String::new()
         } else {
-            format!("in the run with {}: ", plan.varied_text(&run))
+            format!("in the run with {}: ", plan.varied_text(&run, ", "))
         };
         return Err(r.loc.error(span, key, format!("{which}{message}")));
     }

@@ -66,15 +66,15 @@ fn the_issues_example_makes_nine_runs_in_vary_order() {
     assert_eq!(
         ids,
         [
-            "001-proto=udp,rtt_ms=0-r1",
-            "002-proto=udp,rtt_ms=20-r1",
-            "003-proto=udp,rtt_ms=160-r1",
-            "004-proto=tcp,rtt_ms=0-r1",
-            "005-proto=tcp,rtt_ms=20-r1",
-            "006-proto=tcp,rtt_ms=160-r1",
-            "007-proto=tls,rtt_ms=0-r1",
-            "008-proto=tls,rtt_ms=20-r1",
-            "009-proto=tls,rtt_ms=160-r1",
+            "001-proto=udp+rtt_ms=0-r1",
+            "002-proto=udp+rtt_ms=20-r1",
+            "003-proto=udp+rtt_ms=160-r1",
+            "004-proto=tcp+rtt_ms=0-r1",
+            "005-proto=tcp+rtt_ms=20-r1",
+            "006-proto=tcp+rtt_ms=160-r1",
+            "007-proto=tls+rtt_ms=0-r1",
+            "008-proto=tls+rtt_ms=20-r1",
+            "009-proto=tls+rtt_ms=160-r1",
         ]
     );
     let r = &runs[7];
@@ -152,14 +152,14 @@ fn the_first_vary_key_is_outermost_and_repeats_innermost() {
     assert_eq!(
         ids,
         [
-            "001-rtt_ms=160,proto=tcp-r1",
-            "002-rtt_ms=160,proto=tcp-r2",
-            "003-rtt_ms=160,proto=udp-r1",
-            "004-rtt_ms=160,proto=udp-r2",
-            "005-rtt_ms=0.5,proto=tcp-r1",
-            "006-rtt_ms=0.5,proto=tcp-r2",
-            "007-rtt_ms=0.5,proto=udp-r1",
-            "008-rtt_ms=0.5,proto=udp-r2",
+            "001-rtt_ms=160+proto=tcp-r1",
+            "002-rtt_ms=160+proto=tcp-r2",
+            "003-rtt_ms=160+proto=udp-r1",
+            "004-rtt_ms=160+proto=udp-r2",
+            "005-rtt_ms=0.5+proto=tcp-r1",
+            "006-rtt_ms=0.5+proto=tcp-r2",
+            "007-rtt_ms=0.5+proto=udp-r1",
+            "008-rtt_ms=0.5+proto=udp-r2",
         ]
     );
     assert!(!plan.base.server.tls, "no tls run, no TLS by default");
@@ -388,7 +388,7 @@ fn tls_against_a_server_without_it_blames_the_varied_value() {
     assert_eq!(key, "vary.kind[1]");
     assert_eq!(line, line_of(&text, "kind = [\"nsd\""));
     assert!(
-        message.contains("knot") && message.contains("proto=tls,kind=knot"),
+        message.contains("knot") && message.contains("proto=tls, kind=knot"),
         "{message}"
     );
 
@@ -500,8 +500,8 @@ fn check_lists_every_run_and_the_total() {
     let out = parse(&text).unwrap().describe_runs();
     let lines: Vec<&str> = out.lines().collect();
     assert_eq!(lines.len(), 13, "{out}");
-    assert_eq!(lines[0], "001-proto=udp,rtt_ms=0,rate_scale=1-r1\t30 s");
-    assert_eq!(lines[1], "002-proto=udp,rtt_ms=0,rate_scale=2-r1\t15 s");
+    assert_eq!(lines[0], "001-proto=udp+rtt_ms=0+rate_scale=1-r1\t30 s");
+    assert_eq!(lines[1], "002-proto=udp+rtt_ms=0+rate_scale=2-r1\t15 s");
     // 6 runs of 30 s and 6 of 15 s, each with a 1 s cool-down.
     assert_eq!(
         lines[12],
