@@ -1,6 +1,7 @@
 //! Runs the examples of docs/*.md: every ```sh block, in order, in one scratch directory per
-//! document, with `ldplayer` on PATH and `$DATA` pointing at the shared test data. A block fails
-//! the test when it exits non-zero; blocks check their own results (grep, test, ...).
+//! document, with `ldplayer` on PATH, `$DATA` pointing at the shared test data and `$EXAMPLES` at
+//! the shipped experiment plans. A block fails the test when it exits non-zero; blocks check
+//! their own results (grep, test, ...).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -54,6 +55,7 @@ fn run_document(name: &str) {
             .current_dir(dir.path())
             .env("PATH", &path)
             .env("DATA", &data)
+            .env("EXAMPLES", workspace().join("examples/experiments"))
             .output()
             .expect("bash runs");
         assert!(
@@ -75,4 +77,13 @@ fn cli_examples_run() {
 #[test]
 fn format_examples_run() {
     run_document("formats.md");
+}
+
+#[test]
+fn experiment_examples_run() {
+    // The examples run plans: network namespaces and root.
+    if !ldplayer_testbed::prerequisite::netns() {
+        return;
+    }
+    run_document("experiments.md");
 }

@@ -114,8 +114,11 @@ pub fn run_plan(
     interrupted: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<PlanReport, ExperimentError> {
-    let dir = &options.dir;
-    std::fs::create_dir_all(dir.join("runs")).map_err(|e| ExperimentError::io(dir, e))?;
+    std::fs::create_dir_all(options.dir.join("runs"))
+        .map_err(|e| ExperimentError::io(&options.dir, e))?;
+    // The sides and the servers are told absolute paths: they do not share our idea of `.`.
+    let dir =
+        &std::fs::canonicalize(&options.dir).map_err(|e| ExperimentError::io(&options.dir, e))?;
     write(&dir.join("plan.toml"), plan_text.as_bytes())?;
     let environment = crate::environment::Environment::gather();
     write(
