@@ -54,7 +54,7 @@ pub mod params;
 pub mod tun;
 
 pub use counters::{DirectionCounters, LinkCounters};
-pub use emulator::{Link, RunningLink, Timing};
+pub use emulator::{Link, RunningLink, Timing, LATE_THRESHOLD};
 pub use impair::{DropReason, Impairment, Verdict};
 pub use params::{LinkParams, LossModel};
 pub use tun::Tun;

@@ -126,3 +126,18 @@ impl AsRawFd for Tun {
         self.fd.as_raw_fd()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_kernel_would_refuse_are_refused_before_any_system_call() {
+        for name in ["", "sixteen-bytes-xx", "a/b", "a b", "nul\0"] {
+            assert!(
+                matches!(Tun::create(name), Err(LinkError::InvalidName(..))),
+                "{name:?}"
+            );
+        }
+    }
+}

@@ -103,6 +103,13 @@ impl Drop for Netns {
     }
 }
 
+/// One timing-sensitive test at a time: on a 2-core machine, tests measuring round trips in
+/// parallel would measure each other. Hold the guard for the test's length.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The two sides and the link between them.
 pub struct Testbed {
     /// Side A (clients).
