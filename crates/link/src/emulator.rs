@@ -97,24 +97,16 @@ impl Link {
 }
 
 /// How the direction threads wait for a departure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Timing {
-    /// The last stretch before a departure spent polling the input without sleeping instead
-    /// of sleeping: a sleeping thread wakes tens of µs late on a virtual machine (the CPU may
-    /// have gone idle), a polling one on time, at the price of CPU time (at most `spin` per
-    /// departure that finds the thread asleep). Zero never spins.
+    /// The last stretch before a departure spent polling the input without sleeping, instead
+    /// of sleeping. A sleeping thread wakes tens of µs late on a virtual machine whose CPU
+    /// went idle; a polling one is on time, but only while it keeps its CPU: on a busy
+    /// machine the scheduler preempts a thread that polls and favours one that wakes, so
+    /// spinning made departures later there (bench/link.sh measures both). Zero (the
+    /// default) never spins; 50–100 µs suits a machine with an idle core for the emulator.
     pub spin: Duration,
 }
-
-impl Default for Timing {
-    /// Spins for the last [`DEFAULT_SPIN`].
-    fn default() -> Self {
-        Timing { spin: DEFAULT_SPIN }
-    }
-}
-
-/// The default [`Timing::spin`].
-pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
 
 /// A link whose two direction threads are running. Dropping it stops it too.
 #[derive(Debug)]

@@ -29,9 +29,11 @@
 //! # Clock and precision
 //! Times are `CLOCK_MONOTONIC` nanoseconds. A packet's arrival is when the emulator reads it
 //! (microseconds after the sender's write). Each direction has its own thread, which sleeps in
-//! `ppoll` until its next departure or input, with the timer slack set to 1 ns; it never
-//! spins, so a departure is late by the kernel's wake-up latency (a few to tens of µs on a
-//! busy VM), never early.
+//! `ppoll` until its next departure or input, with the timer slack set to 1 ns; by default it
+//! never spins ([`Timing`]), so a departure is late by the kernel's wake-up latency (tens of
+//! µs on a virtual machine; milliseconds now and then when the host takes the CPU away), never
+//! early. Each direction counts its late departures and their total lateness, so a run can
+//! show how faithful its link was.
 //!
 //! # Not emulated
 //! No duplication, corruption or MTU changes; no link-layer framing overhead; the TUN
