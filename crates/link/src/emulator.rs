@@ -2,7 +2,8 @@
 //! the direction's [`Impairment`] what becomes of each, holds the survivors in a
 //! [`DelayLine`] and writes them to the output device when due. Each thread sleeps in `ppoll`
 //! until its input is readable, its next departure is due or it is told to stop, with a
-//! timer slack of 1 ns so that it wakes on time without spinning.
+//! timer slack of 1 ns so that it wakes on time; it polls without sleeping only for the last
+//! stretch before a departure, and only when [`Timing::spin`] asks for it.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

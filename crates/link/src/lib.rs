@@ -42,6 +42,34 @@
 //! ChaCha stream seeded by the caller, so the same traffic meets the same fate, but real
 //! traffic's timing varies from run to run.
 //!
+//! # Example
+//! ```no_run
+//! use std::time::Duration;
+//! use ldplayer_link::{Link, LinkParams, LossModel, Tun};
+//! # fn main() -> Result<(), ldplayer_link::LinkError> {
+//! # let (client_pid, server_pid) = (1, 2);
+//! // In the host namespace; `client_pid` and `server_pid` live in the two namespaces.
+//! let client_side = Tun::create("ldpc0")?;
+//! let server_side = Tun::create("ldps0")?;
+//! client_side.move_to_netns_of(client_pid)?;
+//! server_side.move_to_netns_of(server_pid)?;
+//! // Then, in each namespace (`nsenter -t PID -n ip ...`): addresses, `ip link set ldpc0 up`
+//! // and routes. IPv4: `ip addr add 10.99.0.1 peer 10.99.0.2 dev ldpc0`. IPv6: an IPv6
+//! // `peer` routes the local address, not the peer's, so `ip -6 addr add fd99::1 dev ldpc0
+//! // nodad` and `ip -6 route add fd99::2 dev ldpc0`.
+//! let each_way = LinkParams {
+//!     delay: Duration::from_millis(10),
+//!     loss: LossModel::Bernoulli { p: 0.02 },
+//!     ..LinkParams::default()
+//! };
+//! let link = Link::start(client_side, server_side, each_way.clone(), each_way, 1)?;
+//! let per_second = link.counters(); // a snapshot, as often as wanted
+//! let totals = link.stop(); // both devices vanish
+//! # let _ = (per_second, totals);
+//! # Ok(())
+//! # }
+//! ```
+//!
 //! # Layers
 //! - [`impair`]: the model without I/O ([`Impairment::offer`]: drop, or the departure time).
 //! - [`delay_line`]: the held packets in departure order, bounded in bytes.
