@@ -86,9 +86,9 @@ impl Tun {
 
     /// Moves the device into the network namespace of process `pid` (`ip link set NAME netns
     /// PID`, iproute2). The device must be in the calling thread's namespace; its descriptor
-    /// keeps working here. Should that namespace end first, the kernel moves the device back
-    /// to the host's namespace (possibly renamed), where it stays until the `Tun` is dropped:
-    /// stop the link before ending its namespaces.
+    /// keeps working here. Should that namespace end first, the kernel deletes the device and
+    /// the descriptor reports an error from then on (a running link's direction reading it
+    /// ends, see [`RunningLink::stop_checked`](crate::RunningLink::stop_checked)).
     pub fn move_to_netns_of(&self, pid: u32) -> Result<(), LinkError> {
         let pid = pid.to_string();
         let args = ["link", "set", self.name.as_str(), "netns", pid.as_str()];

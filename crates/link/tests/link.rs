@@ -335,3 +335,36 @@ fn jitter_without_reorder_keeps_datagrams_in_order_and_delays_each_at_least_the_
     link.stop();
     assert_eq!(order, (0..300).collect::<Vec<u32>>());
 }
+
+#[test]
+fn a_namespace_ending_under_a_running_link_ends_its_direction_and_is_reported() {
+    if !prerequisites() {
+        return;
+    }
+    let _turn = exclusive();
+    let (mut bed, link) = Testbed::linked(LinkParams::default(), LinkParams::default(), 6);
+    let client = bed.a.udp(addr(A_V4, 0));
+    client.connect(addr(B_V4, 7007)).expect("connect");
+    // Side B's device goes with its namespace.
+    bed.b.end();
+    let start = Instant::now();
+    while link.counters().a_to_b.dropped_write == 0 {
+        // Until the kernel has cleaned the namespace up, side B may still answer "port
+        // unreachable", which the next send reports: not the point here.
+        let _ = client.send(b"to a side that is gone");
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            link.counters()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stopping = Instant::now();
+    let (counters, failure) = link.stop_checked();
+    assert!(stopping.elapsed() < Duration::from_millis(500));
+    assert!(counters.a_to_b.dropped_write > 0, "{counters:?}");
+    let failure = failure
+        .expect("the direction reading the deleted device ended")
+        .to_string();
+    assert!(failure.contains(&bed.tun_b), "{failure}");
+}

@@ -96,6 +96,14 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// Ends the namespace now: its last process is killed.
+    pub fn end(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = self.child.kill();
