@@ -368,3 +368,48 @@ fn a_namespace_ending_under_a_running_link_ends_its_direction_and_is_reported() 
         .to_string();
     assert!(failure.contains(&bed.tun_b), "{failure}");
 }
+
+#[test]
+fn the_largest_ip_packets_pass_whole() {
+    if !prerequisites() {
+        return;
+    }
+    let _turn = exclusive();
+    let (bed, link) = Testbed::linked(delay_ms(1), delay_ms(1), 7);
+    for (ns, dev) in [(&bed.a, &bed.tun_a), (&bed.b, &bed.tun_b)] {
+        ns.ip(&["link", "set", dev, "mtu", "65535"]);
+    }
+    let server = echo_large(bed.b.udp(addr(B_V4, 7008)));
+    let client = bed.a.udp(addr(A_V4, 0));
+    client.connect(addr(B_V4, 7008)).expect("connect");
+    client
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    // 65507 bytes of UDP payload: a 65535-byte IPv4 packet, unfragmented at this MTU.
+    let payload: Vec<u8> = (0..65507u32).map(|i| (i % 251) as u8).collect();
+    client.send(&payload).expect("send");
+    let mut buf = vec![0u8; 70_000];
+    let n = client.recv(&mut buf).expect("the echo");
+    assert_eq!(&buf[..n], &payload[..]);
+    server.join().expect("echo");
+    let counters = link.stop();
+    for dir in [counters.a_to_b, counters.b_to_a] {
+        assert!(dir.bytes_out >= 65535, "{counters:?}");
+        assert!(
+            dir.packets_out <= 3,
+            "one packet, not fragments: {counters:?}"
+        );
+    }
+}
+
+/// Echoes one datagram of up to 64 KiB.
+fn echo_large(socket: std::net::UdpSocket) -> std::thread::JoinHandle<()> {
+    socket
+        .set_read_timeout(Some(Duration::from_secs(2)))
+        .expect("timeout");
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 70_000];
+        let (n, from) = socket.recv_from(&mut buf).expect("the datagram");
+        socket.send_to(&buf[..n], from).expect("echo");
+    })
+}
