@@ -144,6 +144,26 @@ fn cpu_delta(link: &RunningLink, before: Option<Duration>) -> Option<Duration> {
 
 /// Ping-pong through the emulator with `ms` each way; the RTTs and the emulator's CPU time.
 fn link_rtts(ms: u64, pings: u32, timing: Timing) -> (Vec<Duration>, Duration) {
+    let (rtts, cpu, counters) = link_rtts_counted(ms, pings, timing);
+    let departures = counters.a_to_b.packets_out + counters.b_to_a.packets_out;
+    let late = counters.a_to_b.late_departures + counters.b_to_a.late_departures;
+    let lateness = counters.a_to_b.lateness_ns + counters.b_to_a.lateness_ns;
+    eprintln!(
+        "  ({} ms each way, spin {:?}: {late} of {departures} departures later than {:?}, mean lateness {:.1} µs)",
+        ms,
+        timing.spin,
+        ldplayer_link::LATE_THRESHOLD,
+        lateness as f64 / departures.max(1) as f64 / 1e3
+    );
+    (rtts, cpu)
+}
+
+/// [`link_rtts`] with the link's final counters.
+fn link_rtts_counted(
+    ms: u64,
+    pings: u32,
+    timing: Timing,
+) -> (Vec<Duration>, Duration, ldplayer_link::LinkCounters) {
     let (bed, link) = Testbed::linked_with(delay(ms), delay(ms), 1, timing);
     let _server = echo(bed.b.udp(addr(B_V4, 9001)));
     let client = bed.a.udp(addr(A_V4, 0));
@@ -152,8 +172,7 @@ fn link_rtts(ms: u64, pings: u32, timing: Timing) -> (Vec<Duration>, Duration) {
     let before = link.cpu_time();
     let rtts = ping_pong(&client, pings);
     let cpu = cpu_delta(&link, before).unwrap_or_default() / pings.max(1);
-    link.stop();
-    (rtts, cpu)
+    (rtts, cpu, link.stop())
 }
 
 /// Ping-pong over a plain veth pair between two fresh namespaces.

@@ -13,7 +13,7 @@ pub struct LinkCounters {
 }
 
 /// Counters of one direction. Every packet in is, eventually, out or dropped for one reason,
-/// or still held (at most the delay's worth).
+/// or still held (at most the delay's worth) or dropped unsent when the link stops.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct DirectionCounters {
@@ -31,6 +31,13 @@ pub struct DirectionCounters {
     pub dropped_queue: u64,
     /// Packets the output device refused (for instance because it is down or gone).
     pub dropped_write: u64,
+    /// Packets written more than [`LATE_THRESHOLD`](crate::emulator::LATE_THRESHOLD) after
+    /// their departure time: the emulator's own infidelity (its thread woke late, or the
+    /// machine, virtual CPUs included, was busy).
+    pub late_departures: u64,
+    /// Sum over the packets written (or refused) of how late each was, in nanoseconds; divided
+    /// by their number, the mean lateness.
+    pub lateness_ns: u64,
 }
 
 /// The live form of [`DirectionCounters`].
@@ -43,6 +50,8 @@ pub(crate) struct DirectionAtomics {
     pub dropped_loss: AtomicU64,
     pub dropped_queue: AtomicU64,
     pub dropped_write: AtomicU64,
+    pub late_departures: AtomicU64,
+    pub lateness_ns: AtomicU64,
 }
 
 impl DirectionAtomics {
@@ -57,6 +66,8 @@ impl DirectionAtomics {
             dropped_loss: get(&self.dropped_loss),
             dropped_queue: get(&self.dropped_queue),
             dropped_write: get(&self.dropped_write),
+            late_departures: get(&self.late_departures),
+            lateness_ns: get(&self.lateness_ns),
         }
     }
 }

@@ -2,7 +2,8 @@
 //! the direction's [`Impairment`] what becomes of each, holds the survivors in a
 //! [`DelayLine`] and writes them to the output device when due. Each thread sleeps in `ppoll`
 //! until its input is readable, its next departure is due or it is told to stop, with a
-//! timer slack of 1 ns so that it wakes on time without spinning.
+//! timer slack of 1 ns so that it wakes on time; it polls without sleeping only for the last
+//! stretch before a departure, and only when [`Timing::spin`] asks for it.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -18,6 +19,11 @@ use crate::impair::{DropReason, Impairment, Verdict};
 use crate::params::LinkParams;
 use crate::tun::Tun;
 use crate::LinkError;
+
+/// A departure later than this after its time counts in
+/// [`DirectionCounters::late_departures`](crate::DirectionCounters::late_departures).
+pub const LATE_THRESHOLD: Duration = Duration::from_micros(250);
+const LATE_NS: u64 = LATE_THRESHOLD.as_nanos() as u64;
 
 /// Read buffer size: the largest IP packet (65535 bytes) fits.
 const MAX_PACKET: usize = 65536;
@@ -92,24 +98,16 @@ impl Link {
 }
 
 /// How the direction threads wait for a departure.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Timing {
-    /// The last stretch before a departure spent polling the input without sleeping instead
-    /// of sleeping: a sleeping thread wakes tens of µs late on a virtual machine (the CPU may
-    /// have gone idle), a polling one on time, at the price of CPU time (at most `spin` per
-    /// departure that finds the thread asleep). Zero never spins.
+    /// The last stretch before a departure spent polling the input without sleeping, instead
+    /// of sleeping. A sleeping thread wakes tens of µs late on a virtual machine whose CPU
+    /// went idle; a polling one is on time, but only while it keeps its CPU: on a busy
+    /// machine the scheduler preempts a thread that polls and favours one that wakes, so
+    /// spinning made departures later there (bench/link.sh measures both). Zero (the
+    /// default) never spins; 50–100 µs suits a machine with an idle core for the emulator.
     pub spin: Duration,
 }
-
-impl Default for Timing {
-    /// Spins for the last [`DEFAULT_SPIN`].
-    fn default() -> Self {
-        Timing { spin: DEFAULT_SPIN }
-    }
-}
-
-/// The default [`Timing::spin`].
-pub const DEFAULT_SPIN: Duration = Duration::from_micros(100);
 
 /// A link whose two direction threads are running. Dropping it stops it too.
 #[derive(Debug)]
@@ -219,12 +217,11 @@ impl Direction {
         let mut buf = vec![0u8; MAX_PACKET];
         let mut line = DelayLine::new(self.impairment.reorders(), DEFAULT_HELD_LIMIT_BYTES);
         loop {
-            let now = now_ns();
-            self.deliver_due(&mut line, now);
+            self.deliver_due(&mut line);
             // Sleep until `spin` before the next departure, then poll without sleeping.
             let timeout = line
                 .next_departure()
-                .map(|at| at.saturating_sub(now).saturating_sub(self.spin_ns));
+                .map(|at| at.saturating_sub(now_ns()).saturating_sub(self.spin_ns));
             let (readable, stopping) = self.wait(timeout)?;
             if stopping {
                 return Ok(());
@@ -235,17 +232,28 @@ impl Direction {
         }
     }
 
-    /// Writes every packet due at `now` to the output device.
-    fn deliver_due(&self, line: &mut DelayLine<Vec<u8>>, now: u64) {
-        while let Some(packet) = line.pop_due(now) {
-            self.send(&packet);
+    /// Writes every held packet now due to the output device.
+    fn deliver_due(&self, line: &mut DelayLine<Vec<u8>>) {
+        loop {
+            let now = now_ns();
+            let Some(at) = line.next_departure() else {
+                return;
+            };
+            let Some(packet) = line.pop_due(now) else {
+                return;
+            };
+            self.send(&packet, now - at);
         }
     }
 
-    /// Writes one packet, counting it as out or as a write failure (the output device may be
-    /// gone or down: not fatal, the link goes on).
-    fn send(&self, packet: &[u8]) {
+    /// Writes one packet `late_ns` after its departure time, counting it as out or as a write
+    /// failure (the output device may be gone or down: not fatal, the link goes on).
+    fn send(&self, packet: &[u8], late_ns: u64) {
         let counters = &self.counters[self.index];
+        counters.lateness_ns.fetch_add(late_ns, Ordering::Relaxed);
+        if late_ns > LATE_NS {
+            counters.late_departures.fetch_add(1, Ordering::Relaxed);
+        }
         match self.output.write(packet) {
             Ok(_) => {
                 counters.packets_out.fetch_add(1, Ordering::Relaxed);
@@ -329,7 +337,7 @@ impl Direction {
                 }
                 // Due already and nothing ahead of it: straight through, no copy.
                 Verdict::Deliver { at_ns } if at_ns <= now && line.is_empty() => {
-                    self.send(packet);
+                    self.send(packet, now - at_ns);
                 }
                 Verdict::Deliver { at_ns } => {
                     if line.push(at_ns, len, packet.to_vec()).is_err() {
@@ -338,7 +346,7 @@ impl Direction {
                 }
             }
             // A long batch must not hold back what falls due meanwhile.
-            self.deliver_due(line, now);
+            self.deliver_due(line);
         }
     }
 }

@@ -29,9 +29,11 @@
 //! # Clock and precision
 //! Times are `CLOCK_MONOTONIC` nanoseconds. A packet's arrival is when the emulator reads it
 //! (microseconds after the sender's write). Each direction has its own thread, which sleeps in
-//! `ppoll` until its next departure or input, with the timer slack set to 1 ns; it never
-//! spins, so a departure is late by the kernel's wake-up latency (a few to tens of µs on a
-//! busy VM), never early.
+//! `ppoll` until its next departure or input, with the timer slack set to 1 ns; by default it
+//! never spins ([`Timing`]), so a departure is late by the kernel's wake-up latency (tens of
+//! µs on a virtual machine; milliseconds now and then when the host takes the CPU away), never
+//! early. Each direction counts its late departures and their total lateness, so a run can
+//! show how faithful its link was.
 //!
 //! # Not emulated
 //! No duplication, corruption or MTU changes; no link-layer framing overhead; the TUN
@@ -39,6 +41,34 @@
 //! the emulator sees the packet, if the emulator falls behind. Every decision is drawn from a
 //! ChaCha stream seeded by the caller, so the same traffic meets the same fate, but real
 //! traffic's timing varies from run to run.
+//!
+//! # Example
+//! ```no_run
+//! use std::time::Duration;
+//! use ldplayer_link::{Link, LinkParams, LossModel, Tun};
+//! # fn main() -> Result<(), ldplayer_link::LinkError> {
+//! # let (client_pid, server_pid) = (1, 2);
+//! // In the host namespace; `client_pid` and `server_pid` live in the two namespaces.
+//! let client_side = Tun::create("ldpc0")?;
+//! let server_side = Tun::create("ldps0")?;
+//! client_side.move_to_netns_of(client_pid)?;
+//! server_side.move_to_netns_of(server_pid)?;
+//! // Then, in each namespace (`nsenter -t PID -n ip ...`): addresses, `ip link set ldpc0 up`
+//! // and routes. IPv4: `ip addr add 10.99.0.1 peer 10.99.0.2 dev ldpc0`. IPv6: an IPv6
+//! // `peer` routes the local address, not the peer's, so `ip -6 addr add fd99::1 dev ldpc0
+//! // nodad` and `ip -6 route add fd99::2 dev ldpc0`.
+//! let each_way = LinkParams {
+//!     delay: Duration::from_millis(10),
+//!     loss: LossModel::Bernoulli { p: 0.02 },
+//!     ..LinkParams::default()
+//! };
+//! let link = Link::start(client_side, server_side, each_way.clone(), each_way, 1)?;
+//! let per_second = link.counters(); // a snapshot, as often as wanted
+//! let totals = link.stop(); // both devices vanish
+//! # let _ = (per_second, totals);
+//! # Ok(())
+//! # }
+//! ```
 //!
 //! # Layers
 //! - [`impair`]: the model without I/O ([`Impairment::offer`]: drop, or the departure time).
@@ -54,7 +84,7 @@ pub mod params;
 pub mod tun;
 
 pub use counters::{DirectionCounters, LinkCounters};
-pub use emulator::{Link, RunningLink, Timing};
+pub use emulator::{Link, RunningLink, Timing, LATE_THRESHOLD};
 pub use impair::{DropReason, Impairment, Verdict};
 pub use params::{LinkParams, LossModel};
 pub use tun::Tun;

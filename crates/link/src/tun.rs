@@ -86,7 +86,9 @@ impl Tun {
 
     /// Moves the device into the network namespace of process `pid` (`ip link set NAME netns
     /// PID`, iproute2). The device must be in the calling thread's namespace; its descriptor
-    /// keeps working here.
+    /// keeps working here. Should that namespace end first, the kernel deletes the device and
+    /// the descriptor reports an error from then on (a running link's direction reading it
+    /// ends, see [`RunningLink::stop_checked`](crate::RunningLink::stop_checked)).
     pub fn move_to_netns_of(&self, pid: u32) -> Result<(), LinkError> {
         let pid = pid.to_string();
         let args = ["link", "set", self.name.as_str(), "netns", pid.as_str()];
@@ -124,5 +126,20 @@ impl Tun {
 impl AsRawFd for Tun {
     fn as_raw_fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_the_kernel_would_refuse_are_refused_before_any_system_call() {
+        for name in ["", "sixteen-bytes-xx", "a/b", "a b", "nul\0"] {
+            assert!(
+                matches!(Tun::create(name), Err(LinkError::InvalidName(..))),
+                "{name:?}"
+            );
+        }
     }
 }

@@ -96,11 +96,26 @@ impl Netns {
     }
 }
 
+impl Netns {
+    /// Ends the namespace now: its last process is killed.
+    pub fn end(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Netns {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// One timing-sensitive test at a time: on a 2-core machine, tests measuring round trips in
+/// parallel would measure each other. Hold the guard for the test's length.
+pub fn exclusive() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The two sides and the link between them.
