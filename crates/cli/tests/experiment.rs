@@ -365,3 +365,163 @@ fn processes() -> Vec<u32> {
         .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
         .collect()
 }
+
+/// The run folders of an experiment, by run id.
+fn run_dirs(out_dir: &Path) -> BTreeMap<String, PathBuf> {
+    std::fs::read_dir(out_dir.join("runs"))
+        .unwrap()
+        .map(|e| {
+            let p = e.unwrap().path();
+            (p.file_name().unwrap().to_string_lossy().to_string(), p)
+        })
+        .collect()
+}
+
+/// Example 1 (DNSSEC what-if): response bandwidth through the link grows with the DO share,
+/// and by what the same queries' answers weigh (each answer's size plus its IPv4 and UDP
+/// headers, from the results files) within 1%.
+#[test]
+fn dnssec_example_bandwidth_matches_the_answers_sizes() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[("nsd", "nsd")]) {
+        return;
+    }
+    let Some(_) = common::shared_data("zones/root-signed-2017-08-21.zone") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("dnssec");
+    ldplayer(&[
+        "experiment",
+        &s(&example("dnssec.toml")),
+        "-o",
+        &s(&out_dir),
+        "-q",
+        "--set",
+        "trace.synth.rate=300",
+        "--set",
+        "trace.synth.duration_s=5",
+        "--set",
+        "run.warmup_s=1",
+    ]);
+    let mut bytes = Vec::new();
+    for (id, run) in run_dirs(&out_dir) {
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+        let link = record["outputs"]["link"]["b_to_a"]["bytes_out"]
+            .as_u64()
+            .expect("link bytes");
+        let results = ldplayer(&["results", "export", &s(&run.join("results.res")), "--csv"]);
+        let text = String::from_utf8_lossy(&results.stdout);
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+        let len_col = header
+            .iter()
+            .position(|h| *h == "response_len")
+            .expect("response_len");
+        let offline: u64 = lines
+            .filter_map(|l| l.split(',').nth(len_col)?.parse::<u64>().ok())
+            .filter(|&n| n > 0)
+            .map(|n| n + 28)
+            .sum();
+        bytes.push((id, link as f64, offline as f64));
+    }
+    assert_eq!(bytes.len(), 2);
+    let measured = bytes[1].1 / bytes[0].1 - 1.0;
+    let offline = bytes[1].2 / bytes[0].2 - 1.0;
+    assert!(
+        measured > 0.05,
+        "all DO should cost more bandwidth: {bytes:?}"
+    );
+    assert!(
+        (measured - offline).abs() <= 0.01,
+        "bandwidth increase {measured:.4} measured vs {offline:.4} offline: {bytes:?}"
+    );
+}
+
+/// Example 3 (latency against RTT) at a tiny scale: UDP answers in one round trip; TCP with
+/// connection reuse stays near UDP for busy clients, while non-busy clients pay set-ups more
+/// often.
+#[test]
+fn latency_example_follows_the_round_trip() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[("nsd", "nsd")]) {
+        return;
+    }
+    let Some(_) = common::shared_data("zones/root-2018-03-12.zone") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("latency");
+    ldplayer(&[
+        "experiment",
+        &s(&example("latency-rtt.toml")),
+        "-o",
+        &s(&out_dir),
+        "-q",
+        "--set",
+        "trace.synth.rate=200",
+        "--set",
+        "trace.synth.duration_s=6",
+        "--set",
+        "run.warmup_s=1",
+        "--set",
+        "vary.rtt_ms=[40]",
+    ]);
+    let rows = summary(&out_dir);
+    let udp = value(&rows, "001-", "latency_ms", "p50");
+    assert!((39.0..43.0).contains(&udp), "UDP p50 {udp} ms at 40 ms");
+    let tcp = value(&rows, "002-", "latency_ms", "mean");
+    let tcp_nonbusy = value(&rows, "002-", "latency_ms_nonbusy", "mean");
+    let tls = value(&rows, "003-", "latency_ms", "mean");
+    assert!(tcp >= udp, "TCP {tcp} vs UDP {udp}");
+    assert!(tcp_nonbusy >= tcp, "non-busy {tcp_nonbusy} vs all {tcp}");
+    assert!(tls >= tcp, "TLS {tls} vs TCP {tcp}");
+}
+
+/// Example 4 (loss) at a tiny scale, at 5% loss each way: UDP without retries loses queries,
+/// TCP recovers them by itself at the cost of its tail.
+#[test]
+fn loss_example_runs() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[("nsd", "nsd")]) {
+        return;
+    }
+    let Some(_) = common::shared_data("zones/root-2018-03-12.zone") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("loss");
+    ldplayer(&[
+        "experiment",
+        &s(&example("loss.toml")),
+        "-o",
+        &s(&out_dir),
+        "-q",
+        "--set",
+        "trace.synth.rate=400",
+        "--set",
+        "trace.synth.duration_s=6",
+        "--set",
+        "run.warmup_s=1",
+        "--set",
+        "client.udp_retries=0",
+        "--set",
+        "client.timeout_s=3",
+        "--set",
+        "network.loss=0.05",
+        "--set",
+        "vary.proto=[\"udp\", \"tcp\"]",
+    ]);
+    let rows = summary(&out_dir);
+    let udp = value(&rows, "001-", "answered_share", "mean");
+    let tcp = value(&rows, "002-", "answered_share", "mean");
+    // 5% each way: about 9.75% of UDP queries lost; TCP retransmits within the 3 s timeout.
+    assert!((0.85..0.95).contains(&udp), "UDP answered {udp}");
+    assert!(tcp > 0.99, "TCP answered {tcp}");
+    let tail = value(&rows, "002-", "latency_ms", "p95");
+    assert!(
+        tail > 160.0,
+        "TCP's retransmissions show in its tail: p95 {tail} ms"
+    );
+}

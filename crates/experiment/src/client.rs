@@ -27,6 +27,25 @@ pub struct ReplayReport {
     pub engine: serde_json::Value,
     /// The summary of the results (as `ldplayer replay --json` prints it).
     pub summary: serde_json::Value,
+    /// The client namespace's UDP counters at the end (`/proc/net/snmp`): answers the kernel
+    /// dropped before the replay could read them show here (`RcvbufErrors`, `NoPorts`).
+    #[serde(default)]
+    pub kernel_udp: std::collections::BTreeMap<String, u64>,
+}
+
+/// The `Udp:` counters of this network namespace.
+pub fn kernel_udp_counters() -> std::collections::BTreeMap<String, u64> {
+    let text = std::fs::read_to_string("/proc/self/net/snmp").unwrap_or_default();
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    match (udp.next(), udp.next()) {
+        (Some(names), Some(values)) => names
+            .split_whitespace()
+            .skip(1)
+            .zip(values.split_whitespace().skip(1))
+            .filter_map(|(n, v)| Some((n.to_string(), v.parse().ok()?)))
+            .collect(),
+        _ => Default::default(),
+    }
 }
 
 /// Replays `c.trace` with its schedule starting at `start_ns`, until its end or until `stop`.
@@ -55,6 +74,10 @@ pub fn replay(
     // The server's own idle timeout is the variable under study: the clients do not adopt a
     // shorter one from its EDNS keepalive answers.
     config.honor_keepalive = false;
+    config.retry_truncated_over_tcp = c.tc_retry;
+    if let Some(n) = c.max_udp_sockets {
+        config.max_udp_sockets = n.max(1);
+    }
     if let Some(q) = c.queriers {
         config.queriers = q.max(1);
     }
@@ -110,6 +133,7 @@ pub fn replay(
         interrupted: stop.load(Ordering::Relaxed),
         engine: serde_json::to_value(&stats).unwrap_or_default(),
         summary: serde_json::to_value(summary.report()).unwrap_or_default(),
+        kernel_udp: kernel_udp_counters(),
     };
     let text = serde_json::to_vec_pretty(&report)
         .map_err(|e| ExperimentError::Input(format!("replay report: {e}")))?;

@@ -329,6 +329,8 @@ fn inputs_for(
             idle_timeout_ms: s.client.idle_timeout().as_millis() as u64,
             tls_ca: tls_files.map(|t| t.ca),
             tls_resume: s.client.tls_resume,
+            tc_retry: s.client.tc_retry,
+            max_udp_sockets: s.client.max_udp_sockets,
             queriers: s.client.queriers,
             capture: capture("client.pcap"),
         },

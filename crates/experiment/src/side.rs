@@ -81,6 +81,10 @@ pub struct ClientSideConfig {
     pub tls_ca: Option<PathBuf>,
     /// Resume TLS sessions.
     pub tls_resume: bool,
+    /// Ask again over TCP when a UDP answer has TC set.
+    pub tc_retry: bool,
+    /// Open UDP sockets per querier; `None` for the engine's default.
+    pub max_udp_sockets: Option<usize>,
     /// Querier threads; `None` for the engine's default.
     pub queriers: Option<usize>,
     /// Write what crosses the client side's end of the link to this pcap (tcpdump).

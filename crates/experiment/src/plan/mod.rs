@@ -20,7 +20,7 @@
 //!   `bandwidth_mbps`, `queue_kb` (100 ms at the rate), `client_rtt = { dist = "fixed" |
 //!   "uniform" | "lognormal", min_ms, max_ms, median_ms, sigma }`.
 //! - `[client]`: `timeout_s` (2), `idle_timeout_s` (the server's + 1), `udp_retries` (0),
-//!   `tls_resume` (true), `queriers`.
+//!   `tls_resume` (true), `tc_retry` (true), `max_udp_sockets`, `queriers`.
 //! - `[vary]`: a list of values for any of [`VaryKey::ALL`]; the runs are every combination,
 //!   the first key the outermost loop.
 //! - `[run]`: `repeat` (1, the innermost loop), `warmup_s` (5), `cooldown_s` (1), `seed` (0).

@@ -119,6 +119,8 @@ pub(super) struct RawClient {
     pub idle_timeout_s: Option<At<f64>>,
     pub udp_retries: Option<u32>,
     pub tls_resume: Option<bool>,
+    pub tc_retry: Option<bool>,
+    pub max_udp_sockets: Option<At<usize>>,
     pub queriers: Option<At<usize>>,
 }
 

@@ -456,6 +456,13 @@ fn client_section(
             Err("must be at least 1".to_string())
         }
     })?;
+    let max_udp_sockets = r.number(&c.max_udp_sockets, "client.max_udp_sockets", |n: usize| {
+        if n >= 1 {
+            Ok(n)
+        } else {
+            Err("must be at least 1".to_string())
+        }
+    })?;
     Ok((
         ClientSettings {
             timeout_s: r
@@ -464,6 +471,8 @@ fn client_section(
             idle_timeout_s: idle.unwrap_or(server.idle_timeout_s + 1.0),
             udp_retries: c.udp_retries.unwrap_or(0),
             tls_resume: c.tls_resume.unwrap_or(true),
+            tc_retry: c.tc_retry.unwrap_or(true),
+            max_udp_sockets,
             queriers,
         },
         idle.is_none(),

@@ -342,6 +342,13 @@ pub struct ClientSettings {
     pub udp_retries: u32,
     /// Whether TLS sessions are resumed.
     pub tls_resume: bool,
+    /// Whether a UDP answer with TC set is asked again over TCP (as stubs and resolvers do).
+    #[serde(default = "yes")]
+    pub tc_retry: bool,
+    /// Open UDP sockets per querier (the replay's default otherwise); a trace with more
+    /// clients than this reuses sockets least recently used first.
+    #[serde(default)]
+    pub max_udp_sockets: Option<usize>,
     /// Querier threads (the replay's default otherwise).
     pub queriers: Option<usize>,
 }
@@ -362,4 +369,8 @@ impl ClientSettings {
 /// are checked before).
 pub(crate) fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
+fn yes() -> bool {
+    true
 }
