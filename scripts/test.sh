@@ -57,6 +57,8 @@ command -v ldns-signzone >/dev/null 2>&1 || packages+=(ldnsutils)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)
+# Experiments with a recursive server keep the link for its answers (nft).
+[ -x /usr/sbin/nft ] || packages+=(nftables)
 # The C++ compiler libfuzzer-sys builds libFuzzer with (the fuzz targets are compiled below).
 command -v c++ >/dev/null 2>&1 || packages+=(g++)
 if [ ${#packages[@]} -gt 0 ]; then

@@ -525,3 +525,89 @@ fn loss_example_runs() {
         "TCP's retransmissions show in its tail: p95 {tail} ms"
     );
 }
+
+/// A recursive server resolves through the emulated hierarchy behind it (ldplayer's
+/// meta-server on the hierarchy's nameserver addresses, in the server's namespace), and its
+/// upstream queries never enter the link: only the clients' queries and the answers cross it.
+#[test]
+fn recursive_servers_resolve_through_the_hierarchy_behind_them() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[
+        ("unbound", "unbound"),
+        ("kresd", "knot-resolver"),
+        ("nft", "nftables"),
+    ]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    // A root that delegates `example.`, whose every name has an address.
+    let root = dir.path().join("root.zone");
+    std::fs::write(
+        &root,
+        "$ORIGIN .\n$TTL 86400\n\
+         . SOA a.root-servers.net. nstld.verisign-grs.com. 1 1800 900 604800 86400\n\
+         . NS a.root-servers.net.\na.root-servers.net. A 198.41.0.4\n\
+         example. NS ns.example.\nns.example. A 192.0.2.53\n",
+    )
+    .unwrap();
+    let example = dir.path().join("example.zone");
+    std::fs::write(
+        &example,
+        "$ORIGIN example.\n$TTL 3600\n@ SOA ns.example. hostmaster.example. 1 1800 900 604800 60\n\
+         @ NS ns.example.\nns A 192.0.2.53\n* A 192.0.2.80\n",
+    )
+    .unwrap();
+    let zones = dir.path().join("zones");
+    ldplayer(&[
+        "zones",
+        "build",
+        "--zone",
+        &s(&root),
+        "--zone",
+        &s(&example),
+        "-o",
+        &s(&zones),
+        "-q",
+    ]);
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[trace]\nsynth = { workload = \"poisson\", rate = 100, duration_s = 3, seed = 1, \
+         zone = \"example.\", rd = true }\n\
+         [server]\nkind = \"unbound\"\nmanifest = \"zones/manifest\"\n\
+         [vary]\nkind = [\"unbound\", \"kresd\"]\n[run]\nwarmup_s = 0\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    ldplayer(&["experiment", &s(&plan), "-o", &s(&out_dir), "-q"]);
+    let rows = summary(&out_dir);
+    for (id, run) in run_dirs(&out_dir) {
+        assert!(value(&rows, &id, "answered_share", "mean") > 0.999, "{id}");
+        let record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(run.join("run.json")).unwrap()).unwrap();
+        let replay = &record["outputs"]["replay"]["engine"];
+        let (sent, answered) = (
+            replay["sent"].as_u64().unwrap(),
+            replay["answered"].as_u64().unwrap(),
+        );
+        let link = &record["outputs"]["link"];
+        // The clients' queries and the probes go in, the answers (and what the probes got)
+        // come out; the resolver's hundreds of upstream queries do not (a few packets of the
+        // kernel's own are allowed).
+        let probes = record["outputs"]["probe_queries"].as_u64().unwrap();
+        let c2s = link["a_to_b"]["packets_out"].as_u64().unwrap();
+        let s2c = link["b_to_a"]["packets_out"].as_u64().unwrap();
+        assert!(
+            (sent + probes..=sent + probes + 3).contains(&c2s),
+            "{id}: {link}"
+        );
+        assert!(
+            (answered + probes..=answered + probes + 3).contains(&s2c),
+            "{id}: {link}"
+        );
+        let rcodes = &record["outputs"]["replay"]["summary"]["rcodes"];
+        // Every name has an answer (kresd may fail one while it primes its cache).
+        let noerror = rcodes["NOERROR"].as_u64().unwrap_or(0);
+        assert!(noerror * 100 >= answered * 99, "{id}: {rcodes}");
+    }
+}

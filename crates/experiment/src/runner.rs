@@ -59,8 +59,11 @@ pub struct RunOutputs {
     pub replay: ReplayReport,
     /// The server's version line.
     pub server_version: String,
-    /// The round trip of the client side's first probe through the link, in µs.
+    /// The round trip of the client side's answered probe through the link, in µs.
     pub probe_rtt_us: u64,
+    /// Probe queries the client side sent before one was answered (they cross the link too).
+    #[serde(default)]
+    pub probe_queries: u64,
     /// The link's counters at the end.
     pub link: LinkCounters,
     /// Wall-clock seconds the run took.
@@ -124,7 +127,11 @@ pub fn run(
     )?);
 
     let server_version = server.expect("ready", START_WAIT)?;
-    let probe_rtt_us = client.expect("ready", START_WAIT)?.parse().unwrap_or(0);
+    let probe = client.expect("ready", START_WAIT)?;
+    let mut probe = probe
+        .split_whitespace()
+        .map(|w| w.parse::<u64>().unwrap_or(0));
+    let (probe_rtt_us, probe_queries) = (probe.next().unwrap_or(0), probe.next().unwrap_or(0));
 
     let start_ns = sampler::realtime_ns() + LEAD_TIME.as_nanos() as i64;
     let stop_sampling = Arc::new(AtomicBool::new(false));
@@ -176,6 +183,7 @@ pub fn run(
         replay: report,
         server_version,
         probe_rtt_us,
+        probe_queries,
         link: link_counters,
         seconds: began.elapsed().as_secs_f64(),
     })

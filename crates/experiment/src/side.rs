@@ -135,13 +135,37 @@ impl SideConfig {
 }
 
 fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), ExperimentError> {
-    topology::configure_server_side(&c.tun, &[])?;
+    use ldplayer_servers::{ServerKind, ServerSetup};
+    // A recursive server resolves through the emulated hierarchy: ldplayer's meta-server
+    // answers on every nameserver address of the manifest, made local here, in this same
+    // namespace (the resolver's queries to them never reach the link).
+    let hierarchy = match (&c.manifest, c.kind.is_recursive()) {
+        (Some(manifest), true) => Some((manifest.clone(), nameserver_addresses(manifest)?)),
+        _ => None,
+    };
+    let extra_local: Vec<IpAddr> = hierarchy.iter().flat_map(|(_, a)| a.clone()).collect();
+    topology::configure_server_side(&c.tun, &extra_local)?;
+    if c.kind.is_recursive() {
+        topology::answers_only_on_link(&c.tun)?;
+    }
     let capture = c
         .capture
         .as_deref()
         .map(|p| Capture::start(&c.tun, p))
         .transpose()?;
-    let setup = ldplayer_servers::ServerSetup {
+    let meta = match &hierarchy {
+        Some((manifest, addresses)) => {
+            let mut setup = ServerSetup::new(
+                ServerKind::Ldplayer,
+                addresses.clone(),
+                c.work_dir.join("hierarchy"),
+            );
+            setup.manifest = Some(manifest.clone());
+            Some(ldplayer_servers::start(&setup)?)
+        }
+        None => None,
+    };
+    let setup = ServerSetup {
         kind: c.kind,
         listen: vec![IpAddr::V4(SERVER_V4), IpAddr::V6(SERVER_V6)],
         port: 53,
@@ -157,14 +181,34 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         extra: c.extra.clone(),
     };
     let server = ldplayer_servers::start(&setup)?;
-    println!("ready {}", server.version().replace('\n', " "));
+    println!(
+        "ready {} (TCP clients {})",
+        server.version().replace('\n', " "),
+        server.max_tcp_clients()
+    );
     wait_for_stop(stop);
     server.stop()?;
+    if let Some(meta) = meta {
+        meta.stop()?;
+    }
     if let Some(capture) = capture {
         capture.stop();
     }
     println!("stopped");
     Ok(())
+}
+
+/// The nameserver addresses of a `zones build` manifest.
+fn nameserver_addresses(manifest: &Path) -> Result<Vec<IpAddr>, ExperimentError> {
+    let m = ldplayer_zone::Manifest::from_file(manifest)
+        .map_err(|e| ExperimentError::Input(format!("{}: {e}", manifest.display())))?;
+    let mut addresses: Vec<IpAddr> = m.entries.iter().map(|e| e.address).collect();
+    addresses.sort();
+    addresses.dedup();
+    // The server's own addresses stay the resolver's; loopback is local already.
+    addresses
+        .retain(|a| *a != IpAddr::V4(SERVER_V4) && *a != IpAddr::V6(SERVER_V6) && !a.is_loopback());
+    Ok(addresses)
 }
 
 /// Blocks until the orchestrator closes our input or a signal sets `stop`.
@@ -196,11 +240,11 @@ fn run_client_side(c: &ClientSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         .as_deref()
         .map(|p| Capture::start(&c.tun, p))
         .transpose()?;
-    let rtt = probe(
+    let (rtt, probes) = probe(
         SocketAddr::new(IpAddr::V4(SERVER_V4), 53),
         Duration::from_secs(15),
     )?;
-    println!("ready {}", rtt.as_micros());
+    println!("ready {} {probes}", rtt.as_micros());
     let mut line = String::new();
     std::io::stdin()
         .lock()
@@ -219,8 +263,9 @@ fn run_client_side(c: &ClientSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
 }
 
 /// Sends `. NS` queries over UDP to `server` until one is answered; the round trip of the
-/// first answer. This checks the whole path (routes, link, server) before the replay starts.
-fn probe(server: SocketAddr, wait: Duration) -> Result<Duration, ExperimentError> {
+/// answer and the number of queries sent. This checks the whole path (routes, link, server)
+/// before the replay starts.
+fn probe(server: SocketAddr, wait: Duration) -> Result<(Duration, u32), ExperimentError> {
     let sock = UdpSocket::bind(SocketAddr::new(IpAddr::V4(PROBE_SOURCE), 0))
         .map_err(|e| ExperimentError::io(Path::new("probe socket"), e))?;
     let _ = sock.set_read_timeout(Some(Duration::from_millis(250)));
@@ -228,15 +273,17 @@ fn probe(server: SocketAddr, wait: Duration) -> Result<Duration, ExperimentError
     let query = [0x1d, 0x9e, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 2, 0, 1];
     let start = Instant::now();
     let mut buf = [0u8; 4096];
+    let mut probes = 0;
     while start.elapsed() < wait {
         let sent = Instant::now();
+        probes += 1;
         if sock.send_to(&query, server).is_err() {
             std::thread::sleep(Duration::from_millis(100));
             continue;
         }
         while let Ok((n, from)) = sock.recv_from(&mut buf) {
             if from == server && n >= 12 && buf[..2] == query[..2] {
-                return Ok(sent.elapsed());
+                return Ok((sent.elapsed(), probes));
             }
         }
     }

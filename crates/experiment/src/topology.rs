@@ -289,6 +289,15 @@ fn sysctl(path: &str, value: &str) -> Result<(), ExperimentError> {
 /// they left by, but from addresses the kernel might not expect).
 fn common_setup(tun: &str) -> Result<(), ExperimentError> {
     ip(&["link", "set", "lo", "up"])?;
+    // No IPv6 chatter of the kernel's own (link-local address, its duplicate detection and
+    // multicast reports, router solicitations) on the link: it carries the run's DNS only.
+    for (key, value) in [
+        ("addr_gen_mode", "1"),
+        ("accept_ra", "0"),
+        ("router_solicitations", "0"),
+    ] {
+        sysctl(&format!("/proc/sys/net/ipv6/conf/{tun}/{key}"), value)?;
+    }
     ip(&["link", "set", tun, "up"])?;
     for dev in ["all", "default", tun] {
         sysctl(&format!("/proc/sys/net/ipv4/conf/{dev}/rp_filter"), "0")?;
@@ -361,4 +370,47 @@ pub fn configure_client_side(tun: &str) -> Result<(), ExperimentError> {
         "local",
     ])?;
     Ok(())
+}
+
+/// Keeps the link for the server's answers only, run in the server side of a recursive
+/// server: packets leaving by the TUN device from other ports than DNS's (53, 853) are
+/// refused on the spot. A resolver's upstream queries to a nameserver the emulated hierarchy
+/// does not have would otherwise be routed into the link towards the clients' namespace; this
+/// way the resolver learns at once that the server cannot be reached, as with a dead server.
+pub fn answers_only_on_link(tun: &str) -> Result<(), ExperimentError> {
+    let rules = format!(
+        "table inet ldplayer {{\n\
+           chain out {{\n\
+             type filter hook output priority 0; policy accept;\n\
+             oifname \"{tun}\" udp sport != {{ 53, 853 }} reject\n\
+             oifname \"{tun}\" tcp sport != {{ 53, 853 }} reject with tcp reset\n\
+           }}\n\
+         }}\n"
+    );
+    let mut child = Command::new("nft")
+        .args(["-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| ExperimentError::Spawn {
+            program: "nft (apt-get install nftables)".into(),
+            error: e,
+        })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(rules.as_bytes())
+            .map_err(|e| ExperimentError::io(Path::new("nft"), e))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| ExperimentError::io(Path::new("nft"), e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(ExperimentError::Command {
+            command: "nft -f - (answers only on the link)".into(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
 }
