@@ -85,7 +85,7 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
     let plan = plan(
         dir.path(),
         "[trace]\nsynth = { workload = \"root\", rate = 200, duration_s = 6, seed = 3 }\n\
-         [vary]\nproto = [\"udp\", \"tcp\", \"tls\"]\nrtt_ms = [20, 160]\n[run]\nwarmup_s = 1\n",
+         [vary]\nproto = [\"udp\", \"tcp\"]\nrtt_ms = [20, 160]\n[run]\nwarmup_s = 1\n",
     );
     let out = dir.path().join("out");
     ldplayer(&["experiment", &s(&plan), "-o", &s(&out), "-q", "--capture"]);
@@ -110,8 +110,25 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
             "fresh TCP query p50 {tcp} ms at RTT {rtt} ms (2 RTT = {})",
             2.0 * rtt
         );
+    }
+    // TLS 1.3 against ldplayer's server: nsd and BIND hold their first answer behind their
+    // session tickets until the client's delayed ACK (4 RTT + 40 ms, see docs/experiments.md),
+    // which measures them, not the link.
+    let tls_plan = dir.path().join("tls.toml");
+    std::fs::write(
+        &tls_plan,
+        "[trace]\nsynth = { workload = \"root\", rate = 200, duration_s = 6, seed = 3 }\n\
+         [server]\nkind = \"ldplayer\"\n\
+         [vary]\nproto = [\"tls\"]\nrtt_ms = [20, 160]\n[run]\nwarmup_s = 1\n",
+    )
+    .unwrap();
+    let tls_out = dir.path().join("tls");
+    ldplayer(&["experiment", &s(&tls_plan), "-o", &s(&tls_out), "-q"]);
+    let tls_rows = summary(&tls_out);
+    for rtt in [20.0, 160.0] {
+        let r = format!("{rtt}");
         let tls = figure(
-            &rows,
+            &tls_rows,
             &[("proto", "tls"), ("rtt_ms", &r)],
             "fresh_query_ms",
             "p50",
@@ -127,18 +144,18 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| {
-            let n = p.file_name().unwrap().to_string_lossy().to_string();
-            n.contains("proto=udp") && n.contains("rtt_ms=20-") || n.ends_with("rtt_ms=20")
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .contains("proto=udp+rtt_ms=20-")
         })
         .expect("the UDP run at 20 ms");
     let client = dns_times(&run.join("client.pcap"));
     let server = dns_times(&run.join("server.pcap"));
     let mut there = Vec::new();
     let mut back = Vec::new();
-    for (key, times) in &client {
-        if let (Some(&(q_client, Some(r_client))), Some(&(q_server, Some(r_server)))) =
-            (Some(times), server.get(key))
-        {
+    for (key, &(q_client, r_client)) in &client {
+        if let (Some(r_client), Some(&(q_server, Some(r_server)))) = (r_client, server.get(key)) {
             there.push((q_server - q_client) * 1e3);
             back.push((r_client - r_server) * 1e3);
         }
@@ -152,11 +169,11 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
         d.sort_by(|a, b| a.total_cmp(b));
         let p50 = d[d.len() / 2];
         assert!(
-            (p50 - 10.0).abs() <= 0.5,
+            (p50 - 10.0).abs() <= 0.25,
             "{name}: p50 {p50} ms, configured 10 ms"
         );
         assert!(
-            d[0] >= 9.9,
+            d[0] >= 9.99,
             "{name}: a packet crossed in {} ms, under the delay",
             d[0]
         );

@@ -126,6 +126,7 @@ pub fn run_plan(
         &serde_json::to_vec_pretty(&environment).unwrap_or_default(),
     )?;
     let runs = plan.runs();
+    check_programs(&runs)?;
     let mut report = PlanReport {
         summary: dir.join("summary.csv"),
         ..PlanReport::default()
@@ -185,6 +186,24 @@ pub fn run_plan(
     }
     crate::metrics::write_summary(&report.summary, plan, &summary_rows)?;
     Ok(report)
+}
+
+/// Fails before any run when a server program of the plan is not installed, naming the
+/// Debian package that has it.
+pub fn check_programs(runs: &[RunSpec]) -> Result<(), ExperimentError> {
+    let mut kinds: Vec<&str> = runs
+        .iter()
+        .map(|r| r.settings.server.kind.as_str())
+        .collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    for kind in kinds {
+        let kind: ldplayer_servers::ServerKind = kind
+            .parse()
+            .map_err(|e| ExperimentError::Input(format!("{e}")))?;
+        kind.find_program()?;
+    }
+    Ok(())
 }
 
 /// A run's record when it finished before.

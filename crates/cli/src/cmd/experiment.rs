@@ -23,6 +23,10 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     let plan = Plan::parse(&text, base).map_err(|e| plan_error(&args.plan, e))?;
     if args.check {
         print!("{}", plan.describe_runs());
+        // A missing server program is named with its package, but the plan itself is fine.
+        if let Err(e) = ldplayer_experiment::experiment::check_programs(&plan.runs()) {
+            println!("to run it: {e}");
+        }
         return Ok(());
     }
     let Some(dir) = args.output.clone() else {
