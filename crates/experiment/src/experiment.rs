@@ -355,6 +355,7 @@ fn inputs_for(
         },
         client_to_server: link_params(&c2s),
         server_to_client: link_params(&s2c),
+        client_delay: s.network.client_rtt.map(|rtt| client_delay(rtt, s.seed)),
         seed: s.seed,
         duration: std::time::Duration::from_secs_f64(facts.duration_s()),
         cooldown: s.cooldown(),
@@ -387,6 +388,11 @@ fn link_params(d: &crate::plan::DirectionSettings) -> ldplayer_link::LinkParams 
         rate_bps: d.rate_bps,
         queue_limit_bytes: d.queue_limit_bytes,
     }
+}
+
+/// Each client's extra round trip as the link emulator takes it: stable per address and seed.
+fn client_delay(rtt: crate::plan::ClientRtt, seed: u64) -> ldplayer_link::AddressDelay {
+    ldplayer_link::AddressDelay::new(move |ip| rtt.sample(ip, seed))
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ldplayer_link::{Link, LinkCounters, LinkParams, Tun};
+use ldplayer_link::{AddressDelay, Link, LinkCounters, LinkOptions, LinkParams, Side, Tun};
 use serde::{Deserialize, Serialize};
 
 use crate::client::ReplayReport;
@@ -39,6 +39,8 @@ pub struct RunInputs {
     pub client_to_server: LinkParams,
     /// The link, from server to clients.
     pub server_to_client: LinkParams,
+    /// Each client address's extra round trip on top of the link's, if clients differ.
+    pub client_delay: Option<AddressDelay>,
     /// Seed of the link's random choices.
     pub seed: u64,
     /// The trace's duration as replayed (after time scaling).
@@ -118,12 +120,17 @@ pub fn run(
     )?;
     client.wait_for_netns(START_WAIT)?;
     client_tun.move_to_netns_of(client.pid())?;
-    let link = Arc::new(Link::start(
+    let link = Arc::new(Link::start_with_options(
         client_tun,
         server_tun,
         inputs.client_to_server.clone(),
         inputs.server_to_client.clone(),
         inputs.seed,
+        LinkOptions {
+            client_delay: inputs.client_delay.clone(),
+            clients_on: Side::A,
+            ..LinkOptions::default()
+        },
     )?);
 
     let server_version = server.expect("ready", START_WAIT)?;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use crate::client_delay::{AddressDelay, Endpoint, Side};
 use crate::counters::{DirectionAtomics, LinkCounters};
 use crate::delay_line::{DelayLine, DEFAULT_HELD_LIMIT_BYTES};
 use crate::impair::{DropReason, Impairment, Verdict};
@@ -56,6 +57,28 @@ impl Link {
         seed: u64,
         timing: Timing,
     ) -> Result<RunningLink, LinkError> {
+        let options = LinkOptions {
+            timing,
+            ..LinkOptions::default()
+        };
+        Link::start_with_options(a, b, a_to_b, b_to_a, seed, options)
+    }
+
+    /// [`Link::start`] with everything [`LinkOptions`] offers: the threads' timing and
+    /// per-client extra delays.
+    pub fn start_with_options(
+        a: Tun,
+        b: Tun,
+        a_to_b: LinkParams,
+        b_to_a: LinkParams,
+        seed: u64,
+        options: LinkOptions,
+    ) -> Result<RunningLink, LinkError> {
+        let LinkOptions {
+            timing,
+            client_delay,
+            clients_on,
+        } = options;
         a_to_b.validate()?;
         b_to_a.validate()?;
         // SAFETY: eventfd takes no pointers; the result is checked.
@@ -73,14 +96,25 @@ impl Link {
             threads: Vec::new(),
         };
         let directions = [
-            ("link a->b", &a, &b, &a_to_b, 0),
-            ("link b->a", &b, &a, &b_to_a, 1),
+            ("link a->b", &a, &b, &a_to_b, 0, Side::A),
+            ("link b->a", &b, &a, &b_to_a, 1, Side::B),
         ];
-        for (name, input, output, params, index) in directions {
+        for (name, input, output, params, index, from) in directions {
+            let mut impairment = Impairment::new(params, seed, index as u64);
+            let mut client_end = None;
+            if let Some(delay) = &client_delay {
+                impairment = impairment.with_client_delay(delay.clone());
+                client_end = Some(if from == clients_on {
+                    Endpoint::Source
+                } else {
+                    Endpoint::Destination
+                });
+            }
             let direction = Direction {
                 input: Arc::clone(input),
                 output: Arc::clone(output),
-                impairment: Impairment::new(params, seed, index as u64),
+                impairment,
+                client_end,
                 stop: Arc::clone(&stop),
                 counters: Arc::clone(&counters),
                 index,
@@ -107,6 +141,19 @@ pub struct Timing {
     /// spinning made departures later there (bench/link.sh measures both). Zero (the
     /// default) never spins; 50–100 µs suits a machine with an idle core for the emulator.
     pub spin: Duration,
+}
+
+/// How a link runs beyond its two directions' parameters.
+#[derive(Debug, Clone, Default)]
+pub struct LinkOptions {
+    /// How the direction threads wait for a departure.
+    pub timing: Timing,
+    /// Each client's extra round-trip time, on top of the directions' delays; `None` (the
+    /// default) treats every packet alike. See [`crate::client_delay`].
+    pub client_delay: Option<AddressDelay>,
+    /// The side the clients are on: a packet's client is its source address on the way from
+    /// that side, its destination address on the way to it. Ignored without `client_delay`.
+    pub clients_on: Side,
 }
 
 /// A link whose two direction threads are running. Dropping it stops it too.
@@ -204,6 +251,8 @@ struct Direction {
     input: Arc<Tun>,
     output: Arc<Tun>,
     impairment: Impairment,
+    /// Where a packet names its client, with per-client delays.
+    client_end: Option<Endpoint>,
     stop: Arc<OwnedFd>,
     counters: Arc<[DirectionAtomics; 2]>,
     index: usize,
@@ -215,7 +264,10 @@ impl Direction {
     fn run(mut self) -> Result<(), LinkError> {
         set_timer_slack_ns(1);
         let mut buf = vec![0u8; MAX_PACKET];
-        let mut line = DelayLine::new(self.impairment.reorders(), DEFAULT_HELD_LIMIT_BYTES);
+        let mut line = DelayLine::new(
+            self.impairment.may_depart_out_of_order(),
+            DEFAULT_HELD_LIMIT_BYTES,
+        );
         loop {
             self.deliver_due(&mut line);
             // Sleep until `spin` before the next departure, then poll without sleeping.
@@ -328,7 +380,8 @@ impl Direction {
             counters.packets_in.fetch_add(1, Ordering::Relaxed);
             counters.bytes_in.fetch_add(len as u64, Ordering::Relaxed);
             let packet = &buf[..len];
-            match self.impairment.offer(now, len) {
+            let client = self.client_end.and_then(|end| end.address(packet));
+            match self.impairment.offer_from(now, len, client) {
                 Verdict::Drop(DropReason::Loss) => {
                     counters.dropped_loss.fetch_add(1, Ordering::Relaxed);
                 }

@@ -2,9 +2,12 @@
 //! whether it is dropped (and why) or when it leaves. Time is plain nanoseconds on any
 //! monotonic clock, randomness a seeded ChaCha stream, so a run is reproducible and testable.
 
+use std::net::IpAddr;
+
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use crate::client_delay::{AddressDelay, ClientPaths};
 use crate::params::{LinkParams, LossModel};
 
 /// Why a packet did not get through.
@@ -29,7 +32,8 @@ pub enum Verdict {
 }
 
 /// The state of one direction of the link: the rate limiter's backlog, the loss model's
-/// state, the last departure (for FIFO order) and the random stream.
+/// state, the last departure (for FIFO order), the clients' extra delays if any and the
+/// random stream.
 #[derive(Debug, Clone)]
 pub struct Impairment {
     delay_ns: u64,
@@ -44,6 +48,8 @@ pub struct Impairment {
     last_departure_ns: u64,
     /// Gilbert–Elliott: whether the chain is in the bad state.
     bad_state: bool,
+    /// Per-client extra delays and, without `reorder`, each client's last departure.
+    clients: Option<ClientPaths>,
     rng: ChaCha8Rng,
 }
 
@@ -64,18 +70,43 @@ impl Impairment {
             busy_until_ns: 0,
             last_departure_ns: 0,
             bad_state: false,
+            clients: None,
             rng,
         }
     }
 
-    /// Whether this direction may hand out departures out of arrival order.
+    /// This direction with each client's extra delay: half the round trip `delay` gives its
+    /// address, added to the propagation delay of its packets. Without `reorder`, packets
+    /// then keep their order per client instead of overall: a near client's packet may
+    /// overtake a far client's.
+    pub fn with_client_delay(mut self, delay: AddressDelay) -> Impairment {
+        self.clients = Some(ClientPaths::new(delay));
+        self
+    }
+
+    /// Whether this direction may hand out departures out of arrival order (`reorder` in
+    /// its parameters).
     pub fn reorders(&self) -> bool {
         self.reorder
+    }
+
+    /// Whether departures may come out of arrival order, through `reorder` or through
+    /// clients' different delays: the held packets then need a heap, not a queue.
+    pub fn may_depart_out_of_order(&self) -> bool {
+        self.reorder || self.clients.is_some()
     }
 
     /// Decides the fate of a packet of `len` bytes arriving at `now_ns`. Arrival times must
     /// not go backwards (a monotonic clock guarantees it).
     pub fn offer(&mut self, now_ns: u64, len: usize) -> Verdict {
+        self.offer_from(now_ns, len, None)
+    }
+
+    /// [`Impairment::offer`] for a packet of `client` (`None` when it has none, or it is
+    /// unknown): with [`Impairment::with_client_delay`], the client's extra delay is added,
+    /// and without `reorder` the packet never leaves before the client's previous one.
+    /// Without client delays the client is ignored.
+    pub fn offer_from(&mut self, now_ns: u64, len: usize, client: Option<IpAddr>) -> Verdict {
         let len = u64::try_from(len).unwrap_or(u64::MAX);
         let on_wire_ns = match self.rate_bps {
             None => now_ns,
@@ -100,8 +131,17 @@ impl Impairment {
         let mut at_ns = on_wire_ns
             .saturating_add(self.delay_ns)
             .saturating_add(jitter);
-        if !self.reorder {
-            at_ns = at_ns.max(self.last_departure_ns);
+        match &mut self.clients {
+            None if !self.reorder => at_ns = at_ns.max(self.last_departure_ns),
+            None => {}
+            Some(clients) => {
+                let client = clients.client(client, now_ns);
+                at_ns = at_ns.saturating_add(client.extra_ns);
+                if !self.reorder {
+                    at_ns = at_ns.max(client.last_departure_ns);
+                }
+                client.last_departure_ns = client.last_departure_ns.max(at_ns);
+            }
         }
         self.last_departure_ns = self.last_departure_ns.max(at_ns);
         Verdict::Deliver { at_ns }

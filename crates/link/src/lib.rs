@@ -20,11 +20,24 @@
 //!    (Gilbert–Elliott), `dropped_loss`.
 //! 4. **Propagation**: the base `delay` plus a jitter drawn uniformly in `[0, jitter]`.
 //!
+//! # Per-client round trips
+//! The clients of an experiment share one namespace and one link, yet real clients are not
+//! all equally far from the server. With [`LinkOptions::client_delay`] (an [`AddressDelay`]:
+//! a function from a client's address to its extra round-trip time) and
+//! [`LinkOptions::clients_on`] (the side the clients are on), each packet's client is read
+//! from its IP header (the source address on the way from the clients, the destination on
+//! the way back) and half the client's extra round trip is added to the propagation delay in
+//! each direction, after the shared rate limiter: a client's round trip is the link's plus
+//! its own extra. The extra of each address is asked once and cached. A packet that is not
+//! IP, or too short for its addresses, gets no extra delay.
+//!
 //! # Ordering
 //! Without `reorder`, packets leave in the order they came: a packet whose jitter would make
 //! it overtake its predecessor leaves right after it instead (so jitter is applied to the
 //! gaps, as on a real FIFO path, and the mean delay grows slightly above `delay + jitter/2`).
-//! With `reorder`, each packet leaves at its own time.
+//! With `reorder`, each packet leaves at its own time. With per-client delays, the order kept
+//! without `reorder` is each client's: packets of one client never overtake each other, but
+//! a near client's packet overtakes a far client's sent just before it, as on separate paths.
 //!
 //! # Clock and precision
 //! Times are `CLOCK_MONOTONIC` nanoseconds. A packet's arrival is when the emulator reads it
@@ -72,10 +85,12 @@
 //!
 //! # Layers
 //! - [`impair`]: the model without I/O ([`Impairment::offer`]: drop, or the departure time).
+//! - [`client_delay`]: per-client extra delays and where a packet names its client.
 //! - [`delay_line`]: the held packets in departure order, bounded in bytes.
 //! - [`tun`]: TUN devices.
 //! - [`emulator`]: the two threads, the counters and stopping.
 
+pub mod client_delay;
 pub mod counters;
 pub mod delay_line;
 pub mod emulator;
@@ -83,8 +98,9 @@ pub mod impair;
 pub mod params;
 pub mod tun;
 
+pub use client_delay::{AddressDelay, Endpoint, Side};
 pub use counters::{DirectionCounters, LinkCounters};
-pub use emulator::{Link, RunningLink, Timing, LATE_THRESHOLD};
+pub use emulator::{Link, LinkOptions, RunningLink, Timing, LATE_THRESHOLD};
 pub use impair::{DropReason, Impairment, Verdict};
 pub use params::{LinkParams, LossModel};
 pub use tun::Tun;

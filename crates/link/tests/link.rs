@@ -7,27 +7,10 @@ use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use ldplayer_link::{LinkParams, LossModel};
-use ldplayer_testbed::prerequisite::{effective_uid_is_root, netns, require, tool};
 use support::{
-    echo, exclusive, ping_pong, quantile, set_receive_buffer, Testbed, A_V4, A_V6, B_V4, B_V6,
+    echo, exclusive, ping_pong, prerequisites, quantile, set_receive_buffer, Testbed, A_V4, A_V6,
+    B_V4, B_V6,
 };
-
-/// Root (TUN devices are made in the host namespace and moved), namespaces, iproute2,
-/// nsenter and the TUN driver; false only when skipping is allowed.
-fn prerequisites() -> bool {
-    require(
-        effective_uid_is_root(),
-        "root (CAP_NET_ADMIN in the host namespace, to make TUN devices)",
-        "run the tests as root",
-    ) && netns()
-        && tool("ip", "iproute2").is_some()
-        && tool("nsenter", "util-linux").is_some()
-        && require(
-            std::path::Path::new("/dev/net/tun").exists(),
-            "/dev/net/tun",
-            "modprobe tun",
-        )
-}
 
 fn addr(ip: &str, port: u16) -> SocketAddr {
     SocketAddr::new(ip.parse().expect("an IP address"), port)

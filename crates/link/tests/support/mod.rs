@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ldplayer_link::{Link, LinkParams, RunningLink, Timing, Tun};
+use ldplayer_testbed::prerequisite::{effective_uid_is_root, netns, require, tool};
 
 /// Side A's IPv4 address.
 pub const A_V4: &str = "10.99.0.1";
@@ -22,6 +23,23 @@ pub const B_V4: &str = "10.99.0.2";
 pub const A_V6: &str = "fd99::1";
 /// Side B's IPv6 address.
 pub const B_V6: &str = "fd99::2";
+
+/// Root (TUN devices are made in the host namespace and moved), namespaces, iproute2,
+/// nsenter and the TUN driver; false only when skipping is allowed.
+pub fn prerequisites() -> bool {
+    require(
+        effective_uid_is_root(),
+        "root (CAP_NET_ADMIN in the host namespace, to make TUN devices)",
+        "run the tests as root",
+    ) && netns()
+        && tool("ip", "iproute2").is_some()
+        && tool("nsenter", "util-linux").is_some()
+        && require(
+            std::path::Path::new("/dev/net/tun").exists(),
+            "/dev/net/tun",
+            "modprobe tun",
+        )
+}
 
 /// A network namespace kept alive by a `sleep` made with `unshare -n`; killed when dropped.
 pub struct Netns {
