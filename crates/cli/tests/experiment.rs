@@ -611,3 +611,35 @@ fn recursive_servers_resolve_through_the_hierarchy_behind_them() {
         assert!(noerror * 100 >= answered * 99, "{id}: {rcodes}");
     }
 }
+
+/// Per-client round trips (`client_rtt`): every client's extra comes on top of the link's RTT;
+/// uniform extras spread the latency between the bounds.
+#[test]
+fn per_client_round_trips_add_to_the_links() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(
+        &plan,
+        "[trace]\nsynth = { workload = \"root\", rate = 200, duration_s = 4, seed = 2 }\n\
+         [server]\nkind = \"ldplayer\"\n\
+         [network]\nrtt_ms = 10\nclient_rtt = { dist = \"uniform\", min_ms = 0, max_ms = 100 }\n\
+         [run]\nwarmup_s = 1\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    ldplayer(&["experiment", &s(&plan), "-o", &s(&out_dir), "-q"]);
+    let rows = summary(&out_dir);
+    let p5 = value(&rows, "001-", "latency_ms", "p5");
+    let p50 = value(&rows, "001-", "latency_ms", "p50");
+    let p95 = value(&rows, "001-", "latency_ms", "p95");
+    assert!(p5 >= 10.0 && p5 < 30.0, "p5 {p5} ms");
+    assert!(
+        (35.0..85.0).contains(&p50),
+        "p50 {p50} ms, between 10 and 110"
+    );
+    assert!((90.0..115.0).contains(&p95), "p95 {p95} ms");
+}
