@@ -191,16 +191,11 @@ pub fn run_plan(
 /// Fails before any run when a server program of the plan is not installed, naming the
 /// Debian package that has it.
 pub fn check_programs(runs: &[RunSpec]) -> Result<(), ExperimentError> {
-    let mut kinds: Vec<&str> = runs
-        .iter()
-        .map(|r| r.settings.server.kind.as_str())
-        .collect();
-    kinds.sort_unstable();
+    let mut kinds: Vec<ldplayer_servers::ServerKind> =
+        runs.iter().map(|r| r.settings.server.kind).collect();
+    kinds.sort_by_key(|k| k.name());
     kinds.dedup();
     for kind in kinds {
-        let kind: ldplayer_servers::ServerKind = kind
-            .parse()
-            .map_err(|e| ExperimentError::Input(format!("{e}")))?;
         kind.find_program()?;
     }
     Ok(())
@@ -291,12 +286,7 @@ fn inputs_for(
     options: &Options,
 ) -> Result<RunInputs, ExperimentError> {
     let s = &spec.settings;
-    let kind: ldplayer_servers::ServerKind = s
-        .server
-        .kind
-        .as_str()
-        .parse()
-        .map_err(|e| ExperimentError::Input(format!("{e}")))?;
+    let kind = s.server.kind;
     let proto = s.trace.mutate.proto.forced();
     let tls = s.server.tls || proto == Some(ldplayer_trace::Proto::Tls);
     let tls_files = if tls {
@@ -353,41 +343,13 @@ fn inputs_for(
             queriers: s.client.queriers,
             capture: capture("client.pcap"),
         },
-        client_to_server: link_params(&c2s),
-        server_to_client: link_params(&s2c),
+        client_to_server: c2s,
+        server_to_client: s2c,
         client_delay: s.network.client_rtt.map(|rtt| client_delay(rtt, s.seed)),
         seed: s.seed,
         duration: std::time::Duration::from_secs_f64(facts.duration_s()),
         cooldown: s.cooldown(),
     })
-}
-
-/// One direction of the plan's network as the link emulator takes it.
-fn link_params(d: &crate::plan::DirectionSettings) -> ldplayer_link::LinkParams {
-    use crate::plan::LossSettings;
-    use ldplayer_link::LossModel;
-    ldplayer_link::LinkParams {
-        delay: d.delay,
-        jitter: d.jitter,
-        reorder: d.reorder,
-        loss: match d.loss {
-            LossSettings::None => LossModel::None,
-            LossSettings::Bernoulli { p } => LossModel::Bernoulli { p },
-            LossSettings::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_good,
-                loss_bad,
-            } => LossModel::GilbertElliott {
-                p_good_to_bad,
-                p_bad_to_good,
-                loss_good,
-                loss_bad,
-            },
-        },
-        rate_bps: d.rate_bps,
-        queue_limit_bytes: d.queue_limit_bytes,
-    }
 }
 
 /// Each client's extra round trip as the link emulator takes it: stable per address and seed.

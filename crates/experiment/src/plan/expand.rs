@@ -83,7 +83,7 @@ impl Plan {
             d.values[i].setting.apply(&mut s, self.client_idle_follows);
         }
         if self.server_tls.is_none() {
-            s.server.tls = self.base.server.tls && s.server.kind.serves_tls();
+            s.server.tls = self.base.server.tls && s.server.kind.supports_tls();
         }
         s
     }

@@ -63,46 +63,11 @@ impl Default for NetworkSettings {
     }
 }
 
-/// How packets are lost in one direction (mirrors `ldplayer_link::LossModel`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LossSettings {
-    /// No loss.
-    None,
-    /// Each packet lost with probability `p`.
-    Bernoulli {
-        /// Loss probability.
-        p: f64,
-    },
-    /// Gilbert–Elliott: a good and a bad state, each with its own loss probability.
-    GilbertElliott {
-        /// Probability of moving from good to bad at each packet.
-        p_good_to_bad: f64,
-        /// Probability of moving from bad to good at each packet.
-        p_bad_to_good: f64,
-        /// Loss probability in the good state.
-        loss_good: f64,
-        /// Loss probability in the bad state.
-        loss_bad: f64,
-    },
-}
+/// How packets are lost in one direction: the link emulator's own model.
+pub use ldplayer_link::LossModel as LossSettings;
 
-/// One direction of the link (mirrors `ldplayer_link::LinkParams`).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct DirectionSettings {
-    /// Fixed delay.
-    pub delay: Duration,
-    /// Largest random extra delay.
-    pub jitter: Duration,
-    /// Whether jitter may reorder packets.
-    pub reorder: bool,
-    /// How packets are lost.
-    pub loss: LossSettings,
-    /// Rate limit in bit/s.
-    pub rate_bps: Option<u64>,
-    /// Bytes the rate limiter queues before dropping.
-    pub queue_limit_bytes: usize,
-}
+/// One direction of the link: the link emulator's own parameters.
+pub use ldplayer_link::LinkParams as DirectionSettings;
 
 impl NetworkSettings {
     /// The parameters of each direction: (clients to server, server to clients). Both are
@@ -122,7 +87,7 @@ impl NetworkSettings {
             rate_bps,
             queue_limit_bytes,
         };
-        (one, one)
+        (one.clone(), one)
     }
 
     /// The loss of each direction. A Gilbert–Elliott chain losing every packet when bad and

@@ -590,11 +590,11 @@ fn check_runs(r: &Resolver, plan: &Plan, raw: &RawPlan) -> Checked<()> {
 fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, String)> {
     let kind = s.server.kind;
     let tls = s.trace.mutate.proto == ProtoChoice::Tls;
-    if tls && !kind.serves_tls() {
+    if tls && !kind.supports_tls() {
         let able: Vec<_> = ServerKind::ALL
             .into_iter()
-            .filter(|k| k.serves_tls())
-            .map(ServerKind::as_str)
+            .filter(|k| k.supports_tls())
+            .map(ServerKind::name)
             .collect();
         return Err((
             vec![VaryKey::Kind, VaryKey::Proto],
@@ -605,7 +605,7 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             ),
         ));
     }
-    if s.server.tls && !kind.serves_tls() {
+    if s.server.tls && !kind.supports_tls() {
         return Err((
             vec![VaryKey::Kind],
             "server.tls",

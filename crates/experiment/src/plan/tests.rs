@@ -307,7 +307,7 @@ fn an_unknown_server_kind_lists_the_kinds() {
         ("server.kind", line_of(&text, "nsdx"))
     );
     for k in ServerKind::ALL {
-        assert!(message.contains(k.as_str()), "{message}");
+        assert!(message.contains(k.name()), "{message}");
     }
 }
 
