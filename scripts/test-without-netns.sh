@@ -6,12 +6,13 @@
 # LDPLAYER_ALLOW_SKIP=1 they must pass and list every skip. Exits non-zero if either is not so.
 #
 # Usage: bash scripts/test-without-netns.sh [cargo test arguments]
-# (default: the lab, split-horizon, Deckard and SIGTERM tests of the ldplayer crate)
+# (default: the lab, split-horizon, Deckard, SIGTERM, experiment and link fidelity tests of the
+# ldplayer crate)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ $# -eq 0 ]; then
-  set -- -p ldplayer --test lab --test split_horizon --test deckard --test sigterm
+  set -- -p ldplayer --test lab --test split_horizon --test deckard --test sigterm --test experiment --test link_fidelity
 fi
 
 # Built outside, as usual, so that only the tests run without namespaces.
