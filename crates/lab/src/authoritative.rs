@@ -2,12 +2,11 @@
 //! ground truth, one real nsd per nameserver address.
 
 use std::fmt::Write as _;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ldplayer_dns::Rtype;
 use ldplayer_server::{RunningServer, Server, ServerConfig, ServerStats};
 use ldplayer_zone::{Manifest, Views};
 
@@ -114,36 +113,4 @@ fn wait_tcp(addr: SocketAddr, wait: Duration) -> Result<(), LabError> {
     Ok(())
 }
 
-/// Root hints (`named.root` format) for the hierarchy of `views`: the NS set of the root zone
-/// and the addresses its zone data gives for those names; `None` when no view has the root.
-pub fn root_hints(views: &Views) -> Option<String> {
-    let root = views.zones().into_iter().find(|z| *z.origin == [0u8])?;
-    let ns = root.apex().rrset(Rtype::NS)?;
-    let mut out = String::from("; root hints of the emulated hierarchy (ldplayer lab)\n");
-    let mut addrs = String::new();
-    for rdata in ns.rdatas() {
-        let mut name = String::new();
-        ldplayer_dns::name_to_presentation(rdata, &mut name);
-        let _ = writeln!(out, ".\t3600000\tNS\t{name}");
-        let lower = ldplayer_zone::name::lowercase(rdata);
-        let Some(node) = root.node(&lower) else {
-            continue;
-        };
-        for t in [Rtype::A, Rtype::AAAA] {
-            for a in node.rrset(t).into_iter().flat_map(|s| s.rdatas()) {
-                let ip: Option<IpAddr> = match a.len() {
-                    4 => Some(Ipv4Addr::new(a[0], a[1], a[2], a[3]).into()),
-                    16 => <[u8; 16]>::try_from(a)
-                        .ok()
-                        .map(|b| Ipv6Addr::from(b).into()),
-                    _ => None,
-                };
-                if let Some(ip) = ip {
-                    let _ = writeln!(addrs, "{name}\t3600000\t{t}\t{ip}");
-                }
-            }
-        }
-    }
-    out.push_str(&addrs);
-    Some(out)
-}
+pub use ldplayer_zone::hints::root_hints;

@@ -231,26 +231,5 @@ fn write(path: &Path, text: &str) -> Result<(), LabError> {
 /// Root hints (`named.root` format) as a Lua table for kresd: `['name.'] = { 'addr', ... }`.
 fn hints_to_lua(hints: &Path) -> Result<String, LabError> {
     let text = std::fs::read_to_string(hints).map_err(LabError::Io)?;
-    let mut by_name: Vec<(String, Vec<String>)> = Vec::new();
-    for line in text.lines() {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        if line.starts_with(';') || f.len() < 4 {
-            continue;
-        }
-        let (name, rtype, addr) = (f[0], f[f.len() - 2], f[f.len() - 1]);
-        if matches!(rtype.parse(), Ok(Rtype::A | Rtype::AAAA)) {
-            match by_name.iter_mut().find(|(n, _)| n == name) {
-                Some((_, v)) => v.push(addr.to_string()),
-                None => by_name.push((name.to_string(), vec![addr.to_string()])),
-            }
-        }
-    }
-    Ok(by_name
-        .iter()
-        .map(|(n, a)| {
-            let list: Vec<String> = a.iter().map(|x| format!("'{x}'")).collect();
-            format!("['{n}'] = {{ {} }}", list.join(", "))
-        })
-        .collect::<Vec<_>>()
-        .join(", "))
+    Ok(ldplayer_zone::hints::hints_as_lua(&text))
 }

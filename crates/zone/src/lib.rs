@@ -27,6 +27,7 @@
 
 mod answer;
 mod check;
+pub mod hints;
 pub mod manifest;
 pub mod name;
 pub mod reader;
