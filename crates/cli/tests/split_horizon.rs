@@ -274,11 +274,11 @@ fn answers_per_nameserver_address_over_tls() {
         ));
     }
     // The meta-server's certificate names the nameservers' addresses: checked by address.
-    script.push_str(&format!(
+    script.push_str(
         "kdig +timeout=2 +retry=0 +tls +tls-ca=\"$D/tls/ca.pem\" +tls-hostname=10.0.0.53 \
          @10.0.0.53 www.example.com. A > \"$D/example_by_address.out\" 2>&1 || true\n\
-         kill -INT $sv; wait $sv || true\n"
-    ));
+         kill -INT $sv; wait $sv || true\n",
+    );
     std::fs::write(d.join("lab.sh"), script).unwrap();
     // SAFETY: geteuid has no preconditions.
     let root_user = unsafe { libc::geteuid() } == 0;
