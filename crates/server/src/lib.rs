@@ -102,7 +102,8 @@ const PORT_ATTEMPTS: usize = 16;
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
     /// Addresses to listen on (UDP, and TCP when [`tcp`](Self::tcp) is set). Port 0 picks a free
-    /// port, the same for UDP and TCP; see [`RunningServer::local_addrs`].
+    /// port, the same for UDP and TCP; see [`RunningServer::local_addrs`]. May be empty when
+    /// [`tls`](Self::tls) has addresses (a server of DNS over TLS only).
     pub listen: Vec<SocketAddr>,
     /// UDP worker threads (and sockets) per listen address; at least one is started.
     pub udp_workers: usize,

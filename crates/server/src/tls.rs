@@ -19,7 +19,8 @@ pub const DOT_PORT: u16 = 853;
 #[derive(Debug, Clone)]
 pub struct TlsConfig {
     /// Addresses to accept TLS connections on (TCP only; nothing is bound for UDP). Port 0
-    /// picks a free port; see [`RunningServer::tls_local_addrs`](crate::RunningServer).
+    /// picks a free port; see
+    /// [`RunningServer::tls_local_addrs`](crate::RunningServer::tls_local_addrs).
     pub listen: Vec<SocketAddr>,
     /// The certificate chain and key the server presents.
     pub identity: TlsIdentity,
