@@ -9,8 +9,9 @@
 //! * **UDP**: per listen address, [`ServerConfig::udp_workers`] threads, each with its own socket
 //!   bound with `SO_REUSEPORT` to the same address (the kernel spreads clients over them). A
 //!   worker receives up to 32 datagrams with one `recvmmsg`, answers each into a reusable
-//!   per-slot buffer with [`ZoneSet::answer_into`] (which honours the client's EDNS size and
-//!   truncates like nsd) and sends all answers with one `sendmmsg`. Nothing is allocated per
+//!   per-slot buffer with [`ZoneSet::answer_into`](ldplayer_zone::ZoneSet::answer_into) (which
+//!   honours the client's EDNS size and truncates like nsd) and sends all answers with one
+//!   `sendmmsg`. Nothing is allocated per
 //!   query. Queries that get no reply (shorter than a header, QR set, longer than 4096 bytes)
 //!   are counted in [`ServerStats::dropped`].
 //! * **TCP** ([`ServerConfig::tcp`]): one thread with a mio event loop over all listeners: 2-byte
