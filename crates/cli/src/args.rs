@@ -200,6 +200,21 @@ pub struct ServeArgs {
     /// Write the counters every second to this file, one JSON object per line.
     #[arg(long, value_name = "FILE")]
     pub stats: Option<PathBuf>,
+    /// Answer DNS over TLS (RFC 7858) on this address too, e.g. 127.0.0.1:853 (repeat for
+    /// several); needs --tls-cert and --tls-key, or --tls-self-signed.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub tls_listen: Vec<std::net::SocketAddr>,
+    /// The TLS certificate chain (PEM, the server's certificate first).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The TLS certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Make a throw-away CA and a server certificate it signs (for the TLS addresses, the
+    /// manifest's nameserver addresses and localhost) in this directory: ca.pem (for clients
+    /// to trust, e.g. kdig +tls-ca=DIR/ca.pem), server.pem and server.key.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_key"])]
+    pub tls_self_signed: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Args)]

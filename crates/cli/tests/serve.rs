@@ -341,3 +341,124 @@ fn serve_and_replay_idle_timeouts_agree() {
         server.stderr()
     );
 }
+
+/// `serve --tls-listen` with `--tls-self-signed`: kdig, trusting the CA serve made, gets the
+/// root's SOA over TLS (and over UDP on the plain address, unchanged); a client that sends
+/// junk to the TLS port is closed and counted and the next kdig is still served; a connection
+/// that stays silent is closed after the idle timeout; the JSON report has the TLS counters.
+#[test]
+fn serves_dns_over_tls_with_a_self_signed_certificate() {
+    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+        return;
+    }
+    let Some(root) = common::shared_data("zones/root-2018-03-12.zone") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("scratch");
+    let tls_dir = dir.path().join("tls");
+    let tls_addr = format!("127.0.0.1:{}", ldplayer_testbed::free_port());
+    let (server, addr) = serve(&[
+        "--tls-listen",
+        &tls_addr,
+        "--tls-self-signed",
+        &s(&tls_dir),
+        "--idle-timeout",
+        "1",
+        &s(&root),
+    ]);
+    assert!(
+        server
+            .stderr()
+            .contains(&format!("DNS over TLS on {tls_addr}")),
+        "{}",
+        server.stderr()
+    );
+    let ca = format!("+tls-ca={}", s(&tls_dir.join("ca.pem")));
+    let soa = "a.root-servers.net. nstld.verisign-grs.com. 2018031200 1800 900 604800 86400";
+    let out = kdig(&tls_addr, &["+tls", &ca, ".", "SOA", "+norec"]);
+    assert!(out.contains(";; TLS session (TLS1.3)"), "{out}");
+    assert!(
+        out.contains("status: NOERROR") && out.contains(soa),
+        "{out}"
+    );
+    let out = kdig(&addr, &[".", "SOA", "+norec"]);
+    assert!(out.contains(soa), "UDP as before: {out}");
+
+    // Junk in place of a ClientHello: closed (after an alert at most).
+    let mut junk = TcpStream::connect(&tls_addr).expect("connect");
+    junk.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    junk.write_all(b"\x00\x1d not a TLS record, just noise ......")
+        .unwrap();
+    let mut rest = Vec::new();
+    let _ = junk.read_to_end(&mut rest);
+    assert!(rest.len() <= 7, "at most an alert: {rest:?}");
+    let out = kdig(&tls_addr, &["+tls", &ca, "com.", "NS", "+norec"]);
+    assert!(
+        out.contains("status: NOERROR"),
+        "served after the junk: {out}"
+    );
+
+    // A silent connection is closed after the 1 s idle timeout.
+    let mut silent = TcpStream::connect(&tls_addr).expect("connect");
+    silent
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let started = Instant::now();
+    let mut buf = [0u8; 16];
+    let n = silent.read(&mut buf).unwrap_or(0);
+    let waited = started.elapsed();
+    assert_eq!(n, 0, "closed without a word");
+    assert!(
+        waited >= Duration::from_millis(800) && waited < Duration::from_secs(3),
+        "closed after {waited:?}"
+    );
+
+    let v: serde_json::Value = serde_json::from_str(&server.stop("INT")).expect("json");
+    assert_eq!(v["tls_queries"], 2, "{v}");
+    assert_eq!(v["tls_responses"], 2, "{v}");
+    assert_eq!(v["tls_handshakes"], 2, "{v}");
+    assert_eq!(v["tls_errors"], 1, "{v}");
+    assert_eq!(v["tls_accepted"], 4, "{v}");
+    assert_eq!(v["udp_queries"], 1, "{v}");
+    assert_eq!(v["queries"], 3, "{v}");
+    assert_eq!(v["tcp_idle_closed"], 1, "{v}");
+}
+
+/// --tls-listen without a certificate, and a certificate without --tls-listen, are refused.
+#[test]
+fn tls_flags_are_checked() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let zone = example_zone(dir.path());
+    let out = common::ldplayer_fails(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-listen",
+        "127.0.0.1:0",
+        &zone,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--tls-listen needs a certificate"), "{err}");
+    let out = common::ldplayer_fails(&[
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--tls-self-signed",
+        &s(dir.path()),
+        &zone,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("need --tls-listen"), "{err}");
+    let out = common::ldplayer_fails(&[
+        "serve",
+        "--tls-listen",
+        "127.0.0.1:0",
+        "--tls-cert",
+        &zone,
+        "--tls-key",
+        &zone,
+        &zone,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("TLS"), "{err}");
+}

@@ -1,6 +1,7 @@
 //! Counters kept by the server threads and their snapshots: queries and responses by transport,
-//! kind and response code, truncated, dropped and malformed messages, bytes in and out, and the
-//! TCP connections (open, peak, accepted, closed idle or evicted).
+//! kind and response code, truncated, dropped and malformed messages, bytes in and out, the
+//! stream connections (open, peak, accepted, closed idle or evicted) and the TLS sessions
+//! (accepted, handshakes, resumptions, errors).
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -99,15 +100,19 @@ impl RcodeCounts {
 pub struct ServerStats {
     /// Datagrams received over UDP (including those dropped).
     pub udp_queries: u64,
-    /// Length-framed messages received over TCP (including those dropped).
+    /// Length-framed messages received over TCP (including those dropped); not those over TLS.
     pub tcp_queries: u64,
-    /// Responses produced (UDP and TCP); those that then failed to send are in
+    /// Length-framed messages received over TLS (including those dropped).
+    pub tls_queries: u64,
+    /// Responses produced (UDP, TCP and TLS); those that then failed to send are in
     /// [`send_errors`](Self::send_errors) too.
     pub responses: u64,
     /// Responses produced over UDP.
     pub udp_responses: u64,
-    /// Responses produced over TCP.
+    /// Responses produced over TCP (not TLS).
     pub tcp_responses: u64,
+    /// Responses produced over TLS.
+    pub tls_responses: u64,
     /// Responses with TC set.
     pub truncated: u64,
     /// Responses by kind (response code class).
@@ -117,15 +122,27 @@ pub struct ServerStats {
     pub dropped: u64,
     /// UDP responses the kernel refused to send.
     pub send_errors: u64,
-    /// TCP connections accepted.
+    /// TCP connections accepted, those on TLS listeners included (they share one connection
+    /// table, cap and idle timeout).
     pub tcp_accepted: u64,
-    /// TCP connections closed after being idle for the idle timeout.
+    /// TCP connections (TLS ones included) closed after being idle for the idle timeout.
     pub tcp_idle_closed: u64,
-    /// TCP connections closed to make room for a new one beyond the connection cap.
+    /// TCP connections (TLS ones included) closed to make room for a new one beyond the
+    /// connection cap.
     pub tcp_evicted: u64,
-    /// TCP connections closed for a malformed length prefix (shorter than a DNS header) or for
-    /// ending in the middle of a message.
+    /// TCP connections (TLS ones included) closed for a malformed length prefix (shorter than a
+    /// DNS header) or for ending in the middle of a message.
     pub tcp_malformed: u64,
+    /// Connections accepted on TLS listeners (also in [`tcp_accepted`](Self::tcp_accepted)).
+    pub tls_accepted: u64,
+    /// TLS handshakes completed, resumed ones included.
+    pub tls_handshakes: u64,
+    /// TLS handshakes that resumed an earlier session (a ticket or session ID), so no
+    /// certificate was sent.
+    pub tls_resumed: u64,
+    /// TLS connections closed for a TLS error: a failed handshake (garbage instead of a
+    /// ClientHello, no common version or cipher suite) or a bad record later.
+    pub tls_errors: u64,
     /// Queries refused because they were sent to an address that no view (nameserver) has, in
     /// split-horizon mode; also counted in [`KindCounts::refused`].
     pub no_view: u64,
@@ -136,9 +153,10 @@ pub struct ServerStats {
     pub bytes_in: u64,
     /// Bytes of the responses produced (as [`responses`](Self::responses) counts them).
     pub bytes_out: u64,
-    /// TCP connections open now.
+    /// TCP connections (TLS ones included) open now.
     pub tcp_open: u64,
-    /// Most TCP connections open at once so far (the TCP thread's peak; there is one).
+    /// Most TCP connections (TLS ones included) open at once so far (the TCP thread's peak;
+    /// there is one).
     pub tcp_peak_open: u64,
 }
 
@@ -147,9 +165,11 @@ impl ServerStats {
     pub fn add(&mut self, o: &ServerStats) {
         self.udp_queries += o.udp_queries;
         self.tcp_queries += o.tcp_queries;
+        self.tls_queries += o.tls_queries;
         self.responses += o.responses;
         self.udp_responses += o.udp_responses;
         self.tcp_responses += o.tcp_responses;
+        self.tls_responses += o.tls_responses;
         self.truncated += o.truncated;
         self.dropped += o.dropped;
         self.send_errors += o.send_errors;
@@ -157,6 +177,10 @@ impl ServerStats {
         self.tcp_idle_closed += o.tcp_idle_closed;
         self.tcp_evicted += o.tcp_evicted;
         self.tcp_malformed += o.tcp_malformed;
+        self.tls_accepted += o.tls_accepted;
+        self.tls_handshakes += o.tls_handshakes;
+        self.tls_resumed += o.tls_resumed;
+        self.tls_errors += o.tls_errors;
         self.no_view += o.no_view;
         for (a, b) in self.rcodes.counts.iter_mut().zip(o.rcodes.counts) {
             *a += b;
@@ -201,8 +225,10 @@ fn kind_index(k: Kind) -> usize {
 pub(crate) struct Counters {
     pub udp_queries: AtomicU64,
     pub tcp_queries: AtomicU64,
+    pub tls_queries: AtomicU64,
     pub udp_responses: AtomicU64,
     pub tcp_responses: AtomicU64,
+    pub tls_responses: AtomicU64,
     pub truncated: AtomicU64,
     pub kinds: [AtomicU64; KINDS],
     pub dropped: AtomicU64,
@@ -211,6 +237,10 @@ pub(crate) struct Counters {
     pub tcp_idle_closed: AtomicU64,
     pub tcp_evicted: AtomicU64,
     pub tcp_malformed: AtomicU64,
+    pub tls_accepted: AtomicU64,
+    pub tls_handshakes: AtomicU64,
+    pub tls_resumed: AtomicU64,
+    pub tls_errors: AtomicU64,
     pub no_view: AtomicU64,
     pub rcodes: [AtomicU64; RCODE_SLOTS],
     pub bytes_in: AtomicU64,
@@ -219,6 +249,14 @@ pub(crate) struct Counters {
     pub tcp_open: AtomicU64,
     /// The most connections open at once (the TCP thread stores it).
     pub tcp_peak_open: AtomicU64,
+}
+
+/// The transport a message came over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Transport {
+    Udp,
+    Tcp,
+    Tls,
 }
 
 /// Adds one to a counter that only this thread writes (a load and a store, no locked op).
@@ -236,22 +274,22 @@ pub(crate) fn add(c: &AtomicU64, n: u64) {
 impl Counters {
     /// Counts a query of `len` bytes.
     #[inline]
-    pub fn query(&self, len: usize, tcp: bool) {
-        bump(if tcp {
-            &self.tcp_queries
-        } else {
-            &self.udp_queries
+    pub fn query(&self, len: usize, over: Transport) {
+        bump(match over {
+            Transport::Udp => &self.udp_queries,
+            Transport::Tcp => &self.tcp_queries,
+            Transport::Tls => &self.tls_queries,
         });
         add(&self.bytes_in, len as u64);
     }
 
     /// Counts a response of `len` bytes.
     #[inline]
-    pub fn response(&self, o: &Outcome, len: usize, tcp: bool) {
-        bump(if tcp {
-            &self.tcp_responses
-        } else {
-            &self.udp_responses
+    pub fn response(&self, o: &Outcome, len: usize, over: Transport) {
+        bump(match over {
+            Transport::Udp => &self.udp_responses,
+            Transport::Tcp => &self.tcp_responses,
+            Transport::Tls => &self.tls_responses,
         });
         if o.truncated {
             bump(&self.truncated);
@@ -276,12 +314,15 @@ impl Counters {
         let k = |kind: Kind| g(&self.kinds[kind_index(kind)]);
         let udp_responses = g(&self.udp_responses);
         let tcp_responses = g(&self.tcp_responses);
+        let tls_responses = g(&self.tls_responses);
         ServerStats {
             udp_queries: g(&self.udp_queries),
             tcp_queries: g(&self.tcp_queries),
-            responses: udp_responses + tcp_responses,
+            tls_queries: g(&self.tls_queries),
+            responses: udp_responses + tcp_responses + tls_responses,
             udp_responses,
             tcp_responses,
+            tls_responses,
             truncated: g(&self.truncated),
             kinds: KindCounts {
                 answer: k(Kind::Answer),
@@ -300,6 +341,10 @@ impl Counters {
             tcp_idle_closed: g(&self.tcp_idle_closed),
             tcp_evicted: g(&self.tcp_evicted),
             tcp_malformed: g(&self.tcp_malformed),
+            tls_accepted: g(&self.tls_accepted),
+            tls_handshakes: g(&self.tls_handshakes),
+            tls_resumed: g(&self.tls_resumed),
+            tls_errors: g(&self.tls_errors),
             no_view: g(&self.no_view),
             rcodes: RcodeCounts {
                 counts: std::array::from_fn(|i| g(&self.rcodes[i])),

@@ -1,6 +1,12 @@
 //! The TCP thread: one mio (epoll, edge-triggered) loop that accepts on every listener and serves
 //! RFC 1035 §4.2.2 length-framed messages, several per connection (RFC 7766 pipelining; answers
-//! go out in query order).
+//! go out in query order). On a TLS listener (RFC 7858) the same loop drives a sans-IO
+//! `rustls::ServerConnection` per connection: socket bytes go in with `read_tls` and
+//! `process_new_packets`, queries come out of its `reader()`, answers go into its `writer()` and
+//! the records out with `write_tls`, so the framing, views, idle timeout and back-pressure are
+//! the plain TCP ones. Every accepted socket has `TCP_NODELAY`: an answer (with its TLS record,
+//! and after the session tickets of a fresh TLS 1.3 connection) leaves at once rather than
+//! waiting under Nagle for the client's delayed ACK.
 
 use std::io::{self, Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +18,9 @@ use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 use std::net::IpAddr;
 
-use crate::stats::{bump, Counters};
+use rustls::ServerConnection;
+
+use crate::stats::{bump, Counters, Transport};
 use crate::POLL_INTERVAL;
 
 /// Bytes asked of the kernel per read.
@@ -36,8 +44,42 @@ pub(crate) struct TcpSettings {
 /// Queries to an address in no view are answered from no zones: REFUSED.
 static NOTHING: std::sync::LazyLock<ZoneSet> = std::sync::LazyLock::new(ZoneSet::new);
 
+/// A listening socket, and the TLS configuration of its connections when it serves TLS.
+pub(crate) struct Listener {
+    pub sock: TcpListener,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// The TLS state of a connection on a TLS listener.
+struct Tls {
+    session: Box<ServerConnection>,
+    /// The handshake has been counted as complete.
+    established: bool,
+}
+
+/// What one read of the connection's input gave.
+enum Got {
+    /// Bytes of DNS messages (plaintext for TLS).
+    Bytes(usize),
+    /// The peer closed its side (a TLS close_notify, or the TCP end).
+    Eof,
+    /// Nothing more for now.
+    Nothing,
+    /// TLS records were taken in but gave no plaintext (a handshake): their answer may be
+    /// waiting to be written.
+    Records,
+    /// The read was interrupted: try again.
+    Again,
+    /// A socket error: close.
+    Failed,
+    /// A TLS protocol error (already counted): close after sending the alert.
+    TlsFailed,
+}
+
 struct Conn {
     stream: TcpStream,
+    /// Set on TLS listeners.
+    tls: Option<Tls>,
     /// The address the client connected to (`getsockname`), which picks the view.
     dest: Option<IpAddr>,
     /// Received bytes; `rbuf[rpos..]` is not answered yet.
@@ -69,6 +111,135 @@ impl Conn {
         self.wbuf.len() - self.wpos
     }
 
+    /// Every answer (and, for TLS, every record) has been handed to the kernel.
+    fn flushed(&self) -> bool {
+        self.pending_out() == 0 && self.tls.as_ref().is_none_or(|t| !t.session.wants_write())
+    }
+
+    fn transport(&self) -> Transport {
+        if self.tls.is_some() {
+            Transport::Tls
+        } else {
+            Transport::Tcp
+        }
+    }
+
+    /// Reads what the peer sent into `buf`: the socket's bytes for TCP; for TLS, the plaintext
+    /// rustls has decrypted, feeding it socket bytes until it has some or the socket is drained.
+    /// Socket bytes that carry no plaintext yet (a handshake) are activity too.
+    fn read_in(&mut self, buf: &mut [u8], counters: &Counters, now: Instant) -> Got {
+        let Some(tls) = &mut self.tls else {
+            return match self.stream.read(buf) {
+                Ok(0) => Got::Eof,
+                Ok(n) => Got::Bytes(n),
+                Err(e) => io_got(&e),
+            };
+        };
+        let mut fed = false;
+        loop {
+            match tls.session.reader().read(buf) {
+                Ok(0) => return Got::Eof,
+                Ok(n) => return Got::Bytes(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The TCP end came without a close_notify: an end all the same.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Got::Eof,
+                Err(_) => return Got::Failed,
+            }
+            match tls.session.read_tls(&mut self.stream) {
+                Ok(0) => return Got::Eof,
+                Ok(_) => {
+                    self.last = now;
+                    fed = true;
+                }
+                Err(e) => {
+                    return match io_got(&e) {
+                        Got::Nothing if fed => Got::Records,
+                        got => got,
+                    }
+                }
+            }
+            if tls.session.process_new_packets().is_err() {
+                bump(&counters.tls_errors);
+                return Got::TlsFailed;
+            }
+            if !tls.established && !tls.session.is_handshaking() {
+                tls.established = true;
+                bump(&counters.tls_handshakes);
+                if tls.session.handshake_kind() == Some(rustls::HandshakeKind::Resumed) {
+                    bump(&counters.tls_resumed);
+                }
+            }
+        }
+    }
+
+    /// Hands pending answers to the kernel as far as it takes them; for TLS, encrypts them (each
+    /// write of `wbuf` becomes whole records) behind any handshake or ticket messages, and
+    /// writes all queued records with one `writev`. Returns whether anything moved, or `None`
+    /// when the connection must close.
+    fn write_out(&mut self, now: Instant) -> Option<bool> {
+        let mut progress = false;
+        loop {
+            let wrote = match &mut self.tls {
+                None if self.wpos < self.wbuf.len() => self.stream.write(&self.wbuf[self.wpos..]),
+                None => break,
+                Some(tls) if tls.session.wants_write() => tls.session.write_tls(&mut self.stream),
+                Some(tls) if self.wpos < self.wbuf.len() => {
+                    match tls.session.writer().write(&self.wbuf[self.wpos..]) {
+                        // rustls holds no more until its records are written.
+                        Ok(0) => break,
+                        Ok(n) => {
+                            self.wpos += n;
+                            continue;
+                        }
+                        Err(_) => return None,
+                    }
+                }
+                Some(_) => break,
+            };
+            match wrote {
+                Ok(0) => return None,
+                Ok(n) => {
+                    if self.tls.is_none() {
+                        self.wpos += n;
+                    }
+                    self.last = now;
+                    progress = true;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return None,
+            }
+        }
+        if self.wpos == self.wbuf.len() {
+            self.wbuf.clear();
+            self.wpos = 0;
+        } else if self.wpos >= OUT_LIMIT {
+            self.wbuf.drain(..self.wpos);
+            self.wpos = 0;
+        }
+        Some(progress)
+    }
+
+    /// Says goodbye before the socket closes, best effort: a TLS close_notify (or the alert of
+    /// a TLS error) in one non-blocking write.
+    fn goodbye(&mut self) {
+        if let Some(tls) = &mut self.tls {
+            // A close_notify ends an established session; in the middle of a handshake, the
+            // socket just closes.
+            if tls.established {
+                tls.session.send_close_notify();
+            }
+            for _ in 0..4 {
+                if !tls.session.wants_write() {
+                    break;
+                }
+                if tls.session.write_tls(&mut self.stream).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+
     /// Answers, writes and reads as far as possible without blocking.
     fn serve(
         &mut self,
@@ -79,6 +250,7 @@ impl Conn {
         now: Instant,
     ) -> Status {
         let mut budget = FRAME_BUDGET;
+        let transport = self.transport();
         loop {
             let mut progress = false;
             // Answer complete messages, in order.
@@ -100,7 +272,7 @@ impl Conn {
                     break;
                 }
                 budget -= 1;
-                counters.query(len, true);
+                counters.query(len, transport);
                 let zones = match views.for_destination(self.dest) {
                     Some(z) => z,
                     None => {
@@ -110,7 +282,7 @@ impl Conn {
                 };
                 match zones.answer_into(query, opts, resp) {
                     Some(outcome) => {
-                        counters.response(&outcome, resp.len(), true);
+                        counters.response(&outcome, resp.len(), transport);
                         // Responses are at most 65535 bytes with `tcp` set; anything longer
                         // cannot be framed and is dropped.
                         match u16::try_from(resp.len()) {
@@ -131,25 +303,9 @@ impl Conn {
                 self.rpos = 0;
             }
             // Write what is pending.
-            while self.wpos < self.wbuf.len() {
-                match self.stream.write(&self.wbuf[self.wpos..]) {
-                    Ok(0) => return Status::Close,
-                    Ok(n) => {
-                        self.wpos += n;
-                        self.last = now;
-                        progress = true;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => return Status::Close,
-                }
-            }
-            if self.wpos == self.wbuf.len() {
-                self.wbuf.clear();
-                self.wpos = 0;
-            } else if self.wpos >= OUT_LIMIT {
-                self.wbuf.drain(..self.wpos);
-                self.wpos = 0;
+            match self.write_out(now) {
+                Some(wrote) => progress |= wrote,
+                None => return Status::Close,
             }
             if budget == 0 && self.has_frame() {
                 // With the output backed up, the writable event resumes this instead.
@@ -164,34 +320,41 @@ impl Conn {
             if !self.eof && !self.bad && self.pending_out() < OUT_LIMIT && !self.has_frame() {
                 let start = self.rbuf.len();
                 self.rbuf.resize(start + READ_CHUNK, 0);
-                let r = self.stream.read(&mut self.rbuf[start..]);
-                let got = match &r {
-                    Ok(n) => *n,
-                    Err(_) => 0,
+                let mut chunk = std::mem::take(&mut self.rbuf);
+                let got = self.read_in(&mut chunk[start..], counters, now);
+                self.rbuf = chunk;
+                let n = match got {
+                    Got::Bytes(n) => n,
+                    _ => 0,
                 };
-                self.rbuf.truncate(start + got);
-                match r {
-                    Ok(0) => {
+                self.rbuf.truncate(start + n);
+                match got {
+                    Got::Eof => {
                         self.eof = true;
                         progress = true;
                     }
-                    Ok(_) => {
+                    Got::Bytes(_) => {
                         self.last = now;
                         progress = true;
                     }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => progress = true,
-                    Err(_) => return Status::Close,
+                    Got::Nothing => {}
+                    Got::Records | Got::Again => progress = true,
+                    Got::Failed => return Status::Close,
+                    Got::TlsFailed => {
+                        // Send the alert rustls queued, best effort.
+                        let _ = self.write_out(now);
+                        return Status::Close;
+                    }
                 }
             }
             if !progress {
                 break;
             }
         }
-        if self.bad && self.pending_out() == 0 {
+        if self.bad && self.flushed() {
             return Status::Close;
         }
-        if self.eof && self.pending_out() == 0 && !self.has_frame() {
+        if self.eof && self.flushed() && !self.has_frame() {
             if self.rbuf.len() > self.rpos {
                 // The peer closed in the middle of a message.
                 bump(&counters.tcp_malformed);
@@ -215,6 +378,15 @@ impl Conn {
     }
 }
 
+/// What a failed socket read means for the connection.
+fn io_got(e: &io::Error) -> Got {
+    match e.kind() {
+        io::ErrorKind::WouldBlock => Got::Nothing,
+        io::ErrorKind::Interrupted => Got::Again,
+        _ => Got::Failed,
+    }
+}
+
 /// The connection table: slot `i` has token `base + i`.
 struct Table {
     conns: Vec<Option<Conn>>,
@@ -225,6 +397,7 @@ struct Table {
 impl Table {
     fn close(&mut self, poll: &Poll, slot: usize) {
         if let Some(mut c) = self.conns.get_mut(slot).and_then(Option::take) {
+            c.goodbye();
             let _ = poll.registry().deregister(&mut c.stream);
             self.free.push(slot);
             self.live -= 1;
@@ -259,7 +432,7 @@ impl Table {
 /// The TCP loop: runs until `stop` is set.
 pub(crate) fn run(
     mut poll: Poll,
-    mut listeners: Vec<TcpListener>,
+    mut listeners: Vec<Listener>,
     views: Arc<Views>,
     settings: TcpSettings,
     stop: Arc<AtomicBool>,
@@ -319,7 +492,7 @@ pub(crate) fn run(
                     accept_more[li] = true;
                     break;
                 }
-                let mut stream = match listener.accept() {
+                let mut stream = match listener.sock.accept() {
                     Ok((s, _)) => s,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -330,6 +503,22 @@ pub(crate) fn run(
                     }
                 };
                 bump(&counters.tcp_accepted);
+                let tls = match &listener.tls {
+                    None => None,
+                    Some(config) => {
+                        bump(&counters.tls_accepted);
+                        match ServerConnection::new(config.clone()) {
+                            Ok(session) => Some(Tls {
+                                session: Box::new(session),
+                                established: false,
+                            }),
+                            Err(_) => {
+                                bump(&counters.tls_errors);
+                                continue;
+                            }
+                        }
+                    }
+                };
                 if table.live >= settings.max_connections {
                     match table.oldest() {
                         Some(old) => {
@@ -359,6 +548,7 @@ pub(crate) fn run(
                 let dest = stream.local_addr().ok().map(|a| a.ip());
                 let slot = table.insert(Conn {
                     stream,
+                    tls,
                     dest,
                     rbuf: Vec::with_capacity(READ_CHUNK),
                     rpos: 0,

@@ -11,7 +11,7 @@ use ldplayer_udp::{send_replies, RecvBatch, Wait, BATCH};
 use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::stats::{bump, Counters};
+use crate::stats::{bump, Counters, Transport};
 use crate::POLL_INTERVAL;
 
 /// A blocking UDP socket bound to `addr` with `SO_REUSEPORT`, whose receives and sends time out
@@ -88,7 +88,7 @@ pub(crate) fn run(
         };
         let mut replies = 0;
         for i in 0..n {
-            counters.query(slots.batch.data(i).len(), false);
+            counters.query(slots.batch.data(i).len(), Transport::Udp);
             if slots.batch.truncated(i) {
                 bump(&counters.dropped);
                 continue;
@@ -103,7 +103,7 @@ pub(crate) fn run(
             };
             match zones.answer_into(query, &opts, &mut slots.resps[i]) {
                 Some(outcome) => {
-                    counters.response(&outcome, slots.resps[i].len(), false);
+                    counters.response(&outcome, slots.resps[i].len(), Transport::Udp);
                     slots.reply[replies] = i;
                     replies += 1;
                 }

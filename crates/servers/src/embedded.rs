@@ -1,14 +1,14 @@
 //! ldplayer's own server, started in this process: zone files as one set (like `ldplayer serve
 //! ZONEFILE...`) or a manifest split by destination address (like `ldplayer serve --manifest`,
-//! on every address when no listen address is given). It writes a short `server.log` too, so
-//! that every kind leaves one.
+//! on every address when no listen address is given), and DNS over TLS on the TLS port with the
+//! setup's certificate. It writes a short `server.log` too, so that every kind leaves one.
 
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
-use ldplayer_server::{RunningServer, Server, ServerConfig};
+use ldplayer_server::{RunningServer, Server, ServerConfig, TlsConfig, TlsIdentity};
 use ldplayer_zone::{Views, Zone, ZoneSet};
 
 use crate::setup::{load_manifest, Prepared};
@@ -60,10 +60,29 @@ pub(crate) fn start(p: &mut Prepared) -> Result<RunningServer, ServerError> {
     config.tcp = true;
     config.tcp_idle_timeout = setup.tcp_idle_timeout;
     config.max_tcp_connections = p.tcp_clients;
+    if let Some((port, files)) = &p.tls {
+        let identity = TlsIdentity::from_pem_files(&files.cert, &files.key)
+            .map_err(|e| ServerError::Embedded(e.to_string()))?;
+        config.tls = Some(TlsConfig {
+            listen: listen
+                .iter()
+                .map(|&ip| SocketAddr::new(ip, *port))
+                .collect(),
+            identity,
+        });
+    }
     let server = Server::start(config, views).map_err(|e| ServerError::Embedded(e.to_string()))?;
+    let tls = match &p.tls {
+        Some((_, files)) => format!(
+            "; DNS over TLS on {:?} with {}",
+            server.tls_local_addrs(),
+            files.cert.display()
+        ),
+        None => String::new(),
+    };
     let line = format!(
-        "ldplayer {}: {described}; listening on {:?} (UDP workers {}, TCP idle timeout {:?}, \
-         at most {} TCP connections)\n",
+        "ldplayer {}: {described}; listening on {:?}{tls} (UDP workers {}, TCP idle timeout \
+         {:?}, at most {} TCP connections)\n",
         env!("CARGO_PKG_VERSION"),
         server.local_addrs(),
         setup.threads.unwrap_or(1).max(1),

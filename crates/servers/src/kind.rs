@@ -88,13 +88,17 @@ impl ServerKind {
         )
     }
 
-    /// Whether the version in Debian 12 serves DNS over TLS (RFC 7858): NSD 4.6, BIND 9.18,
-    /// Unbound 1.17 and Knot Resolver 5.6 do; Knot DNS 3.2, PowerDNS Recursor 4.8 and ldplayer's
-    /// server do not (yet).
+    /// Whether it serves DNS over TLS (RFC 7858): the versions in Debian 12 of NSD (4.6), BIND
+    /// (9.18), Unbound (1.17) and Knot Resolver (5.6) do, and so does ldplayer's server; Knot
+    /// DNS 3.2 and PowerDNS Recursor 4.8 do not.
     pub fn supports_tls(self) -> bool {
         matches!(
             self,
-            ServerKind::Nsd | ServerKind::Bind | ServerKind::Unbound | ServerKind::Kresd
+            ServerKind::Nsd
+                | ServerKind::Bind
+                | ServerKind::Unbound
+                | ServerKind::Kresd
+                | ServerKind::Ldplayer
         )
     }
 

@@ -18,7 +18,7 @@
 //! | `unbound` | `tcp-idle-timeout` (ms) | `incoming-num-tcp` per thread | `num-threads` | yes |
 //! | `kresd` | `net.tcp_in_idle` (ms) | file descriptor limit | one process | yes |
 //! | `pdns-recursor` | `client-tcp-timeout` (s) | `max-tcp-clients` | `threads` | no |
-//! | `ldplayer` | `tcp_idle_timeout` | `max_tcp_connections` | UDP workers | no |
+//! | `ldplayer` | `tcp_idle_timeout` | `max_tcp_connections` | UDP workers | yes (in-process rustls) |
 //!
 //! ```no_run
 //! use ldplayer_servers::{start, ServerKind, ServerSetup};

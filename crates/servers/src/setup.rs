@@ -200,7 +200,15 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
         (Some(port), Some(files)) => Some((port, files.clone())),
         (Some(port), None) => {
             let names = vec!["localhost".to_string()];
-            let files = make_certificate(&setup.work_dir.join("tls"), &setup.listen, &names)?;
+            // A server on every address (none given, or a wildcard) is probed on loopback.
+            let mut ips = setup.listen.clone();
+            if ips.is_empty() || ips.iter().any(IpAddr::is_unspecified) {
+                ips.extend([
+                    IpAddr::from(Ipv4Addr::LOCALHOST),
+                    Ipv6Addr::LOCALHOST.into(),
+                ]);
+            }
+            let files = make_certificate(&setup.work_dir.join("tls"), &ips, &names)?;
             Some((port, files))
         }
     };

@@ -60,6 +60,11 @@ fn serves_the_root_zone(kind: ServerKind) {
         let out = common::run(&kdig, at.iter().copied().chain(transport));
         assert_answered(kind, &out, transport.unwrap_or("UDP"));
     }
+    assert_eq!(
+        server.tls().is_some(),
+        kind.supports_tls(),
+        "{kind}: a certificate exactly when the kind serves TLS"
+    );
     if let (Some(tls_port), Some(files)) = (setup.tls_port, server.tls()) {
         let tls_port = tls_port.to_string();
         let ca = format!("+tls-ca={}", files.ca.display());
@@ -135,7 +140,7 @@ fn bind_serves_the_root_zone_over_udp_tcp_and_tls() {
 }
 
 #[test]
-fn ldplayer_serves_the_root_zone_over_udp_and_tcp() {
+fn ldplayer_serves_the_root_zone_over_udp_tcp_and_tls() {
     serves_the_root_zone(ServerKind::Ldplayer);
 }
 

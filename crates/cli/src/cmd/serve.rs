@@ -1,16 +1,18 @@
 //! `ldplayer serve --listen ADDR:PORT ZONEFILE...` (plain mode) and
 //! `ldplayer serve --manifest FILE` (split horizon by destination address), with the counters
-//! as JSON on exit and, with `--stats FILE`, every second.
+//! as JSON on exit and, with `--stats FILE`, every second; DNS over TLS too with
+//! `--tls-listen ADDR:PORT` and a certificate (`--tls-cert`/`--tls-key`, or one made with
+//! `--tls-self-signed DIR`).
 
 use crate::args::ServeArgs;
 use crate::progress::interrupted;
 use anyhow::{Context, Result};
 use ldplayer_results::summary::MAIN_RCODES;
-use ldplayer_server::{Server, ServerConfig, ServerStats, RCODE_SLOTS};
+use ldplayer_server::{Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity, RCODE_SLOTS};
 use ldplayer_zone::{AnswerOptions, Manifest, Views, Zone, ZoneSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -50,7 +52,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
             (views, listen)
         }
         None => {
-            if args.listen.is_empty() {
+            if args.listen.is_empty() && args.tls_listen.is_empty() {
                 anyhow::bail!("--listen ADDR:PORT is required without --manifest");
             }
             let zones = load_zones(&args.zones)?;
@@ -73,6 +75,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         minimal: args.minimal_responses,
         ..AnswerOptions::default()
     };
+    let tls = tls_config(&args, &views)?;
+    let tls_cert = tls.as_ref().map(|(_, cert)| cert.clone());
+    config.tls = tls.map(|(config, _)| config);
     let mut stats_file = match &args.stats {
         Some(p) => Some(StatsFile::create(p)?),
         None => None,
@@ -85,8 +90,24 @@ pub fn run(args: ServeArgs) -> Result<()> {
     } else {
         format!("TCP idle timeout {} s", args.tcp_idle_timeout)
     };
+    let tls_addrs: Vec<String> = server
+        .tls_local_addrs()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let tls = match &tls_cert {
+        Some(cert) => {
+            eprintln!(
+                "ldplayer: DNS over TLS on {} with {}",
+                tls_addrs.join(" "),
+                cert.display()
+            );
+            format!(" and over TLS on {}", tls_addrs.join(" "))
+        }
+        None => String::new(),
+    };
     eprintln!(
-        "ldplayer: answering on {} ({tcp}; Ctrl-C stops)",
+        "ldplayer: answering on {}{tls} ({tcp}; Ctrl-C stops)",
         addrs.join(" ")
     );
     let ctrl_c = interrupted();
@@ -107,6 +128,56 @@ pub fn run(args: ServeArgs) -> Result<()> {
     eprintln!("ldplayer: {}", describe(&stats));
     println!("{json}");
     Ok(())
+}
+
+/// The DNS over TLS settings `args` ask for, and the certificate file (for people to read);
+/// `None` without `--tls-listen`. With `--tls-self-signed DIR`, the certificate is made for the
+/// TLS addresses (loopback for a wildcard one), the manifest's nameserver addresses and
+/// localhost.
+fn tls_config(args: &ServeArgs, views: &Views) -> Result<Option<(TlsConfig, PathBuf)>> {
+    if args.tls_listen.is_empty() {
+        if args.tls_cert.is_some() || args.tls_self_signed.is_some() {
+            anyhow::bail!("--tls-cert and --tls-self-signed need --tls-listen ADDR:PORT");
+        }
+        return Ok(None);
+    }
+    let (cert, key) = match (&args.tls_cert, &args.tls_key, &args.tls_self_signed) {
+        (Some(cert), Some(key), _) => (cert.clone(), key.clone()),
+        (_, _, Some(dir)) => {
+            let mut ips: Vec<IpAddr> = Vec::new();
+            for addr in &args.tls_listen {
+                let ip = addr.ip();
+                let wanted: Vec<IpAddr> = if ip.is_unspecified() {
+                    vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()]
+                } else {
+                    vec![ip]
+                };
+                ips.extend(wanted);
+            }
+            ips.extend(views.addresses().iter().copied());
+            ips.sort();
+            ips.dedup();
+            let files = ldplayer_servers::make_certificate(dir, &ips, &["localhost".into()])
+                .with_context(|| format!("--tls-self-signed {}", dir.display()))?;
+            eprintln!(
+                "ldplayer: made a CA and a server certificate for {} address(es) and localhost; \
+                 clients trust {}",
+                ips.len(),
+                files.ca.display()
+            );
+            (files.cert, files.key)
+        }
+        _ => anyhow::bail!(
+            "--tls-listen needs a certificate: --tls-cert FILE --tls-key FILE, or \
+             --tls-self-signed DIR"
+        ),
+    };
+    let identity = TlsIdentity::from_pem_files(&cert, &key).context("--tls-cert/--tls-key")?;
+    let config = TlsConfig {
+        listen: args.tls_listen.clone(),
+        identity,
+    };
+    Ok(Some((config, cert)))
 }
 
 /// The server's counters as one JSON object: the report `serve` prints on exit and each line of
@@ -131,7 +202,7 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
     serde_json::json!({
         "time": time,
         "uptime_s": uptime.as_millis() as f64 / 1e3,
-        "queries": s.udp_queries + s.tcp_queries,
+        "queries": s.udp_queries + s.tcp_queries + s.tls_queries,
         "udp_queries": s.udp_queries,
         "tcp_queries": s.tcp_queries,
         "responses": s.responses,
@@ -161,6 +232,12 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
         "tcp_accepted": s.tcp_accepted,
         "tcp_idle_closed": s.tcp_idle_closed,
         "tcp_evicted": s.tcp_evicted,
+        "tls_queries": s.tls_queries,
+        "tls_responses": s.tls_responses,
+        "tls_accepted": s.tls_accepted,
+        "tls_handshakes": s.tls_handshakes,
+        "tls_resumed": s.tls_resumed,
+        "tls_errors": s.tls_errors,
     })
 }
 
@@ -225,11 +302,18 @@ impl StatsFile {
 /// How often `--stats` writes a line.
 const STATS_INTERVAL: Duration = Duration::from_secs(1);
 
-/// A one-line account of what a server did.
+/// A one-line account of what a server did; what happened over TLS is added when anything did.
 pub fn describe(s: &ServerStats) -> String {
     let k = &s.kinds;
-    format!(
+    let mut line = format!(
         "{} UDP and {} TCP queries, {} responses ({} answers, {} referrals, {} NXDOMAIN, {} NODATA, {} REFUSED, {} FORMERR), {} truncated, {} dropped, {} to addresses of no nameserver",
         s.udp_queries, s.tcp_queries, s.responses, k.answer, k.referral, k.nxdomain, k.nodata, k.refused, k.formerr, s.truncated, s.dropped, s.no_view
-    )
+    );
+    if s.tls_accepted > 0 {
+        line.push_str(&format!(
+            "; over TLS {} queries, {} connections, {} handshakes ({} resumed), {} TLS errors",
+            s.tls_queries, s.tls_accepted, s.tls_handshakes, s.tls_resumed, s.tls_errors
+        ));
+    }
+    line
 }
