@@ -189,7 +189,7 @@ fn quick_example_runs_on_the_embedded_server() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert_eq!(runs.len(), 2);
+    assert_eq!(runs.len(), 3);
     for run in &runs {
         for file in ["run.json", "results.res", "samples.csv", "replay.json"] {
             assert!(run.join(file).is_file(), "{}/{file}", run.display());
@@ -212,8 +212,10 @@ fn quick_example_runs_on_the_embedded_server() {
     assert!(value(&rows, &udp_id, "answered_share", "mean") > 0.999);
     let p50 = value(&rows, &udp_id, "latency_ms", "p50");
     assert!((19.0..25.0).contains(&p50), "UDP p50 {p50} ms at 20 ms RTT");
-    // Over TCP, connections are held: the server sees them established.
+    // Over TCP and TLS, connections are held: the server sees them established.
     assert!(value(&rows, &tcp_id, "tcp_established", "p50") > 0.0);
+    assert!(value(&rows, "003-proto=tls", "tcp_established", "p50") > 0.0);
+    assert!(value(&rows, "003-proto=tls", "answered_share", "mean") > 0.999);
     assert_eq!(value(&rows, &udp_id, "tcp_established", "p95"), 0.0);
     assert!(value(&rows, &udp_id, "server_rss_mib", "p50") > 1.0);
     assert!(value(&rows, &udp_id, "response_bytes_per_s", "p50") > 0.0);
