@@ -878,3 +878,89 @@ fn shards_of_one_trace_merge_on_the_index_into_one_replay() {
         );
     }
 }
+
+/// A UDP server that answers every query 20 ms late (the query echoed with QR set), as a far
+/// server would; stops when `stop` is set.
+fn slow_echo(
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    sock.set_read_timeout(Some(Duration::from_millis(1)))
+        .unwrap();
+    let addr = sock.local_addr().unwrap();
+    let handle = std::thread::spawn(move || {
+        let mut due: std::collections::VecDeque<(std::time::Instant, SocketAddr, Vec<u8>)> =
+            Default::default();
+        let mut buf = [0u8; 4096];
+        while !stop.load(Ordering::Relaxed) {
+            if let Ok((n, from)) = sock.recv_from(&mut buf) {
+                let mut answer = buf[..n].to_vec();
+                if answer.len() > 2 {
+                    answer[2] |= 0x80;
+                }
+                due.push_back((
+                    std::time::Instant::now() + Duration::from_millis(20),
+                    from,
+                    answer,
+                ));
+            }
+            while due
+                .front()
+                .is_some_and(|(at, _, _)| *at <= std::time::Instant::now())
+            {
+                let (_, to, answer) = due.pop_front().unwrap();
+                let _ = sock.send_to(&answer, to);
+            }
+        }
+    });
+    (addr, handle)
+}
+
+/// More clients than sockets: the least recently used socket is the one closed for a new
+/// client, never one whose answer is on its way (a newly opened socket used to reset the
+/// recency list, so the next new client closed the socket opened just before it).
+#[test]
+fn more_clients_than_udp_sockets_loses_no_answer() {
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (server, handle) = slow_echo(stop.clone());
+    let mut cfg = config(server);
+    cfg.queriers = 1;
+    cfg.max_udp_sockets = 15;
+    // 20 clients in turn, 2 ms apart: each query needs a new socket, and the least recently
+    // used one sent 30 ms ago, its answer (20 ms) in.
+    let records: Vec<_> = (0..100)
+        .map(|i| {
+            record(
+                i as i64 * 2 * MS,
+                (i % 20) as u8 + 1,
+                Proto::Udp,
+                query(i as u16, "www.example.", Rtype::A, None),
+            )
+        })
+        .collect();
+    let results = Results::default();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(records), results.clone())
+        .unwrap()
+        .stats;
+    stop.store(true, Ordering::Relaxed);
+    handle.join().unwrap();
+    let rs = results.sorted();
+    assert_one_each(&rs, 100);
+    let lost: Vec<_> = rs
+        .iter()
+        .filter(|r| r.outcome != Outcome::Answered)
+        .collect();
+    assert!(
+        lost.is_empty(),
+        "{} of 100 not answered: {:?}",
+        lost.len(),
+        lost.first()
+    );
+    assert_eq!(stats.answered, 100);
+    assert!(
+        stats.udp_sockets_opened > 15,
+        "sockets were reused: {stats:?}"
+    );
+}

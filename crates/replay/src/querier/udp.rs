@@ -21,11 +21,22 @@ pub(super) struct UdpSock {
 }
 
 impl Querier {
+    /// Takes socket `i` out of the recency list, if it is in it.
     pub(super) fn lru_unlink(&mut self, i: u32) {
         let (prev, next) = match &self.udp[i as usize] {
             Some(u) => (u.prev, u.next),
             None => return,
         };
+        // A socket just opened is in no list yet: unlinking it must not touch the ends (it
+        // used to reset them, so that the list held the newest socket alone and the next
+        // eviction closed a socket whose answer was on its way).
+        if prev == NONE && next == NONE && self.lru_head != i {
+            return;
+        }
+        if let Some(u) = self.udp[i as usize].as_mut() {
+            u.prev = NONE;
+            u.next = NONE;
+        }
         if prev != NONE {
             if let Some(p) = self.udp[prev as usize].as_mut() {
                 p.next = next;
