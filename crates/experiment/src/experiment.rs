@@ -148,7 +148,7 @@ pub fn run_plan(
                 continue;
             }
         }
-        let outcome = run_one(plan, spec, &run_dir, dir, options, interrupted, observer);
+        let outcome = run_one(spec, &run_dir, dir, options, interrupted, observer);
         let record = match outcome {
             Ok(record) => record,
             Err(ExperimentError::Interrupted) => {
@@ -209,7 +209,6 @@ fn finished_record(run_dir: &Path) -> Option<RunRecord> {
 }
 
 fn run_one(
-    plan: &Plan,
     spec: &RunSpec,
     run_dir: &Path,
     dir: &Path,
@@ -217,7 +216,6 @@ fn run_one(
     interrupted: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<RunRecord, ExperimentError> {
-    let _ = plan;
     // A run started again starts clean.
     if run_dir.exists() {
         std::fs::remove_dir_all(run_dir).map_err(|e| ExperimentError::io(run_dir, e))?;

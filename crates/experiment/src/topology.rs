@@ -258,6 +258,36 @@ pub fn ip(args: &[&str]) -> Result<(), ExperimentError> {
     }
 }
 
+/// Runs `ip -batch -` with `commands` (one per line) in this process's namespace.
+fn ip_batch(commands: &str) -> Result<(), ExperimentError> {
+    let mut child = Command::new("ip")
+        .args(["-batch", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| ExperimentError::Spawn {
+            program: "ip".into(),
+            error: e,
+        })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(commands.as_bytes())
+            .map_err(|e| ExperimentError::io(Path::new("ip -batch"), e))?;
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| ExperimentError::io(Path::new("ip -batch"), e))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(ExperimentError::Command {
+            command: format!("ip -batch ({} commands)", commands.lines().count()),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
 /// Waits until the TUN device `tun` has been moved into this namespace. (`/proc/self/net`
 /// shows this namespace's devices; `/sys/class/net` would show the host's, where the device
 /// is made before it is moved.)
@@ -326,19 +356,16 @@ pub fn configure_server_side(
     ])?;
     ip(&["route", "add", "default", "dev", tun])?;
     ip(&["-6", "route", "add", "default", "dev", tun])?;
-    for addr in extra_local {
-        match addr {
-            std::net::IpAddr::V4(a) => ip(&["addr", "add", &format!("{a}/32"), "dev", "lo"])?,
-            std::net::IpAddr::V6(a) => ip(&[
-                "-6",
-                "addr",
-                "add",
-                &format!("{a}/128"),
-                "dev",
-                "lo",
-                "nodad",
-            ])?,
-        }
+    // One `ip` for all of them: a hierarchy may have thousands of nameserver addresses.
+    let batch: String = extra_local
+        .iter()
+        .map(|addr| match addr {
+            std::net::IpAddr::V4(a) => format!("addr add {a}/32 dev lo\n"),
+            std::net::IpAddr::V6(a) => format!("-6 addr add {a}/128 dev lo nodad\n"),
+        })
+        .collect();
+    if !batch.is_empty() {
+        ip_batch(&batch)?;
     }
     Ok(())
 }
