@@ -392,7 +392,7 @@ fn tls_against_a_server_without_it_blames_the_varied_value() {
         "{message}"
     );
 
-    let fixed_kind = ISSUE_EXAMPLE.replace("kind = \"nsd\"", "kind = \"ldplayer\"");
+    let fixed_kind = ISSUE_EXAMPLE.replace("kind = \"nsd\"", "kind = \"knot\"");
     let (key, _, message) = refused(&fixed_kind);
     assert_eq!(key, "vary.proto[2]", "{message}");
 
