@@ -123,12 +123,14 @@ impl Plan {
                 .map(|(t, d)| t + d + run.settings.cooldown_s);
         }
         let combinations = runs.len() / self.repeat.max(1) as usize;
+        let plural =
+            |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         let _ = write!(
             out,
-            "{} runs ({} combinations × {} repeats)",
-            runs.len(),
-            combinations,
-            self.repeat
+            "{} ({} × {})",
+            plural(runs.len(), "run", "runs"),
+            plural(combinations, "combination", "combinations"),
+            plural(self.repeat as usize, "repeat", "repeats")
         );
         let _ = match total_s {
             Some(t) => writeln!(out, ", about {} of replay", human_duration(t)),

@@ -505,7 +505,7 @@ fn check_lists_every_run_and_the_total() {
     // 6 runs of 30 s and 6 of 15 s, each with a 1 s cool-down.
     assert_eq!(
         lines[12],
-        "12 runs (12 combinations × 1 repeats), about 4 min 42 s of replay"
+        "12 runs (12 combinations × 1 repeat), about 4 min 42 s of replay"
     );
 }
 
