@@ -100,37 +100,27 @@ fn check_prints_every_combination_without_running() {
     }
 }
 
-#[test]
-fn a_bad_plan_names_the_key_and_its_line() {
+/// What `ldplayer experiment --check` says about a plan whose text is `trace` followed by
+/// `rest`; it must refuse it.
+fn refusal(rest: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let plan = dir.path().join("plan.toml");
-    std::fs::write(
-        &plan,
-        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n\n[server]\nkind = \"ldplayer\"\nidle_timeuot_s = 5\n",
-    )
-    .unwrap();
+    let trace = "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n";
+    std::fs::write(&plan, format!("{trace}{rest}")).unwrap();
     let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("idle_timeuot_s"), "{err}");
-    assert!(err.contains("line 6"), "{err}");
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
 
-    std::fs::write(
-        &plan,
-        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n[server]\nkind = \"ldplayer\"\n[network]\nloss = 1.5\n",
-    )
-    .unwrap();
-    let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("loss"), "{err}");
-    assert!(err.contains("line 6"), "{err}");
-
-    std::fs::write(
-        &plan,
-        "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 2 }\n[server]\nkind = \"powerdns-auth\"\n",
-    )
-    .unwrap();
-    let out = ldplayer_fails(&["experiment", &s(&plan), "--check"]);
-    let err = String::from_utf8_lossy(&out.stderr);
+#[test]
+fn a_bad_plan_names_the_key_and_its_line() {
+    let err = refusal("\n[server]\nkind = \"ldplayer\"\nidle_timeuot_s = 5\n");
+    assert!(
+        err.contains("idle_timeuot_s") && err.contains("line 6"),
+        "{err}"
+    );
+    let err = refusal("[server]\nkind = \"ldplayer\"\n[network]\nloss = 1.5\n");
+    assert!(err.contains("loss") && err.contains("line 6"), "{err}");
+    let err = refusal("[server]\nkind = \"powerdns-auth\"\n");
     assert!(
         err.contains("kind") && err.contains("nsd"),
         "lists the kinds: {err}"

@@ -260,29 +260,45 @@ pub fn ip(args: &[&str]) -> Result<(), ExperimentError> {
 
 /// Runs `ip -batch -` with `commands` (one per line) in this process's namespace.
 fn ip_batch(commands: &str) -> Result<(), ExperimentError> {
-    let mut child = Command::new("ip")
-        .args(["-batch", "-"])
+    run_with_input(
+        "ip",
+        &["-batch", "-"],
+        commands,
+        &format!("ip -batch ({} commands)", commands.lines().count()),
+    )
+}
+
+/// Runs `program args` with `input` on its standard input, failing with its standard error;
+/// `what` names it in errors.
+fn run_with_input(
+    program: &str,
+    args: &[&str],
+    input: &str,
+    what: &str,
+) -> Result<(), ExperimentError> {
+    let mut child = Command::new(program)
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| ExperimentError::Spawn {
-            program: "ip".into(),
+            program: what.into(),
             error: e,
         })?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
-            .write_all(commands.as_bytes())
-            .map_err(|e| ExperimentError::io(Path::new("ip -batch"), e))?;
+            .write_all(input.as_bytes())
+            .map_err(|e| ExperimentError::io(Path::new(program), e))?;
     }
     let out = child
         .wait_with_output()
-        .map_err(|e| ExperimentError::io(Path::new("ip -batch"), e))?;
+        .map_err(|e| ExperimentError::io(Path::new(program), e))?;
     if out.status.success() {
         Ok(())
     } else {
         Err(ExperimentError::Command {
-            command: format!("ip -batch ({} commands)", commands.lines().count()),
+            command: what.into(),
             stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
         })
     }
@@ -414,30 +430,10 @@ pub fn answers_only_on_link(tun: &str) -> Result<(), ExperimentError> {
            }}\n\
          }}\n"
     );
-    let mut child = Command::new("nft")
-        .args(["-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| ExperimentError::Spawn {
-            program: "nft (apt-get install nftables)".into(),
-            error: e,
-        })?;
-    if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(rules.as_bytes())
-            .map_err(|e| ExperimentError::io(Path::new("nft"), e))?;
-    }
-    let out = child
-        .wait_with_output()
-        .map_err(|e| ExperimentError::io(Path::new("nft"), e))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(ExperimentError::Command {
-            command: "nft -f - (answers only on the link)".into(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+    run_with_input(
+        "nft",
+        &["-f", "-"],
+        &rules,
+        "nft -f - (answers only on the link; apt-get install nftables)",
+    )
 }
