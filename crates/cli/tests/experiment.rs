@@ -616,7 +616,14 @@ fn per_client_round_trips_add_to_the_links() {
     )
     .unwrap();
     let out_dir = dir.path().join("out");
-    ldplayer(&["experiment", &s(&plan), "-o", &s(&out_dir), "-q"]);
+    // --json: one object with every run's status and medians, for scripts.
+    let out = ldplayer(&["experiment", &s(&plan), "-o", &s(&out_dir), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(report["interrupted"], false);
+    assert_eq!(report["runs"][0]["status"], "finished", "{report}");
+    assert!(report["runs"][0]["p50"]["latency_ms"]
+        .as_f64()
+        .is_some_and(|ms| ms > 10.0));
     let rows = summary(&out_dir);
     let p5 = value(&rows, "001-", "latency_ms", "p5");
     let p50 = value(&rows, "001-", "latency_ms", "p50");
