@@ -27,4 +27,4 @@ pub use check::{CheckMessages, Checked};
 pub use record::{Proto, Record, RecordBuf};
 pub use sink::{drive, Collect, Sink, SinkError, Source, TraceError};
 pub use skip::{SkipCounts, SkipReason};
-pub use time::{format_time, parse_time, seconds_to_ns, TIME_RANGE};
+pub use time::{civil_time, format_time, parse_time, seconds_to_ns, CivilTime, TIME_RANGE};

@@ -6,6 +6,49 @@
 pub const TIME_RANGE: &str = "from 1677-09-21T00:12:43Z to 2262-04-11T23:47:16Z, about \
      ±9223372036 s around the epoch (times are signed 64-bit nanoseconds since 1970)";
 
+/// A UTC calendar time, from [`civil_time`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CivilTime {
+    /// Year.
+    pub year: i64,
+    /// Month, 1 to 12.
+    pub month: u32,
+    /// Day of the month, from 1.
+    pub day: u32,
+    /// Hour, 0 to 23.
+    pub hour: u32,
+    /// Minute.
+    pub minute: u32,
+    /// Second.
+    pub second: u32,
+}
+
+/// Seconds since the Unix epoch as a UTC calendar time (proleptic Gregorian), for the places
+/// that print dates: RRSIG times, experiment records.
+pub fn civil_time(unix_seconds: i64) -> CivilTime {
+    let (days, rem) = (
+        unix_seconds.div_euclid(86_400),
+        unix_seconds.rem_euclid(86_400),
+    );
+    // Howard Hinnant's days-to-civil algorithm.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let month = (if mp < 10 { mp + 3 } else { mp - 9 }) as u32;
+    CivilTime {
+        year: yoe + era * 400 + i64::from(month <= 2),
+        month,
+        day,
+        hour: (rem / 3600) as u32,
+        minute: (rem % 3600 / 60) as u32,
+        second: (rem % 60) as u32,
+    }
+}
+
 /// Seconds (a value given on a command line) in nanoseconds, rounded; `None` when the value is
 /// not a number, infinite or beyond what a time can hold (see [`TIME_RANGE`]).
 pub fn seconds_to_ns(seconds: f64) -> Option<i64> {
@@ -53,6 +96,22 @@ pub fn parse_time(s: &str) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn civil_times_across_leap_days_and_before_the_epoch() {
+        let t = |y, mo, d, h, mi, s| CivilTime {
+            year: y,
+            month: mo,
+            day: d,
+            hour: h,
+            minute: mi,
+            second: s,
+        };
+        assert_eq!(super::civil_time(0), t(1970, 1, 1, 0, 0, 0));
+        assert_eq!(super::civil_time(951_825_600), t(2000, 2, 29, 12, 0, 0));
+        assert_eq!(super::civil_time(-1), t(1969, 12, 31, 23, 59, 59));
+        assert_eq!(super::civil_time(1_428_037_200), t(2015, 4, 3, 5, 0, 0));
+    }
+
     use super::*;
 
     #[test]

@@ -97,23 +97,10 @@ impl BuiltZone {
 
 /// Seconds since 1970 (UTC) as YYYYMMDDHHmmSS.
 fn rrsig_time(t: u32) -> String {
-    let secs = t as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let c = ldplayer_trace::civil_time(i64::from(t));
     format!(
-        "{y:04}{m:02}{d:02}{:02}{:02}{:02}",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
+        "{:04}{:02}{:02}{:02}{:02}{:02}",
+        c.year, c.month, c.day, c.hour, c.minute, c.second
     )
 }
 
