@@ -346,6 +346,9 @@ fn inputs_for(
         client_delay: s.network.client_rtt.map(|rtt| client_delay(rtt, s.seed)),
         seed: s.seed,
         duration: std::time::Duration::from_secs_f64(facts.duration_s()),
+        link_timing: ldplayer_link::Timing {
+            spin: std::time::Duration::from_secs_f64(s.network.spin_us / 1e6),
+        },
         cooldown: s.cooldown(),
     })
 }

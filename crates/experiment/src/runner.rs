@@ -45,6 +45,8 @@ pub struct RunInputs {
     pub seed: u64,
     /// The trace's duration as replayed (after time scaling).
     pub duration: Duration,
+    /// How the link's threads wait for departures.
+    pub link_timing: ldplayer_link::Timing,
     /// Seconds sampled after the replay's end.
     pub cooldown: Duration,
 }
@@ -129,7 +131,7 @@ pub fn run(
         LinkOptions {
             client_delay: inputs.client_delay.clone(),
             clients_on: Side::A,
-            ..LinkOptions::default()
+            timing: inputs.link_timing,
         },
     )?);
 

@@ -97,6 +97,7 @@ pub(super) struct RawNetwork {
     pub jitter_ms: Option<At<f64>>,
     #[serde(default)]
     pub reorder: bool,
+    pub spin_us: Option<At<f64>>,
     pub bandwidth_mbps: Option<At<f64>>,
     pub queue_kb: Option<At<f64>>,
     pub client_rtt: Option<At<RawClientRtt>>,

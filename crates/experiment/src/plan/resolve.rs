@@ -368,6 +368,9 @@ fn network_section(r: &mut Resolver, n: &RawNetwork) -> Checked<NetworkSettings>
             .number(&n.jitter_ms, "network.jitter_ms", check::non_negative)?
             .unwrap_or(0.0),
         reorder: n.reorder,
+        spin_us: r
+            .number(&n.spin_us, "network.spin_us", check::non_negative)?
+            .unwrap_or(0.0),
         bandwidth_mbps: r.number(&n.bandwidth_mbps, "network.bandwidth_mbps", check::positive)?,
         queue_kb: r.number(&n.queue_kb, "network.queue_kb", check::positive)?,
         client_rtt,
