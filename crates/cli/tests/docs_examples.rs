@@ -47,6 +47,7 @@ fn run_document(name: &str) {
         return;
     };
     for (i, block) in blocks.iter().enumerate() {
+        assert_reads_whole_pipes(name, i + 1, block);
         let out = Command::new("bash")
             .arg("-euo")
             .arg("pipefail")
@@ -65,6 +66,25 @@ fn run_document(name: &str) {
             out.status,
             String::from_utf8_lossy(&out.stdout),
             String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Under `pipefail`, a reader that stops early (`grep -q`, `head`) makes the writer before it die
+/// of SIGPIPE whenever it writes after the reader left: a race that fails an example now and
+/// then. Examples pipe into readers that read everything (`grep PATTERN >/dev/null`,
+/// `sed -n 1,3p`).
+fn assert_reads_whole_pipes(name: &str, number: usize, block: &str) {
+    for line in block.lines() {
+        let early = line
+            .split('|')
+            .skip(1)
+            .map(str::trim_start)
+            .any(|reader| reader.starts_with("head") || reader.starts_with("grep -q"));
+        assert!(
+            !early,
+            "{name}, example {number}: `{line}` pipes into a reader that may stop early; \
+             under pipefail the writer can die of SIGPIPE (use `grep PATTERN >/dev/null`)"
         );
     }
 }

@@ -144,6 +144,8 @@ impl Tcpdump {
         let mut line = String::new();
         let _ = err.read_line(&mut line);
         assert!(line.contains("listening"), "tcpdump: {line}");
+        // Handed back for `stop` to read the closing statistics from.
+        child.stderr = Some(err.into_inner());
         Tcpdump {
             child,
             file: file.to_path_buf(),
@@ -152,8 +154,10 @@ impl Tcpdump {
 
     /// Stops it (SIGINT) once what was sent has been written: when the capture file has not
     /// grown for 300 ms (on a busy machine tcpdump may lag behind the packets, and what it has
-    /// not read when it stops is lost), at most 10 s after the call; then waits for it.
-    pub fn stop(mut self) {
+    /// not read when it stops is lost), at most 10 s after the call; then waits for it and
+    /// returns its closing statistics (packets captured, dropped by the kernel), for tests that
+    /// must tell a witness that missed packets from a replay that lost them.
+    pub fn stop(mut self) -> String {
         let size = || std::fs::metadata(&self.file).map_or(0, |m| m.len());
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let mut last = size();
@@ -169,5 +173,11 @@ impl Tcpdump {
             .args(["-INT", &self.child.id().to_string()])
             .status();
         let _ = self.child.wait();
+        let mut statistics = String::new();
+        if let Some(mut err) = self.child.stderr.take() {
+            use std::io::Read;
+            let _ = err.read_to_string(&mut statistics);
+        }
+        statistics.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 }
