@@ -1,0 +1,1 @@
+//! Two replays or experiments of one trace, metric by metric, with regression bounds.

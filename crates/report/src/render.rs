@@ -1,0 +1,1 @@
+//! A [`Figure`](crate::Figure) drawn with plotters, as SVG and PNG.
