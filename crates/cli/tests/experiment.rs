@@ -582,13 +582,14 @@ fn recursive_servers_resolve_through_the_hierarchy_behind_them() {
         let probes = record["outputs"]["probe_queries"].as_u64().unwrap();
         let c2s = link["a_to_b"]["packets_out"].as_u64().unwrap();
         let s2c = link["b_to_a"]["packets_out"].as_u64().unwrap();
+        let counts = format!("sent {sent}, answered {answered}, probes {probes}: {link}");
         assert!(
             (sent + probes..=sent + probes + 3).contains(&c2s),
-            "{id}: {link}"
+            "{id}: {counts}"
         );
         assert!(
             (answered + probes..=answered + probes + 3).contains(&s2c),
-            "{id}: {link}"
+            "{id}: {counts}"
         );
         let rcodes = &record["outputs"]["replay"]["summary"]["rcodes"];
         // Every name has an answer (kresd may fail one while it primes its cache).

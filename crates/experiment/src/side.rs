@@ -240,7 +240,10 @@ fn run_client_side(c: &ClientSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         .as_deref()
         .map(|p| Capture::start(&c.tun, p))
         .transpose()?;
-    let (rtt, probes) = probe(
+    // The probe's socket stays open until the end: answers to earlier probes that come late
+    // (a resolver slow to start) land in it instead of drawing ICMP port unreachables back
+    // across the link, which would count as client traffic.
+    let (rtt, probes, _probe_socket) = probe(
         SocketAddr::new(IpAddr::V4(SERVER_V4), 53),
         Duration::from_secs(15),
     )?;
@@ -263,9 +266,12 @@ fn run_client_side(c: &ClientSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
 }
 
 /// Sends `. NS` queries over UDP to `server` until one is answered; the round trip of the
-/// answer and the number of queries sent. This checks the whole path (routes, link, server)
-/// before the replay starts.
-fn probe(server: SocketAddr, wait: Duration) -> Result<(Duration, u32), ExperimentError> {
+/// answer, the number of queries sent and the socket they were sent from. This checks the whole
+/// path (routes, link, server) before the replay starts.
+fn probe(
+    server: SocketAddr,
+    wait: Duration,
+) -> Result<(Duration, u32, UdpSocket), ExperimentError> {
     let sock = UdpSocket::bind(SocketAddr::new(IpAddr::V4(PROBE_SOURCE), 0))
         .map_err(|e| ExperimentError::io(Path::new("probe socket"), e))?;
     let _ = sock.set_read_timeout(Some(Duration::from_millis(250)));
@@ -283,7 +289,7 @@ fn probe(server: SocketAddr, wait: Duration) -> Result<(Duration, u32), Experime
         }
         while let Ok((n, from)) = sock.recv_from(&mut buf) {
             if from == server && n >= 12 && buf[..2] == query[..2] {
-                return Ok((sent.elapsed(), probes));
+                return Ok((sent.elapsed(), probes, sock));
             }
         }
     }
