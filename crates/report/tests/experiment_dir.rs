@@ -529,6 +529,8 @@ fn bad_directories_fail_clearly_or_keep_what_can_be_read() {
         e.to_string().contains("no plan.toml, summary.csv or runs/"),
         "{e}"
     );
+    let e = ExperimentData::read(&empty.path().join("notes.txt")).unwrap_err();
+    assert!(matches!(e, ReportError::UnknownInput { .. }), "{e}");
     let e = ExperimentData::read(&empty.path().join("missing")).unwrap_err();
     assert!(matches!(e, ReportError::Io { .. }), "{e}");
 
@@ -575,4 +577,35 @@ fn bad_directories_fail_clearly_or_keep_what_can_be_read() {
     let notes = data.notes().join("\n");
     assert!(notes.contains("no latency CCDF"), "{notes}");
     assert!(data.runs()[2].latency.is_none() && data.runs()[3].latency.is_some());
+}
+
+#[test]
+fn each_repeat_is_its_own_box_and_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace("warmup_s = 2\n", "warmup_s = 2\nrepeat = 2\n");
+    write_experiment(dir.path(), &plan, true);
+    let data = ExperimentData::read(dir.path()).unwrap();
+    assert_eq!(data.runs().len(), 8);
+    assert_eq!(data.runs()[1].repeat, 2);
+    assert!(data.header().contains(&("repeats".into(), "2".into())));
+    let sections = sections(&[("twice", &data)]);
+    let latency = figure(&sections, "exp-latency");
+    assert_eq!(
+        latency.plot.series_names(),
+        ["udp r1", "udp r2", "tcp r1", "tcp r2"]
+    );
+    assert!(
+        latency.caption.contains("Each repeat"),
+        "{}",
+        latency.caption
+    );
+    let Plot::Lines(memory) = &figure(&sections, "exp-memory-over-time").plot else {
+        panic!("lines")
+    };
+    assert_eq!(memory.series[0].name, "proto=udp idle_timeout_s=5 r1");
+    assert_eq!(memory.series[1].name, "proto=udp idle_timeout_s=5 r2");
+    let Plot::Lines(ccdf) = &figure(&sections, "exp-latency-ccdf-tcp").plot else {
+        panic!("lines")
+    };
+    assert_eq!(ccdf.series[1].name, "idle_timeout_s=5 r2");
 }

@@ -69,7 +69,7 @@ fn curve_name(input: &Input<'_>, run: &RunData) -> String {
         .map(|(k, v)| format!("{k}={v}"))
         .collect::<Vec<_>>()
         .join(" ");
-    if run.repeat > 1 || input.repeats {
+    if input.repeats {
         name.push_str(&format!(" r{}", run.repeat));
     }
     let name = name.trim();

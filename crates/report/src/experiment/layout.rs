@@ -174,6 +174,16 @@ impl Input<'_> {
         self.named(&parts.join(" "))
     }
 
+    /// `run`'s own curve: its varied values (`proto=tcp idle_timeout_s=5`), its repeat when
+    /// combinations repeat, its input's label when there are several inputs.
+    pub fn run_name(&self, run: &RunData) -> String {
+        let mut name = run.label();
+        if self.repeats && run.repeat == 1 && !run.record.varied.is_empty() {
+            name.push_str(" r1");
+        }
+        self.named(&name)
+    }
+
     /// `name` with the input's label before it when there are several inputs.
     pub fn named(&self, name: &str) -> String {
         match (self.prefixed, name.is_empty()) {

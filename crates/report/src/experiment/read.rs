@@ -17,6 +17,12 @@ pub(super) fn read(dir: &Path) -> Result<ExperimentData, ReportError> {
         let path = path.to_path_buf();
         move |source| ReportError::Io { path, source }
     };
+    if dir.is_file() {
+        return Err(ReportError::UnknownInput {
+            path: dir.to_path_buf(),
+            why: "a file, not an experiment directory".into(),
+        });
+    }
     let entries = std::fs::read_dir(dir)
         .map_err(io(dir))?
         .filter_map(Result::ok)

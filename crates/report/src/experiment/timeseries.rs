@@ -75,7 +75,7 @@ fn figure(inputs: &Inputs<'_>, m: &TimeMetric) -> Result<Figure, String> {
         ]);
         table.push(cells);
         series.push(Series {
-            name: input.named(&run.label()),
+            name: input.run_name(run),
             points,
             style: SeriesStyle::Line,
         });
