@@ -90,9 +90,22 @@ pub struct RunRecord {
     /// The run's outputs (replay report, link counters, server version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs: Option<RunOutputs>,
-    /// Headline figures (metric → median), for the human summary.
-    #[serde(default)]
+    /// Headline figures (metric → median), for the human summary. A metric without values
+    /// has a NaN median, which JSON writes as `null` and reads back as NaN.
+    #[serde(default, deserialize_with = "medians_with_nulls")]
     pub medians: BTreeMap<String, f64>,
+}
+
+/// Reads `medians`, a `null` (a NaN when written) as NaN.
+fn medians_with_nulls<'de, D>(deserializer: D) -> Result<BTreeMap<String, f64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let medians: BTreeMap<String, Option<f64>> = Deserialize::deserialize(deserializer)?;
+    Ok(medians
+        .into_iter()
+        .map(|(metric, median)| (metric, median.unwrap_or(f64::NAN)))
+        .collect())
 }
 
 /// What a plan left.
@@ -360,4 +373,37 @@ fn client_delay(rtt: crate::plan::ClientRtt, seed: u64) -> ldplayer_link::Addres
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
     std::fs::write(path, bytes).map_err(|e| ExperimentError::io(path, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_with_a_metric_without_values_reads_back() {
+        let plan = Plan::parse(
+            "[trace]\nsynth = { workload = \"root\", rate = 10, duration_s = 10 }\n[server]\nkind = \"ldplayer\"\n",
+            Path::new("."),
+        ).unwrap();
+        let spec = &plan.runs()[0];
+        let record = RunRecord {
+            id: spec.id.clone(),
+            varied: Vec::new(),
+            status: Status::Finished,
+            error: None,
+            settings: spec.settings.clone(),
+            trace_file: PathBuf::new(),
+            trace: TraceFacts::default(),
+            outputs: None,
+            medians: [
+                ("latency_ms".to_string(), 20.5),
+                ("x".to_string(), f64::NAN),
+            ]
+            .into(),
+        };
+        let json = serde_json::to_string(&record).unwrap();
+        let back: RunRecord = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.medians["latency_ms"], 20.5);
+        assert!(back.medians["x"].is_nan());
+    }
 }

@@ -132,6 +132,31 @@ pub fn rows_for_spec(
     rows_for_run(&run.id, &varied, m)
 }
 
+/// When `r` was due, in seconds after the replay's start (`start_ns`), if that lies in the
+/// measured window: after `warmup_s` and up to the trace's end (`duration_s`). Queries are
+/// placed by when they were due (`intended_ns`), which every result has, sent or not.
+pub fn measured_at_s(
+    r: &QueryResult,
+    start_ns: i64,
+    warmup_s: f64,
+    duration_s: f64,
+) -> Option<f64> {
+    let at_s = (r.intended_ns - start_ns) as f64 / 1e9;
+    (at_s >= warmup_s && at_s <= duration_s).then_some(at_s)
+}
+
+/// An answered query's latency as its client saw it, in ns: a query that opened a connection
+/// waited for its set-up (TCP and TLS handshakes) too, as in the paper's Figure 15. `None`
+/// when it was not answered. This is `latency_ms` of `summary.csv`, in ns.
+pub fn client_latency_ns(r: &QueryResult) -> Option<i64> {
+    let setup = if r.new_connection {
+        r.handshake_ns.max(0)
+    } else {
+        0
+    };
+    r.latency_ns().map(|ns| ns + setup)
+}
+
 /// The per-query metrics of the queries due after warm-up and before the trace's end.
 #[derive(Debug, Default)]
 struct QueryMetrics {
@@ -156,27 +181,18 @@ impl QueryMetrics {
         Ok(q)
     }
 
-    /// Counts `r` if it was due in the measured window. Queries are placed by when they
-    /// were due (`intended_ns`), which every result has, sent or not.
+    /// Counts `r` if it was due in the measured window.
     fn add(&mut self, r: &QueryResult, m: &RunMeasurements<'_>) {
-        let at_s = (r.intended_ns - m.start_ns) as f64 / 1e9;
-        if at_s < m.warmup_s || at_s > m.duration_s {
+        let Some(at_s) = measured_at_s(r, m.start_ns, m.warmup_s, m.duration_s) else {
             return;
-        }
+        };
         let second = at_s as usize;
         if second >= self.per_second.len() {
             self.per_second.resize(second + 1, (0, 0));
         }
         self.per_second[second].0 += 1;
-        if let Some(ns) = r.latency_ns() {
-            // As a client sees it: a query that opened a connection waited for its set-up
-            // (TCP and TLS handshakes) too, as in the paper's Figure 15.
-            let setup = if r.new_connection {
-                r.handshake_ns.max(0)
-            } else {
-                0
-            };
-            let ms = (ns + setup) as f64 / 1e6;
+        if let Some(ns) = client_latency_ns(r) {
+            let ms = ns as f64 / 1e6;
             self.per_second[second].1 += 1;
             self.latency_ms.push(ms);
             if m.nonbusy.is_some_and(|set| set.contains(r.index)) {

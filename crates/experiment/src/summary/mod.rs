@@ -13,5 +13,8 @@ mod sample;
 
 pub use self::csv::{header, SummaryCsv, SummaryRow};
 pub use distribution::{percentile, Distribution};
-pub use metrics::{rows_for_run, rows_for_spec, RunMeasurements, SummaryError, METRICS};
+pub use metrics::{
+    client_latency_ns, measured_at_s, rows_for_run, rows_for_spec, RunMeasurements, SummaryError,
+    METRICS,
+};
 pub use sample::{read_samples, Sample, SampleError, SamplesWriter, SAMPLE_COLUMNS};

@@ -1,0 +1,611 @@
+//! The figures of experiment directories written with the experiment crate's own writers
+//! (`run.json`, `results.res`, `samples.csv`, `summary.csv`), checked against what was written.
+
+use std::path::Path;
+
+use ldplayer_experiment::client::ReplayReport;
+use ldplayer_experiment::environment::Environment;
+use ldplayer_experiment::model::IndexSet;
+use ldplayer_experiment::prepare::TraceFacts;
+use ldplayer_experiment::runner::RunOutputs;
+use ldplayer_experiment::summary::{
+    rows_for_spec, Distribution, RunMeasurements, Sample, SamplesWriter, SummaryCsv, SummaryRow,
+};
+use ldplayer_experiment::{Plan, RunRecord, RunSpec, Status};
+use ldplayer_report::experiment::{sections, ExperimentData};
+use ldplayer_report::{Figure, Plot, ReportError, Section, SeriesStyle};
+use ldplayer_results::{Outcome, QueryResult, ResultsWriter};
+use ldplayer_trace::Proto;
+
+const START: i64 = 1_700_000_000_000_000_000;
+/// Queries per run: one every 50 ms over 10 s.
+const QUERIES: u64 = 200;
+const WARMUP_S: f64 = 2.0;
+const DURATION_S: f64 = 10.0;
+
+const PLAN: &str = r#"
+[trace]
+synth = { workload = "root", rate = 20, duration_s = 10, seed = 1 }
+[server]
+kind = "ldplayer"
+[network]
+rtt_ms = 20
+[vary]
+proto = ["udp", "tcp"]
+idle_timeout_s = [5, 10]
+[run]
+warmup_s = 2
+"#;
+
+/// The latency of query `i` of a run, in ms: 1 s during warm-up (so that a figure that counted
+/// warm-up would show it), otherwise the RTT plus a spread, more over TCP.
+fn latency_ms(spec: &RunSpec, i: u64) -> f64 {
+    let at_s = i as f64 * DURATION_S / QUERIES as f64;
+    if at_s < WARMUP_S {
+        return 1000.0;
+    }
+    let tcp = spec.varied[0].1 == "tcp";
+    20.0 + (i % 10) as f64 + if tcp { 5.0 } else { 0.0 }
+}
+
+fn result(spec: &RunSpec, i: u64) -> QueryResult {
+    let intended_ns = START + (i as f64 * DURATION_S / QUERIES as f64 * 1e9) as i64;
+    let tcp = spec.varied[0].1 == "tcp";
+    let answered = i % 50 != 49;
+    QueryResult {
+        index: i,
+        trace_ns: intended_ns,
+        intended_ns,
+        sent_ns: intended_ns,
+        received_ns: intended_ns + (latency_ms(spec, i) * 1e6) as i64,
+        proto: if tcp { Proto::Tcp } else { Proto::Udp },
+        new_connection: false,
+        handshake_ns: 0,
+        rcode: ldplayer_dns::Rcode::NOERROR,
+        response_len: if answered { 100 } else { 0 },
+        truncated: false,
+        outcome: if answered {
+            Outcome::Answered
+        } else {
+            Outcome::Timeout
+        },
+    }
+}
+
+fn samples(spec: &RunSpec) -> Vec<Sample> {
+    let tcp = spec.varied[0].1 == "tcp";
+    let idle: u64 = spec.varied[1].1.parse().unwrap();
+    (1..=11u64)
+        .map(|t| Sample {
+            t_s: t as f64,
+            rss_kib: 10_240 + if tcp { idle * 1024 + t * 100 } else { t * 10 },
+            cpu_pct: 2.0 + t as f64 / 10.0,
+            tcp_established: if tcp { idle * 3 + t } else { 0 },
+            tcp_time_wait: if tcp { t } else { 0 },
+            s2c_bytes: 1000 * t,
+            c2s_bytes: 500 * t,
+            ..Sample::default()
+        })
+        .collect()
+}
+
+/// Writes a finished run of `spec` into `dir/runs/ID` and returns its summary rows.
+fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<SummaryRow> {
+    let run_dir = dir.join("runs").join(&spec.id);
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let results = run_dir.join("results.res");
+    let mut w = ResultsWriter::create(&results).unwrap();
+    for i in 0..QUERIES {
+        w.write(&result(spec, i)).unwrap();
+    }
+    w.into_inner().unwrap();
+    let samples = samples(spec);
+    let mut s = SamplesWriter::create(&run_dir.join("samples.csv")).unwrap();
+    for sample in &samples {
+        s.write(sample).unwrap();
+    }
+    let tcp = spec.varied[0].1 == "tcp";
+    let idle: u64 = spec.varied[1].1.parse().unwrap();
+    let model: Vec<u64> = (0..=10).map(|t| idle * 3 + t + 1).collect();
+    let rows = rows_for_spec(
+        spec,
+        &RunMeasurements {
+            results: &results,
+            samples: &samples,
+            start_ns: START,
+            warmup_s: WARMUP_S,
+            duration_s: DURATION_S,
+            nonbusy,
+            model_connections: tcp.then_some(model.as_slice()),
+        },
+    )
+    .unwrap();
+    let record = RunRecord {
+        id: spec.id.clone(),
+        varied: spec.varied.clone(),
+        status: Status::Finished,
+        error: None,
+        settings: spec.settings.clone(),
+        trace_file: dir.join("traces/x.bin"),
+        trace: TraceFacts {
+            records: QUERIES,
+            first_ns: START,
+            last_ns: START + (DURATION_S * 1e9) as i64,
+        },
+        outputs: Some(RunOutputs {
+            results,
+            samples: Vec::new(),
+            replay: ReplayReport {
+                start_ns: START,
+                interrupted: false,
+                engine: serde_json::Value::Null,
+                summary: serde_json::Value::Null,
+                kernel_udp: Default::default(),
+            },
+            server_version: "ldplayer 0.1.0".into(),
+            probe_rtt_us: 20_000,
+            probe_queries: 1,
+            link: Default::default(),
+            seconds: 12.0,
+        }),
+        medians: rows
+            .iter()
+            .map(|r| (r.metric.clone(), r.dist.p50))
+            .collect(),
+    };
+    std::fs::write(
+        run_dir.join("run.json"),
+        serde_json::to_vec_pretty(&record).unwrap(),
+    )
+    .unwrap();
+    rows
+}
+
+/// An experiment directory as `ldplayer experiment` leaves it: four finished runs of `plan`,
+/// one run that did not finish and one that failed. Returns every summary row.
+fn write_experiment(dir: &Path, plan: &str, nonbusy: bool) -> Vec<SummaryRow> {
+    let parsed = Plan::parse(plan, dir).unwrap();
+    std::fs::write(dir.join("plan.toml"), plan).unwrap();
+    std::fs::write(
+        dir.join("environment.json"),
+        serde_json::to_vec_pretty(&Environment::gather()).unwrap(),
+    )
+    .unwrap();
+    let mut set = IndexSet::default();
+    (0..QUERIES).step_by(2).for_each(|i| set.insert(i));
+    let mut rows = Vec::new();
+    for spec in parsed.runs() {
+        rows.extend(write_run(dir, &spec, nonbusy.then_some(&set)));
+    }
+    let mut csv = SummaryCsv::create(&dir.join("summary.csv"), &parsed.varied_keys()).unwrap();
+    csv.write_rows(&rows).unwrap();
+    csv.flush().unwrap();
+    // A run cut short (no run.json) and a failed one (failed.json beside its files).
+    std::fs::create_dir_all(dir.join("runs/005-unfinished-r1")).unwrap();
+    let failed_dir = dir.join("runs/006-failed-r1");
+    std::fs::create_dir_all(&failed_dir).unwrap();
+    let spec = &parsed.runs()[0];
+    let failed = RunRecord {
+        id: "006-failed-r1".into(),
+        varied: spec.varied.clone(),
+        status: Status::Failed,
+        error: Some("the server did not start".into()),
+        settings: spec.settings.clone(),
+        trace_file: Default::default(),
+        trace: TraceFacts::default(),
+        outputs: None,
+        medians: Default::default(),
+    };
+    std::fs::write(
+        failed_dir.join("failed.json"),
+        serde_json::to_vec(&failed).unwrap(),
+    )
+    .unwrap();
+    rows
+}
+
+fn figures(sections: &[Section]) -> Vec<&Figure> {
+    sections.iter().flat_map(|s| &s.figures).collect()
+}
+
+fn figure<'a>(sections: &'a [Section], id: &str) -> &'a Figure {
+    figures(sections)
+        .into_iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("no figure {id}"))
+}
+
+fn row<'a>(rows: &'a [SummaryRow], run: &str, metric: &str) -> &'a Distribution {
+    &rows
+        .iter()
+        .find(|r| r.run == run && r.metric == metric)
+        .unwrap_or_else(|| panic!("no {metric} for {run}"))
+        .dist
+}
+
+fn paragraphs(sections: &[Section]) -> String {
+    sections
+        .iter()
+        .flat_map(|s| &s.paragraphs)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn an_experiment_directory_gives_every_figure_with_the_summarys_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = write_experiment(dir.path(), PLAN, true);
+    let data = ExperimentData::read(dir.path()).unwrap();
+    let ids: Vec<&str> = data.runs().iter().map(|r| r.id()).collect();
+    assert_eq!(
+        ids,
+        [
+            "001-proto=udp+idle_timeout_s=5-r1",
+            "002-proto=udp+idle_timeout_s=10-r1",
+            "003-proto=tcp+idle_timeout_s=5-r1",
+            "004-proto=tcp+idle_timeout_s=10-r1"
+        ]
+    );
+    assert_eq!(data.left_out(), ["005-unfinished-r1", "006-failed-r1"]);
+    let notes = data.notes().join("\n");
+    assert!(
+        notes.contains("005-unfinished-r1 did not finish"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("006-failed-r1 failed") && notes.contains("the server did not start"),
+        "{notes}"
+    );
+    assert_eq!(data.varied_keys(), ["proto", "idle_timeout_s"]);
+
+    let header = data.header();
+    let fact = |key: &str| {
+        header
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no {key} in {header:?}"))
+    };
+    assert_eq!(fact("varied"), "proto = udp, tcp; idle_timeout_s = 5, 10");
+    assert_eq!(fact("repeats"), "1");
+    assert_eq!(fact("warm-up"), "2 s");
+    assert_eq!(fact("server"), "ldplayer");
+    assert_eq!(fact("server version"), "ldplayer 0.1.0");
+    assert_eq!(fact("ldplayer"), env!("CARGO_PKG_VERSION"));
+    assert!(fact("runs").starts_with("4 finished, 2 failed or unfinished"));
+    assert!(fact("plan").ends_with("plan.toml"));
+    for key in ["kernel", "CPU", "cores", "memory"] {
+        assert!(!fact(key).is_empty(), "{key}");
+    }
+
+    let sections = sections(&[("quick", &data)]);
+    let ids: Vec<&str> = figures(&sections).iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "exp-response-bandwidth",
+            "exp-server-cpu",
+            "exp-server-memory",
+            "exp-tcp-established",
+            "exp-tcp-time-wait",
+            "exp-latency",
+            "exp-latency-nonbusy",
+            "exp-memory-over-time",
+            "exp-connections-over-time",
+            "exp-connections-model",
+            "exp-latency-ccdf-udp",
+            "exp-latency-ccdf-tcp",
+        ]
+    );
+
+    // Boxes: x = the idle timeout, one box per protocol, the numbers of summary.csv.
+    let memory = figure(&sections, "exp-server-memory");
+    let Plot::Boxes(chart) = &memory.plot else {
+        panic!("boxes")
+    };
+    assert_eq!(chart.x_label, "idle_timeout_s");
+    let labels: Vec<&str> = chart.groups.iter().map(|g| g.label.as_str()).collect();
+    assert_eq!(labels, ["5", "10"]);
+    let tcp10 = &chart.groups[1].boxes[1];
+    assert_eq!(tcp10.series, "tcp");
+    let want = row(
+        &rows,
+        "004-proto=tcp+idle_timeout_s=10-r1",
+        "server_rss_mib",
+    );
+    assert_eq!(
+        (tcp10.p5, tcp10.p25, tcp10.p50, tcp10.p75, tcp10.p95),
+        (want.p5, want.p25, want.p50, want.p75, want.p95)
+    );
+    assert_eq!(memory.table.rows.len(), 4);
+    assert_eq!(
+        memory.table.columns,
+        [
+            "run",
+            "proto",
+            "idle_timeout_s",
+            "p5",
+            "p25",
+            "p50",
+            "p75",
+            "p95",
+            "mean",
+            "n"
+        ]
+    );
+    assert_eq!(
+        memory.table.rows[3][0],
+        "004-proto=tcp+idle_timeout_s=10-r1"
+    );
+    assert_eq!(memory.table.rows[3][9], want.n.to_string());
+
+    // Time series: one line per run, and the warm-up and trace end marked.
+    let Plot::Lines(over_time) = &figure(&sections, "exp-connections-over-time").plot else {
+        panic!("lines")
+    };
+    let names: Vec<&str> = over_time.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "proto=udp idle_timeout_s=5",
+            "proto=udp idle_timeout_s=10",
+            "proto=tcp idle_timeout_s=5",
+            "proto=tcp idle_timeout_s=10",
+            "warm-up end (2 s)",
+            "trace end (10 s)"
+        ]
+    );
+    assert_eq!(over_time.series[3].points.len(), 11);
+    assert_eq!(over_time.series[3].points[0], (1.0, 31.0));
+    assert_eq!(over_time.series[4].style, SeriesStyle::Dashed);
+    assert_eq!(over_time.series[4].points[0].0, 2.0);
+
+    // The model beside the measured, TCP runs only, the difference in the table.
+    let model = figure(&sections, "exp-connections-model");
+    assert_eq!(
+        model.plot.series_names(),
+        ["tcp measured", "tcp model"],
+        "UDP runs have no model"
+    );
+    assert_eq!(model.table.rows.len(), 2);
+    let id = "004-proto=tcp+idle_timeout_s=10-r1";
+    let (measured, predicted) = (
+        row(&rows, id, "tcp_established").mean,
+        row(&rows, id, "model_connections").mean,
+    );
+    let difference = format!("{:+.1}", (measured - predicted) / predicted * 100.0);
+    let cells = &model.table.rows[1];
+    assert_eq!(cells[0], id);
+    assert_eq!(cells[5], difference, "{cells:?}");
+
+    // CCDFs from the results files: after warm-up only, quantiles as in summary.csv.
+    let ccdf = figure(&sections, "exp-latency-ccdf-tcp");
+    let Plot::Lines(chart) = &ccdf.plot else {
+        panic!("lines")
+    };
+    let names: Vec<&str> = chart.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["idle_timeout_s=5", "idle_timeout_s=10"]);
+    let curve = &chart.series[0].points;
+    assert_eq!(curve[0].1, 1.0);
+    assert!(curve.len() <= 500);
+    assert!(
+        curve.iter().all(|&(ms, _)| ms < 100.0),
+        "warm-up's 1 s latencies are left out: {curve:?}"
+    );
+    let latency = row(&rows, "003-proto=tcp+idle_timeout_s=5-r1", "latency_ms");
+    let cells = &ccdf.table.rows[0];
+    assert_eq!(cells[3], latency.n.to_string(), "answered queries counted");
+    let p50: f64 = cells[4].parse().unwrap();
+    assert!(
+        (p50 - latency.p50).abs() <= 1.0,
+        "{p50} against {}",
+        latency.p50
+    );
+
+    let text = paragraphs(&sections);
+    assert!(text.contains("4 runs finished, 2 left out."), "{text}");
+    assert!(
+        text.contains("The median latency was lowest with proto=udp"),
+        "{text}"
+    );
+    assert!(text.contains("Left out or not read"), "{text}");
+}
+
+#[test]
+fn several_inputs_are_named_in_every_box_curve_and_row() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write_experiment(a.path(), PLAN, true);
+    write_experiment(b.path(), PLAN, true);
+    let a = ExperimentData::read(a.path()).unwrap();
+    let b = ExperimentData::read(b.path()).unwrap();
+    let sections = sections(&[("base", &a), ("new", &b)]);
+    let latency = figure(&sections, "exp-latency");
+    assert_eq!(
+        latency.plot.series_names(),
+        ["base udp", "base tcp", "new udp", "new tcp"]
+    );
+    assert_eq!(latency.table.columns[0], "input");
+    assert_eq!(latency.table.rows.len(), 8);
+    assert_eq!(latency.table.rows[4][0], "new");
+    let Plot::Lines(ccdf) = &figure(&sections, "exp-latency-ccdf-udp").plot else {
+        panic!("lines")
+    };
+    assert_eq!(ccdf.series[2].name, "new idle_timeout_s=5");
+}
+
+#[test]
+fn udp_only_leaves_out_the_connection_figures_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace(r#"proto = ["udp", "tcp"]"#, r#"proto = ["udp"]"#);
+    write_experiment(dir.path(), &plan, false);
+    let data = ExperimentData::read(dir.path()).unwrap();
+    let sections = sections(&[("udp", &data)]);
+    let ids: Vec<&str> = figures(&sections).iter().map(|f| f.id.as_str()).collect();
+    for gone in [
+        "exp-connections-model",
+        "exp-connections-over-time",
+        "exp-latency-nonbusy",
+    ] {
+        assert!(!ids.contains(&gone), "{gone} in {ids:?}");
+    }
+    let text = paragraphs(&sections);
+    assert!(text.contains("no model"), "{text}");
+    assert!(
+        text.contains("No run held an established TCP connection"),
+        "{text}"
+    );
+    assert!(
+        text.contains("latency_ms_nonbusy") && text.contains("left out"),
+        "{text}"
+    );
+    // Two runs of one protocol: a CCDF of that protocol.
+    assert!(ids.contains(&"exp-latency-ccdf-udp"), "{ids:?}");
+}
+
+#[test]
+fn only_the_protocol_varied_puts_it_on_the_x_axis() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace("idle_timeout_s = [5, 10]\n", "");
+    // The fixture reads the idle timeout from the second varied value: give it one.
+    let parsed = Plan::parse(&plan, dir.path()).unwrap();
+    assert_eq!(parsed.varied_keys(), ["proto"]);
+    std::fs::write(dir.path().join("plan.toml"), &plan).unwrap();
+    let mut rows = Vec::new();
+    for mut spec in parsed.runs() {
+        spec.varied.push(("idle_timeout_s".into(), "5".into()));
+        let mut written = write_run(dir.path(), &spec, None);
+        for r in &mut written {
+            r.varied.truncate(1);
+        }
+        rewrite_varied(dir.path(), &spec);
+        rows.extend(written);
+    }
+    let mut csv =
+        SummaryCsv::create(&dir.path().join("summary.csv"), &parsed.varied_keys()).unwrap();
+    csv.write_rows(&rows).unwrap();
+    csv.flush().unwrap();
+    let data = ExperimentData::read(dir.path()).unwrap();
+    let notes = data.notes().join("\n");
+    assert!(notes.contains("environment.json"), "{notes}");
+    let sections = sections(&[("quick", &data)]);
+    let Plot::Boxes(chart) = &figure(&sections, "exp-latency").plot else {
+        panic!("boxes")
+    };
+    assert_eq!(chart.x_label, "proto");
+    let labels: Vec<&str> = chart.groups.iter().map(|g| g.label.as_str()).collect();
+    assert_eq!(labels, ["udp", "tcp"]);
+    assert_eq!(
+        figure(&sections, "exp-latency").plot.series_names(),
+        ["runs"]
+    );
+    assert_eq!(
+        figure(&sections, "exp-connections-model")
+            .plot
+            .series_names(),
+        ["measured", "model"]
+    );
+}
+
+/// Puts back the run's own varied values in its `run.json` (the fixture added one).
+fn rewrite_varied(dir: &Path, spec: &RunSpec) {
+    let path = dir.join("runs").join(&spec.id).join("run.json");
+    let mut record: RunRecord = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    record.varied.truncate(1);
+    std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+}
+
+#[test]
+fn bad_directories_fail_clearly_or_keep_what_can_be_read() {
+    let empty = tempfile::tempdir().unwrap();
+    let e = ExperimentData::read(empty.path()).unwrap_err();
+    assert!(
+        matches!(e, ReportError::UnknownInput { .. }) && e.to_string().contains("empty"),
+        "{e}"
+    );
+    std::fs::write(empty.path().join("notes.txt"), "hello").unwrap();
+    let e = ExperimentData::read(empty.path()).unwrap_err();
+    assert!(
+        e.to_string().contains("no plan.toml, summary.csv or runs/"),
+        "{e}"
+    );
+    let e = ExperimentData::read(&empty.path().join("notes.txt")).unwrap_err();
+    assert!(matches!(e, ReportError::UnknownInput { .. }), "{e}");
+    let e = ExperimentData::read(&empty.path().join("missing")).unwrap_err();
+    assert!(matches!(e, ReportError::Io { .. }), "{e}");
+
+    // A malformed summary.csv names its line.
+    let dir = tempfile::tempdir().unwrap();
+    write_experiment(dir.path(), PLAN, true);
+    let summary = dir.path().join("summary.csv");
+    let text = std::fs::read_to_string(&summary).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "001-proto=udp+idle_timeout_s=5-r1,udp,5,latency_ms,1,2";
+    std::fs::write(&summary, lines.join("\n")).unwrap();
+    let e = ExperimentData::read(dir.path()).unwrap_err();
+    assert!(
+        matches!(e, ReportError::Malformed { .. }) && e.to_string().contains("line 3"),
+        "{e}"
+    );
+
+    // Without summary.csv, a results file cut short and a samples.csv gone: the rest is shown.
+    std::fs::remove_file(&summary).unwrap();
+    let run = dir.path().join("runs/003-proto=tcp+idle_timeout_s=5-r1");
+    let results = std::fs::read(run.join("results.res")).unwrap();
+    std::fs::write(run.join("results.res"), &results[..results.len() - 100]).unwrap();
+    std::fs::remove_file(run.join("samples.csv")).unwrap();
+    let data = ExperimentData::read(dir.path()).unwrap();
+    assert_eq!(data.runs().len(), 4);
+    let notes = data.notes().join("\n");
+    assert!(notes.contains("summary.csv is missing"), "{notes}");
+    assert!(notes.contains("cut short"), "{notes}");
+    assert!(notes.contains("samples.csv"), "{notes}");
+    let sections = sections(&[("cut", &data)]);
+    let ids: Vec<&str> = figures(&sections).iter().map(|f| f.id.as_str()).collect();
+    assert!(ids.contains(&"exp-memory-over-time"), "{ids:?}");
+    assert!(ids.contains(&"exp-latency-ccdf-tcp"), "{ids:?}");
+    assert!(
+        !ids.contains(&"exp-server-memory"),
+        "no summary, no boxes: {ids:?}"
+    );
+
+    // A results file from a newer version: a note, the other runs' curves stay.
+    let mut newer = results.clone();
+    newer[8] = 0xff;
+    std::fs::write(run.join("results.res"), &newer).unwrap();
+    let data = ExperimentData::read(dir.path()).unwrap();
+    let notes = data.notes().join("\n");
+    assert!(notes.contains("no latency CCDF"), "{notes}");
+    assert!(data.runs()[2].latency.is_none() && data.runs()[3].latency.is_some());
+}
+
+#[test]
+fn each_repeat_is_its_own_box_and_curve() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace("warmup_s = 2\n", "warmup_s = 2\nrepeat = 2\n");
+    write_experiment(dir.path(), &plan, true);
+    let data = ExperimentData::read(dir.path()).unwrap();
+    assert_eq!(data.runs().len(), 8);
+    assert_eq!(data.runs()[1].repeat, 2);
+    assert!(data.header().contains(&("repeats".into(), "2".into())));
+    let sections = sections(&[("twice", &data)]);
+    let latency = figure(&sections, "exp-latency");
+    assert_eq!(
+        latency.plot.series_names(),
+        ["udp r1", "udp r2", "tcp r1", "tcp r2"]
+    );
+    assert!(
+        latency.caption.contains("Each repeat"),
+        "{}",
+        latency.caption
+    );
+    let Plot::Lines(memory) = &figure(&sections, "exp-memory-over-time").plot else {
+        panic!("lines")
+    };
+    assert_eq!(memory.series[0].name, "proto=udp idle_timeout_s=5 r1");
+    assert_eq!(memory.series[1].name, "proto=udp idle_timeout_s=5 r2");
+    let Plot::Lines(ccdf) = &figure(&sections, "exp-latency-ccdf-tcp").plot else {
+        panic!("lines")
+    };
+    assert_eq!(ccdf.series[1].name, "idle_timeout_s=5 r2");
+}
