@@ -10,11 +10,13 @@
 //! BASE. The names, the verdicts and the JSON keys are documented in `docs/cli.md`.
 
 mod bound;
+mod change;
 mod experiment_input;
 mod metric;
 mod replay_input;
 mod summary_csv;
 mod text;
+mod warnings;
 
 pub use bound::Bound;
 pub use experiment_input::{read_experiment, worse_of};
@@ -24,17 +26,21 @@ pub use summary_csv::{parse as parse_summary_csv, CsvRow, STATS as SUMMARY_STATS
 pub use text::{change_text, value_text, verdict_text};
 
 use crate::ReportError;
+pub use change::{change_pct, worsening_pct};
+
+use change::{exceeds, verdict};
 use replay_input::{align_rcode_shares, push_replay_metrics};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
 use std::io::Read;
 use std::path::Path;
+use warnings::warnings;
 
 /// How a metric of NEW stands against BASE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
-    /// The same value.
+    /// The same value (but for rounding: a relative difference under 1e-9).
     Same,
     /// Changed the good way.
     Better,
@@ -311,55 +317,6 @@ fn row(m: &Measure, base: Option<f64>, new: Option<f64>) -> Row {
     }
 }
 
-/// (new − base) / |base| in percent: 0 when equal, undefined from 0.
-pub fn change_pct(base: f64, new: f64) -> Option<f64> {
-    if new == base {
-        Some(0.0)
-    } else if base == 0.0 {
-        None
-    } else {
-        Some((new - base) / base.abs() * 100.0)
-    }
-}
-
-fn verdict(worse: Worse, base: f64, new: f64) -> Verdict {
-    if new == base {
-        return Verdict::Same;
-    }
-    match (worse, new > base) {
-        (Worse::Either, _) => Verdict::Changed,
-        (Worse::Higher, true) | (Worse::Lower, false) => Verdict::Worse,
-        _ => Verdict::Better,
-    }
-}
-
-/// How much `new` is worse than `base`, in percent of |base|: 0 when not worse, infinite when
-/// worse than a base of 0.
-pub fn worsening_pct(worse: Worse, base: f64, new: f64) -> f64 {
-    let delta = match worse {
-        Worse::Higher => new - base,
-        Worse::Lower => base - new,
-        Worse::Either => (new - base).abs(),
-    };
-    if delta <= 0.0 {
-        0.0
-    } else if base == 0.0 {
-        f64::INFINITY
-    } else {
-        delta / base.abs() * 100.0
-    }
-}
-
-/// Whether a row breaks a bound of `pct`: worse by more than that, or missing from NEW.
-fn exceeds(row: &Row, pct: f64) -> bool {
-    match (row.base, row.new) {
-        // A relative slack of 1e-9 for rounding: 10 → 11 is within a bound of 10%.
-        (Some(b), Some(n)) => worsening_pct(row.worse, b, n) > pct * (1.0 + 1e-9),
-        (Some(_), None) => true,
-        _ => false,
-    }
-}
-
 /// The metrics of the rows, for an error message: each name once, and the runs when the
 /// inputs are experiments.
 fn known_metrics(rows: &[Row]) -> String {
@@ -387,49 +344,6 @@ fn known_metrics(rows: &[Row]) -> String {
         ));
     }
     text
-}
-
-/// What may make the comparison unfair: different traces, runs only one input has, what was
-/// noticed while reading.
-fn warnings(base: &Measured, new: &Measured) -> Vec<String> {
-    let mut out: Vec<String> = base.notes.iter().chain(&new.notes).cloned().collect();
-    for (key, b) in &base.traces {
-        let Some(n) = new.traces.get(key) else {
-            continue;
-        };
-        let which = if key.is_empty() {
-            String::new()
-        } else {
-            format!("run {key}: ")
-        };
-        if b.queries != n.queries {
-            out.push(format!(
-                "{which}BASE has {} queries and NEW {}: replays of different traces?",
-                b.queries, n.queries
-            ));
-        }
-        if b.first_trace_ns != n.first_trace_ns {
-            out.push(format!(
-                "{which}the first query's trace time differs ({} against {} ns): replays of \
-                 different traces?",
-                b.first_trace_ns.map_or("none".into(), |t| t.to_string()),
-                n.first_trace_ns.map_or("none".into(), |t| t.to_string())
-            ));
-        }
-    }
-    let only = |a: &Measured, b: &Measured| -> Vec<String> {
-        a.runs
-            .iter()
-            .filter(|r| !b.runs.contains(r))
-            .cloned()
-            .collect()
-    };
-    for (runs, which) in [(only(base, new), "BASE"), (only(new, base), "NEW")] {
-        if !runs.is_empty() {
-            out.push(format!("runs only {which} has: {}", runs.join(", ")));
-        }
-    }
-    out
 }
 
 #[cfg(test)]

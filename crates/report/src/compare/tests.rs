@@ -35,6 +35,17 @@ fn each_metric_worsens_its_own_way() {
     assert_eq!(change_pct(0.0, 0.0), Some(0.0));
     assert_eq!(change_pct(0.0, 1.0), None);
     assert_eq!(change_pct(-2.0, -1.0), Some(50.0));
+    // Percentiles of the same samples summed in another order.
+    let (a, b) = (5.5, 5.500000000000001);
+    assert_eq!(change_pct(a, b), Some(0.0));
+    assert_eq!(worsening_pct(Worse::Higher, a, b), 0.0);
+    let c = compare_measured(
+        &measured(&[("server_cpu_pct.p50", Some("001"), Worse::Higher, a)]),
+        &measured(&[("server_cpu_pct.p50", Some("001"), Worse::Higher, b)]),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.metrics[0].verdict, Verdict::Same);
 }
 
 #[test]
