@@ -283,31 +283,42 @@ fn unknown_metrics_malformed_bounds_and_mixed_inputs_exit_2() {
     assert!(text(&out.stderr).contains("missing.res"));
 }
 
+/// Runs the quick example plan (UDP, TCP, TLS at an emulated RTT) at a tiny scale into `out`,
+/// with `sets` more.
+fn quick_experiment(out: &Path, sets: &[&str]) -> String {
+    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/experiments/quick.toml");
+    let mut args = vec![
+        "experiment".to_string(),
+        s(&plan),
+        "-o".into(),
+        s(out),
+        "-q".into(),
+    ];
+    let tiny = [
+        "trace.synth.rate=100",
+        "trace.synth.duration_s=3",
+        "run.warmup_s=1",
+    ];
+    for set in tiny.iter().chain(sets) {
+        args.extend(["--set".to_string(), set.to_string()]);
+    }
+    ldplayer(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    s(out)
+}
+
 #[test]
 fn two_experiments_pair_their_runs() {
     if !prerequisite::netns() {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
-    let plan = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/experiments/quick.toml");
-    let experiment = dir.path().join("quick");
-    ldplayer(&[
-        "experiment",
-        &s(&plan),
-        "-o",
-        &s(&experiment),
-        "-q",
-        "--set",
-        "trace.synth.rate=100",
-        "--set",
-        "trace.synth.duration_s=3",
-        "--set",
-        "run.warmup_s=1",
-    ]);
-    let experiment = s(&experiment);
+    let near = quick_experiment(&dir.path().join("near"), &["network.rtt_ms=20"]);
+    let far = quick_experiment(&dir.path().join("far"), &["network.rtt_ms=60"]);
+
+    // An experiment against itself: every metric the same, every bound holds.
     let out = compare(&[
-        &experiment,
-        &experiment,
+        &near,
+        &near,
         "--json",
         "--max-regression",
         "server_rss_mib.p50=0",
@@ -339,7 +350,30 @@ fn two_experiments_pair_their_runs() {
         "{noerror}"
     );
 
-    let table = compare(&[&experiment, &experiment, "--only", "server_rss_mib.p50"]);
+    // Three times the round trip: every run's median latency about three times BASE's (UDP
+    // one round trip, TCP two, TLS three), past a bound of 100%, within one of 400%.
+    let out = compare(&[
+        &near,
+        &far,
+        "--json",
+        "--max-regression",
+        "latency_ms.p50=100",
+    ]);
+    assert_eq!(status(&out), Some(1), "{}", text(&out.stderr));
+    let c = json(&out);
+    assert_eq!(
+        c["bounds"][0]["exceeded"].as_array().map(Vec::len),
+        Some(3),
+        "{c}"
+    );
+    let tcp = row(&c, "latency_ms.p50@002-proto=tcp-r1");
+    let change = tcp["change_pct"].as_f64().unwrap_or_default();
+    assert!((150.0..250.0).contains(&change), "{tcp}");
+    assert_eq!(tcp["verdict"], "worse");
+    let out = compare(&[&near, &far, "--max-regression", "latency_ms.p50=400"]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+
+    let table = compare(&[&near, &far, "--only", "server_rss_mib.p50"]);
     assert_eq!(status(&table), Some(0), "{}", text(&table.stderr));
     let table = text(&table.stdout);
     assert_eq!(
