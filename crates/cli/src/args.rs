@@ -64,6 +64,10 @@ pub enum Command {
     /// with its own timing against the embedded server serving a synthetic root zone, and report
     /// timing accuracy and latency.
     Demo(DemoArgs),
+    /// Compare two replays (results files) or two experiments (folders) of one trace metric by
+    /// metric; exit with status 1 when a metric worsened past its --max-regression bound, 2
+    /// when the comparison could not be made.
+    Compare(crate::cmd::compare::CompareArgs),
 }
 
 #[derive(Debug, Args)]

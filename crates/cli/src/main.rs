@@ -46,6 +46,7 @@ fn main() {
         args::Command::Experiment(a) => cmd::experiment::run(a),
         args::Command::Serve(a) => cmd::serve::run(a),
         args::Command::Demo(a) => cmd::demo::run(a),
+        args::Command::Compare(a) => cmd::compare::run(a),
     };
     exit_on_error(result);
 }

@@ -45,6 +45,23 @@ pub enum ReportError {
         /// What the plotting library said.
         why: String,
     },
+    /// The two inputs of a comparison are not of the same kind.
+    #[error(
+        "{} is {base_kind} and {} is {new_kind}: compare two replays' results files or two \
+         experiment directories",
+        base.display(),
+        new.display()
+    )]
+    KindMismatch {
+        /// The first input.
+        base: PathBuf,
+        /// What it is.
+        base_kind: &'static str,
+        /// The second input.
+        new: PathBuf,
+        /// What it is.
+        new_kind: &'static str,
+    },
     /// A `--max-regression` bound names no metric the comparison has, or is malformed.
     #[error("regression bound {bound:?}: {why}")]
     Bound {

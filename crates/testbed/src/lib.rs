@@ -109,13 +109,19 @@ fn wait_tcp(addr: SocketAddr, child: &mut Child, name: &str) {
 
 /// Starts knotd on 127.0.0.1 with [`ZONE`].
 pub fn knot() -> Server {
+    knot_with_workers(1)
+}
+
+/// Starts knotd on 127.0.0.1 with [`ZONE`] and `workers` UDP and TCP workers: two builds of
+/// one server to compare.
+pub fn knot_with_workers(workers: u32) -> Server {
     let bin = find_binary("knotd");
     let dir = tempfile::tempdir().expect("tempdir");
     let port = free_port();
     let d = dir.path().display();
     std::fs::write(dir.path().join("example.zone"), zone_text()).expect("zone");
     let conf = format!(
-        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\n    tcp-idle-timeout: 5s\n\
+        "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    udp-workers: {workers}\n    tcp-workers: {workers}\n    background-workers: 1\n    tcp-idle-timeout: 5s\n\
          database:\n    storage: \"{d}\"\n\
          log:\n  - target: stderr\n    any: warning\n\
          template:\n  - id: default\n    storage: \"{d}\"\n    file: \"%s.zone\"\n    semantic-checks: off\n\

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod compare;
 pub mod convert;
 pub mod demo;
 pub mod experiment;
