@@ -40,7 +40,7 @@ pub(super) fn draw<DB: DrawingBackend>(
             .groups
             .iter()
             .flat_map(|g| &g.boxes)
-            .flat_map(|b| values(b))
+            .flat_map(values)
             .filter(|v| v.is_finite() && (chart.y_scale == Scale::Linear || *v > 0.0)),
         chart.y_scale,
     );
