@@ -72,7 +72,7 @@ nav.toc ol{margin:.2rem 0}
 figure.figure{margin:1.2rem 0 .4rem;break-inside:avoid;page-break-inside:avoid}
 figure.figure svg{display:block;max-width:100%;height:auto}
 figcaption{font-size:.9rem;margin-top:.3rem}
-caption{text-align:left;font-weight:bold;padding:.2rem 0}
+caption{text-align:left;font-weight:bold;padding:.2rem 0;white-space:nowrap}
 @media print{body{max-width:none;margin:0}nav.toc{display:none}h2{break-after:avoid;page-break-after:avoid}table{break-inside:auto}tr{break-inside:avoid}}
 ";
 
