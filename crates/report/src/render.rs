@@ -315,22 +315,28 @@ pub(crate) mod tests {
 
     #[test]
     fn a_line_chart_of_2000_points_stays_small() {
-        let mut figure = latency_ccdf(2000);
-        if let Plot::Lines(chart) = &mut figure.plot {
-            chart.series.truncate(1);
-        }
-        // The same axes with the curve's two ends only.
-        let ends = {
-            let mut f = figure.clone();
-            if let Plot::Lines(chart) = &mut f.plot {
+        // Bytes a series' points add to the SVG, beyond the same axes with its two ends only.
+        let per_point = |style: SeriesStyle| {
+            let mut figure = latency_ccdf(2000);
+            if let Plot::Lines(chart) = &mut figure.plot {
+                chart.series.truncate(1);
+                chart.series[0].style = style;
+            }
+            let full = svg(&figure).expect("svg").len();
+            if let Plot::Lines(chart) = &mut figure.plot {
                 let points = &mut chart.series[0].points;
                 *points = vec![points[0], points[points.len() - 1]];
             }
-            svg(&f).expect("svg").len()
+            let ends = svg(&figure).expect("svg").len();
+            eprintln!("2000 points, {style:?}: {full} bytes");
+            (full - ends) as f64 / 1998.0
         };
-        let full = svg(&figure).expect("svg").len();
-        let per_point = (full - ends) as f64 / 1998.0;
-        eprintln!("2000 points: {full} bytes, {per_point:.1} bytes per point");
-        assert!(per_point < 12.0, "{per_point} bytes per point");
+        let line = per_point(SeriesStyle::Line);
+        let step = per_point(SeriesStyle::Step);
+        let points = per_point(SeriesStyle::Points);
+        eprintln!("bytes per point: line {line:.1}, step {step:.1}, points {points:.1}");
+        assert!(line < 12.0, "{line} bytes per point");
+        assert!(step < 24.0, "{step} bytes per point");
+        assert!(points < 120.0, "{points} bytes per point");
     }
 }
