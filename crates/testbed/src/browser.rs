@@ -205,7 +205,10 @@ fn with_measuring_script(page: &str) -> String {
     let mut page = page.to_string();
     let lower = page.to_ascii_lowercase();
     if let Some(policy) = lower.find("content-security-policy") {
-        let start = lower[..policy].rfind("<meta");
+        // Only when the words are inside a meta tag (not, say, in a paragraph).
+        let start = lower[..policy]
+            .rfind("<meta")
+            .filter(|&start| !lower[start..policy].contains('>'));
         let end = lower[policy..].find('>').map(|e| policy + e + 1);
         if let (Some(start), Some(end)) = (start, end) {
             page.replace_range(start..end, "");
@@ -578,6 +581,15 @@ mod tests {
         assert!(copy.contains("<title>t</title>"));
         assert!(copy.contains("<p>x</p><script>"), "{copy}");
         assert!(copy.ends_with("</script>\n</body></html>"), "{copy}");
+        let prose =
+            "<head><meta charset=\"utf-8\"></head><body><p>Content-Security-Policy</p></body>";
+        let copy = with_measuring_script(prose);
+        assert!(
+            copy.starts_with(
+                "<head><meta charset=\"utf-8\"></head><body><p>Content-Security-Policy</p>"
+            ),
+            "{copy}"
+        );
     }
 
     #[test]
