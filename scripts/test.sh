@@ -59,6 +59,10 @@ command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)
 # Experiments with a recursive server keep the link for its answers (nft).
 [ -x /usr/sbin/nft ] || packages+=(nftables)
+# Reports are read in headless Chromium with the network off (the browser witness), and their
+# PNG figures are drawn with DejaVu Sans.
+command -v chromium >/dev/null 2>&1 || packages+=(chromium)
+[ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || packages+=(fonts-dejavu-core)
 # The C++ compiler libfuzzer-sys builds libFuzzer with (the fuzz targets are compiled below).
 command -v c++ >/dev/null 2>&1 || packages+=(g++)
 if [ ${#packages[@]} -gt 0 ]; then

@@ -6,6 +6,7 @@
 //!
 //! Only loopback addresses are used.
 
+pub mod browser;
 pub mod prerequisite;
 
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
