@@ -1,18 +1,21 @@
 //! Gaps between consecutive queries in trace order, in the trace and as replayed (the LDplayer
 //! paper's Figure 7), from results that arrive in completion order.
 //!
-//! Results pass through a bounded min-heap keyed by their trace index: once it holds
+//! Results pass through a bounded window kept sorted by trace index (results arrive nearly in
+//! order, so most are appended and the others inserted close to the end): once it holds
 //! [`REORDER_WINDOW`] results, the one with the smallest index leaves it and is compared with
 //! the one that left before. A result whose index is below one that already left arrived too
 //! late to be put in order (a query that waited for a long timeout, typically): it is counted
 //! and left out. Memory is the window, whatever the number of queries.
 
 use super::distribution::Distribution;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::VecDeque;
 
 /// Results held to put them back in trace order.
 pub(crate) const REORDER_WINDOW: usize = 1 << 16;
+
+/// How far from the end of the window an insertion looks before a binary search.
+const NEAR: usize = 16;
 
 /// Longest gap told apart (1 hour, in ns); longer ones count as 1 hour.
 const MAX_GAP_NS: u64 = 3_600 * 1_000_000_000;
@@ -24,7 +27,8 @@ type Sent = (u64, i64, i64);
 #[derive(Debug, Clone)]
 pub(crate) struct Interarrival {
     window: usize,
-    heap: BinaryHeap<Reverse<Sent>>,
+    /// Sorted by index.
+    held: VecDeque<Sent>,
     last: Option<Sent>,
     /// Gaps between consecutive trace times, ns.
     pub(crate) original: Distribution,
@@ -43,7 +47,7 @@ impl Interarrival {
     pub(crate) fn new(window: usize) -> Interarrival {
         Interarrival {
             window: window.max(1),
-            heap: BinaryHeap::new(),
+            held: VecDeque::new(),
             last: None,
             original: Distribution::new(MAX_GAP_NS),
             replayed: Distribution::new(MAX_GAP_NS),
@@ -59,9 +63,20 @@ impl Interarrival {
             self.too_late += 1;
             return;
         }
-        self.heap.push(Reverse((index, trace_ns, sent_ns)));
-        if self.heap.len() > self.window {
-            if let Some(Reverse(next)) = self.heap.pop() {
+        let sent = (index, trace_ns, sent_ns);
+        if self.held.back().is_none_or(|last| last.0 <= index) {
+            self.held.push_back(sent);
+        } else {
+            // Most results are only a few places late: look there before searching it all.
+            let len = self.held.len();
+            let at = (1..=len.min(NEAR))
+                .find(|&k| self.held[len - k].0 <= index)
+                .map(|k| len - k + 1)
+                .unwrap_or_else(|| self.held.partition_point(|held| held.0 <= index));
+            self.held.insert(at, sent);
+        }
+        if self.held.len() > self.window {
+            if let Some(next) = self.held.pop_front() {
                 self.emit(next);
             }
         }
@@ -69,7 +84,7 @@ impl Interarrival {
 
     /// Takes the queries still held, in order.
     pub(crate) fn finish(&mut self) {
-        while let Some(Reverse(next)) = self.heap.pop() {
+        while let Some(next) = self.held.pop_front() {
             self.emit(next);
         }
     }
