@@ -308,7 +308,6 @@ fn bins_sentence(rows: &[(String, TimeSeries)]) -> String {
 }
 
 /// A time-series figure: `series` gives, per input, the named per-second values to draw.
-#[allow(clippy::too_many_arguments)]
 fn time_figure(
     inputs: &[(&str, &ReplayData)],
     id: &str,

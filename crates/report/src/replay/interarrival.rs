@@ -105,6 +105,39 @@ impl Interarrival {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Results displaced by less than the window give the gaps of the sorted results.
+        #[test]
+        fn a_window_wider_than_the_disorder_restores_trace_order(
+            queries in prop::collection::vec((0i64..5_000_000, 0i64..5_000_000, 0u64..8), 2..300)
+        ) {
+            let mut trace_ns = 0;
+            let mut sorted = Vec::new();
+            let mut arrivals = Vec::new();
+            for (i, &(gap, sent, delay)) in queries.iter().enumerate() {
+                trace_ns += gap;
+                sorted.push((i as u64 * 3, trace_ns, sent));
+                arrivals.push((i as u64 + delay, i as u64 * 3, trace_ns, sent));
+            }
+            arrivals.sort();
+            let mut ia = Interarrival::new(8);
+            for &(_, index, trace, sent) in &arrivals {
+                ia.add(index, trace, sent);
+            }
+            ia.finish();
+            let mut original = Distribution::new(MAX_GAP_NS);
+            let mut replayed = Distribution::new(MAX_GAP_NS);
+            for w in sorted.windows(2) {
+                original.record((w[1].1 - w[0].1) as u64);
+                replayed.record((w[1].2 - w[0].2).max(0) as u64);
+            }
+            prop_assert_eq!(ia.too_late, 0);
+            prop_assert_eq!(ia.original.buckets(1.0), original.buckets(1.0));
+            prop_assert_eq!(ia.replayed.buckets(1.0), replayed.buckets(1.0));
+        }
+    }
 
     #[test]
     fn gaps_follow_trace_order_within_the_window_and_late_ones_are_counted() {
