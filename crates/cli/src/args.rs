@@ -59,10 +59,14 @@ pub enum Command {
     /// server's memory, CPU and connections sampled each second, into one folder with a tidy
     /// summary.csv.
     Experiment(ExperimentArgs),
-    /// Run the main job on the embedded default, with nothing external: synthesize a root-like
-    /// trace, carry it through pcap, text and binary byte for byte, inspect it, then replay it
-    /// with its own timing against the embedded server serving a synthetic root zone, and report
-    /// timing accuracy and latency.
+    /// Draw the figures of replays (results files) and experiments (their folders) into one
+    /// self-contained HTML file, every figure also as SVG and PNG beside it; several inputs are
+    /// shown side by side.
+    Report(ReportArgs),
+    /// Run the main job on the embedded default, with nothing external: a small what-if study
+    /// (UDP against TCP and TLS under an emulated 20 ms round trip, ldplayer's own server) ending
+    /// with its report and findings; with --pipeline, the trace pipeline and a replay on
+    /// loopback instead.
     Demo(DemoArgs),
     /// Compare two replays (results files) or two experiments (folders) of one trace metric by
     /// metric; exit with status 1 when a metric worsened past its --max-regression bound, 2
@@ -735,6 +739,9 @@ pub struct ExperimentArgs {
     /// each run's folder).
     #[arg(long)]
     pub capture: bool,
+    /// Do not draw DIR/report.html (and DIR/figures/) when the runs are done.
+    #[arg(long)]
+    pub no_report: bool,
     /// Print nothing but errors.
     #[arg(short, long)]
     pub quiet: bool,
@@ -743,13 +750,38 @@ pub struct ExperimentArgs {
     pub json: bool,
 }
 
+/// `ldplayer report`.
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Replay results files (`replay --results`) and experiment folders (`experiment -o`).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    /// The HTML file to write; its figures go to a `figures/` folder beside it.
+    #[arg(short, long)]
+    pub output: PathBuf,
+    /// The report's title (default: the inputs' names).
+    #[arg(long)]
+    pub title: Option<String>,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Print what was written (files, figures, what could not be read) as one JSON object.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+}
+
 /// `ldplayer demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Directory for the demo's files (default: a temporary directory, removed afterwards).
+    /// Directory for the demo's files (default: a new `ldplayer-demo-TIME` folder here for the
+    /// study, kept for its report; a temporary directory, removed afterwards, for --pipeline).
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// Number of queries to synthesize.
+    /// Run the trace pipeline (pcap, text and binary byte for byte, inspect) and a replay with
+    /// the trace's timing against the embedded server on loopback, instead of the study.
+    #[arg(long)]
+    pub pipeline: bool,
+    /// Number of queries to synthesize (--pipeline).
     #[arg(long, short = 'n', default_value_t = 100_000)]
     pub count: u64,
     /// Print nothing but errors.

@@ -44,6 +44,7 @@ fn main() {
         args::Command::Zones(c) => cmd::zones::run(c),
         args::Command::Lab(a) => cmd::lab::run(a),
         args::Command::Experiment(a) => cmd::experiment::run(a),
+        args::Command::Report(a) => cmd::report::run(a),
         args::Command::Serve(a) => cmd::serve::run(a),
         args::Command::Demo(a) => cmd::demo::run(a),
         args::Command::Compare(a) => cmd::compare::run(a),

@@ -226,7 +226,15 @@ fn zones_results_and_demo_are_quiet_or_print_one_json_object() {
     ldplayer_fails(&["results", "export", &s(&results), "--csv", "--json"]);
 
     let demo = |flag: &str, sub: &str| -> std::process::Output {
-        ldplayer(&["demo", "-n", "2000", "--dir", &s(&d.join(sub)), flag])
+        ldplayer(&[
+            "demo",
+            "--pipeline",
+            "-n",
+            "2000",
+            "--dir",
+            &s(&d.join(sub)),
+            flag,
+        ])
     };
     let out = demo("-q", "demo-q");
     assert!(out.stdout.is_empty() && out.stderr.is_empty());

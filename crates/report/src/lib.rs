@@ -17,6 +17,7 @@ pub mod error;
 pub mod experiment;
 pub mod figure;
 pub mod html;
+pub mod input;
 pub mod render;
 pub mod replay;
 
@@ -24,4 +25,4 @@ pub use error::ReportError;
 pub use figure::{
     BoxChart, BoxGroup, BoxStat, Figure, LineChart, Plot, Scale, Series, SeriesStyle, Table,
 };
-pub use html::{Report, Section};
+pub use html::{Report, Section, Written};

@@ -1,6 +1,10 @@
 //! `ldplayer demo`: the main job on the embedded default, with nothing external.
 //!
-//! Synthesizes a root-like trace, writes it as a pcap, converts the pcap to text and the text to
+//! By default a small what-if study: the quick example plan (ldplayer's own server, UDP against
+//! TCP and TLS under an emulated 20 ms round trip) run as `ldplayer experiment` runs it, then
+//! its report and three lines of findings.
+//!
+//! With `--pipeline`: synthesizes a root-like trace, writes it as a pcap, converts the pcap to text and the text to
 //! binary, checks that every message came through byte-identical and summarizes the trace; then
 //! serves a synthetic root zone (delegating the trace's TLDs) with the embedded authoritative
 //! server on loopback, replays the trace against it with the trace's own timing, and prints the
@@ -16,7 +20,152 @@ use ldplayer_trace::{Collect, Source};
 use std::path::Path;
 use std::time::Instant;
 
+/// The study the demo runs: the quick example plan, built in so the binary needs nothing else.
+const STUDY_PLAN: &str = include_str!("../../../../examples/experiments/quick.toml");
+
 pub fn run(args: DemoArgs) -> Result<()> {
+    if args.pipeline {
+        pipeline(args)
+    } else {
+        study(args)
+    }
+}
+
+/// The quick what-if study, its report, and what it found.
+fn study(args: DemoArgs) -> Result<()> {
+    let dir = match &args.dir {
+        Some(d) => d.clone(),
+        None => {
+            let now = ldplayer_trace::civil_time(
+                std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64),
+            );
+            std::path::PathBuf::from(format!(
+                "ldplayer-demo-{:04}{:02}{:02}-{:02}{:02}{:02}",
+                now.year, now.month, now.day, now.hour, now.minute, now.second
+            ))
+        }
+    };
+    let quiet = args.quiet || args.json;
+    if !quiet {
+        eprintln!(
+            "demo: a what-if study on ldplayer's own server: UDP against TCP and TLS over an \
+             emulated 20 ms round trip (examples/experiments/quick.toml), into {}",
+            dir.display()
+        );
+    }
+    let plan = ldplayer_experiment::Plan::parse(STUDY_PLAN, Path::new("."))
+        .map_err(|e| anyhow::anyhow!("the demo's plan: {e}"))?;
+    let options = ldplayer_experiment::Options {
+        dir: dir.clone(),
+        exe: std::env::current_exe().context("cannot find this program's path")?,
+        resume: false,
+        capture: false,
+    };
+    let started = Instant::now();
+    let mut bar = super::experiment::Bar::new(quiet);
+    let ran = ldplayer_experiment::run_plan(
+        &plan,
+        STUDY_PLAN,
+        &options,
+        &crate::progress::interrupted(),
+        &mut bar,
+    )?;
+    bar.finish();
+    if let Some(failed) = ran
+        .runs
+        .iter()
+        .find(|r| r.status == ldplayer_experiment::Status::Failed)
+    {
+        bail!(
+            "demo: run {} failed: {}; its logs are in {}",
+            failed.id,
+            failed.error.as_deref().unwrap_or("?"),
+            dir.join("runs").join(&failed.id).display()
+        );
+    }
+    if ran.interrupted {
+        bail!("demo: interrupted; what finished is in {}", dir.display());
+    }
+    let report = dir.join("report.html");
+    super::report::write(
+        std::slice::from_ref(&dir),
+        &report,
+        Some("ldplayer demo: UDP, TCP and TLS at 20 ms RTT"),
+    )?;
+    let rtt = plan
+        .runs()
+        .first()
+        .map_or(20.0, |r| r.settings.network.rtt_ms);
+    let findings = findings(&ran.runs, rtt);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::json!({
+                "dir": dir,
+                "report": report,
+                "summary": ran.summary,
+                "findings": findings,
+                "seconds": started.elapsed().as_secs_f64(),
+            })
+        );
+    } else if !args.quiet {
+        println!("report: {}", report.display());
+        for line in &findings {
+            println!("{line}");
+        }
+    }
+    Ok(())
+}
+
+/// Three sentences on what the study found, from each run's medians.
+fn findings(runs: &[ldplayer_experiment::RunRecord], rtt_ms: f64) -> Vec<String> {
+    let median = |proto: &str, metric: &str| -> Option<f64> {
+        runs.iter()
+            .find(|r| r.varied.iter().any(|(k, v)| k == "proto" && v == proto))?
+            .medians
+            .get(metric)
+            .copied()
+    };
+    let rtts = |ms: f64| {
+        if rtt_ms > 0.0 {
+            format!(" ({:.1} RTT)", ms / rtt_ms)
+        } else {
+            String::new()
+        }
+    };
+    let mut lines = Vec::new();
+    if let Some(udp) = median("udp", "latency_ms") {
+        lines.push(format!(
+            "UDP: median answer {udp:.1} ms over a {rtt_ms} ms round trip{}.",
+            rtts(udp)
+        ));
+    }
+    for proto in ["tcp", "tls"] {
+        let (Some(all), Some(fresh)) =
+            (median(proto, "latency_ms"), median(proto, "fresh_query_ms"))
+        else {
+            continue;
+        };
+        let memory = match (
+            median(proto, "server_rss_mib"),
+            median("udp", "server_rss_mib"),
+        ) {
+            (Some(m), Some(u)) => format!("; server memory {m:.1} MiB against {u:.1} MiB for UDP"),
+            _ => String::new(),
+        };
+        lines.push(format!(
+            "{}: median {all:.1} ms with connections reused; a new connection's first answer {fresh:.1} ms{}{memory}.",
+            proto.to_uppercase(),
+            rtts(fresh)
+        ));
+    }
+    lines
+}
+
+/// The trace pipeline and a replay on loopback (`--pipeline`).
+fn pipeline(args: DemoArgs) -> Result<()> {
     let temp;
     let dir = match &args.dir {
         Some(d) => {

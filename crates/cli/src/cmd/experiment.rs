@@ -44,6 +44,9 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     let mut bar = Bar::new(args.quiet || args.json);
     let report = ldplayer_experiment::run_plan(&plan, &text, &options, &ctrl_c, &mut bar)?;
     bar.finish();
+    let report_file = (!args.no_report && report.runs.iter().any(|r| r.status != Status::Failed))
+        .then(|| draw_report(&dir, args.quiet || args.json))
+        .flatten();
     let failed: Vec<&RunRecord> = report
         .runs
         .iter()
@@ -70,11 +73,15 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                 "summary": report.summary,
                 "interrupted": report.interrupted,
                 "runs": runs,
+                "report": report_file,
                 "seconds": started.elapsed().as_secs_f64(),
             })
         );
     } else if !args.quiet {
         print_summary(&report, started.elapsed().as_secs_f64());
+        if let Some(file) = &report_file {
+            println!("report: {}", file.display());
+        }
     }
     if report.interrupted {
         bail!(
@@ -100,6 +107,21 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Draws DIR/report.html; a report that cannot be drawn is said, not fatal: the runs' files
+/// are what matters, and `ldplayer report DIR` can try again.
+fn draw_report(dir: &Path, quiet: bool) -> Option<std::path::PathBuf> {
+    let file = dir.join("report.html");
+    match super::report::write(&[dir.to_path_buf()], &file, None) {
+        Ok(_) => Some(file),
+        Err(e) => {
+            if !quiet {
+                eprintln!("experiment: no report drawn: {e:#}");
+            }
+            None
+        }
+    }
 }
 
 /// A plan error with the file's name in front (the error has the key and the line).
@@ -158,14 +180,14 @@ fn short(v: f64) -> String {
 }
 
 /// Progress across runs: one bar, the current run's share inside it.
-struct Bar {
+pub struct Bar {
     bar: ProgressBar,
     position: usize,
     total: usize,
 }
 
 impl Bar {
-    fn new(quiet: bool) -> Bar {
+    pub fn new(quiet: bool) -> Bar {
         let bar = ProgressBar::with_draw_target(
             Some(1000),
             if quiet {
@@ -186,7 +208,7 @@ impl Bar {
         }
     }
 
-    fn finish(&self) {
+    pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
 }
