@@ -74,6 +74,13 @@ impl<'a> Curve<'a> {
         }
     }
 
+    /// True when every drawable point is the same one (and there is one).
+    fn is_one_point(&self) -> bool {
+        self.points
+            .first()
+            .is_some_and(|first| self.points.iter().all(|p| p == first))
+    }
+
     /// The points joined as an empirical distribution function: across, then up.
     fn steps(&self) -> Vec<(f64, f64)> {
         let mut out = Vec::with_capacity(self.points.len() * 2);
@@ -158,6 +165,12 @@ where
                 ctx.draw_series(points.map(|p| Circle::new(p, 3, curve.colour.filled())))?
             }
         };
+        // A curve that is one point (every second's rate error 0, a distribution of one
+        // value) draws no line: it is marked instead, or it would vanish.
+        if curve.series.style != SeriesStyle::Points && curve.is_one_point() {
+            let p = curve.points[0];
+            ctx.draw_series(std::iter::once(Circle::new(p, 4, curve.colour.filled())))?;
+        }
     }
     let frame = ctx.plotting_area();
     if curves.iter().all(|c| c.points.is_empty()) {
