@@ -21,7 +21,6 @@ mod header;
 mod latency;
 mod layout;
 mod read;
-mod summary_csv;
 mod timeseries;
 
 use std::collections::BTreeMap;

@@ -20,6 +20,7 @@ pub mod html;
 pub mod input;
 pub mod render;
 pub mod replay;
+pub mod summary_csv;
 
 pub use error::ReportError;
 pub use figure::{

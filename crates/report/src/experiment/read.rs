@@ -8,9 +8,9 @@ use ldplayer_experiment::summary::read_samples;
 use ldplayer_experiment::{RunRecord, Status};
 
 use super::latency::{read_latency, Window};
-use super::summary_csv::{read_summary, SummaryTable};
 use super::{ExperimentData, RunData};
 use crate::error::ReportError;
+use crate::summary_csv::{read_summary, SummaryTable};
 
 pub(super) fn read(dir: &Path) -> Result<ExperimentData, ReportError> {
     let io = |path: &Path| {

@@ -1,4 +1,5 @@
-//! Reading `summary.csv` back: its varied keys and one row per run and metric.
+//! Reading an experiment's `summary.csv` back: its varied keys and one row per run and metric,
+//! for the experiment's figures and for `compare`.
 
 use std::path::Path;
 
@@ -11,7 +12,7 @@ const TAIL: [&str; 8] = ["metric", "p5", "p25", "p50", "p75", "p95", "mean", "n"
 
 /// A whole `summary.csv`.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(super) struct SummaryTable {
+pub struct SummaryTable {
     /// The varied keys, in the plan's `[vary]` order (the columns between `run` and `metric`).
     pub keys: Vec<String>,
     /// Every row, in file order.
@@ -19,7 +20,7 @@ pub(super) struct SummaryTable {
 }
 
 /// Reads the `summary.csv` at `path`; a line that is not a row names itself.
-pub(super) fn read_summary(path: &Path) -> Result<SummaryTable, ReportError> {
+pub fn read_summary(path: &Path) -> Result<SummaryTable, ReportError> {
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Io {
         path: path.to_path_buf(),
         source,
@@ -31,7 +32,7 @@ pub(super) fn read_summary(path: &Path) -> Result<SummaryTable, ReportError> {
 }
 
 /// Reads the text of a `summary.csv`; the error names the line (from 1) and what is wrong.
-pub(super) fn parse_summary(text: &str) -> Result<SummaryTable, String> {
+pub fn parse_summary(text: &str) -> Result<SummaryTable, String> {
     let mut lines = text.lines().enumerate();
     let header = match lines.next() {
         Some((_, h)) => split_fields(h).map_err(|e| format!("line 1: {e}"))?,
