@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 if [ $# -eq 0 ]; then
-  set -- -p ldplayer --test lab --test split_horizon --test deckard --test sigterm --test experiment --test link_fidelity
+  set -- -p ldplayer --test lab --test split_horizon --test deckard --test sigterm --test experiment --test link_fidelity --test report
 fi
 
 # Built outside, as usual, so that only the tests run without namespaces.

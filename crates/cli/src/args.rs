@@ -99,6 +99,10 @@ pub struct ReplayArgs {
     /// Write every query's result to this file (read it with `ldplayer results export`).
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
+    /// When the replay is done, draw its report (as `ldplayer report`) into this HTML file,
+    /// with its figures in a `figures/` folder beside it. Needs --results.
+    #[arg(long, value_name = "FILE", requires = "results")]
+    pub report: Option<PathBuf>,
     /// Print the end-of-run summary as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -189,6 +189,7 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
             trace,
             read,
             results: args.results.as_deref(),
+            report: None,
             json: args.json,
             quiet: args.quiet,
         },

@@ -27,6 +27,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             trace: &args.trace,
             read,
             results: args.results.as_deref(),
+            report: args.report.as_deref(),
             json: args.json,
             quiet: args.quiet,
         },
@@ -42,6 +43,8 @@ pub struct TraceReplay<'a> {
     pub read: ReadArgs,
     /// Write every query's result here.
     pub results: Option<&'a Path>,
+    /// Draw the report of those results here when the replay is done.
+    pub report: Option<&'a Path>,
     /// Print the summary as one JSON object.
     pub json: bool,
     /// Print no progress and no summary text.
@@ -103,12 +106,25 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => {}
         Err(e) => return Err(e).with_context(|| format!("reading {}", job.trace.display())),
     }
-    let (summary, _written) = results.into_parts();
+    let (summary, written) = results.into_parts();
+    // Closed before the report reads it.
+    drop(written);
+    let drawn = match (job.report, job.results) {
+        (Some(html), Some(results)) => {
+            super::report::write(&[results.to_path_buf()], html, None)
+                .context("drawing the report")?;
+            Some(html)
+        }
+        _ => None,
+    };
     let report = summary.report();
     if job.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
             obj.insert("replay".into(), serde_json::to_value(&stats)?);
+            if let Some(html) = drawn {
+                obj.insert("report".into(), serde_json::to_value(html)?);
+            }
         }
         println!("{json}");
     } else {
@@ -116,6 +132,9 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         print_engine(&stats, stop.load(Ordering::Relaxed));
         if let Some(p) = job.results {
             println!("results: {}", p.display());
+        }
+        if let Some(html) = drawn {
+            println!("report: {}", html.display());
         }
     }
     Ok(())
