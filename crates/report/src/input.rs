@@ -76,6 +76,19 @@ pub fn read_all(paths: &[PathBuf]) -> Result<Vec<Labelled>, ReportError> {
     Ok(inputs)
 }
 
+/// What could not be read of `inputs`, each sentence after its input's label.
+pub fn notes(inputs: &[Labelled]) -> Vec<String> {
+    inputs
+        .iter()
+        .flat_map(|i| {
+            i.input
+                .notes()
+                .iter()
+                .map(move |n| format!("{}: {n}", i.label))
+        })
+        .collect()
+}
+
 /// The report of `inputs`: replays overlaid in one section, experiments side by side in theirs,
 /// and a section listing what could not be read.
 pub fn report(title: &str, inputs: &[Labelled]) -> Report {
@@ -121,15 +134,7 @@ pub fn report(title: &str, inputs: &[Labelled]) -> Report {
     if !replays.is_empty() {
         sections.push(replay::section(&replays));
     }
-    let lost: Vec<String> = inputs
-        .iter()
-        .flat_map(|i| {
-            i.input
-                .notes()
-                .iter()
-                .map(move |n| format!("{}: {n}", i.label))
-        })
-        .collect();
+    let lost = notes(inputs);
     if !lost.is_empty() {
         sections.push(Section {
             title: "What could not be read".into(),

@@ -126,6 +126,20 @@ impl ReplayData {
         self.notes = notes(self.summary.results(), &damage, &self.interarrival);
     }
 
+    /// The relative rate error, in %, of every whole second of the run, sorted: (sent − due)
+    /// / due over the seconds of [`Summary::whole_seconds`], the definition of the summary's
+    /// [`ldplayer_results::RateErrorReport`].
+    pub(crate) fn rate_errors(&self) -> Vec<f64> {
+        let mut errors: Vec<f64> = self
+            .summary
+            .whole_seconds()
+            .into_iter()
+            .map(|(due, sent)| (sent as f64 - due as f64) / due as f64 * 100.0)
+            .collect();
+        errors.sort_by(f64::total_cmp);
+        errors
+    }
+
     /// The replay's summary (counts, latency percentiles, timing and rate error), as
     /// `ldplayer replay` printed it, over the results that could be read.
     pub fn summary(&self) -> SummaryReport {

@@ -259,28 +259,36 @@ impl Summary {
         self.timing_at_rank(rank(tenths, self.sent))
     }
 
-    /// The per-second rate comparison (see [`RateErrorReport`]).
-    fn rate_error(&self) -> RateErrorReport {
+    /// The queries due and the queries sent in every second of the run that lies wholly inside
+    /// both the intended and the actual span and was due at least one query, in time order:
+    /// the seconds the rate error is computed over ([`RateErrorReport`], and the report's
+    /// rate error figure).
+    pub fn whole_seconds(&self) -> Vec<(u64, u64)> {
         let (Some(fi), Some(li), Some(fs), Some(ls)) = (
             self.first_intended,
             self.last_intended,
             self.first_sent,
             self.last_sent,
         ) else {
-            return RateErrorReport::default();
+            return Vec::new();
         };
-        // Only seconds wholly inside both the intended and the actual span.
         let lo = fi.max(fs).div_euclid(NS_PER_S) + 1;
         let hi = li.min(ls).div_euclid(NS_PER_S) - 1;
         if lo > hi {
-            return RateErrorReport::default();
+            return Vec::new();
         }
+        self.seconds
+            .range(lo..=hi)
+            .filter(|(_, &[intended, _])| intended > 0)
+            .map(|(_, &[intended, actual])| (intended, actual))
+            .collect()
+    }
+
+    /// The per-second rate comparison (see [`RateErrorReport`]).
+    fn rate_error(&self) -> RateErrorReport {
         let mut rel = Vec::new();
         let (mut within_0_1, mut within_1) = (0u64, 0u64);
-        for (_, &[intended, actual]) in self.seconds.range(lo..=hi) {
-            if intended == 0 {
-                continue;
-            }
+        for (intended, actual) in self.whole_seconds() {
             let diff = actual.abs_diff(intended) as u128;
             within_0_1 += (diff * 1000 <= intended as u128) as u64;
             within_1 += (diff * 100 <= intended as u128) as u64;

@@ -77,15 +77,7 @@ pub fn write(paths: &[PathBuf], output: &Path, title: Option<&str>) -> Result<Ma
             .chain(written.pngs)
             .collect(),
         png_skipped: written.pngs_skipped,
-        notes: inputs
-            .iter()
-            .flat_map(|i| {
-                i.input
-                    .notes()
-                    .iter()
-                    .map(move |n| format!("{}: {n}", i.label))
-            })
-            .collect(),
+        notes: input::notes(&inputs),
     })
 }
 

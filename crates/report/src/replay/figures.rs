@@ -484,7 +484,7 @@ fn rate_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     let mut tenths = vec![0];
     tenths.extend(TABLE_TENTHS);
     for (label, data) in inputs {
-        let errors = data.seconds.rate_errors();
+        let errors = data.rate_errors();
         if errors.is_empty() {
             continue;
         }

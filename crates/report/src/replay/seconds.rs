@@ -58,10 +58,6 @@ pub(crate) fn second_of(ns: i64) -> i64 {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Seconds {
     by_second: BTreeMap<i64, Second>,
-    first_intended: Option<i64>,
-    last_intended: Option<i64>,
-    first_sent: Option<i64>,
-    last_sent: Option<i64>,
 }
 
 impl Seconds {
@@ -72,17 +68,7 @@ impl Seconds {
     /// Counts one result.
     pub(crate) fn add(&mut self, r: &QueryResult) {
         self.at(r.intended_ns).intended += 1;
-        self.first_intended = Some(
-            self.first_intended
-                .map_or(r.intended_ns, |t| t.min(r.intended_ns)),
-        );
-        self.last_intended = Some(
-            self.last_intended
-                .map_or(r.intended_ns, |t| t.max(r.intended_ns)),
-        );
         if r.sent_ns != 0 {
-            self.first_sent = Some(self.first_sent.map_or(r.sent_ns, |t| t.min(r.sent_ns)));
-            self.last_sent = Some(self.last_sent.map_or(r.sent_ns, |t| t.max(r.sent_ns)));
             let s = self.at(r.sent_ns);
             s.sent += 1;
             if r.new_connection {
@@ -129,33 +115,6 @@ impl Seconds {
         all.sort_unstable();
         all.dedup();
         all
-    }
-
-    /// The per-second relative rate error, in %, of every full second, sorted: the definition
-    /// of [`ldplayer_results::RateErrorReport`] (seconds wholly inside both the intended and
-    /// the actual span, with at least one intended query; (sent − intended) / intended).
-    pub(crate) fn rate_errors(&self) -> Vec<f64> {
-        let (Some(fi), Some(li), Some(fs), Some(ls)) = (
-            self.first_intended,
-            self.last_intended,
-            self.first_sent,
-            self.last_sent,
-        ) else {
-            return Vec::new();
-        };
-        let lo = second_of(fi.max(fs)) + 1;
-        let hi = second_of(li.min(ls)) - 1;
-        if lo > hi {
-            return Vec::new();
-        }
-        let mut errors: Vec<f64> = self
-            .by_second
-            .range(lo..=hi)
-            .filter(|(_, s)| s.intended > 0)
-            .map(|(_, s)| (s.sent as f64 - s.intended as f64) / s.intended as f64 * 100.0)
-            .collect();
-        errors.sort_by(f64::total_cmp);
-        errors
     }
 }
 
