@@ -304,7 +304,7 @@ fn an_experiment_directory_gives_every_figure_with_the_summarys_numbers() {
     let Plot::Boxes(chart) = &memory.plot else {
         panic!("boxes")
     };
-    assert_eq!(chart.x_label, "idle_timeout_s");
+    assert_eq!(chart.x_label, "server's TCP idle timeout (s)");
     let labels: Vec<&str> = chart.groups.iter().map(|g| g.label.as_str()).collect();
     assert_eq!(labels, ["5", "10"]);
     let tcp10 = &chart.groups[1].boxes[1];
@@ -492,7 +492,7 @@ fn only_the_protocol_varied_puts_it_on_the_x_axis() {
     let Plot::Boxes(chart) = &figure(&sections, "exp-latency").plot else {
         panic!("boxes")
     };
-    assert_eq!(chart.x_label, "proto");
+    assert_eq!(chart.x_label, "transport");
     let labels: Vec<&str> = chart.groups.iter().map(|g| g.label.as_str()).collect();
     assert_eq!(labels, ["udp", "tcp"]);
     assert_eq!(

@@ -74,7 +74,7 @@ impl<'a> Inputs<'a> {
     pub fn x_label(&self) -> String {
         let mut keys: Vec<&str> = Vec::new();
         for input in &self.list {
-            let key = input.x_key.as_deref().unwrap_or("all runs");
+            let key = input.x_key.as_deref().map_or("all runs", axis_label);
             if !keys.contains(&key) {
                 keys.push(key);
             }
@@ -243,5 +243,25 @@ mod tests {
     #[test]
     fn first_seen_keeps_order() {
         assert_eq!(first_seen(["b", "a", "b", "c", "a"]), vec!["b", "a", "c"]);
+    }
+}
+
+/// How a varied key reads under an axis: what it is, with its unit; unknown keys as they are.
+fn axis_label(key: &str) -> &str {
+    match key {
+        "proto" => "transport",
+        "idle_timeout_s" => "server's TCP idle timeout (s)",
+        "rtt_ms" => "round-trip time (ms)",
+        "loss" => "loss rate, each direction",
+        "jitter_ms" => "jitter (ms)",
+        "bandwidth_mbps" => "bandwidth (Mbit/s)",
+        "queue_kb" => "link queue (kB)",
+        "burst_len" => "mean loss burst (packets)",
+        "do_share" => "share of queries with DO",
+        "set_do" => "DO set on every query",
+        "rate_scale" => "query rate (× the trace's)",
+        "kind" => "server",
+        "threads" => "server threads",
+        other => other,
     }
 }
