@@ -348,10 +348,10 @@ fn an_experiment_directory_gives_every_figure_with_the_summarys_numbers() {
     assert_eq!(
         names,
         [
-            "proto=udp idle_timeout_s=5",
-            "proto=udp idle_timeout_s=10",
-            "proto=tcp idle_timeout_s=5",
-            "proto=tcp idle_timeout_s=10",
+            "udp idle 5 s",
+            "udp idle 10 s",
+            "tcp idle 5 s",
+            "tcp idle 10 s",
             "warm-up end (2 s)",
             "trace end (10 s)"
         ]
@@ -602,8 +602,8 @@ fn each_repeat_is_its_own_box_and_curve() {
     let Plot::Lines(memory) = &figure(&sections, "exp-memory-over-time").plot else {
         panic!("lines")
     };
-    assert_eq!(memory.series[0].name, "proto=udp idle_timeout_s=5 r1");
-    assert_eq!(memory.series[1].name, "proto=udp idle_timeout_s=5 r2");
+    assert_eq!(memory.series[0].name, "udp idle 5 s r1");
+    assert_eq!(memory.series[1].name, "udp idle 5 s r2");
     let Plot::Lines(ccdf) = &figure(&sections, "exp-latency-ccdf-tcp").plot else {
         panic!("lines")
     };

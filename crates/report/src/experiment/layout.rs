@@ -174,12 +174,21 @@ impl Input<'_> {
         self.named(&parts.join(" "))
     }
 
-    /// `run`'s own curve: its varied values (`proto=tcp idle_timeout_s=5`), its repeat when
-    /// combinations repeat, its input's label when there are several inputs.
+    /// `run`'s own curve, short enough for a legend: its varied values (`tcp idle 5 s`), its
+    /// repeat when combinations repeat, its input's label when there are several inputs.
     pub fn run_name(&self, run: &RunData) -> String {
-        let mut name = run.label();
-        if self.repeats && run.repeat == 1 && !run.record.varied.is_empty() {
-            name.push_str(" r1");
+        let mut name = if run.record.varied.is_empty() {
+            run.label()
+        } else {
+            run.record
+                .varied
+                .iter()
+                .map(|(k, v)| short_value(k, v))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if self.repeats && !run.record.varied.is_empty() {
+            name.push_str(&format!(" r{}", run.repeat));
         }
         self.named(&name)
     }
@@ -264,4 +273,22 @@ fn axis_label(key: &str) -> &str {
         "threads" => "server threads",
         other => other,
     }
+}
+
+/// A varied value as a legend shows it: a transport or server by itself, other values after a
+/// short name and with their unit (`rtt 20 ms`).
+fn short_value(key: &str, value: &str) -> String {
+    let (name, unit) = match key {
+        "proto" | "kind" => return value.to_string(),
+        "idle_timeout_s" => ("idle", " s"),
+        "rtt_ms" => ("rtt", " ms"),
+        "jitter_ms" => ("jitter", " ms"),
+        "bandwidth_mbps" => ("bw", " Mbit/s"),
+        "queue_kb" => ("queue", " kB"),
+        "burst_len" => ("burst", ""),
+        "do_share" | "set_do" => ("do", ""),
+        "rate_scale" => ("rate ×", ""),
+        other => (other, ""),
+    };
+    format!("{name} {value}{unit}")
 }

@@ -26,12 +26,16 @@ pub(super) fn draw<DB: DrawingBackend>(
         .series
         .iter()
         .map(|s| {
-            Curve::new(
+            let mut curve = Curve::new(
                 s,
                 chart.x_scale,
                 chart.y_scale,
                 style::colour(names, &s.name),
-            )
+            );
+            if s.style == SeriesStyle::Line && style::colour_repeats(names, &s.name) {
+                curve.style = SeriesStyle::Dashed;
+            }
+            curve
         })
         .collect();
     let x = range(
@@ -56,6 +60,9 @@ struct Curve<'a> {
     series: &'a Series,
     points: Vec<(f64, f64)>,
     colour: RGBColor,
+    /// How it is drawn: the series' style, but a line whose colour repeats an earlier
+    /// series' is dashed.
+    style: SeriesStyle,
 }
 
 impl<'a> Curve<'a> {
@@ -71,6 +78,7 @@ impl<'a> Curve<'a> {
             series,
             points,
             colour,
+            style: series.style,
         }
     }
 
@@ -157,7 +165,7 @@ where
     for curve in curves {
         let stroke = style::stroke(curve.colour);
         let points = curve.points.iter().copied();
-        match curve.series.style {
+        match curve.style {
             SeriesStyle::Line => ctx.draw_series(LineSeries::new(points, stroke))?,
             SeriesStyle::Step => ctx.draw_series(LineSeries::new(curve.steps(), stroke))?,
             SeriesStyle::Dashed => ctx.draw_series(DashedLineSeries::new(points, 8, 5, stroke))?,
@@ -167,7 +175,7 @@ where
         };
         // A curve that is one point (every second's rate error 0, a distribution of one
         // value) draws no line: it is marked instead, or it would vanish.
-        if curve.series.style != SeriesStyle::Points && curve.is_one_point() {
+        if curve.style != SeriesStyle::Points && curve.is_one_point() {
             let p = curve.points[0];
             ctx.draw_series(std::iter::once(Circle::new(p, 4, curve.colour.filled())))?;
         }
@@ -191,7 +199,7 @@ fn entries<'a>(chart: &'a LineChart, curves: &[Curve]) -> Vec<Entry<'a>> {
         }
         entries.push(Entry {
             name: &series.name,
-            sample: match series.style {
+            sample: match curve.style {
                 SeriesStyle::Line => Sample::Line,
                 SeriesStyle::Step => Sample::Step,
                 SeriesStyle::Points => Sample::Point,

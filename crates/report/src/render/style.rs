@@ -37,6 +37,12 @@ pub(super) const LABEL_SIZE: f64 = 16.0;
 pub(super) const TICK_SIZE: f64 = 14.0;
 const LEGEND_SIZE: f64 = 15.0;
 
+/// Whether the series named `name` comes after the palette has run out once: its colour is
+/// another series' too, so a line is drawn dashed to tell them apart.
+pub(super) fn colour_repeats(names: &[&str], name: &str) -> bool {
+    names.iter().position(|n| *n == name).unwrap_or(0) >= PALETTE.len()
+}
+
 /// The colour of the series named `name` among `names` (legend order).
 pub(super) fn colour(names: &[&str], name: &str) -> RGBColor {
     let index = names.iter().position(|n| *n == name).unwrap_or(0);
