@@ -233,26 +233,22 @@ pub(super) fn first_seen<T: PartialEq>(items: impl IntoIterator<Item = T>) -> Ve
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_keep_about_four_digits() {
-        assert_eq!(num(f64::NAN), "");
-        assert_eq!(num(0.0), "0");
-        assert_eq!(num(12345.678), "12346");
-        assert_eq!(num(123.456), "123.5");
-        assert_eq!(num(20.3456), "20.35");
-        assert_eq!(num(2.0), "2");
-        assert_eq!(num(0.4567), "0.457");
-        assert_eq!(num(0.000_12), "1.20e-4");
-    }
-
-    #[test]
-    fn first_seen_keeps_order() {
-        assert_eq!(first_seen(["b", "a", "b", "c", "a"]), vec!["b", "a", "c"]);
-    }
+/// A varied value as a legend shows it: a transport or server by itself, other values after a
+/// short name and with their unit (`rtt 20 ms`).
+fn short_value(key: &str, value: &str) -> String {
+    let (name, unit) = match key {
+        "proto" | "kind" => return value.to_string(),
+        "idle_timeout_s" => ("idle", " s"),
+        "rtt_ms" => ("rtt", " ms"),
+        "jitter_ms" => ("jitter", " ms"),
+        "bandwidth_mbps" => ("bw", " Mbit/s"),
+        "queue_kb" => ("queue", " kB"),
+        "burst_len" => ("burst", ""),
+        "do_share" | "set_do" => ("do", ""),
+        "rate_scale" => ("rate ×", ""),
+        other => (other, ""),
+    };
+    format!("{name} {value}{unit}")
 }
 
 /// How a varied key reads under an axis: what it is, with its unit; unknown keys as they are.
@@ -275,20 +271,24 @@ fn axis_label(key: &str) -> &str {
     }
 }
 
-/// A varied value as a legend shows it: a transport or server by itself, other values after a
-/// short name and with their unit (`rtt 20 ms`).
-fn short_value(key: &str, value: &str) -> String {
-    let (name, unit) = match key {
-        "proto" | "kind" => return value.to_string(),
-        "idle_timeout_s" => ("idle", " s"),
-        "rtt_ms" => ("rtt", " ms"),
-        "jitter_ms" => ("jitter", " ms"),
-        "bandwidth_mbps" => ("bw", " Mbit/s"),
-        "queue_kb" => ("queue", " kB"),
-        "burst_len" => ("burst", ""),
-        "do_share" | "set_do" => ("do", ""),
-        "rate_scale" => ("rate ×", ""),
-        other => (other, ""),
-    };
-    format!("{name} {value}{unit}")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_keep_about_four_digits() {
+        assert_eq!(num(f64::NAN), "");
+        assert_eq!(num(0.0), "0");
+        assert_eq!(num(12345.678), "12346");
+        assert_eq!(num(123.456), "123.5");
+        assert_eq!(num(20.3456), "20.35");
+        assert_eq!(num(2.0), "2");
+        assert_eq!(num(0.4567), "0.457");
+        assert_eq!(num(0.000_12), "1.20e-4");
+    }
+
+    #[test]
+    fn first_seen_keeps_order() {
+        assert_eq!(first_seen(["b", "a", "b", "c", "a"]), vec!["b", "a", "c"]);
+    }
 }

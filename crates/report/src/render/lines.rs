@@ -56,8 +56,7 @@ pub(super) fn draw<DB: DrawingBackend>(
 }
 
 /// A series ready to draw: its drawable points (finite, positive on log axes) and colour.
-struct Curve<'a> {
-    series: &'a Series,
+struct Curve {
     points: Vec<(f64, f64)>,
     colour: RGBColor,
     /// How it is drawn: the series' style, but a line whose colour repeats an earlier
@@ -65,8 +64,8 @@ struct Curve<'a> {
     style: SeriesStyle,
 }
 
-impl<'a> Curve<'a> {
-    fn new(series: &'a Series, x_scale: Scale, y_scale: Scale, colour: RGBColor) -> Self {
+impl Curve {
+    fn new(series: &Series, x_scale: Scale, y_scale: Scale, colour: RGBColor) -> Self {
         let shown = |v: f64, scale: Scale| v.is_finite() && (scale == Scale::Linear || v > 0.0);
         let points = series
             .points
@@ -75,7 +74,6 @@ impl<'a> Curve<'a> {
             .filter(|&(x, y)| shown(x, x_scale) && shown(y, y_scale))
             .collect();
         Curve {
-            series,
             points,
             colour,
             style: series.style,
