@@ -133,7 +133,9 @@ impl Tcpdump {
         use std::io::BufRead;
         let mut child = Command::new("tcpdump")
             // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
-            .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-w"])
+            // A 32 MiB kernel buffer: on a loaded machine tcpdump is not scheduled for a while,
+            // and the default 2 MiB overflowed (packets "dropped by kernel") in a CI run.
+            .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-B", "32768", "-w"])
             .arg(file)
             .args(filter)
             .stdout(Stdio::null())
@@ -153,8 +155,9 @@ impl Tcpdump {
     }
 
     /// Stops it (SIGINT) once what was sent has been written: when the capture file has not
-    /// grown for 300 ms (on a busy machine tcpdump may lag behind the packets, and what it has
-    /// not read when it stops is lost), at most 10 s after the call; then waits for it and
+    /// grown for a second (on a busy machine tcpdump may lag behind the packets, and what it
+    /// has not read when it stops is lost: a 300 ms pause once cut a capture to half), at most
+    /// 10 s after the call; then waits for it and
     /// returns its closing statistics (packets captured, dropped by the kernel), for tests that
     /// must tell a witness that missed packets from a replay that lost them.
     pub fn stop(mut self) -> String {
@@ -162,7 +165,7 @@ impl Tcpdump {
         let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
         let mut last = size();
         loop {
-            std::thread::sleep(std::time::Duration::from_millis(300));
+            std::thread::sleep(std::time::Duration::from_secs(1));
             let now = size();
             if now == last || std::time::Instant::now() > give_up {
                 break;
