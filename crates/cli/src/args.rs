@@ -216,13 +216,21 @@ pub struct ServeArgs {
     /// several); needs --tls-cert and --tls-key, or --tls-self-signed.
     #[arg(long, value_name = "ADDR:PORT")]
     pub tls_listen: Vec<std::net::SocketAddr>,
+    /// Answer DNS over HTTPS (RFC 8484, HTTP/2: GET ?dns= and POST application/dns-message) on
+    /// this address too, e.g. 127.0.0.1:443 (repeat for several); needs the same certificate
+    /// options as --tls-listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub https_listen: Vec<std::net::SocketAddr>,
+    /// The path DNS over HTTPS is served on; other paths are answered 404.
+    #[arg(long, value_name = "PATH", default_value = ldplayer_server::DEFAULT_DOH_PATH)]
+    pub doh_path: String,
     /// The TLS certificate chain (PEM, the server's certificate first).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
     /// The TLS certificate's private key (PEM).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Make a throw-away CA and a server certificate it signs (for the TLS addresses, the
+    /// Make a throw-away CA and a server certificate it signs (for the TLS and HTTPS addresses, the
     /// manifest's nameserver addresses and localhost) in this directory: ca.pem (for clients
     /// to trust, e.g. kdig +tls-ca=DIR/ca.pem), server.pem and server.key.
     #[arg(long, value_name = "DIR", conflicts_with_all = ["tls_cert", "tls_key"])]

@@ -462,3 +462,153 @@ fn tls_flags_are_checked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("TLS"), "{err}");
 }
+
+/// The status and the answer section of one kdig output, for comparing transports.
+fn status_and_answer(out: &str) -> (String, Vec<String>) {
+    let status = out
+        .lines()
+        .filter(|l| l.starts_with(";; ->>HEADER<<-"))
+        .find_map(|l| l.split("status: ").nth(1))
+        .map(|s| s.split(';').next().unwrap_or(s).trim().to_string())
+        .unwrap_or_default();
+    let answer = out
+        .lines()
+        .skip_while(|l| !l.starts_with(";; ANSWER SECTION:"))
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect();
+    (status, answer)
+}
+
+/// `serve --https-listen` in split mode with `--tls-self-signed` and `--doh-path`: kdig over
+/// DNS over HTTPS, POST (`+https`) and GET (`+https-get`), trusting the CA serve made, checked
+/// by address or by name, gets from each nameserver address the status and answer section it
+/// gets over UDP; another path is answered 404; the JSON report counts it all.
+#[test]
+fn serves_dns_over_https_to_kdig_as_over_udp() {
+    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch");
+    example_zone(dir.path());
+    std::fs::write(
+        dir.path().join("other.zone"),
+        "$ORIGIN other.\n$TTL 60\n@ SOA ns admin 1 60 60 60 60\n@ NS ns\nns A 127.0.0.2\n\
+         www A 198.51.100.7\n",
+    )
+    .expect("zone");
+    std::fs::write(
+        dir.path().join("manifest"),
+        "127.0.0.1 example.zone\n127.0.0.2 other.zone\n",
+    )
+    .expect("manifest");
+    let tls_dir = dir.path().join("tls");
+    let (port, https) = (ldplayer_testbed::free_port(), ldplayer_testbed::free_port());
+    let at = |ip: &str, port: u16| format!("{ip}:{port}");
+    let server = Serve::start(&[
+        "--manifest",
+        &s(&dir.path().join("manifest")),
+        "--listen",
+        &at("127.0.0.1", port),
+        "--listen",
+        &at("127.0.0.2", port),
+        "--https-listen",
+        &at("127.0.0.1", https),
+        "--https-listen",
+        &at("127.0.0.2", https),
+        "--doh-path",
+        "/resolve",
+        "--tls-self-signed",
+        &s(&tls_dir),
+    ]);
+    assert!(
+        server.stderr().contains(&format!(
+            "DNS over HTTPS on https://127.0.0.1:{https} 127.0.0.2:{https}/resolve"
+        )),
+        "{}",
+        server.stderr()
+    );
+    let ca = format!("+tls-ca={}", s(&tls_dir.join("ca.pem")));
+    let mut asked = 0;
+    for (ip, mine, theirs) in [
+        ("127.0.0.1", "www.example.", "www.other."),
+        ("127.0.0.2", "www.other.", "www.example."),
+    ] {
+        for (name, status) in [
+            (mine, "NOERROR"),
+            ("nope.example.", ""),
+            (theirs, "REFUSED"),
+        ] {
+            let udp = status_and_answer(&kdig(&at(ip, port), &[name, "A"]));
+            if !status.is_empty() {
+                assert_eq!(udp.0, status, "{name} at {ip} over UDP");
+            }
+            for how in [
+                vec!["+https=/resolve", &ca],
+                vec![
+                    "+https=/resolve",
+                    "+https-get",
+                    &ca,
+                    "+tls-hostname=localhost",
+                ],
+            ] {
+                let mut args = how.clone();
+                args.extend([name, "A"]);
+                let out = kdig(&at(ip, https), &args);
+                assert!(out.contains("(status: 200)"), "{args:?}: {out}");
+                assert_eq!(
+                    status_and_answer(&out),
+                    udp,
+                    "{name} at {ip}, {how:?}: {out}"
+                );
+                asked += 1;
+            }
+        }
+    }
+    assert_eq!(
+        status_and_answer(&kdig(&at("127.0.0.1", port), &["www.example.", "A"])).1,
+        ["www.example. 60 IN A 192.0.2.1"],
+        "the answer section is read"
+    );
+    let out = kdig(
+        &at("127.0.0.1", https),
+        &["+https", &ca, "www.example.", "A"],
+    );
+    assert!(
+        out.contains("(status: 404)"),
+        "the default path is not served: {out}"
+    );
+
+    let v: serde_json::Value = serde_json::from_str(&server.stop("INT")).expect("json");
+    assert_eq!(v["doh_queries"], asked, "{v}");
+    assert_eq!(v["doh_responses"], asked, "{v}");
+    assert_eq!(v["doh_errors"]["not_found"], 1, "{v}");
+    assert_eq!(v["doh_errors"]["tls"], 0, "{v}");
+    assert_eq!(v["doh_handshakes"], asked + 1, "{v}");
+    assert_eq!(v["udp_queries"], 7, "{v}");
+    assert_eq!(v["queries"], asked + 7, "{v}");
+}
+
+/// --https-listen needs a certificate, and its path must be a path.
+#[test]
+fn https_flags_are_checked() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let zone = example_zone(dir.path());
+    let out = common::ldplayer_fails(&["serve", "--https-listen", "127.0.0.1:0", &zone]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--https-listen needs a certificate"), "{err}");
+    let tls = s(&dir.path().join("tls"));
+    let out = common::ldplayer_fails(&[
+        "serve",
+        "--https-listen",
+        "127.0.0.1:0",
+        "--tls-self-signed",
+        &tls,
+        "--doh-path",
+        "dns-query",
+        &zone,
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--doh-path must start with /"), "{err}");
+}

@@ -28,6 +28,13 @@
 //!   so the first answer on a fresh TLS 1.3 connection is not held under Nagle behind the
 //!   session tickets until the client's delayed ACK (as nsd 4.6 and BIND 9.18 do, costing
 //!   about 40 ms).
+//! * **DNS over HTTPS** ([`ServerConfig::doh`], RFC 8484): HTTP/2 over TLS (ALPN `h2`) on
+//!   listeners of its own, served by one more thread running a single-threaded tokio runtime
+//!   with the `h2` crate: `GET ?dns=` and `POST application/dns-message` on one path, answered
+//!   from the same views (by the address the client connected to) as every other transport;
+//!   what is not a query gets a 4xx status counted by kind ([`DohErrors`]). Bounded by a
+//!   connection cap, a cap on concurrent streams per connection and an idle timeout of its own
+//!   ([`DohConfig`]).
 //! * **Stop**: every thread checks a shared flag at least every 100 ms;
 //!   [`RunningServer::stop`] sets it and joins the threads.
 //!
@@ -66,6 +73,7 @@
 //! println!("DNS over TLS on {:?}", server.tls_local_addrs());
 //! ```
 
+mod doh;
 mod stats;
 mod tcp;
 mod tls;
@@ -82,7 +90,8 @@ use ldplayer_zone::{AnswerOptions, Views};
 use socket2::{Domain, Protocol, Socket, Type};
 use thiserror::Error;
 
-pub use stats::{KindCounts, RcodeCounts, ServerStats, RCODE_SLOTS};
+pub use doh::{DohConfig, DEFAULT_DOH_PATH, DNS_MESSAGE, DOH_PORT};
+pub use stats::{DohErrors, KindCounts, RcodeCounts, ServerStats, RCODE_SLOTS};
 pub use tls::{TlsConfig, TlsIdentity, DOT_PORT};
 
 use stats::Counters;
@@ -120,6 +129,9 @@ pub struct ServerConfig {
     /// DNS over TLS: its listen addresses and certificate; `None` serves no TLS. TLS
     /// connections share the TCP connection cap and idle timeout.
     pub tls: Option<TlsConfig>,
+    /// DNS over HTTPS: its listen addresses, certificate, path and bounds; `None` serves no
+    /// DoH. Its connections have their own cap and idle timeout.
+    pub doh: Option<DohConfig>,
 }
 
 impl ServerConfig {
@@ -134,7 +146,7 @@ impl ServerConfig {
 
 impl Default for ServerConfig {
     /// No listen address; one UDP worker; TCP on with a [`DEFAULT_TCP_IDLE_TIMEOUT`] idle
-    /// timeout and at most 1024 connections; default answering options; no TLS.
+    /// timeout and at most 1024 connections; default answering options; no TLS, no DoH.
     fn default() -> Self {
         ServerConfig {
             listen: Vec::new(),
@@ -144,6 +156,7 @@ impl Default for ServerConfig {
             max_tcp_connections: 1024,
             answer: AnswerOptions::default(),
             tls: None,
+            doh: None,
         }
     }
 }
@@ -151,7 +164,7 @@ impl Default for ServerConfig {
 /// Why the server could not start.
 #[derive(Debug, Error)]
 pub enum ServerError {
-    /// The configuration lists no listen address (for UDP/TCP or TLS).
+    /// The configuration lists no listen address (for UDP/TCP, TLS or DoH).
     #[error("no listen address")]
     NoListenAddress,
     /// The TLS certificate or key is unusable (no certificate, a key that does not match it, an
@@ -171,7 +184,7 @@ pub enum ServerError {
     Bind {
         /// The address.
         addr: SocketAddr,
-        /// "udp", "tcp" or "tls".
+        /// "udp", "tcp", "tls" or "https".
         proto: &'static str,
         /// The error.
         source: io::Error,
@@ -277,11 +290,16 @@ impl Server {
     ) -> Result<RunningServer, ServerError> {
         let views = Arc::new(views.into());
         let tls_listen = config.tls.as_ref().map_or(&[][..], |t| &t.listen[..]);
-        if config.listen.is_empty() && tls_listen.is_empty() {
+        let doh_listen = config.doh.as_ref().map_or(&[][..], |d| &d.listen[..]);
+        if config.listen.is_empty() && tls_listen.is_empty() && doh_listen.is_empty() {
             return Err(ServerError::NoListenAddress);
         }
         let tls_config = match &config.tls {
             Some(t) if !t.listen.is_empty() => Some(tls::server_config(&t.identity)?),
+            _ => None,
+        };
+        let doh_tls = match &config.doh {
+            Some(d) if !d.listen.is_empty() => Some(doh::server_config(&d.identity)?),
             _ => None,
         };
         let workers = config.udp_workers.max(1);
@@ -311,6 +329,13 @@ impl Server {
                 });
             }
         }
+        let mut doh_local = Vec::new();
+        let mut doh_listeners = Vec::new();
+        for &addr in doh_listen {
+            let sock = tcp_listener(addr).map_err(bind_err(addr, "https"))?;
+            doh_local.push(sock.local_addr().unwrap_or(addr));
+            doh_listeners.push(sock);
+        }
         let tcp_setup = if listeners.is_empty() {
             None
         } else {
@@ -326,6 +351,7 @@ impl Server {
         let mut server = RunningServer {
             local,
             tls_local,
+            doh_local,
             stop: Arc::new(AtomicBool::new(false)),
             counters: Vec::new(),
             threads: Vec::new(),
@@ -348,10 +374,20 @@ impl Server {
                 max_connections: config.max_tcp_connections,
                 opts: config.answer,
             };
-            let stop = server.stop.clone();
+            let (views, stop) = (views.clone(), server.stop.clone());
             let h = std::thread::Builder::new()
                 .name("ldp-tcp".into())
                 .spawn(move || tcp::run(poll, listeners, views, settings, stop, counters))
+                .map_err(ServerError::Spawn)?;
+            server.threads.push(h);
+        }
+        if let (Some(tls), Some(doh)) = (doh_tls, config.doh) {
+            let counters = Arc::new(Counters::default());
+            server.counters.push(counters.clone());
+            let (stop, opts) = (server.stop.clone(), config.answer);
+            let h = std::thread::Builder::new()
+                .name("ldp-doh".into())
+                .spawn(move || doh::run(doh_listeners, tls, &doh, views, opts, stop, counters))
                 .map_err(ServerError::Spawn)?;
             server.threads.push(h);
         }
@@ -364,6 +400,7 @@ impl Server {
 pub struct RunningServer {
     local: Vec<SocketAddr>,
     tls_local: Vec<SocketAddr>,
+    doh_local: Vec<SocketAddr>,
     stop: Arc<AtomicBool>,
     counters: Vec<Arc<Counters>>,
     threads: Vec<JoinHandle<()>>,
@@ -380,6 +417,12 @@ impl RunningServer {
     /// actual port when port 0 was asked for; empty without TLS.
     pub fn tls_local_addrs(&self) -> Vec<SocketAddr> {
         self.tls_local.clone()
+    }
+
+    /// The bound DNS over HTTPS addresses, one per [`DohConfig::listen`] entry in the same
+    /// order, with the actual port when port 0 was asked for; empty without DoH.
+    pub fn doh_local_addrs(&self) -> Vec<SocketAddr> {
+        self.doh_local.clone()
     }
 
     /// The counters so far, summed over all threads.

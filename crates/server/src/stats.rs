@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use ldplayer_dns::Rcode;
 use ldplayer_zone::{Kind, Outcome};
 
+use crate::doh::{DohError, DOH_ERROR_KINDS};
+
 /// Responses sent, by [`Kind`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct KindCounts {
@@ -158,6 +160,72 @@ pub struct ServerStats {
     /// Most TCP connections (TLS ones included) open at once so far (the TCP thread's peak;
     /// there is one).
     pub tcp_peak_open: u64,
+    /// DNS queries received over DNS over HTTPS (requests that carried a message of at least a
+    /// header; those answered 400 for not being a query included).
+    pub doh_queries: u64,
+    /// Responses produced over DNS over HTTPS (sent with status 200).
+    pub doh_responses: u64,
+    /// Connections accepted on DoH listeners (those then refused for the cap included).
+    pub doh_accepted: u64,
+    /// TLS handshakes completed on DoH listeners, resumed ones included.
+    pub doh_handshakes: u64,
+    /// DoH TLS handshakes that resumed an earlier session.
+    pub doh_resumed: u64,
+    /// DoH connections closed for opening no stream (or not finishing their handshakes) within
+    /// the idle timeout.
+    pub doh_idle_closed: u64,
+    /// DoH connections open now.
+    pub doh_open: u64,
+    /// Most DoH connections open at once so far.
+    pub doh_peak_open: u64,
+    /// DoH requests refused and connections closed, by kind.
+    pub doh_errors: DohErrors,
+}
+
+/// DNS over HTTPS requests answered with an HTTP error, and connections closed for an error,
+/// by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DohErrors {
+    /// 400: no `dns` parameter, bad base64url, a body that is no DNS query.
+    pub bad_request: u64,
+    /// 404: a path other than the DoH path.
+    pub not_found: u64,
+    /// 405: a method other than GET and POST.
+    pub method_not_allowed: u64,
+    /// 413 or 414: a message longer than 65535 bytes.
+    pub too_large: u64,
+    /// 415: a POST whose content type is not `application/dns-message`.
+    pub unsupported_media_type: u64,
+    /// Connections closed for a failed TLS handshake (no `h2` in the client's ALPN included).
+    pub tls: u64,
+    /// Connections closed for an HTTP/2 protocol error (e.g. no HTTP/2 preface).
+    pub http: u64,
+    /// Connections closed on accept because [`DohConfig::max_connections`](crate::DohConfig)
+    /// were open.
+    pub refused_connections: u64,
+}
+
+impl DohErrors {
+    /// Requests answered with an HTTP error status.
+    pub fn requests(&self) -> u64 {
+        self.bad_request
+            + self.not_found
+            + self.method_not_allowed
+            + self.too_large
+            + self.unsupported_media_type
+    }
+
+    /// Adds another count to this one.
+    pub fn add(&mut self, o: &DohErrors) {
+        self.bad_request += o.bad_request;
+        self.not_found += o.not_found;
+        self.method_not_allowed += o.method_not_allowed;
+        self.too_large += o.too_large;
+        self.unsupported_media_type += o.unsupported_media_type;
+        self.tls += o.tls;
+        self.http += o.http;
+        self.refused_connections += o.refused_connections;
+    }
 }
 
 impl ServerStats {
@@ -189,6 +257,15 @@ impl ServerStats {
         self.bytes_out += o.bytes_out;
         self.tcp_open += o.tcp_open;
         self.tcp_peak_open += o.tcp_peak_open;
+        self.doh_queries += o.doh_queries;
+        self.doh_responses += o.doh_responses;
+        self.doh_accepted += o.doh_accepted;
+        self.doh_handshakes += o.doh_handshakes;
+        self.doh_resumed += o.doh_resumed;
+        self.doh_idle_closed += o.doh_idle_closed;
+        self.doh_open += o.doh_open;
+        self.doh_peak_open += o.doh_peak_open;
+        self.doh_errors.add(&o.doh_errors);
         let (k, ok) = (&mut self.kinds, &o.kinds);
         k.answer += ok.answer;
         k.referral += ok.referral;
@@ -249,6 +326,18 @@ pub(crate) struct Counters {
     pub tcp_open: AtomicU64,
     /// The most connections open at once (the TCP thread stores it).
     pub tcp_peak_open: AtomicU64,
+    pub doh_queries: AtomicU64,
+    pub doh_responses: AtomicU64,
+    pub doh_accepted: AtomicU64,
+    pub doh_handshakes: AtomicU64,
+    pub doh_resumed: AtomicU64,
+    pub doh_idle_closed: AtomicU64,
+    /// By [`DohError`], in its order.
+    pub doh_errors: [AtomicU64; DOH_ERROR_KINDS],
+    /// A gauge: DoH connections open now (the DoH thread stores it).
+    pub doh_open: AtomicU64,
+    /// The most DoH connections open at once.
+    pub doh_peak_open: AtomicU64,
 }
 
 /// The transport a message came over.
@@ -257,6 +346,7 @@ pub(crate) enum Transport {
     Udp,
     Tcp,
     Tls,
+    Doh,
 }
 
 /// Adds one to a counter that only this thread writes (a load and a store, no locked op).
@@ -279,6 +369,7 @@ impl Counters {
             Transport::Udp => &self.udp_queries,
             Transport::Tcp => &self.tcp_queries,
             Transport::Tls => &self.tls_queries,
+            Transport::Doh => &self.doh_queries,
         });
         add(&self.bytes_in, len as u64);
     }
@@ -290,6 +381,7 @@ impl Counters {
             Transport::Udp => &self.udp_responses,
             Transport::Tcp => &self.tcp_responses,
             Transport::Tls => &self.tls_responses,
+            Transport::Doh => &self.doh_responses,
         });
         if o.truncated {
             bump(&self.truncated);
@@ -308,6 +400,15 @@ impl Counters {
         }
     }
 
+    /// Records the number of DoH connections open now, and the peak.
+    pub fn doh_open(&self, open: usize) {
+        let open = open as u64;
+        self.doh_open.store(open, Relaxed);
+        if open > self.doh_peak_open.load(Relaxed) {
+            self.doh_peak_open.store(open, Relaxed);
+        }
+    }
+
     /// The current values.
     pub fn snapshot(&self) -> ServerStats {
         let g = |c: &AtomicU64| c.load(Relaxed);
@@ -315,11 +416,13 @@ impl Counters {
         let udp_responses = g(&self.udp_responses);
         let tcp_responses = g(&self.tcp_responses);
         let tls_responses = g(&self.tls_responses);
+        let doh_responses = g(&self.doh_responses);
+        let e = |kind: DohError| g(&self.doh_errors[kind as usize]);
         ServerStats {
             udp_queries: g(&self.udp_queries),
             tcp_queries: g(&self.tcp_queries),
             tls_queries: g(&self.tls_queries),
-            responses: udp_responses + tcp_responses + tls_responses,
+            responses: udp_responses + tcp_responses + tls_responses + doh_responses,
             udp_responses,
             tcp_responses,
             tls_responses,
@@ -353,6 +456,24 @@ impl Counters {
             bytes_out: g(&self.bytes_out),
             tcp_open: g(&self.tcp_open),
             tcp_peak_open: g(&self.tcp_peak_open),
+            doh_queries: g(&self.doh_queries),
+            doh_responses,
+            doh_accepted: g(&self.doh_accepted),
+            doh_handshakes: g(&self.doh_handshakes),
+            doh_resumed: g(&self.doh_resumed),
+            doh_idle_closed: g(&self.doh_idle_closed),
+            doh_open: g(&self.doh_open),
+            doh_peak_open: g(&self.doh_peak_open),
+            doh_errors: DohErrors {
+                bad_request: e(DohError::BadRequest),
+                not_found: e(DohError::NotFound),
+                method_not_allowed: e(DohError::MethodNotAllowed),
+                too_large: e(DohError::TooLarge),
+                unsupported_media_type: e(DohError::UnsupportedMediaType),
+                tls: e(DohError::Tls),
+                http: e(DohError::Http),
+                refused_connections: e(DohError::Refused),
+            },
         }
     }
 }

@@ -2,13 +2,16 @@
 //! `ldplayer serve --manifest FILE` (split horizon by destination address), with the counters
 //! as JSON on exit and, with `--stats FILE`, every second; DNS over TLS too with
 //! `--tls-listen ADDR:PORT` and a certificate (`--tls-cert`/`--tls-key`, or one made with
-//! `--tls-self-signed DIR`).
+//! `--tls-self-signed DIR`), and DNS over HTTPS with `--https-listen ADDR:PORT` (the same
+//! certificate, `--doh-path`).
 
 use crate::args::ServeArgs;
 use crate::progress::interrupted;
 use anyhow::{Context, Result};
 use ldplayer_results::summary::MAIN_RCODES;
-use ldplayer_server::{Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity, RCODE_SLOTS};
+use ldplayer_server::{
+    DohConfig, Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity, RCODE_SLOTS,
+};
 use ldplayer_zone::{AnswerOptions, Manifest, Views, Zone, ZoneSet};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -52,7 +55,8 @@ pub fn run(args: ServeArgs) -> Result<()> {
             (views, listen)
         }
         None => {
-            if args.listen.is_empty() && args.tls_listen.is_empty() {
+            if args.listen.is_empty() && args.tls_listen.is_empty() && args.https_listen.is_empty()
+            {
                 anyhow::bail!("--listen ADDR:PORT is required without --manifest");
             }
             let zones = load_zones(&args.zones)?;
@@ -75,9 +79,25 @@ pub fn run(args: ServeArgs) -> Result<()> {
         minimal: args.minimal_responses,
         ..AnswerOptions::default()
     };
-    let tls = tls_config(&args, &views)?;
-    let tls_cert = tls.as_ref().map(|(_, cert)| cert.clone());
-    config.tls = tls.map(|(config, _)| config);
+    let identity = tls_identity(&args, &views)?;
+    let tls_cert = identity.as_ref().map(|(_, cert)| cert.clone());
+    if let Some((identity, _)) = &identity {
+        if !args.tls_listen.is_empty() {
+            config.tls = Some(TlsConfig {
+                listen: args.tls_listen.clone(),
+                identity: identity.clone(),
+            });
+        }
+        if !args.https_listen.is_empty() {
+            if !args.doh_path.starts_with('/') {
+                anyhow::bail!("--doh-path must start with /: {}", args.doh_path);
+            }
+            let mut doh = DohConfig::new(args.https_listen.clone(), identity.clone());
+            doh.path = args.doh_path.clone();
+            doh.idle_timeout = config.tcp_idle_timeout;
+            config.doh = Some(doh);
+        }
+    }
     let mut stats_file = match &args.stats {
         Some(p) => Some(StatsFile::create(p)?),
         None => None,
@@ -95,17 +115,31 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .iter()
         .map(|a| a.to_string())
         .collect();
-    let tls = match &tls_cert {
-        Some(cert) => {
+    let doh_addrs: Vec<String> = server
+        .doh_local_addrs()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
+    let mut tls = String::new();
+    if let Some(cert) = &tls_cert {
+        if !tls_addrs.is_empty() {
             eprintln!(
                 "ldplayer: DNS over TLS on {} with {}",
                 tls_addrs.join(" "),
                 cert.display()
             );
-            format!(" and over TLS on {}", tls_addrs.join(" "))
+            tls.push_str(&format!(" and over TLS on {}", tls_addrs.join(" ")));
         }
-        None => String::new(),
-    };
+        if !doh_addrs.is_empty() {
+            eprintln!(
+                "ldplayer: DNS over HTTPS on https://{}{} with {}",
+                doh_addrs.join(" "),
+                args.doh_path,
+                cert.display()
+            );
+            tls.push_str(&format!(" and over HTTPS on {}", doh_addrs.join(" ")));
+        }
+    }
     eprintln!(
         "ldplayer: answering on {}{tls} ({tcp}; Ctrl-C stops)",
         addrs.join(" ")
@@ -130,14 +164,16 @@ pub fn run(args: ServeArgs) -> Result<()> {
     Ok(())
 }
 
-/// The DNS over TLS settings `args` ask for, and the certificate file (for people to read);
-/// `None` without `--tls-listen`. With `--tls-self-signed DIR`, the certificate is made for the
-/// TLS addresses (loopback for a wildcard one), the manifest's nameserver addresses and
-/// localhost.
-fn tls_config(args: &ServeArgs, views: &Views) -> Result<Option<(TlsConfig, PathBuf)>> {
-    if args.tls_listen.is_empty() {
+/// The certificate of DNS over TLS and HTTPS that `args` ask for, and its file (for people to
+/// read); `None` without `--tls-listen` and `--https-listen`. With `--tls-self-signed DIR`, the
+/// certificate is made for the TLS and HTTPS addresses (loopback for a wildcard one), the
+/// manifest's nameserver addresses and localhost.
+fn tls_identity(args: &ServeArgs, views: &Views) -> Result<Option<(TlsIdentity, PathBuf)>> {
+    if args.tls_listen.is_empty() && args.https_listen.is_empty() {
         if args.tls_cert.is_some() || args.tls_self_signed.is_some() {
-            anyhow::bail!("--tls-cert and --tls-self-signed need --tls-listen ADDR:PORT");
+            anyhow::bail!(
+                "--tls-cert and --tls-self-signed need --tls-listen or --https-listen ADDR:PORT"
+            );
         }
         return Ok(None);
     }
@@ -145,7 +181,7 @@ fn tls_config(args: &ServeArgs, views: &Views) -> Result<Option<(TlsConfig, Path
         (Some(cert), Some(key), _) => (cert.clone(), key.clone()),
         (_, _, Some(dir)) => {
             let mut ips: Vec<IpAddr> = Vec::new();
-            for addr in &args.tls_listen {
+            for addr in args.tls_listen.iter().chain(&args.https_listen) {
                 let ip = addr.ip();
                 let wanted: Vec<IpAddr> = if ip.is_unspecified() {
                     vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()]
@@ -167,17 +203,20 @@ fn tls_config(args: &ServeArgs, views: &Views) -> Result<Option<(TlsConfig, Path
             );
             (files.cert, files.key)
         }
-        _ => anyhow::bail!(
-            "--tls-listen needs a certificate: --tls-cert FILE --tls-key FILE, or \
-             --tls-self-signed DIR"
-        ),
+        _ => {
+            let flag = if args.tls_listen.is_empty() {
+                "--https-listen"
+            } else {
+                "--tls-listen"
+            };
+            anyhow::bail!(
+                "{flag} needs a certificate: --tls-cert FILE --tls-key FILE, or \
+                 --tls-self-signed DIR"
+            )
+        }
     };
     let identity = TlsIdentity::from_pem_files(&cert, &key).context("--tls-cert/--tls-key")?;
-    let config = TlsConfig {
-        listen: args.tls_listen.clone(),
-        identity,
-    };
-    Ok(Some((config, cert)))
+    Ok(Some((identity, cert)))
 }
 
 /// The server's counters as one JSON object: the report `serve` prints on exit and each line of
@@ -199,10 +238,10 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
         rcodes.insert(name, n.into());
     }
     let k = &s.kinds;
-    serde_json::json!({
+    let mut json = serde_json::json!({
         "time": time,
         "uptime_s": uptime.as_millis() as f64 / 1e3,
-        "queries": s.udp_queries + s.tcp_queries + s.tls_queries,
+        "queries": s.udp_queries + s.tcp_queries + s.tls_queries + s.doh_queries,
         "udp_queries": s.udp_queries,
         "tcp_queries": s.tcp_queries,
         "responses": s.responses,
@@ -238,7 +277,40 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
         "tls_handshakes": s.tls_handshakes,
         "tls_resumed": s.tls_resumed,
         "tls_errors": s.tls_errors,
-    })
+    });
+    if let Some(map) = json.as_object_mut() {
+        map.extend(doh_json(s));
+    }
+    json
+}
+
+/// The DNS over HTTPS counters of [`stats_json`].
+fn doh_json(s: &ServerStats) -> serde_json::Map<String, serde_json::Value> {
+    let e = &s.doh_errors;
+    let json = serde_json::json!({
+        "doh_queries": s.doh_queries,
+        "doh_responses": s.doh_responses,
+        "doh_accepted": s.doh_accepted,
+        "doh_handshakes": s.doh_handshakes,
+        "doh_resumed": s.doh_resumed,
+        "doh_idle_closed": s.doh_idle_closed,
+        "doh_open": s.doh_open,
+        "doh_peak_open": s.doh_peak_open,
+        "doh_errors": {
+            "bad_request": e.bad_request,
+            "not_found": e.not_found,
+            "method_not_allowed": e.method_not_allowed,
+            "too_large": e.too_large,
+            "unsupported_media_type": e.unsupported_media_type,
+            "tls": e.tls,
+            "http": e.http,
+            "refused_connections": e.refused_connections,
+        },
+    });
+    match json {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
 }
 
 /// `serve --stats FILE`: one JSON line of the counters every second, flushed as written.
@@ -313,6 +385,27 @@ pub fn describe(s: &ServerStats) -> String {
         line.push_str(&format!(
             "; over TLS {} queries, {} connections, {} handshakes ({} resumed), {} TLS errors",
             s.tls_queries, s.tls_accepted, s.tls_handshakes, s.tls_resumed, s.tls_errors
+        ));
+    }
+    if s.doh_accepted > 0 {
+        let e = &s.doh_errors;
+        line.push_str(&format!(
+            "; over HTTPS {} queries, {} connections, {} handshakes ({} resumed), {} HTTP errors \
+             ({} bad request, {} not found, {} method not allowed, {} too large, {} unsupported \
+             media type), {} TLS errors, {} HTTP/2 errors, {} connections refused",
+            s.doh_queries,
+            s.doh_accepted,
+            s.doh_handshakes,
+            s.doh_resumed,
+            e.requests(),
+            e.bad_request,
+            e.not_found,
+            e.method_not_allowed,
+            e.too_large,
+            e.unsupported_media_type,
+            e.tls,
+            e.http,
+            e.refused_connections
         ));
     }
     line
