@@ -135,7 +135,16 @@ impl Tcpdump {
             // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
             // A 32 MiB kernel buffer: on a loaded machine tcpdump is not scheduled for a while,
             // and the default 2 MiB overflowed (packets "dropped by kernel") in a CI run.
-            .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-B", "32768", "-w"])
+            .args([
+                "-i",
+                "lo",
+                "-n",
+                "-U",
+                "--immediate-mode",
+                "-B",
+                "32768",
+                "-w",
+            ])
             .arg(file)
             .args(filter)
             .stdout(Stdio::null())
