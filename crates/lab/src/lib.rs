@@ -229,7 +229,8 @@ pub fn server_side(
 #[derive(Debug)]
 pub struct ResolverSide {
     server: Option<Child>,
-    tcpdump: Option<Child>,
+    /// The capture of the resolver's upstream traffic, and its file.
+    tcpdump: Option<(Child, PathBuf)>,
     resolver: Option<RunningResolver>,
     /// Nameserver addresses of the manifest.
     pub nameservers: Vec<std::net::IpAddr>,
@@ -287,7 +288,7 @@ impl ResolverSide {
             }
         };
         if let Some(pcap) = &config.capture {
-            side.tcpdump = Some(start_tcpdump(pcap, &config.work_dir)?);
+            side.tcpdump = Some((start_tcpdump(pcap, &config.work_dir)?, pcap.clone()));
         }
         side.resolver = Some(resolver::start(
             config.resolver,
@@ -340,8 +341,8 @@ impl ResolverSide {
 
     fn stop(&mut self) -> String {
         drop(self.resolver.take());
-        if let Some(mut t) = self.tcpdump.take() {
-            std::thread::sleep(Duration::from_millis(200));
+        if let Some((mut t, pcap)) = self.tcpdump.take() {
+            wait_until_written(&pcap);
             interrupt(&mut t);
         }
         let mut out = String::new();
@@ -376,16 +377,44 @@ fn interrupt(child: &mut Child) {
     let _ = child.wait();
 }
 
+/// Returns once the capture file has not grown for a second (at most 10 s): what the capture
+/// has not read when it is interrupted is lost, and on a busy machine it lags behind the
+/// packets (a fixed 200 ms pause once lost a fifth of a resolver's upstream queries).
+fn wait_until_written(pcap: &Path) {
+    let size = || std::fs::metadata(pcap).map_or(0, |m| m.len());
+    let give_up = Instant::now() + Duration::from_secs(10);
+    let mut last = size();
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = size();
+        if now == last || Instant::now() > give_up {
+            return;
+        }
+        last = now;
+    }
+}
+
 /// A capture of the resolver side's end of the link, DNS only, written as it arrives; returns
-/// once the capture is open. tcpdump as real root; in a user namespace dumpcap (from tshark),
+/// once the capture is open (with a 32 MiB kernel buffer: on a loaded machine the capture is
+/// not scheduled for a while). tcpdump as real root; in a user namespace dumpcap (from tshark),
 /// because tcpdump insists on changing its user, which a user namespace forbids.
 fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
     let err_path = work_dir.join("tcpdump.log");
     let err = std::fs::File::create(&err_path).map_err(LabError::Io)?;
     let (program, ready, mut cmd) = if netns::in_user_namespace() {
         let mut cmd = Command::new("dumpcap");
-        cmd.args(["-i", netns::RESOLVER_IF, "-P", "-q", "-f", "port 53", "-w"])
-            .arg(pcap);
+        cmd.args([
+            "-i",
+            netns::RESOLVER_IF,
+            "-P",
+            "-q",
+            "-B",
+            "32",
+            "-f",
+            "port 53",
+            "-w",
+        ])
+        .arg(pcap);
         ("dumpcap (apt-get install tshark)", "Capturing on", cmd)
     } else {
         let mut cmd = Command::new("tcpdump");
@@ -395,6 +424,8 @@ fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
             "-n",
             "-U",
             "--immediate-mode",
+            "-B",
+            "32768",
             "-w",
         ])
         .arg(pcap);
