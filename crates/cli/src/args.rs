@@ -126,6 +126,24 @@ pub struct ReplayArgs {
     /// Seconds a TCP/TLS connection may stay idle before it is closed (serve has the same flag).
     #[arg(long, value_name = "SECONDS", default_value_t = 20.0)]
     pub idle_timeout: f64,
+    /// Replay only shard I of N (from 0) of the trace's clients, every query of a client in
+    /// the same shard; `auto` takes the shard from a Kubernetes Indexed Job, a Slurm array or
+    /// LDPLAYER_SHARD=I/N. Merge the shards' results with `ldplayer results merge`.
+    #[arg(long, value_name = "I/N|auto")]
+    pub shard: Option<String>,
+    /// The number of shards, for `--shard auto` in a Kubernetes Indexed Job (its completions;
+    /// or set LDPLAYER_SHARDS).
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shards: Option<u32>,
+    /// Start the trace at this instant of this host's clock (RFC 3339, e.g.
+    /// 2026-11-24T01:00:00Z, or Unix seconds), so that shards on several processes or hosts
+    /// keep one schedule (original timing: the trace's first query is sent then).
+    #[arg(long, value_name = "TIME")]
+    pub start_at: Option<String>,
+    /// With --start-at: how many seconds late a shard may still begin, keeping the shared
+    /// schedule (its first queries then go out late, and it says by how much).
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    pub late_start: f64,
     /// Do not retry truncated (TC=1) UDP answers over TCP.
     #[arg(long)]
     pub no_tc_retry: bool,
@@ -370,6 +388,25 @@ pub enum ResultsCommand {
     Export(ExportArgs),
     /// Print a finished run's summary again (as `replay` prints it at the end).
     Summary(ResultsSummaryArgs),
+    /// Merge results files of one trace (shards of one replay, from several processes or
+    /// hosts) into one, in trace order; summaries, reports and `compare` then read it as one run.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// Results files written by `ldplayer replay --results`, one per shard.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// The merged results file.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// Print what was merged as one JSON object.
+    #[arg(long, conflicts_with = "quiet")]
+    pub json: bool,
+    /// Print nothing but errors and warnings.
+    #[arg(short, long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

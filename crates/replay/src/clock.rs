@@ -25,6 +25,24 @@ pub fn now_ns() -> i64 {
     ns
 }
 
+/// The kernel's view of the clock's synchronisation (`adjtimex` with no changes asked), for
+/// shards on several hosts to say what their intended send times are worth against each
+/// other's. `None` when the call fails.
+pub fn clock_state() -> Option<ldplayer_results::ClockState> {
+    // SAFETY: timex is plain data, valid when zeroed; modes 0 only reads the kernel's state.
+    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+    // SAFETY: `tx` is a valid, writable timex.
+    let state = unsafe { libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return None;
+    }
+    Some(ldplayer_results::ClockState {
+        synchronized: state != libc::TIME_ERROR && tx.status & libc::STA_UNSYNC == 0,
+        est_error_us: tx.esterror.max(0) as u64,
+        max_error_us: tx.maxerror.max(0) as u64,
+    })
+}
+
 /// Sets the calling thread's timer slack to 1 ns, so that its timers fire on time.
 pub fn set_timer_slack() {
     // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer and affects only this thread.

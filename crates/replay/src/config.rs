@@ -129,6 +129,13 @@ pub struct ReplayConfig {
     /// captured before it are sent at the start. `None`: the first query's time. Ignored by rate
     /// and closed-loop timing.
     pub trace_origin_ns: Option<i64>,
+    /// How long past [`start_ns`](Self::start_ns) the replay may still begin: a shard that an
+    /// orchestrator started a little late keeps the shared, absolute schedule (its first
+    /// queries go out late, at once, and say so in their timing error) and warns by how much.
+    /// Later than that, [`Replay::start`](crate::Replay::start) refuses.
+    pub late_start: Duration,
+    /// Replay only the clients of this shard (see [`crate::shard_of`]); `None`: every client.
+    pub shard: Option<ldplayer_results::ShardId>,
 }
 
 impl ReplayConfig {
@@ -170,6 +177,11 @@ impl ReplayConfig {
         if self.timeout.is_zero() {
             return bad("timeout must be positive");
         }
+        if let Some(s) = self.shard {
+            if s.count == 0 || s.index >= s.count {
+                return bad("the shard must be I/N with I < N");
+            }
+        }
         if self.max_udp_sockets == 0 || self.max_connections == 0 {
             return bad("socket and connection limits must be at least 1");
         }
@@ -195,8 +207,8 @@ impl Default for ReplayConfig {
     /// Original timing at speed 1 to 127.0.0.1:53, one querier per core less one (at least one),
     /// 2 s timeout, no UDP retries, 20 s TCP idle timeout, 10 000 UDP sockets and 100 000
     /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, 1 s
-    /// preload, responses skipped, the start chosen by the engine and the first query as the
-    /// trace origin.
+    /// preload, responses skipped, the start chosen by the engine (no late start allowed) and
+    /// the first query as the trace origin, every client replayed.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ReplayConfig {
@@ -221,6 +233,8 @@ impl Default for ReplayConfig {
             queries_only: true,
             start_ns: None,
             trace_origin_ns: None,
+            late_start: Duration::ZERO,
+            shard: None,
         }
     }
 }

@@ -73,25 +73,7 @@ impl Distributor {
     }
 }
 
-/// A hash of an address that does not change between runs, versions or platforms.
-pub fn stable_hash(addr: IpAddr) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    let mut eat = |b: &[u8]| {
-        for &x in b {
-            h ^= x as u64;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    };
-    match addr {
-        IpAddr::V4(a) => eat(&a.octets()),
-        IpAddr::V6(a) => eat(&a.octets()),
-    }
-    // Finalise (splitmix64) so that neighbouring addresses spread evenly.
-    let mut z = h;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use ldplayer_trace::stable_hash;
 
 /// When each query is due, on the shared realtime clock.
 ///

@@ -102,14 +102,26 @@ impl Replay {
     /// [`Running::finish`] hands it back); the returned [`Running`] takes records as a
     /// [`Sink`]. Fails if [`ReplayConfig::start_ns`] is already past.
     pub fn start<S: ResultSink + 'static>(&self, results: S) -> Result<Running<S>, ReplayError> {
+        let mut warnings = Vec::new();
         let t0_ns = match self.config.start_ns {
             Some(t0) => {
                 let now = clock::now_ns();
-                if t0 <= now {
+                let late = now - t0;
+                let grace = self.config.late_start.as_nanos().min(i64::MAX as u128) as i64;
+                if late > grace {
                     return Err(ReplayError::Config(format!(
-                        "the start is {:.3} s in the past: give a start ahead of the replay's",
-                        (now - t0) as f64 / 1e9
+                        "the start is {:.3} s in the past (at most {:.3} s late is allowed): give \
+                         a start ahead of the replay's",
+                        late as f64 / 1e9,
+                        grace as f64 / 1e9
                     )));
+                }
+                if late >= 0 {
+                    warnings.push(format!(
+                        "started {:.3} s after the shared start: the queries due before now go \
+                         out at once, late, and the rest on the shared schedule",
+                        late as f64 / 1e9
+                    ));
                 }
                 t0
             }
@@ -124,7 +136,6 @@ impl Replay {
         let timestamping = crate::net::timestamping_on();
         let n = config.queriers;
         let pins: &[usize] = config.pin_cores.as_deref().unwrap_or_default();
-        let mut warnings = Vec::new();
         // Before any thread starts, so that the result writer inherits it.
         let confinement = match pins {
             [] => None,
@@ -365,6 +376,7 @@ impl<S: ResultSink> Running<S> {
                     Ok(s) => self.stats.merge(&ReplayStats {
                         records: 0,
                         skipped_responses: 0,
+                        other_shards: 0,
                         clients: 0,
                         results: 0,
                         ..s
@@ -411,7 +423,15 @@ impl<S: ResultSink> Sink for Running<S> {
             self.stats.skipped_responses += 1;
             return Ok(());
         }
+        // Every query takes its place in the schedule (a rate schedule counts them all), so that
+        // the shards of one replay agree on each query's due time.
         let intended = self.schedule.next(record.time_ns);
+        if let Some(shard) = self.config.shard {
+            if crate::shard::shard_of(record.src.ip(), shard.count) != shard.index {
+                self.stats.other_shards += 1;
+                return Ok(());
+            }
+        }
         if intended != 0 {
             // Stay at most `preload` ahead of real time. When the window is full, sleep until a
             // quarter of it has drained, then refill: waking for every record instead kept this

@@ -62,17 +62,20 @@ mod error;
 mod live;
 mod net;
 mod querier;
+mod shard;
 mod stats;
 mod tls;
 mod tls_session;
 mod traffic_keys;
 
+pub use clock::clock_state;
 pub use config::{ReplayConfig, Timing, TlsConfig};
 pub use distributor::{stable_hash, Distributor, Schedule};
 pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;
 pub use live::{Live, LiveCounts};
 pub use net::client_addr;
+pub use shard::{parse_shard, shard_from_env, shard_of, ShardError};
 #[allow(deprecated)] // kept for callers of the old list
 pub use stats::{ErrorCause, ReplayStats, ERROR_KINDS};
 

@@ -30,7 +30,7 @@ pub struct ErrorCause {
 /// What a replay did. Latency and timing summaries are built from the results, not here.
 ///
 /// Serializes (serde) to the `replay` object of `ldplayer replay --json`, an interface of its
-/// own: `records`, `queries`, `skipped_responses`, `clients`, `udp_sockets_opened`,
+/// own: `records`, `queries`, `skipped_responses`, `other_shards`, `clients`, `udp_sockets_opened`,
 /// `connections_opened`, `connections_reused`, `tls_resumed`, `tc_retries`, `udp_retries`,
 /// `unmatched_responses`, `udp_unreachable`, `timeouts_unsent`, `error_causes` (a list of
 /// [`ErrorCause`]), `trace_skipped` and `trace_malformed` (objects of counts by
@@ -42,6 +42,8 @@ pub struct ReplayStats {
     pub records: u64,
     /// Records skipped because they are responses (with `queries_only`).
     pub skipped_responses: u64,
+    /// Queries left to the other shards of a split replay (their clients are not this shard's).
+    pub other_shards: u64,
     /// Queries handed to the queriers (each yields exactly one result).
     pub queries: u64,
     /// Distinct original source addresses.
@@ -151,6 +153,7 @@ impl ReplayStats {
     pub fn merge(&mut self, other: &ReplayStats) {
         self.records += other.records;
         self.skipped_responses += other.skipped_responses;
+        self.other_shards += other.other_shards;
         self.queries += other.queries;
         self.clients += other.clients;
         self.sent += other.sent;
@@ -222,6 +225,7 @@ mod tests {
             "records": 10,
             "queries": 7,
             "skipped_responses": 3,
+            "other_shards": 0,
             "clients": 2,
             "udp_sockets_opened": 2,
             "connections_opened": 1,

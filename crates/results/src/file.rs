@@ -6,7 +6,8 @@
 //! file header, 16 bytes:
 //!   0  [8] magic "LDPRSLTS"
 //!   8  u16 version = 1
-//!  10  u16 header length = 16 (readers skip what they do not know)
+//!  10  u16 header length = 16, or more with the run-info extension that follows (readers
+//!          skip what they do not know; see [`RunInfo`](crate::RunInfo))
 //!  12  u16 result length = 56 (readers decode the fields they know, skip the rest; files
 //!          written before handshake_ns have 48)
 //!  14  u16 reserved (0)
@@ -40,6 +41,7 @@
 //! what it skipped ([`Damage`]).
 
 use crate::result::{ErrorKind, Outcome, QueryResult, ResultSink};
+use crate::run_info::RunInfo;
 use ldplayer_dns::Rcode;
 use ldplayer_trace::Proto;
 use std::fs::File;
@@ -91,12 +93,14 @@ pub enum ResultsError {
 
 pub use crate::reader::{read_all, Damage, ResultsReader, Tail};
 
-pub(crate) fn file_header() -> [u8; FILE_HEADER_LEN] {
-    let mut h = [0u8; FILE_HEADER_LEN];
+pub(crate) fn file_header(info: &RunInfo) -> Vec<u8> {
+    let extension = info.encode();
+    let mut h = vec![0u8; FILE_HEADER_LEN];
     h[..8].copy_from_slice(MAGIC);
     h[8..10].copy_from_slice(&VERSION.to_le_bytes());
-    h[10..12].copy_from_slice(&(FILE_HEADER_LEN as u16).to_le_bytes());
+    h[10..12].copy_from_slice(&((FILE_HEADER_LEN + extension.len()) as u16).to_le_bytes());
     h[12..14].copy_from_slice(&(RESULT_LEN as u16).to_le_bytes());
+    h.extend_from_slice(&extension);
     h
 }
 
@@ -215,10 +219,15 @@ pub struct ResultsWriter<W: Write> {
 impl ResultsWriter<BufWriter<File>> {
     /// Creates (or truncates) the file at `path` and writes the file header.
     pub fn create(path: impl AsRef<Path>) -> io::Result<Self> {
-        ResultsWriter::new(BufWriter::with_capacity(
-            1 << 18,
-            File::create(path.as_ref())?,
-        ))
+        Self::create_with_run_info(path, &RunInfo::default())
+    }
+
+    /// Like [`create`](Self::create), with what the file should say about its run in the header.
+    pub fn create_with_run_info(path: impl AsRef<Path>, info: &RunInfo) -> io::Result<Self> {
+        ResultsWriter::with_run_info(
+            BufWriter::with_capacity(1 << 18, File::create(path.as_ref())?),
+            info,
+        )
     }
 }
 
@@ -226,7 +235,15 @@ impl<W: Write> ResultsWriter<W> {
     /// Starts a results file on `out`: writes and flushes the file header. Blocks of up to
     /// [`DEFAULT_BLOCK_RESULTS`] results or [`DEFAULT_BLOCK_AGE`] of age.
     pub fn new(out: W) -> io::Result<Self> {
-        Self::with_block_limits(out, DEFAULT_BLOCK_RESULTS, DEFAULT_BLOCK_AGE)
+        Self::with_run_info(out, &RunInfo::default())
+    }
+
+    /// Like [`new`](Self::new), with what the file should say about its run (its shard, start
+    /// and clock) in the header, for `results merge` to check.
+    pub fn with_run_info(mut out: W, info: &RunInfo) -> io::Result<Self> {
+        out.write_all(&file_header(info))?;
+        out.flush()?;
+        Self::headless(out, DEFAULT_BLOCK_RESULTS, DEFAULT_BLOCK_AGE)
     }
 
     /// Like [`new`](Self::new) with other block limits: a block is written when it holds
@@ -237,8 +254,13 @@ impl<W: Write> ResultsWriter<W> {
         max_results: usize,
         max_age: Duration,
     ) -> io::Result<Self> {
-        out.write_all(&file_header())?;
+        out.write_all(&file_header(&RunInfo::default()))?;
         out.flush()?;
+        Self::headless(out, max_results, max_age)
+    }
+
+    /// A writer whose file header is already written.
+    fn headless(out: W, max_results: usize, max_age: Duration) -> io::Result<Self> {
         let max_results = max_results.clamp(1, MAX_BLOCK_RESULTS);
         let mut block = Vec::with_capacity(BLOCK_HEADER_LEN + max_results * RESULT_LEN);
         block.resize(BLOCK_HEADER_LEN, 0);

@@ -19,6 +19,7 @@
 use crate::file::ResultsError;
 use crate::reader::ResultsReader;
 use crate::result::QueryResult;
+use crate::run_info::ShardId;
 use ldplayer_dns::{flag, name_to_presentation, Message, Rtype};
 use ldplayer_trace::{Proto, Record, Sink, SinkError};
 use std::collections::VecDeque;
@@ -142,8 +143,10 @@ pub struct JoinReport {
     pub rows: u64,
     /// Records of the trace read.
     pub records: u64,
-    /// Queries among them.
+    /// Queries among them (of this shard's clients, when the results are a shard's).
     pub queries: u64,
+    /// Queries of clients of other shards (the results file is one shard of a split replay).
+    pub other_shards: u64,
     /// Queries before the last result's record without a result (all explained by results
     /// that damaged blocks lost).
     pub missing: u64,
@@ -154,7 +157,7 @@ pub struct JoinReport {
 
 /// One record of the window.
 enum Slot {
-    /// A response: no result expected.
+    /// A response, or a query of another shard's client: no result expected.
     Response,
     /// A query waiting for its result.
     Query(TraceFields),
@@ -179,6 +182,8 @@ pub struct TraceJoin<'r, R: Read, W> {
     last_result: Option<u64>,
     report: JoinReport,
     error: Option<JoinError>,
+    /// The shard the results are, from their file's run info.
+    shard: Option<ShardId>,
 }
 
 impl<'r, R: Read, W> TraceJoin<'r, R, W>
@@ -192,7 +197,9 @@ where
 
     /// Like [`new`](Self::new), keeping at most `window` records back (at least 1).
     pub fn with_window(results: &'r mut ResultsReader<R>, write: W, window: usize) -> Self {
+        let shard = results.run_info().and_then(|r| r.shard);
         TraceJoin {
+            shard,
             results,
             write,
             pending: None,
@@ -281,6 +288,9 @@ where
         }
         self.report.records += 1;
         if response {
+            self.window.push_back(Slot::Response);
+        } else if self.shard.is_some_and(|s| !s.holds(record.src.ip())) {
+            self.report.other_shards += 1;
             self.window.push_back(Slot::Response);
         } else {
             self.report.queries += 1;

@@ -13,6 +13,8 @@
 //!   transport), streaming both ([`join`]).
 //! - [`Summary`]: counts, latency percentiles, timing error and per-second rate error in
 //!   bounded memory, reported as a [`SummaryReport`] (JSON or text).
+//! - [`merge`]: results files of one trace (shards of one replay) merged into one, in trace
+//!   order, in bounded memory ([`merge`](mod@merge)).
 //! - [`Tee`]: one replay's results to two sinks (say a [`Summary`] and, when asked for, a
 //!   [`ResultsWriter`]: `Tee::new(Summary::new(), writer_opt)`, since `Option<S>` is a sink too);
 //!   the engine hands the sink back when it is done, so each part is read by value.
@@ -24,15 +26,19 @@
 pub mod export;
 pub mod file;
 pub mod join;
+pub mod merge;
 mod reader;
 mod result;
+pub mod run_info;
 pub mod summary;
 mod tee;
 
 pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS, TRACE_COLUMNS};
 pub use file::{read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWriter, Tail};
 pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
+pub use merge::{merge, InputReport, MergeReport, MERGE_WINDOW};
 pub use result::{ErrorCounts, ErrorKind, Outcome, QueryResult, ResultSink};
+pub use run_info::{shard_of, ClockState, RunInfo, ShardId};
 pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
 };

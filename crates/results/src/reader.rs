@@ -14,6 +14,7 @@ use crate::file::{
     MAX_BLOCK_RESULTS, MAX_RESULT_LEN, MIN_RESULT_LEN, VERSION,
 };
 use crate::result::QueryResult;
+use crate::run_info::RunInfo;
 use serde::Serialize;
 use std::fmt;
 use std::fs::File;
@@ -226,6 +227,7 @@ pub struct ResultsReader<R: Read> {
     damage: Damage,
     read_results: u64,
     blocks: u64,
+    run_info: Option<RunInfo>,
 }
 
 impl ResultsReader<File> {
@@ -280,11 +282,11 @@ impl<R: Read> ResultsReader<R> {
         if result_len > MAX_RESULT_LEN {
             return Err(ResultsError::NotResults("result length too long"));
         }
-        let extra = (header_len - FILE_HEADER_LEN) as u64;
-        let skipped = io::copy(&mut (&mut input).take(extra), &mut io::sink())?;
-        if skipped < extra {
+        let mut extension = vec![0u8; header_len - FILE_HEADER_LEN];
+        if read_full(&mut input, &mut extension)? < extension.len() {
             return Err(ResultsError::NotResults("file shorter than its header"));
         }
+        let run_info = RunInfo::decode(&extension);
         Ok(ResultsReader {
             input,
             result_len,
@@ -297,7 +299,13 @@ impl<R: Read> ResultsReader<R> {
             damage: Damage::default(),
             read_results: 0,
             blocks: 0,
+            run_info,
         })
+    }
+
+    /// What the file's header says about its run (shard, start, clock), if it says anything.
+    pub fn run_info(&self) -> Option<&RunInfo> {
+        self.run_info.as_ref()
     }
 
     /// How the file ended ([`Tail::Reading`] until the iterator has ended).

@@ -147,6 +147,7 @@ fn joins_by_record_index_counting_responses() {
             rows: 200,
             records: 400,
             queries: 200,
+            other_shards: 0,
             missing: 0,
             queries_after_last_result: false
         }

@@ -15,6 +15,7 @@
 pub mod binary;
 pub mod capture;
 mod check;
+mod client_hash;
 pub mod input;
 pub mod open;
 mod record;
@@ -24,6 +25,7 @@ pub mod text;
 mod time;
 
 pub use check::{CheckMessages, Checked};
+pub use client_hash::stable_hash;
 pub use record::{Proto, Record, RecordBuf};
 pub use sink::{drive, Collect, Sink, SinkError, Source, TraceError};
 pub use skip::{SkipCounts, SkipReason};

@@ -6,7 +6,7 @@ use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
 use ldplayer_replay::{Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
-use ldplayer_results::{ResultsWriter, Summary, Tee};
+use ldplayer_results::{ResultsWriter, RunInfo, Summary, Tee};
 use ldplayer_trace::{Proto, SinkError};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -60,7 +60,8 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
     crate::io::refuse_same_file_opt(job.results, [job.trace])?;
     let writer = match job.results {
         Some(p) => Some(
-            ResultsWriter::create(p).with_context(|| format!("cannot create {}", p.display()))?,
+            ResultsWriter::create_with_run_info(p, &run_info(replay.config()))
+                .with_context(|| format!("cannot create {}", p.display()))?,
         ),
         None => None,
     };
@@ -268,8 +269,45 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
         server_name: args.tls_name.clone().or(server.name),
         resume: !args.no_tls_resume,
     };
+    c.shard = match args.shard.as_deref() {
+        None => None,
+        Some("auto") => Some(
+            ldplayer_replay::shard_from_env(|k| std::env::var(k).ok(), args.shards)
+                .context("--shard")?,
+        ),
+        Some(s) => Some(ldplayer_replay::parse_shard(s).context("--shard")?),
+    };
+    if let Some(t) = &args.start_at {
+        c.start_ns = Some(parse_start(t)?);
+        c.late_start = seconds(args.late_start, "--late-start")?;
+    }
     c.validate().context("replay options")?;
     Ok(c)
+}
+
+/// Reads `--start-at`: RFC 3339 (with any offset) or Unix seconds.
+fn parse_start(s: &str) -> Result<i64> {
+    if let Ok(secs) = s.trim().parse::<f64>() {
+        return ldplayer_trace::seconds_to_ns(secs)
+            .with_context(|| format!("--start-at {s}: not a usable Unix time"));
+    }
+    let t: jiff::Timestamp = s.trim().parse().with_context(|| {
+        format!("--start-at {s}: give RFC 3339 (2026-11-24T01:00:00Z) or Unix seconds")
+    })?;
+    i64::try_from(t.as_nanosecond()).with_context(|| format!("--start-at {s}: out of range"))
+}
+
+/// What the results file says about this run: its shard, the shared start, this host's clock.
+fn run_info(config: &ReplayConfig) -> RunInfo {
+    RunInfo {
+        shard: config.shard,
+        start_ns: config.start_ns,
+        clock: ldplayer_replay::clock_state(),
+        host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|h| h.trim().to_string())
+            .filter(|h| !h.is_empty()),
+    }
 }
 
 fn seconds(v: f64, flag: &str) -> Result<Duration> {

@@ -1,12 +1,13 @@
 //! `ldplayer results export FILE --csv|--jsonl [--with-trace TRACE] [-o OUTPUT] [--json | -q]`
-//! and `ldplayer results summary FILE [--json]`
+//! , `ldplayer results summary FILE [--json]` and `ldplayer results merge FILE... -o FILE`
 
-use crate::args::{ExportArgs, ReadArgs, ResultsCommand, ResultsSummaryArgs};
+use crate::args::{ExportArgs, MergeArgs, ReadArgs, ResultsCommand, ResultsSummaryArgs};
 use crate::io::{open_input, refuse_same_file, Output};
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use ldplayer_results::{
-    export_csv, export_jsonl, CsvWriter, JsonlWriter, ResultsReader, Summary, TraceJoin,
+    export_csv, export_jsonl, merge, CsvWriter, JsonlWriter, MergeReport, ResultsReader,
+    ResultsWriter, ShardId, Summary, TraceJoin, MERGE_WINDOW,
 };
 use std::fs::File;
 use std::io::Write;
@@ -16,7 +17,88 @@ pub fn run(command: ResultsCommand) -> Result<()> {
     match command {
         ResultsCommand::Export(args) => export(args),
         ResultsCommand::Summary(args) => summary(args),
+        ResultsCommand::Merge(args) => merge_files(args),
     }
+}
+
+/// `results merge`: shards' results files into one, in trace order. The output appears only
+/// when the merge is complete (written under a temporary name, then renamed).
+fn merge_files(args: MergeArgs) -> Result<()> {
+    refuse_same_file(&args.output, args.files.iter().map(|f| f.as_path()))?;
+    if args.output == Path::new("-") {
+        bail!("results merge writes a results file: give -o FILE");
+    }
+    let readers = args
+        .files
+        .iter()
+        .map(|f| ResultsReader::open(f).with_context(|| format!("cannot read {}", f.display())))
+        .collect::<Result<Vec<_>>>()?;
+    let mut out = ResultsWriter::new(Output::create(&args.output)?)?;
+    let report = merge(readers, &mut out, MERGE_WINDOW)
+        .with_context(|| format!("merging into {}", args.output.display()))?;
+    out.into_inner()
+        .with_context(|| format!("writing {}", args.output.display()))?
+        .close()?;
+    for (file, input) in args.files.iter().zip(&report.inputs) {
+        if input.cut_short {
+            eprintln!(
+                "ldplayer: {} ends cut short (its replay was stopped or is still running): \
+                 merged the {} results it holds",
+                file.display(),
+                input.results
+            );
+        } else if !input.damage.is_clean() {
+            eprintln!("ldplayer: {}: {}", file.display(), input.damage);
+        }
+    }
+    for w in shard_warnings(&args.files, &report) {
+        eprintln!("ldplayer: {w}");
+    }
+    if report.duplicates > 0 {
+        eprintln!(
+            "ldplayer: {} results repeat a query another input already had (overlapping \
+             shards?): kept the first",
+            report.duplicates
+        );
+    }
+    if args.json {
+        let inputs: Vec<_> = args
+            .files
+            .iter()
+            .zip(&report.inputs)
+            .map(|(f, i)| {
+                serde_json::json!({
+                    "file": f.display().to_string(),
+                    "results": i.results,
+                    "cut_short": i.cut_short,
+                    "file_damage": i.damage,
+                    "shard": i.run_info.as_ref().and_then(|r| r.shard).map(|s| s.to_string()),
+                    "clock": i.run_info.as_ref().and_then(|r| r.clock),
+                    "host": i.run_info.as_ref().and_then(|r| r.host.clone()),
+                    "timing_error_p50_us": i.timing_error_p50_us,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({
+                "output": args.output.display().to_string(),
+                "merged": report.merged,
+                "duplicates": report.duplicates,
+                "late": report.late,
+                "missing_shards": missing_shards(&report).iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                "inputs": inputs,
+            })
+        );
+    } else if !args.quiet {
+        eprintln!(
+            "merged {} results from {} files into {}",
+            report.merged,
+            args.files.len(),
+            args.output.display()
+        );
+    }
+    Ok(())
 }
 
 fn export(args: ExportArgs) -> Result<()> {
@@ -153,6 +235,119 @@ impl Write for WatchedOutput {
         self.failed |= r.is_err();
         r
     }
+}
+
+/// The shards of the inputs' split that no input holds, when every input says it is a shard
+/// of the same split.
+fn missing_shards(report: &MergeReport) -> Vec<ShardId> {
+    let shards: Vec<Option<ShardId>> = report
+        .inputs
+        .iter()
+        .map(|i| i.run_info.as_ref().and_then(|r| r.shard))
+        .collect();
+    let Some(Some(first)) = shards.first() else {
+        return Vec::new();
+    };
+    if shards
+        .iter()
+        .any(|s| s.is_none_or(|s| s.count != first.count))
+    {
+        return Vec::new();
+    }
+    (0..first.count)
+        .filter(|&index| !shards.iter().flatten().any(|s| s.index == index))
+        .map(|index| ShardId {
+            index,
+            count: first.count,
+        })
+        .collect()
+}
+
+/// What the merge should say about the inputs as shards of one replay: shards missing, of
+/// other splits, given twice, and clocks less certain than the timing they report.
+fn shard_warnings(files: &[std::path::PathBuf], report: &MergeReport) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let shards: Vec<(usize, ShardId)> = report
+        .inputs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, input)| Some((i, input.run_info.as_ref()?.shard?)))
+        .collect();
+    if !shards.is_empty() && shards.len() < files.len() {
+        warnings.push(format!(
+            "{} of {} inputs are not shards of a split replay (no --shard): merging them as given",
+            files.len() - shards.len(),
+            files.len()
+        ));
+    }
+    if let Some(&(_, first)) = shards.first() {
+        if shards.iter().any(|(_, s)| s.count != first.count) {
+            let list: Vec<String> = shards
+                .iter()
+                .map(|(i, s)| format!("{} is {s}", files[*i].display()))
+                .collect();
+            warnings.push(format!(
+                "the inputs are shards of different splits ({}): their clients overlap",
+                list.join(", ")
+            ));
+        }
+        for (n, (i, s)) in shards.iter().enumerate() {
+            if let Some((j, _)) = shards[..n].iter().find(|(_, t)| t == s) {
+                warnings.push(format!(
+                    "{} and {} are both shard {s}",
+                    files[*j].display(),
+                    files[*i].display()
+                ));
+            }
+        }
+    }
+    let missing = missing_shards(report);
+    if !missing.is_empty() {
+        let list: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
+        warnings.push(format!(
+            "shard{} {} {} missing: merged {} of {} shards (the result covers only their \
+             clients)",
+            if missing.len() == 1 { "" } else { "s" },
+            list.join(", "),
+            if missing.len() == 1 { "is" } else { "are" },
+            missing[0].count as usize - missing.len(),
+            missing[0].count
+        ));
+    }
+    // Clocks matter between hosts; shards of one host share its clock.
+    let mut hosts: Vec<&str> = report
+        .inputs
+        .iter()
+        .filter_map(|i| i.run_info.as_ref()?.host.as_deref())
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    if hosts.len() < 2 {
+        return warnings;
+    }
+    for (file, input) in files.iter().zip(&report.inputs) {
+        let Some(clock) = input.run_info.as_ref().and_then(|r| r.clock) else {
+            continue;
+        };
+        if !clock.synchronized {
+            warnings.push(format!(
+                "{}: its host's clock was not synchronised (no NTP/PTP discipline): its send \
+                 times may be off those of other hosts by any amount",
+                file.display()
+            ));
+        } else if let Some(p50) = input.timing_error_p50_us {
+            if clock.est_error_us as f64 > p50 {
+                warnings.push(format!(
+                    "{}: its host's clock error ({} µs, as estimated by the kernel) is larger \
+                     than the median timing error it reports ({p50} µs): across hosts, timing \
+                     is only as good as the clocks",
+                    file.display(),
+                    clock.est_error_us
+                ));
+            }
+        }
+    }
+    warnings
 }
 
 /// `results summary`: the summary `replay` printed at the end, from the results file.

@@ -1,0 +1,304 @@
+//! Merging results files of one trace (shards of one replay, run by several processes or
+//! hosts) into one file in trace order.
+//!
+//! Each file holds its results in completion order, which is trace order give or take the
+//! queries in flight. Each input is put back in trace order through a bounded reorder window
+//! (a min-heap on [`QueryResult::index`]), and the inputs are then merged by index, so memory is
+//! `inputs × window` results whatever the files' sizes. A result that reaches its input's window
+//! after a later one was already written (a query that took longer than the window's worth of
+//! answers) is still written, just out of order, and counted in [`MergeReport::late`]; readers
+//! of a results file never rely on its order.
+
+use crate::file::{ResultsError, ResultsReader, ResultsWriter};
+use crate::reader::{Damage, Tail};
+use crate::result::QueryResult;
+use crate::run_info::RunInfo;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io::{Read, Write};
+
+/// Results each input holds back to restore trace order (64 B each: 4 MiB per input).
+pub const MERGE_WINDOW: usize = 65_536;
+
+/// What merging found in one input.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct InputReport {
+    /// Results read from it.
+    pub results: u64,
+    /// What its reader skipped (damaged blocks, a last block cut short).
+    pub damage: Damage,
+    /// True when the file ends in a block cut short: its replay was killed or is still running.
+    pub cut_short: bool,
+    /// What its header says about its run (shard, start, clock).
+    pub run_info: Option<RunInfo>,
+    /// The median of its queries' absolute timing errors (µs), over those sent on a schedule.
+    pub timing_error_p50_us: Option<f64>,
+}
+
+/// What a merge wrote and found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MergeReport {
+    /// Every input, in the order given.
+    pub inputs: Vec<InputReport>,
+    /// Results written.
+    pub merged: u64,
+    /// Results whose trace index an earlier input already had, dropped: the inputs overlap
+    /// (shards of different splits, or one file given twice).
+    pub duplicates: u64,
+    /// Results written after a result of a later trace index (too far out of order for the
+    /// window).
+    pub late: u64,
+}
+
+/// One input put back in trace order through a reorder window.
+struct Reordered<R: Read> {
+    reader: ResultsReader<R>,
+    /// Absolute timing errors, µs.
+    timing: Histogram<u64>,
+    held: BinaryHeap<Reverse<Held>>,
+    window: usize,
+    done: bool,
+}
+
+/// A held result, ordered by trace index (then by arrival, to keep the sort stable).
+#[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Held {
+    index: u64,
+    arrival: u64,
+    result: Key,
+}
+
+/// The result itself; excluded from the order.
+#[derive(Debug)]
+struct Key(QueryResult);
+
+impl PartialEq for Key {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+impl Eq for Key {}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Key {
+    fn cmp(&self, _: &Self) -> std::cmp::Ordering {
+        std::cmp::Ordering::Equal
+    }
+}
+
+impl<R: Read> Reordered<R> {
+    /// The input's next result in (windowed) trace order.
+    fn next(&mut self) -> Result<Option<QueryResult>, ResultsError> {
+        while !self.done && self.held.len() < self.window {
+            match self.reader.next_result()? {
+                Some(r) => {
+                    if r.intended_ns != 0 {
+                        if let Some(e) = r.timing_error_ns() {
+                            self.timing.saturating_record(e.unsigned_abs() / 1_000);
+                        }
+                    }
+                    let arrival = self.reader.results_read();
+                    self.held.push(Reverse(Held {
+                        index: r.index,
+                        arrival,
+                        result: Key(r),
+                    }));
+                }
+                None => self.done = true,
+            }
+        }
+        Ok(self.held.pop().map(|Reverse(h)| h.result.0))
+    }
+
+    fn report(&self) -> InputReport {
+        InputReport {
+            results: self.reader.results_read(),
+            damage: self.reader.damage(),
+            cut_short: self.reader.tail() == Tail::Truncated,
+            run_info: self.reader.run_info().cloned(),
+            timing_error_p50_us: (!self.timing.is_empty())
+                .then(|| self.timing.value_at_quantile(0.5) as f64),
+        }
+    }
+}
+
+/// Merges `inputs` into `out` in trace order, holding back at most `window` results per input
+/// ([`MERGE_WINDOW`] is a good default). The caller finishes `out`.
+pub fn merge<R: Read, W: Write>(
+    inputs: Vec<ResultsReader<R>>,
+    out: &mut ResultsWriter<W>,
+    window: usize,
+) -> Result<MergeReport, ResultsError> {
+    let window = window.max(1);
+    let mut inputs: Vec<Reordered<R>> = inputs
+        .into_iter()
+        .map(|reader| Reordered {
+            reader,
+            timing: Histogram::new(3).expect("3 significant figures are valid"),
+            held: BinaryHeap::new(),
+            window,
+            done: false,
+        })
+        .collect();
+    // The head of every input, smallest index first (ties: the earlier input).
+    let mut heads: BinaryHeap<Reverse<(u64, usize, Key)>> = BinaryHeap::new();
+    for (i, input) in inputs.iter_mut().enumerate() {
+        if let Some(r) = input.next()? {
+            heads.push(Reverse((r.index, i, Key(r))));
+        }
+    }
+    let (mut merged, mut duplicates, mut late) = (0, 0, 0);
+    let mut last: Option<u64> = None;
+    // Indexes written at or after `last` that could repeat: only the last one can, because
+    // each input yields its indexes in order (late ones aside).
+    while let Some(Reverse((index, i, Key(r)))) = heads.pop() {
+        if last == Some(index) {
+            duplicates += 1;
+        } else {
+            if last.is_some_and(|l| index < l) {
+                late += 1;
+            }
+            out.write(&r)?;
+            merged += 1;
+            last = Some(last.map_or(index, |l| l.max(index)));
+        }
+        if let Some(next) = inputs[i].next()? {
+            heads.push(Reverse((next.index, i, Key(next))));
+        }
+    }
+    Ok(MergeReport {
+        inputs: inputs.iter().map(Reordered::report).collect(),
+        merged,
+        duplicates,
+        late,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::Outcome;
+    use ldplayer_trace::Proto;
+
+    fn result(index: u64) -> QueryResult {
+        QueryResult {
+            index,
+            trace_ns: index as i64 * 1_000,
+            intended_ns: 1,
+            sent_ns: 2,
+            received_ns: 3,
+            proto: Proto::Udp,
+            new_connection: false,
+            handshake_ns: 0,
+            rcode: ldplayer_dns::Rcode(0),
+            response_len: 40,
+            truncated: false,
+            outcome: Outcome::Answered,
+        }
+    }
+
+    fn file(indexes: &[u64]) -> Vec<u8> {
+        let mut w = ResultsWriter::new(Vec::new()).unwrap();
+        for &i in indexes {
+            w.write(&result(i)).unwrap();
+        }
+        w.into_inner().unwrap()
+    }
+
+    fn run(files: &[Vec<u8>], window: usize) -> (Vec<u64>, MergeReport) {
+        let readers = files
+            .iter()
+            .map(|f| ResultsReader::new(&f[..]).unwrap())
+            .collect();
+        let mut out = ResultsWriter::new(Vec::new()).unwrap();
+        let report = merge(readers, &mut out, window).unwrap();
+        let bytes = out.into_inner().unwrap();
+        let indexes = crate::read_all(&bytes[..])
+            .unwrap()
+            .into_iter()
+            .map(|r| r.index)
+            .collect();
+        (indexes, report)
+    }
+
+    #[test]
+    fn shards_in_completion_order_merge_into_trace_order() {
+        // Three shards, each slightly out of order as answers come back.
+        let a = file(&[0, 3, 9, 6, 12]);
+        let b = file(&[4, 1, 7, 10, 13]);
+        let c = file(&[2, 5, 11, 8, 14]);
+        let (indexes, report) = run(&[a, b, c], 4);
+        assert_eq!(indexes, (0..15).collect::<Vec<_>>());
+        assert_eq!(report.merged, 15);
+        assert_eq!((report.duplicates, report.late), (0, 0));
+        assert!(report.inputs.iter().all(|i| i.results == 5 && !i.cut_short));
+    }
+
+    #[test]
+    fn each_input_says_its_shard_and_timing() {
+        let info = RunInfo {
+            shard: Some(crate::ShardId { index: 1, count: 2 }),
+            start_ns: Some(5),
+            clock: None,
+            host: None,
+        };
+        let mut w = ResultsWriter::with_run_info(Vec::new(), &info).unwrap();
+        for i in [1, 3] {
+            let mut r = result(i);
+            r.intended_ns = 1_000_000;
+            r.sent_ns = 1_000_000 + 250_000 * i as i64;
+            w.write(&r).unwrap();
+        }
+        let a = w.into_inner().unwrap();
+        let (indexes, report) = run(&[file(&[0, 2]), a], 8);
+        assert_eq!(indexes, vec![0, 1, 2, 3]);
+        assert_eq!(report.inputs[0].run_info, None);
+        assert_eq!(report.inputs[0].timing_error_p50_us, Some(0.0));
+        assert_eq!(report.inputs[1].run_info, Some(info));
+        let p50 = report.inputs[1].timing_error_p50_us.unwrap();
+        assert!((249.0..=251.0).contains(&p50), "{p50}");
+    }
+
+    #[test]
+    fn overlapping_inputs_keep_one_copy_and_say_so() {
+        let a = file(&[0, 1, 2]);
+        let (indexes, report) = run(&[a.clone(), a], 8);
+        assert_eq!(indexes, vec![0, 1, 2]);
+        assert_eq!(report.duplicates, 3);
+    }
+
+    #[test]
+    fn a_result_beyond_the_window_is_kept_and_counted_late() {
+        let a = file(&[1, 2, 3, 4, 0]);
+        let (indexes, report) = run(&[a], 2);
+        assert_eq!(indexes.len(), 5);
+        assert_eq!(report.late, 1);
+        let mut sorted = indexes.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, vec![0, 1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_shard_cut_short_gives_what_it_has() {
+        let mut a = file(&[0, 2, 4]);
+        let b = file(&[1, 3, 5]);
+        let mut more = ResultsWriter::new(Vec::new()).unwrap();
+        for i in [6, 8] {
+            more.write(&result(i)).unwrap();
+        }
+        let tail = more.into_inner().unwrap();
+        // A second block whose end was never written (the process was killed).
+        let block = &tail[crate::file::FILE_HEADER_LEN..];
+        a.extend_from_slice(&block[..block.len() - 10]);
+        let (indexes, report) = run(&[a, b], 16);
+        assert_eq!(indexes, vec![0, 1, 2, 3, 4, 5]);
+        assert!(report.inputs[0].cut_short);
+        assert_eq!(report.inputs[0].damage.results_lost, 2);
+        assert!(!report.inputs[1].cut_short);
+    }
+}

@@ -1,0 +1,143 @@
+//! What a results file says about the run that wrote it: which shard of a split replay it is,
+//! when the schedule started, and how far its clock could be trusted.
+//!
+//! It rides in the file header's extension (readers skip header bytes they do not know, so files
+//! that carry it stay readable by every reader of version 1):
+//!
+//! ```text
+//! 16  [4] tag "RINF"
+//! 20  u32 length of the JSON that follows
+//! 24  the run info as one JSON object (keys below)
+//! ```
+
+use ldplayer_trace::stable_hash;
+use serde::{Deserialize, Serialize};
+use std::net::IpAddr;
+
+/// The tag of the run-info extension of the file header.
+pub const RUN_INFO_TAG: &[u8; 4] = b"RINF";
+/// The longest run info a header carries (the header length is a u16).
+pub const MAX_RUN_INFO_LEN: usize = 16 * 1024;
+
+/// What a results file records about its run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunInfo {
+    /// The shard of a split replay this run was (`None`: the whole trace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardId>,
+    /// The instant the trace's origin was mapped to (`CLOCK_REALTIME` ns).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_ns: Option<i64>,
+    /// The state of this host's clock when the run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockState>,
+    /// The host that ran it (its name): shards of one host share one clock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+/// Shard `index` of `count` (from 0): the clients whose stable hash falls in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ShardId {
+    /// This shard, from 0.
+    pub index: u32,
+    /// How many shards the replay was split into.
+    pub count: u32,
+}
+
+impl ShardId {
+    /// True when client `addr` is this shard's (see [`shard_of`]).
+    pub fn holds(&self, addr: IpAddr) -> bool {
+        shard_of(addr, self.count) == self.index
+    }
+}
+
+/// The shard (of `count`, from 0) that replays client `addr`: every query of a client in one
+/// shard, whatever the run, host or version.
+///
+/// Mixed again from [`stable_hash`], which also spreads a process's clients over its queriers:
+/// with `stable_hash % n` for both, a shard of 2 would send all its clients to one querier of 2.
+pub fn shard_of(addr: IpAddr, count: u32) -> u32 {
+    let mut z = stable_hash(addr) ^ 0x5348_4152_445f_4944; // "SHARD_ID"
+    z = (z ^ (z >> 33)).wrapping_mul(0xff51_afd7_ed55_8ccd);
+    z = (z ^ (z >> 33)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    z ^= z >> 33;
+    (z % u64::from(count.max(1))) as u32
+}
+
+impl std::fmt::Display for ShardId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// The kernel's view of its clock's synchronisation (`adjtimex`): what a shard's intended send
+/// times are worth against another host's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClockState {
+    /// The kernel believes the clock is synchronised (NTP/PTP discipline active, not
+    /// `STA_UNSYNC`).
+    pub synchronized: bool,
+    /// The estimated error, µs, as the synchronisation daemon last told the kernel.
+    pub est_error_us: u64,
+    /// The maximum error, µs (grows while the clock runs undisciplined).
+    pub max_error_us: u64,
+}
+
+impl RunInfo {
+    /// True when there is nothing to record.
+    pub fn is_empty(&self) -> bool {
+        *self == RunInfo::default()
+    }
+
+    /// The header extension that carries this run info (empty when there is nothing to say).
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        if self.is_empty() {
+            return Vec::new();
+        }
+        let json = serde_json::to_vec(self).unwrap_or_default();
+        if json.is_empty() || json.len() > MAX_RUN_INFO_LEN {
+            return Vec::new();
+        }
+        let mut out = Vec::with_capacity(8 + json.len());
+        out.extend_from_slice(RUN_INFO_TAG);
+        out.extend_from_slice(&(json.len() as u32).to_le_bytes());
+        out.extend_from_slice(&json);
+        out
+    }
+
+    /// The run info in a header extension, if it holds one this build can read.
+    pub(crate) fn decode(extension: &[u8]) -> Option<RunInfo> {
+        let rest = extension.strip_prefix(RUN_INFO_TAG)?;
+        let len = u32::from_le_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+        serde_json::from_slice(rest.get(4..4 + len)?).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_ignores_what_it_cannot_read() {
+        let info = RunInfo {
+            shard: Some(ShardId { index: 2, count: 3 }),
+            start_ns: Some(1_700_000_000_000_000_000),
+            clock: Some(ClockState {
+                synchronized: true,
+                est_error_us: 120,
+                max_error_us: 4_000,
+            }),
+            host: Some("node-7".into()),
+        };
+        let bytes = info.encode();
+        assert_eq!(RunInfo::decode(&bytes), Some(info));
+        assert!(RunInfo::default().encode().is_empty());
+        assert_eq!(RunInfo::decode(b"RINF\xff\xff\xff\xff{}"), None);
+        assert_eq!(RunInfo::decode(b"XXXX\x02\0\0\0{}"), None);
+        assert_eq!(
+            RunInfo::decode(b"RINF\x02\0\0\0{}"),
+            Some(RunInfo::default())
+        );
+    }
+}
