@@ -131,6 +131,10 @@ pub struct ReplayArgs {
     /// LDPLAYER_SHARD=I/N. Merge the shards' results with `ldplayer results merge`.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
+    /// Run the replay as N shards in N child processes of this host (each with its own
+    /// open-file limit and, with --pin, its own core) and merge their results into --results.
+    #[arg(long, value_name = "N", conflicts_with = "shard")]
+    pub processes: Option<u32>,
     /// The number of shards, for `--shard auto` in a Kubernetes Indexed Job (its completions;
     /// or set LDPLAYER_SHARDS).
     #[arg(long, value_name = "N", requires = "shard")]

@@ -313,3 +313,50 @@ fn shard_auto_takes_each_orchestrators_variables() {
         assert_eq!(report["inputs"][0]["shard"], want, "{vars:?}: {report}");
     }
 }
+
+#[test]
+fn processes_run_the_shards_as_children_and_merge_them() {
+    let server = knot();
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    synth(&trace);
+    let results = dir.path().join("all.res");
+    let out = ldplayer(&[
+        "replay",
+        &s(&trace),
+        "--server",
+        &server.addr.to_string(),
+        "--processes",
+        "3",
+        "--speed",
+        "2",
+        "--results",
+        &s(&results),
+        "--json",
+    ]);
+    let summary = json(&out);
+    assert_eq!(summary["answered"], 5000, "{summary}");
+    let children = summary["processes"].as_array().expect("processes");
+    assert_eq!(children.len(), 3, "{summary}");
+    let sent: u64 = children.iter().filter_map(|c| c["sent"].as_u64()).sum();
+    assert_eq!(sent, 5000, "{summary}");
+    // The merged file reads as one run, every shard in it.
+    let merged = dir.path().join("again.res");
+    let report = json(&ldplayer(&[
+        "results",
+        "merge",
+        &s(&results),
+        "-o",
+        &s(&merged),
+        "--json",
+    ]));
+    assert_eq!(report["merged"], 5000, "{report}");
+    // Nothing of the shards is left behind.
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .expect("scratch")
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("ldplayer-shards-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -8,6 +8,7 @@ pub mod inspect;
 pub mod lab;
 pub mod mutate;
 pub mod replay;
+pub mod replay_processes;
 pub mod report;
 pub mod results;
 pub mod serve;

@@ -15,6 +15,11 @@ use std::time::Duration;
 
 pub fn run(args: ReplayArgs) -> Result<()> {
     let config = config(&args)?;
+    match args.processes {
+        Some(0) => bail!("--processes must be at least 1"),
+        Some(n) if n > 1 => return super::replay_processes::run(&args, n),
+        _ => {}
+    }
     let read = ReadArgs {
         dns_ports: args.dns_ports.clone(),
         queries_only: false,
