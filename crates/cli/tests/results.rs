@@ -182,9 +182,13 @@ fn a_damaged_results_file_loses_only_the_damaged_block() {
         "-q",
     ]);
     let mut bytes = std::fs::read(&res).expect("results file");
-    let first_count = u32::from_le_bytes(bytes[20..24].try_into().expect("4 bytes")) as usize;
+    // The header's length (16, and the run info replay records), then the first block's header.
+    let header = u16::from_le_bytes([bytes[10], bytes[11]]) as usize;
+    assert!(header > 16, "replay records its run info: {header}");
+    let first_count =
+        u32::from_le_bytes(bytes[header + 4..header + 8].try_into().expect("4 bytes")) as usize;
     assert!(first_count < 2500, "one block only: {first_count}");
-    bytes[16 + 16 + 100] ^= 0x10;
+    bytes[header + 16 + 100] ^= 0x10;
     let damaged = dir.path().join("damaged.res");
     std::fs::write(&damaged, &bytes).expect("write");
 

@@ -130,14 +130,35 @@ pub struct Tcpdump {
 
 impl Tcpdump {
     pub fn start(file: &std::path::Path, filter: &[&str]) -> Tcpdump {
+        Self::start_with(Command::new("tcpdump"), "lo", file, filter)
+    }
+
+    /// Like [`start`](Self::start), on interface `iface` of network namespace `netns`.
+    pub fn start_in_netns(
+        netns: &str,
+        iface: &str,
+        file: &std::path::Path,
+        filter: &[&str],
+    ) -> Tcpdump {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns, "tcpdump"]);
+        Self::start_with(cmd, iface, file, filter)
+    }
+
+    fn start_with(
+        mut cmd: Command,
+        iface: &str,
+        file: &std::path::Path,
+        filter: &[&str],
+    ) -> Tcpdump {
         use std::io::BufRead;
-        let mut child = Command::new("tcpdump")
+        let mut child = cmd
             // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
             // A 32 MiB kernel buffer: on a loaded machine tcpdump is not scheduled for a while,
             // and the default 2 MiB overflowed (packets "dropped by kernel") in a CI run.
             .args([
                 "-i",
-                "lo",
+                iface,
                 "-n",
                 "-U",
                 "--immediate-mode",
