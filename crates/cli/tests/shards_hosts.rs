@@ -112,7 +112,7 @@ fn knot_in(netns: &str, dir: &Path) -> std::process::Child {
     );
     std::fs::write(dir.join("knot.conf"), conf).expect("conf");
     let knotd = prerequisite::installed("knotd").expect("knotd (scripts/test.sh installs knot)");
-    let child = Command::new("ip")
+    let mut child = Command::new("ip")
         .args(["netns", "exec", netns])
         .arg(knotd)
         .arg("-c")
@@ -141,6 +141,8 @@ fn knot_in(netns: &str, dir: &Path) -> std::process::Child {
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("knotd did not start in {netns}");
 }
 
