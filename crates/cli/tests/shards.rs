@@ -360,3 +360,69 @@ fn processes_run_the_shards_as_children_and_merge_them() {
         .collect();
     assert!(left.is_empty(), "{left:?}");
 }
+
+#[test]
+fn a_shard_killed_mid_run_is_named_and_the_rest_merges() {
+    let server = knot();
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    synth(&trace);
+    let start = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64()
+        + 1.0;
+    let start = format!("{start:.3}");
+    let files: Vec<_> = (0..3)
+        .map(|i| dir.path().join(format!("s{i}.res")))
+        .collect();
+    let mut children: Vec<_> = files
+        .iter()
+        .enumerate()
+        .map(|(i, results)| {
+            Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+                .args(["replay", &s(&trace), "--server", &server.addr.to_string()])
+                .args(["--shard", &format!("{i}/3"), "--start-at", &start])
+                .args(["--results", &s(results), "-q"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("ldplayer starts")
+        })
+        .collect();
+    // Shard 1 is killed outright 2.5 s into its 5 s trace; the others go on.
+    std::thread::sleep(std::time::Duration::from_millis(3500));
+    children[1].kill().expect("kill");
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child.wait_with_output().expect("shard ends");
+        assert_eq!(out.status.success(), i != 1, "shard {i}");
+    }
+    let merged = dir.path().join("all.res");
+    let out = ldplayer(&[
+        "results",
+        "merge",
+        &s(&files[0]),
+        &s(&files[1]),
+        &s(&files[2]),
+        "-o",
+        &s(&merged),
+        "--json",
+    ]);
+    let report = json(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{} did not finish", files[1].display())),
+        "{stderr}"
+    );
+    assert_eq!(report["inputs"][1]["complete"], false, "{report}");
+    assert_eq!(report["inputs"][0]["complete"], true, "{report}");
+    assert_eq!(report["inputs"][2]["complete"], true, "{report}");
+    let killed = report["inputs"][1]["results"].as_u64().expect("results");
+    let whole: u64 = [0, 2]
+        .iter()
+        .map(|&i| report["inputs"][i]["results"].as_u64().unwrap_or(0))
+        .sum();
+    // The two finished shards have everything; the killed one what it wrote before.
+    assert_eq!(report["merged"].as_u64(), Some(whole + killed), "{report}");
+    assert!(whole > 2000 && whole < 5000, "{report}");
+}

@@ -38,7 +38,7 @@ pub use file::{read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWrit
 pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
 pub use merge::{merge, InputReport, MergeReport, MERGE_WINDOW};
 pub use result::{ErrorCounts, ErrorKind, Outcome, QueryResult, ResultSink};
-pub use run_info::{shard_of, ClockState, RunInfo, ShardId};
+pub use run_info::{mark_complete, shard_of, ClockState, RunInfo, ShardId};
 pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
 };

@@ -246,6 +246,7 @@ mod tests {
             start_ns: Some(5),
             clock: None,
             host: None,
+            complete: None,
         };
         let mut w = ResultsWriter::with_run_info(Vec::new(), &info).unwrap();
         for i in [1, 3] {

@@ -34,6 +34,41 @@ pub struct RunInfo {
     /// The host that ran it (its name): shards of one host share one clock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// Whether the run wrote its last result: written `false` when the file is created and
+    /// turned `true` in place ([`mark_complete`]) once every result is in, so a file whose run
+    /// was killed says so even when it ends on a whole block. `None`: not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub complete: Option<bool>,
+}
+
+/// The bytes of an unfinished run's flag, and what [`mark_complete`] writes over them (the same
+/// length: JSON allows the space).
+const INCOMPLETE: &[u8] = b"\"complete\":false";
+const COMPLETE: &[u8] = b"\"complete\":true ";
+
+/// Marks the results file at `path` as complete: its run wrote every result. Returns false
+/// when the file records no completion flag (nothing changed).
+pub fn mark_complete(path: &std::path::Path) -> std::io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)?;
+    let mut head = [0u8; crate::file::FILE_HEADER_LEN];
+    f.read_exact(&mut head)?;
+    let header_len = u16::from_le_bytes([head[10], head[11]]) as usize;
+    let mut extension = vec![0u8; header_len.saturating_sub(head.len())];
+    f.read_exact(&mut extension)?;
+    let Some(at) = extension
+        .windows(INCOMPLETE.len())
+        .position(|w| w == INCOMPLETE)
+    else {
+        return Ok(false);
+    };
+    f.seek(SeekFrom::Start((head.len() + at) as u64))?;
+    f.write_all(COMPLETE)?;
+    f.sync_data()?;
+    Ok(true)
 }
 
 /// Shard `index` of `count` (from 0): the clients whose stable hash falls in it.
@@ -129,6 +164,7 @@ mod tests {
                 max_error_us: 4_000,
             }),
             host: Some("node-7".into()),
+            complete: Some(false),
         };
         let bytes = info.encode();
         assert_eq!(RunInfo::decode(&bytes), Some(info));
@@ -139,5 +175,40 @@ mod tests {
             RunInfo::decode(b"RINF\x02\0\0\0{}"),
             Some(RunInfo::default())
         );
+    }
+
+    #[test]
+    fn a_file_is_marked_complete_in_place() {
+        let dir = std::env::temp_dir().join(format!("ldplayer-run-info-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.res");
+        let info = RunInfo {
+            host: Some("h".into()),
+            complete: Some(false),
+            ..RunInfo::default()
+        };
+        let w = crate::ResultsWriter::create_with_run_info(&path, &info).unwrap();
+        w.into_inner().unwrap();
+        let read = |p: &std::path::Path| {
+            crate::ResultsReader::open(p)
+                .unwrap()
+                .run_info()
+                .cloned()
+                .unwrap()
+        };
+        assert_eq!(read(&path).complete, Some(false));
+        assert!(mark_complete(&path).unwrap());
+        let done = read(&path);
+        assert_eq!(done.complete, Some(true));
+        assert_eq!(done.host.as_deref(), Some("h"));
+        // Again: nothing left to change. A file without the flag is left alone.
+        assert!(!mark_complete(&path).unwrap());
+        let plain = dir.join("p.res");
+        crate::ResultsWriter::create(&plain)
+            .unwrap()
+            .into_inner()
+            .unwrap();
+        assert!(!mark_complete(&plain).unwrap());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

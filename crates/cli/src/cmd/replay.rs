@@ -113,8 +113,12 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         Err(e) => return Err(e).with_context(|| format!("reading {}", job.trace.display())),
     }
     let (summary, written) = results.into_parts();
-    // Closed before the report reads it.
+    // Closed before the report reads it, and marked complete: every result is in.
     drop(written);
+    if let Some(p) = job.results {
+        ldplayer_results::mark_complete(p)
+            .with_context(|| format!("marking {} complete", p.display()))?;
+    }
     let drawn = match (job.report, job.results) {
         (Some(html), Some(results)) => {
             super::report::write(&[results.to_path_buf()], html, None)
@@ -312,6 +316,7 @@ fn run_info(config: &ReplayConfig) -> RunInfo {
             .ok()
             .map(|h| h.trim().to_string())
             .filter(|h| !h.is_empty()),
+        complete: Some(false),
     }
 }
 

@@ -40,9 +40,10 @@ fn merge_files(args: MergeArgs) -> Result<()> {
         .with_context(|| format!("writing {}", args.output.display()))?
         .close()?;
     for (file, input) in args.files.iter().zip(&report.inputs) {
-        if input.cut_short {
+        let unfinished = input.run_info.as_ref().and_then(|r| r.complete) == Some(false);
+        if input.cut_short || unfinished {
             eprintln!(
-                "ldplayer: {} ends cut short (its replay was stopped or is still running): \
+                "ldplayer: {} did not finish (its replay was killed or is still running): \
                  merged the {} results it holds",
                 file.display(),
                 input.results
@@ -71,6 +72,7 @@ fn merge_files(args: MergeArgs) -> Result<()> {
                     "file": f.display().to_string(),
                     "results": i.results,
                     "cut_short": i.cut_short,
+                    "complete": i.run_info.as_ref().and_then(|r| r.complete),
                     "file_damage": i.damage,
                     "shard": i.run_info.as_ref().and_then(|r| r.shard).map(|s| s.to_string()),
                     "clock": i.run_info.as_ref().and_then(|r| r.clock),
