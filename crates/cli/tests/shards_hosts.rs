@@ -200,8 +200,12 @@ fn shards_on_three_hosts_send_from_their_own_addresses_and_merge() {
         .collect();
     let children: Vec<_> = (0..3)
         .map(|i| {
+            // Each host has a name of its own (a UTS namespace), as real hosts do: merge then
+            // judges their clocks against each other.
             Command::new("ip")
                 .args(["netns", "exec", &hosts.names[i + 1]])
+                .args(["unshare", "--uts", "sh", "-c"])
+                .arg(format!("hostname shard-host-{i} && exec \"$0\" \"$@\""))
                 .arg(env!("CARGO_BIN_EXE_ldplayer"))
                 .args(["replay", &s(&trace), "--server", &format!("{SERVER}:53")])
                 .args(["--shard", &format!("{i}/3"), "--start-at", &start])
@@ -232,22 +236,45 @@ fn shards_on_three_hosts_send_from_their_own_addresses_and_merge() {
     let _ = knot.wait();
 
     let merged = dir.path().join("all.res");
-    let report: serde_json::Value = serde_json::from_slice(
-        &ldplayer(&[
-            "results",
-            "merge",
-            &s(&files[0]),
-            &s(&files[1]),
-            &s(&files[2]),
-            "-o",
-            &s(&merged),
-            "--json",
-        ])
-        .stdout,
-    )
-    .expect("JSON");
+    let out = ldplayer(&[
+        "results",
+        "merge",
+        &s(&files[0]),
+        &s(&files[1]),
+        &s(&files[2]),
+        "-o",
+        &s(&merged),
+        "--json",
+    ]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["merged"], 1800, "{report}");
     assert_eq!(report["missing_shards"], serde_json::json!([]), "{report}");
+    // Three hosts, each shard's clock as its kernel reported it; merge warns about exactly the
+    // shards whose clock is unsynchronised or less certain than their own timing.
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for (i, input) in report["inputs"]
+        .as_array()
+        .expect("inputs")
+        .iter()
+        .enumerate()
+    {
+        assert_eq!(input["host"], format!("shard-host-{i}"), "{report}");
+        let clock = &input["clock"];
+        let synced = clock["synchronized"].as_bool().expect("a clock state");
+        let error = clock["est_error_us"].as_f64().expect("an error estimate");
+        let timing = input["timing_error_p50_us"]
+            .as_f64()
+            .expect("a timing error");
+        let doubtful = !synced || error > timing;
+        let file = files[i].display().to_string();
+        let warned = stderr
+            .lines()
+            .any(|l| l.contains(&file) && l.contains("clock"));
+        assert_eq!(
+            warned, doubtful,
+            "{file}: {clock} against {timing} µs: {stderr}"
+        );
+    }
 
     // The witness: queries on the bridge, by source host and by original client (the qname's
     // first label is the query's number, so the trace tells which client asked it).
