@@ -13,6 +13,9 @@
 //! 415, a body or `dns` parameter that is missing, not base64url or not a DNS query 400, a body
 //! longer than a DNS message 413.
 //!
+//! Answers carry `Cache-Control: max-age` (RFC 8484 §5.1): the answer's smallest TTL, or its
+//! negative caching time.
+//!
 //! Bounds: at most [`DohConfig::max_connections`] connections (more are closed on accept and
 //! counted), [`DohConfig::max_streams`] concurrent streams per connection (HTTP/2's
 //! `SETTINGS_MAX_CONCURRENT_STREAMS`; h2 refuses the excess streams), and a connection with no
@@ -298,7 +301,8 @@ async fn stream_task(
     if let Some(body) = &body {
         response = response
             .header(header::CONTENT_TYPE, DNS_MESSAGE)
-            .header(header::CONTENT_LENGTH, body.len());
+            .header(header::CONTENT_LENGTH, body.len())
+            .header(header::CACHE_CONTROL, format!("max-age={}", max_age(body)));
     } else if status == StatusCode::METHOD_NOT_ALLOWED {
         response = response.header(header::ALLOW, "GET, POST");
     }
@@ -389,6 +393,35 @@ fn answer(query: &[u8], shared: &Shared, dest: Option<IpAddr>) -> Option<Bytes> 
     let outcome = zones.answer_into(query, &shared.opts, &mut resp)?;
     counters.response(&outcome, resp.len(), Transport::Doh);
     Some(Bytes::from(resp))
+}
+
+/// How long HTTP caches may keep an answer (RFC 8484 §5.1): the smallest TTL of its answer
+/// section; for an answer without one (NXDOMAIN, NODATA), the negative caching time of its
+/// authority SOA, the smaller of the record's TTL and its MINIMUM field (RFC 2308 §5);
+/// for a referral, the smallest TTL of its authority records; 0 when it has none (REFUSED).
+fn max_age(answer: &[u8]) -> u32 {
+    use ldplayer_dns::{Message, Rtype, Section};
+    let Ok(message) = Message::parse(answer) else {
+        return 0;
+    };
+    let mut answers = None::<u32>;
+    let mut negative = None::<u32>;
+    let mut authority = None::<u32>;
+    for rr in message.records() {
+        match rr.section {
+            Section::Answer => answers = Some(answers.map_or(rr.ttl, |t| t.min(rr.ttl))),
+            Section::Authority if rr.rtype == Rtype::SOA => {
+                let rdata = rr.rdata();
+                let minimum = rdata.len().checked_sub(4).map_or(rr.ttl, |at| {
+                    u32::from_be_bytes([rdata[at], rdata[at + 1], rdata[at + 2], rdata[at + 3]])
+                });
+                negative = Some(rr.ttl.min(minimum));
+            }
+            Section::Authority => authority = Some(authority.map_or(rr.ttl, |t| t.min(rr.ttl))),
+            Section::Additional => {}
+        }
+    }
+    answers.or(negative).or(authority).unwrap_or(0)
 }
 
 /// What went wrong with a DoH connection or request, as counted in

@@ -493,3 +493,61 @@ fn clients_without_http2_the_connection_cap_and_idle_connections() {
     assert_eq!(s.doh_peak_open, 1, "{s:?}");
     assert_eq!(s.doh_responses, 1, "{s:?}");
 }
+
+#[test]
+fn answers_say_how_long_caches_may_keep_them() {
+    // www for 60 s; the negative caching time is the SOA's MINIMUM, 120 s, below its TTL.
+    let text = "$ORIGIN example.\n$TTL 300\n@ 3600 SOA ns1 hostmaster 1 7200 3600 1209600 120\n\
+                @ NS ns1\nns1 A 192.0.2.1\nwww 60 A 192.0.2.10\nsub NS ns.sub\nns.sub 500 A 192.0.2.3\n";
+    let zone = Zone::from_text(text, "test.zone", None).expect("zone loads");
+    let zones: Arc<ZoneSet> = Arc::new(std::iter::once(zone).collect());
+    let (server, anchor) = start(zones, &["127.0.0.1:0".parse().unwrap()], |_| {});
+    let addr = server.doh_local_addrs()[0];
+    let rt = runtime();
+    let ages = rt.block_on(async {
+        let name = ServerName::IpAddress(addr.ip().into());
+        let mut client = connect(&anchor, addr, name).await;
+        let mut ages = Vec::new();
+        for qname in [
+            "www.example.",
+            "nope.example.",
+            "a.sub.example.",
+            "www.elsewhere.",
+        ] {
+            let request = Request::builder()
+                .method(Method::POST)
+                .uri(format!("https://{addr}/dns-query"))
+                .header("content-type", DNS_MESSAGE)
+                .body(())
+                .unwrap();
+            let ready = client.clone().ready().await.expect("connection ready");
+            client = ready;
+            let (response, mut stream) = client.send_request(request, false).expect("sent");
+            stream
+                .send_data(query(0, qname).into(), true)
+                .expect("body sent");
+            let response = tokio::time::timeout(CLIENT_TIMEOUT, response)
+                .await
+                .expect("in time")
+                .expect("response");
+            assert_eq!(response.status(), StatusCode::OK, "{qname}");
+            ages.push(
+                response
+                    .headers()
+                    .get("cache-control")
+                    .map(|v| v.to_str().unwrap().to_string()),
+            );
+        }
+        ages
+    });
+    let ages: Vec<Option<&str>> = ages.iter().map(Option::as_deref).collect();
+    assert_eq!(
+        ages,
+        [
+            Some("max-age=60"),
+            Some("max-age=120"),
+            Some("max-age=300"),
+            Some("max-age=0")
+        ]
+    );
+}
