@@ -243,6 +243,11 @@ pub struct ServeArgs {
     /// options as --tls-listen.
     #[arg(long, value_name = "ADDR:PORT")]
     pub https_listen: Vec<std::net::SocketAddr>,
+    /// Answer DNS over QUIC (RFC 9250, ALPN doq, 0-RTT on resumed sessions) on this UDP
+    /// address too, e.g. 127.0.0.1:853 (repeat for several); needs the same certificate options
+    /// as --tls-listen.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub quic_listen: Vec<std::net::SocketAddr>,
     /// The path DNS over HTTPS is served on; other paths are answered 404.
     #[arg(long, value_name = "PATH", default_value = ldplayer_server::DEFAULT_DOH_PATH)]
     pub doh_path: String,

@@ -612,3 +612,112 @@ fn https_flags_are_checked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--doh-path must start with /"), "{err}");
 }
+
+/// The Python with dnspython and aioquic (PyPI) for the DNS over QUIC witness; false only when
+/// skipping is allowed.
+fn doq_python() -> bool {
+    let works = std::process::Command::new("python3")
+        .args(["-c", "import dns.query, aioquic; dns.query.quic"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    ldplayer_testbed::prerequisite::require(
+        works,
+        "python3 with dnspython and aioquic (the DNS over QUIC witness)",
+        "python3 -m pip install dnspython==2.7.0 aioquic==1.2.0 (scripts/test.sh does)",
+    )
+}
+
+/// dnspython's DNS over QUIC client (aioquic, an independent QUIC stack), trusting the CA serve
+/// made, gets from each nameserver address the response code and answer section dnspython gets
+/// over UDP; the JSON report counts the QUIC connections and queries.
+#[test]
+fn serves_dns_over_quic_to_dnspython_as_over_udp() {
+    if !doq_python() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch");
+    example_zone(dir.path());
+    std::fs::write(
+        dir.path().join("other.zone"),
+        "$ORIGIN other.\n$TTL 60\n@ SOA ns admin 1 60 60 60 60\n@ NS ns\nns A 127.0.0.2\n\
+         www A 198.51.100.7\n",
+    )
+    .expect("zone");
+    std::fs::write(
+        dir.path().join("manifest"),
+        "127.0.0.1 example.zone\n127.0.0.2 other.zone\n",
+    )
+    .expect("manifest");
+    let tls_dir = dir.path().join("tls");
+    let (port, quic) = (ldplayer_testbed::free_port(), ldplayer_testbed::free_port());
+    let at = |ip: &str, port: u16| format!("{ip}:{port}");
+    let server = Serve::start(&[
+        "--manifest",
+        &s(&dir.path().join("manifest")),
+        "--listen",
+        &at("127.0.0.1", port),
+        "--listen",
+        &at("127.0.0.2", port),
+        "--quic-listen",
+        &at("127.0.0.1", quic),
+        "--quic-listen",
+        &at("127.0.0.2", quic),
+        "--tls-self-signed",
+        &s(&tls_dir),
+    ]);
+    assert!(
+        server.stderr().contains(&format!(
+            "DNS over QUIC on 127.0.0.1:{quic} 127.0.0.2:{quic}"
+        )),
+        "{}",
+        server.stderr()
+    );
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/doq_query.py");
+    let ca = s(&tls_dir.join("ca.pem"));
+    let ask = |mode: &str, ip: &str, port: u16, name: &str| -> String {
+        let out = std::process::Command::new("python3")
+            .arg(&script)
+            .args([mode, ip, &port.to_string(), &ca, name, "A"])
+            .output()
+            .expect("python3 runs");
+        assert!(
+            out.status.success(),
+            "{mode} {name} at {ip}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let mut asked = 0;
+    for (ip, mine, theirs) in [
+        ("127.0.0.1", "www.example.", "www.other."),
+        ("127.0.0.2", "www.other.", "www.example."),
+    ] {
+        for (name, status) in [
+            (mine, "NOERROR"),
+            ("nope.example.", ""),
+            (theirs, "REFUSED"),
+        ] {
+            let udp = ask("udp", ip, port, name);
+            if !status.is_empty() {
+                assert!(udp.starts_with(status), "{name} at {ip} over UDP: {udp}");
+            }
+            assert_eq!(ask("quic", ip, quic, name), udp, "{name} at {ip}");
+            asked += 1;
+        }
+    }
+    assert_eq!(
+        ask("quic", "127.0.0.1", quic, "www.example."),
+        "NOERROR\nwww.example. 60 IN A 192.0.2.1\n",
+        "the answer section is read"
+    );
+    asked += 1;
+    let v: serde_json::Value = serde_json::from_str(&server.stop("INT")).expect("json");
+    assert_eq!(v["doq_queries"], asked, "{v}");
+    assert_eq!(v["doq_responses"], asked, "{v}");
+    assert_eq!(
+        v["doq_handshakes"], asked,
+        "one connection per dnspython query: {v}"
+    );
+    assert_eq!(v["doq_errors"]["nonzero_id"], 0, "{v}");
+    assert_eq!(v["queries"], 2 * asked - 1, "{v}");
+}

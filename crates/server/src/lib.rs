@@ -35,6 +35,12 @@
 //!   what is not a query gets a 4xx status counted by kind ([`DohErrors`]). Bounded by a
 //!   connection cap, a cap on concurrent streams per connection and an idle timeout of its own
 //!   ([`DohConfig`]).
+//! * **DNS over QUIC** ([`ServerConfig::doq`], RFC 9250): QUIC (quinn, ALPN `doq`) on UDP
+//!   listeners of its own, served by one more thread with a single-threaded tokio runtime: one
+//!   query per stream, message ID 0, from the same views; sessions resume and may carry 0-RTT
+//!   queries; protocol errors close the connection or reset the stream, counted by kind
+//!   ([`DoqErrors`]). Bounded by a connection cap, a stream credit and QUIC's idle timeout
+//!   ([`DoqConfig`]).
 //! * **Stop**: every thread checks a shared flag at least every 100 ms;
 //!   [`RunningServer::stop`] sets it and joins the threads.
 //!
@@ -74,6 +80,7 @@
 //! ```
 
 mod doh;
+mod doq;
 mod stats;
 mod tcp;
 mod tls;
@@ -91,7 +98,8 @@ use socket2::{Domain, Protocol, Socket, Type};
 use thiserror::Error;
 
 pub use doh::{DohConfig, DEFAULT_DOH_PATH, DNS_MESSAGE, DOH_PORT};
-pub use stats::{DohErrors, KindCounts, RcodeCounts, ServerStats, RCODE_SLOTS};
+pub use doq::{DoqConfig, DOQ_ALPN, DOQ_PORT};
+pub use stats::{DohErrors, DoqErrors, KindCounts, RcodeCounts, ServerStats, RCODE_SLOTS};
 pub use tls::{TlsConfig, TlsIdentity, DOT_PORT};
 
 use stats::Counters;
@@ -132,6 +140,9 @@ pub struct ServerConfig {
     /// DNS over HTTPS: its listen addresses, certificate, path and bounds; `None` serves no
     /// DoH. Its connections have their own cap and idle timeout.
     pub doh: Option<DohConfig>,
+    /// DNS over QUIC: its listen addresses, certificate and bounds; `None` serves no DoQ. Its
+    /// connections have their own cap and idle timeout.
+    pub doq: Option<DoqConfig>,
 }
 
 impl ServerConfig {
@@ -157,6 +168,7 @@ impl Default for ServerConfig {
             answer: AnswerOptions::default(),
             tls: None,
             doh: None,
+            doq: None,
         }
     }
 }
@@ -291,7 +303,12 @@ impl Server {
         let views = Arc::new(views.into());
         let tls_listen = config.tls.as_ref().map_or(&[][..], |t| &t.listen[..]);
         let doh_listen = config.doh.as_ref().map_or(&[][..], |d| &d.listen[..]);
-        if config.listen.is_empty() && tls_listen.is_empty() && doh_listen.is_empty() {
+        let doq_listen = config.doq.as_ref().map_or(&[][..], |d| &d.listen[..]);
+        if config.listen.is_empty()
+            && tls_listen.is_empty()
+            && doh_listen.is_empty()
+            && doq_listen.is_empty()
+        {
             return Err(ServerError::NoListenAddress);
         }
         let tls_config = match &config.tls {
@@ -300,6 +317,15 @@ impl Server {
         };
         let doh_tls = match &config.doh {
             Some(d) if !d.listen.is_empty() => Some(doh::server_config(&d.identity)?),
+            _ => None,
+        };
+        let doq_counters = Arc::new(Counters::default());
+        let doq_quic = match &config.doq {
+            Some(d) if !d.listen.is_empty() => Some(doq::server_config(
+                &d.identity,
+                d,
+                doq_counters.doq_resumed.clone(),
+            )?),
             _ => None,
         };
         let workers = config.udp_workers.max(1);
@@ -336,6 +362,13 @@ impl Server {
             doh_local.push(sock.local_addr().unwrap_or(addr));
             doh_listeners.push(sock);
         }
+        let mut doq_local = Vec::new();
+        let mut doq_sockets = Vec::new();
+        for &addr in doq_listen {
+            let sock = std::net::UdpSocket::bind(addr).map_err(bind_err(addr, "quic"))?;
+            doq_local.push(sock.local_addr().unwrap_or(addr));
+            doq_sockets.push(sock);
+        }
         let tcp_setup = if listeners.is_empty() {
             None
         } else {
@@ -352,6 +385,7 @@ impl Server {
             local,
             tls_local,
             doh_local,
+            doq_local,
             stop: Arc::new(AtomicBool::new(false)),
             counters: Vec::new(),
             threads: Vec::new(),
@@ -384,10 +418,20 @@ impl Server {
         if let (Some(tls), Some(doh)) = (doh_tls, config.doh) {
             let counters = Arc::new(Counters::default());
             server.counters.push(counters.clone());
-            let (stop, opts) = (server.stop.clone(), config.answer);
+            let (views, stop, opts) = (views.clone(), server.stop.clone(), config.answer);
             let h = std::thread::Builder::new()
                 .name("ldp-doh".into())
                 .spawn(move || doh::run(doh_listeners, tls, &doh, views, opts, stop, counters))
+                .map_err(ServerError::Spawn)?;
+            server.threads.push(h);
+        }
+        if let (Some(quic), Some(doq)) = (doq_quic, config.doq) {
+            let counters = doq_counters;
+            server.counters.push(counters.clone());
+            let (stop, opts) = (server.stop.clone(), config.answer);
+            let h = std::thread::Builder::new()
+                .name("ldp-doq".into())
+                .spawn(move || doq::run(doq_sockets, quic, &doq, views, opts, stop, counters))
                 .map_err(ServerError::Spawn)?;
             server.threads.push(h);
         }
@@ -401,6 +445,7 @@ pub struct RunningServer {
     local: Vec<SocketAddr>,
     tls_local: Vec<SocketAddr>,
     doh_local: Vec<SocketAddr>,
+    doq_local: Vec<SocketAddr>,
     stop: Arc<AtomicBool>,
     counters: Vec<Arc<Counters>>,
     threads: Vec<JoinHandle<()>>,
@@ -423,6 +468,12 @@ impl RunningServer {
     /// order, with the actual port when port 0 was asked for; empty without DoH.
     pub fn doh_local_addrs(&self) -> Vec<SocketAddr> {
         self.doh_local.clone()
+    }
+
+    /// The bound DNS over QUIC (UDP) addresses, one per [`DoqConfig::listen`] entry in the same
+    /// order, with the actual port when port 0 was asked for; empty without DoQ.
+    pub fn doq_local_addrs(&self) -> Vec<SocketAddr> {
+        self.doq_local.clone()
     }
 
     /// The counters so far, summed over all threads.

@@ -9,6 +9,7 @@ use ldplayer_dns::Rcode;
 use ldplayer_zone::{Kind, Outcome};
 
 use crate::doh::{DohError, DOH_ERROR_KINDS};
+use crate::doq::{DoqError, DOQ_ERROR_KINDS};
 
 /// Responses sent, by [`Kind`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -180,6 +181,55 @@ pub struct ServerStats {
     pub doh_peak_open: u64,
     /// DoH requests refused and connections closed, by kind.
     pub doh_errors: DohErrors,
+    /// DNS queries received over DNS over QUIC (one per stream that carried a whole message
+    /// with ID 0).
+    pub doq_queries: u64,
+    /// Responses produced over DNS over QUIC.
+    pub doq_responses: u64,
+    /// QUIC connections the DoQ listeners were offered (those refused for the cap included).
+    pub doq_accepted: u64,
+    /// QUIC handshakes completed.
+    pub doq_handshakes: u64,
+    /// Handshakes that presented a valid session ticket (resumed an earlier session).
+    pub doq_resumed: u64,
+    /// Queries that arrived in 0-RTT (before the handshake was over), on resumed sessions.
+    pub doq_zero_rtt: u64,
+    /// DoQ connections closed by QUIC's idle timeout.
+    pub doq_idle_closed: u64,
+    /// DoQ connections open now.
+    pub doq_open: u64,
+    /// Most DoQ connections open at once so far.
+    pub doq_peak_open: u64,
+    /// DoQ streams and connections refused, by kind.
+    pub doq_errors: DoqErrors,
+}
+
+/// DNS over QUIC streams reset and connections closed for an error, by kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DoqErrors {
+    /// Connections closed with `DOQ_PROTOCOL_ERROR` for a query whose message ID is not 0
+    /// (RFC 9250 §4.2.1).
+    pub nonzero_id: u64,
+    /// Streams reset for not being one whole message (a length that does not match, bytes
+    /// after the message, shorter than a header, longer than 65,535 bytes, a response).
+    pub bad_stream: u64,
+    /// Streams the client reset or did not finish in time.
+    pub incomplete: u64,
+    /// Connections whose handshake failed (no `doq` in the client's ALPN included).
+    pub handshake: u64,
+    /// Connections refused because [`DoqConfig::max_connections`](crate::DoqConfig) were open.
+    pub refused_connections: u64,
+}
+
+impl DoqErrors {
+    /// Adds another count to this one.
+    pub fn add(&mut self, o: &DoqErrors) {
+        self.nonzero_id += o.nonzero_id;
+        self.bad_stream += o.bad_stream;
+        self.incomplete += o.incomplete;
+        self.handshake += o.handshake;
+        self.refused_connections += o.refused_connections;
+    }
 }
 
 /// DNS over HTTPS requests answered with an HTTP error, and connections closed for an error,
@@ -266,6 +316,16 @@ impl ServerStats {
         self.doh_open += o.doh_open;
         self.doh_peak_open += o.doh_peak_open;
         self.doh_errors.add(&o.doh_errors);
+        self.doq_queries += o.doq_queries;
+        self.doq_responses += o.doq_responses;
+        self.doq_accepted += o.doq_accepted;
+        self.doq_handshakes += o.doq_handshakes;
+        self.doq_resumed += o.doq_resumed;
+        self.doq_zero_rtt += o.doq_zero_rtt;
+        self.doq_idle_closed += o.doq_idle_closed;
+        self.doq_open += o.doq_open;
+        self.doq_peak_open += o.doq_peak_open;
+        self.doq_errors.add(&o.doq_errors);
         let (k, ok) = (&mut self.kinds, &o.kinds);
         k.answer += ok.answer;
         k.referral += ok.referral;
@@ -338,6 +398,20 @@ pub(crate) struct Counters {
     pub doh_open: AtomicU64,
     /// The most DoH connections open at once.
     pub doh_peak_open: AtomicU64,
+    pub doq_queries: AtomicU64,
+    pub doq_responses: AtomicU64,
+    pub doq_accepted: AtomicU64,
+    pub doq_handshakes: AtomicU64,
+    /// Shared with the rustls ticketer of the DoQ listeners, which runs on the DoQ thread.
+    pub doq_resumed: std::sync::Arc<AtomicU64>,
+    pub doq_zero_rtt: AtomicU64,
+    pub doq_idle_closed: AtomicU64,
+    /// By [`DoqError`], in its order.
+    pub doq_errors: [AtomicU64; DOQ_ERROR_KINDS],
+    /// A gauge: DoQ connections open now (the DoQ thread stores it).
+    pub doq_open: AtomicU64,
+    /// The most DoQ connections open at once.
+    pub doq_peak_open: AtomicU64,
 }
 
 /// The transport a message came over.
@@ -347,6 +421,7 @@ pub(crate) enum Transport {
     Tcp,
     Tls,
     Doh,
+    Doq,
 }
 
 /// Adds one to a counter that only this thread writes (a load and a store, no locked op).
@@ -370,6 +445,7 @@ impl Counters {
             Transport::Tcp => &self.tcp_queries,
             Transport::Tls => &self.tls_queries,
             Transport::Doh => &self.doh_queries,
+            Transport::Doq => &self.doq_queries,
         });
         add(&self.bytes_in, len as u64);
     }
@@ -382,6 +458,7 @@ impl Counters {
             Transport::Tcp => &self.tcp_responses,
             Transport::Tls => &self.tls_responses,
             Transport::Doh => &self.doh_responses,
+            Transport::Doq => &self.doq_responses,
         });
         if o.truncated {
             bump(&self.truncated);
@@ -409,6 +486,15 @@ impl Counters {
         }
     }
 
+    /// Records the number of DoQ connections open now, and the peak.
+    pub fn doq_open(&self, open: usize) {
+        let open = open as u64;
+        self.doq_open.store(open, Relaxed);
+        if open > self.doq_peak_open.load(Relaxed) {
+            self.doq_peak_open.store(open, Relaxed);
+        }
+    }
+
     /// The current values.
     pub fn snapshot(&self) -> ServerStats {
         let g = |c: &AtomicU64| c.load(Relaxed);
@@ -417,12 +503,18 @@ impl Counters {
         let tcp_responses = g(&self.tcp_responses);
         let tls_responses = g(&self.tls_responses);
         let doh_responses = g(&self.doh_responses);
+        let doq_responses = g(&self.doq_responses);
         let e = |kind: DohError| g(&self.doh_errors[kind as usize]);
+        let q = |kind: DoqError| g(&self.doq_errors[kind as usize]);
         ServerStats {
             udp_queries: g(&self.udp_queries),
             tcp_queries: g(&self.tcp_queries),
             tls_queries: g(&self.tls_queries),
-            responses: udp_responses + tcp_responses + tls_responses + doh_responses,
+            responses: udp_responses
+                + tcp_responses
+                + tls_responses
+                + doh_responses
+                + doq_responses,
             udp_responses,
             tcp_responses,
             tls_responses,
@@ -473,6 +565,22 @@ impl Counters {
                 tls: e(DohError::Tls),
                 http: e(DohError::Http),
                 refused_connections: e(DohError::Refused),
+            },
+            doq_queries: g(&self.doq_queries),
+            doq_responses,
+            doq_accepted: g(&self.doq_accepted),
+            doq_handshakes: g(&self.doq_handshakes),
+            doq_resumed: g(&self.doq_resumed),
+            doq_zero_rtt: g(&self.doq_zero_rtt),
+            doq_idle_closed: g(&self.doq_idle_closed),
+            doq_open: g(&self.doq_open),
+            doq_peak_open: g(&self.doq_peak_open),
+            doq_errors: DoqErrors {
+                nonzero_id: q(DoqError::NonzeroId),
+                bad_stream: q(DoqError::BadStream),
+                incomplete: q(DoqError::Incomplete),
+                handshake: q(DoqError::Handshake),
+                refused_connections: q(DoqError::Refused),
             },
         }
     }

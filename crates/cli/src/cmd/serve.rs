@@ -10,7 +10,7 @@ use crate::progress::interrupted;
 use anyhow::{Context, Result};
 use ldplayer_results::summary::MAIN_RCODES;
 use ldplayer_server::{
-    DohConfig, Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity, RCODE_SLOTS,
+    DohConfig, DoqConfig, Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity, RCODE_SLOTS,
 };
 use ldplayer_zone::{AnswerOptions, Manifest, Views, Zone, ZoneSet};
 use std::fs::File;
@@ -55,7 +55,10 @@ pub fn run(args: ServeArgs) -> Result<()> {
             (views, listen)
         }
         None => {
-            if args.listen.is_empty() && args.tls_listen.is_empty() && args.https_listen.is_empty()
+            if args.listen.is_empty()
+                && args.tls_listen.is_empty()
+                && args.https_listen.is_empty()
+                && args.quic_listen.is_empty()
             {
                 anyhow::bail!("--listen ADDR:PORT is required without --manifest");
             }
@@ -97,6 +100,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
             doh.idle_timeout = config.tcp_idle_timeout;
             config.doh = Some(doh);
         }
+        if !args.quic_listen.is_empty() {
+            let mut doq = DoqConfig::new(args.quic_listen.clone(), identity.clone());
+            doq.idle_timeout = config.tcp_idle_timeout;
+            config.doq = Some(doq);
+        }
     }
     let mut stats_file = match &args.stats {
         Some(p) => Some(StatsFile::create(p)?),
@@ -120,8 +128,21 @@ pub fn run(args: ServeArgs) -> Result<()> {
         .iter()
         .map(|a| a.to_string())
         .collect();
+    let doq_addrs: Vec<String> = server
+        .doq_local_addrs()
+        .iter()
+        .map(|a| a.to_string())
+        .collect();
     let mut tls = String::new();
     if let Some(cert) = &tls_cert {
+        if !doq_addrs.is_empty() {
+            eprintln!(
+                "ldplayer: DNS over QUIC on {} with {}",
+                doq_addrs.join(" "),
+                cert.display()
+            );
+            tls.push_str(&format!(" and over QUIC on {}", doq_addrs.join(" ")));
+        }
         if !tls_addrs.is_empty() {
             eprintln!(
                 "ldplayer: DNS over TLS on {} with {}",
@@ -169,10 +190,11 @@ pub fn run(args: ServeArgs) -> Result<()> {
 /// certificate is made for the TLS and HTTPS addresses (loopback for a wildcard one), the
 /// manifest's nameserver addresses and localhost.
 fn tls_identity(args: &ServeArgs, views: &Views) -> Result<Option<(TlsIdentity, PathBuf)>> {
-    if args.tls_listen.is_empty() && args.https_listen.is_empty() {
+    if args.tls_listen.is_empty() && args.https_listen.is_empty() && args.quic_listen.is_empty() {
         if args.tls_cert.is_some() || args.tls_self_signed.is_some() {
             anyhow::bail!(
-                "--tls-cert and --tls-self-signed need --tls-listen or --https-listen ADDR:PORT"
+                "--tls-cert and --tls-self-signed need --tls-listen, --https-listen or \
+                 --quic-listen ADDR:PORT"
             );
         }
         return Ok(None);
@@ -181,7 +203,12 @@ fn tls_identity(args: &ServeArgs, views: &Views) -> Result<Option<(TlsIdentity, 
         (Some(cert), Some(key), _) => (cert.clone(), key.clone()),
         (_, _, Some(dir)) => {
             let mut ips: Vec<IpAddr> = Vec::new();
-            for addr in args.tls_listen.iter().chain(&args.https_listen) {
+            for addr in args
+                .tls_listen
+                .iter()
+                .chain(&args.https_listen)
+                .chain(&args.quic_listen)
+            {
                 let ip = addr.ip();
                 let wanted: Vec<IpAddr> = if ip.is_unspecified() {
                     vec![Ipv4Addr::LOCALHOST.into(), Ipv6Addr::LOCALHOST.into()]
@@ -204,10 +231,12 @@ fn tls_identity(args: &ServeArgs, views: &Views) -> Result<Option<(TlsIdentity, 
             (files.cert, files.key)
         }
         _ => {
-            let flag = if args.tls_listen.is_empty() {
+            let flag = if !args.tls_listen.is_empty() {
+                "--tls-listen"
+            } else if !args.https_listen.is_empty() {
                 "--https-listen"
             } else {
-                "--tls-listen"
+                "--quic-listen"
             };
             anyhow::bail!(
                 "{flag} needs a certificate: --tls-cert FILE --tls-key FILE, or \
@@ -241,7 +270,7 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
     let mut json = serde_json::json!({
         "time": time,
         "uptime_s": uptime.as_millis() as f64 / 1e3,
-        "queries": s.udp_queries + s.tcp_queries + s.tls_queries + s.doh_queries,
+        "queries": s.udp_queries + s.tcp_queries + s.tls_queries + s.doh_queries + s.doq_queries,
         "udp_queries": s.udp_queries,
         "tcp_queries": s.tcp_queries,
         "responses": s.responses,
@@ -280,8 +309,36 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
     });
     if let Some(map) = json.as_object_mut() {
         map.extend(doh_json(s));
+        map.extend(doq_json(s));
     }
     json
+}
+
+/// The DNS over QUIC counters of [`stats_json`].
+fn doq_json(s: &ServerStats) -> serde_json::Map<String, serde_json::Value> {
+    let e = &s.doq_errors;
+    let json = serde_json::json!({
+        "doq_queries": s.doq_queries,
+        "doq_responses": s.doq_responses,
+        "doq_accepted": s.doq_accepted,
+        "doq_handshakes": s.doq_handshakes,
+        "doq_resumed": s.doq_resumed,
+        "doq_zero_rtt": s.doq_zero_rtt,
+        "doq_idle_closed": s.doq_idle_closed,
+        "doq_open": s.doq_open,
+        "doq_peak_open": s.doq_peak_open,
+        "doq_errors": {
+            "nonzero_id": e.nonzero_id,
+            "bad_stream": e.bad_stream,
+            "incomplete": e.incomplete,
+            "handshake": e.handshake,
+            "refused_connections": e.refused_connections,
+        },
+    });
+    match json {
+        serde_json::Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    }
 }
 
 /// The DNS over HTTPS counters of [`stats_json`].
@@ -385,6 +442,24 @@ pub fn describe(s: &ServerStats) -> String {
         line.push_str(&format!(
             "; over TLS {} queries, {} connections, {} handshakes ({} resumed), {} TLS errors",
             s.tls_queries, s.tls_accepted, s.tls_handshakes, s.tls_resumed, s.tls_errors
+        ));
+    }
+    if s.doq_accepted > 0 {
+        let e = &s.doq_errors;
+        line.push_str(&format!(
+            "; over QUIC {} queries, {} connections, {} handshakes ({} resumed, {} queries in \
+             0-RTT), {} nonzero IDs, {} bad streams, {} incomplete streams, {} failed \
+             handshakes, {} connections refused",
+            s.doq_queries,
+            s.doq_accepted,
+            s.doq_handshakes,
+            s.doq_resumed,
+            s.doq_zero_rtt,
+            e.nonzero_id,
+            e.bad_stream,
+            e.incomplete,
+            e.handshake,
+            e.refused_connections
         ));
     }
     if s.doh_accepted > 0 {
