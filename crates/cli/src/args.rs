@@ -72,6 +72,34 @@ pub enum Command {
     /// metric; exit with status 1 when a metric worsened past its --max-regression bound, 2
     /// when the comparison could not be made.
     Compare(crate::cmd::compare::CompareArgs),
+    /// Client populations: fit one to a real trace (its transport mix, per-client rates and
+    /// gaps), for `replay --population`.
+    #[command(subcommand)]
+    Population(PopulationCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PopulationCommand {
+    /// Measure a trace's clients (transport mix, per-client query rates, gaps between a
+    /// client's queries) and write a population file that resembles it.
+    Fit(PopulationFitArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct PopulationFitArgs {
+    /// Input trace (`-` for standard input).
+    pub input: PathBuf,
+    /// The population file to write (TOML).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: PathBuf,
+    /// The seed of the population's assignment of clients to groups.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Print what was measured as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub read: ReadArgs,
 }
 
 #[derive(Debug, Args)]
@@ -81,6 +109,11 @@ pub struct ReplayArgs {
     /// Server to query: HOST[:PORT] (port 53, or 853 for TLS, when left out).
     #[arg(long)]
     pub server: String,
+    /// Where DNS over TLS queries go when the replay mixes transports (`--proto keep`, or
+    /// `--population`): HOST:PORT. Default: --server's host on port 853 when --server gives no
+    /// port, else --server itself.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub tls_server: Option<String>,
     /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp or tls.
     #[arg(long, value_enum, default_value_t = Transport::Keep)]
     pub proto: Transport,
@@ -131,6 +164,10 @@ pub struct ReplayArgs {
     /// LDPLAYER_SHARD=I/N. Merge the shards' results with `ldplayer results merge`.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
+    /// Replay the trace as this population (see docs/populations.md): each client's queries
+    /// go over the transport of the group the population file assigns it to.
+    #[arg(long, value_name = "FILE", conflicts_with = "proto")]
+    pub population: Option<PathBuf>,
     /// Run the replay as N shards in N child processes of this host (each with its own
     /// open-file limit and, with --pin, its own core) and merge their results into --results.
     #[arg(long, value_name = "N", conflicts_with = "shard")]

@@ -66,6 +66,10 @@ impl Default for TlsConfig {
 pub struct ReplayConfig {
     /// The server every query goes to (the trace's destinations are ignored).
     pub server: SocketAddr,
+    /// Where DNS over TLS connections go, when they do not go to [`server`](Self::server): a
+    /// replay that keeps each record's transport sends UDP and TCP to port 53 and TLS to 853 of
+    /// the same host. `None`: to `server`.
+    pub tls_server: Option<SocketAddr>,
     /// Send every query over this transport; `None` keeps each record's own. Only UDP, TCP and TLS
     /// are supported; records of other transports fail with `BadQuery`.
     pub proto_override: Option<Proto>,
@@ -213,6 +217,7 @@ impl Default for ReplayConfig {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ReplayConfig {
             server: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 53),
+            tls_server: None,
             proto_override: None,
             timing: Timing::default(),
             queriers: cores.saturating_sub(1).max(1),

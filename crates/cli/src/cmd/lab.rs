@@ -192,6 +192,7 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
             report: None,
             json: args.json,
             quiet: args.quiet,
+            population: None,
         },
     )
 }

@@ -7,6 +7,7 @@ pub mod experiment;
 pub mod inspect;
 pub mod lab;
 pub mod mutate;
+pub mod population;
 pub mod replay;
 pub mod replay_processes;
 pub mod report;

@@ -5,6 +5,7 @@ use crate::args::{ReadArgs, ReplayArgs, SendTimes};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
+use ldplayer_population::{AssignTransports, Population};
 use ldplayer_replay::{Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
 use ldplayer_results::{ResultsWriter, RunInfo, Summary, Tee};
 use ldplayer_trace::{Proto, SinkError};
@@ -35,8 +36,34 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             report: args.report.as_deref(),
             json: args.json,
             quiet: args.quiet,
+            population: population(args.population.as_deref())?,
         },
     )
+}
+
+/// The population of `--population`, checked for transports the replay engine has.
+fn population(path: Option<&Path>) -> Result<Option<Population>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let p = Population::from_toml(&text).with_context(|| path.display().to_string())?;
+    let unsupported: Vec<&str> = p
+        .groups
+        .iter()
+        .filter(|g| g.share > 0.0 && !matches!(g.proto, Proto::Udp | Proto::Tcp | Proto::Tls))
+        .map(|g| g.name.as_str())
+        .collect();
+    if !unsupported.is_empty() {
+        bail!(
+            "{}: replay sends UDP, TCP and TLS; DNS over HTTPS and QUIC clients are not built \
+             yet (groups {})",
+            path.display(),
+            unsupported.join(", ")
+        );
+    }
+    Ok(Some(p))
 }
 
 /// A trace file to replay as `ldplayer replay` does (also `lab --trace`): how to read it, where
@@ -54,6 +81,8 @@ pub struct TraceReplay<'a> {
     pub json: bool,
     /// Print no progress and no summary text.
     pub quiet: bool,
+    /// Replay the trace as this population: each client over its group's transport.
+    pub population: Option<Population>,
 }
 
 /// Replays `job.trace` with `config`, showing progress and stopping cleanly on Ctrl-C, and
@@ -101,7 +130,12 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
-        let read_result = input.source.run(&mut running);
+        let read_result = match &job.population {
+            Some(p) => input
+                .source
+                .run(&mut AssignTransports::new(p, &mut running)),
+            None => input.source.run(&mut running),
+        };
         let finished = running.finish();
         done.store(true, Ordering::Relaxed);
         (read_result, finished)
@@ -245,6 +279,17 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     };
     let mut c = ReplayConfig::new(server.addr);
     c.proto_override = proto_override;
+    c.tls_server = match &args.tls_server {
+        Some(t) => Some(parse_server(t, 853).context("--tls-server")?.addr),
+        // No port given: DoT to its own port, beside UDP and TCP on 53.
+        None if proto_override.is_none()
+            && parse_server(&args.server, 853)?.addr.port() == 853
+            && server.addr.port() == 53 =>
+        {
+            Some(SocketAddr::new(server.addr.ip(), 853))
+        }
+        None => None,
+    };
     c.timing = timing;
     if let Some(n) = args.queriers {
         c.queriers = n;

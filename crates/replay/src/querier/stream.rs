@@ -128,7 +128,11 @@ impl Querier {
             StreamTransport::Tcp(TcpFraming::default())
         };
         let opened_ns = clock::now_ns();
-        let mut sock = match net::tcp_connect(local, &self.server) {
+        let dest = match (proto, self.config.tls_server) {
+            (Proto::Tls, Some(tls)) => tls,
+            _ => self.server,
+        };
+        let mut sock = match net::tcp_connect(local, &dest) {
             Ok(s) => s,
             Err(e) => return Err((kind_of_io(&e), Cause::Io(e))),
         };
