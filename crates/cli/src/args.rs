@@ -738,6 +738,12 @@ pub struct SynthArgs {
     /// Set the RD bit (queries from stubs rather than from resolvers).
     #[arg(long)]
     pub rd: bool,
+    /// Generate the clients of this population file (see docs/cli.md#population): its
+    /// `clients` (or --clients), each in its group by address, sending Poisson arrivals at a
+    /// rate drawn from its group's distribution, over its group's transport; --count and
+    /// --duration bound the trace as usual. Replaces --workload, --rate and --tcp-share.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["tcp_share", "interval"])]
+    pub population: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -280,3 +280,62 @@ fn the_shipped_populations_are_valid() {
         assert!(!p.groups.is_empty());
     }
 }
+
+#[test]
+fn synth_generates_the_clients_of_a_population() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let pop = dir.path().join("gen.toml");
+    let text = "seed = 5\nclients = 1000\n\
+        [[group]]\nname = \"udp\"\nshare = 0.7\nproto = \"udp\"\n\
+        arrivals = { kind = \"poisson\", rate = { dist = \"lognormal\", median = 0.5, sigma = 1.0 } }\n\
+        [[group]]\nname = \"dot\"\nshare = 0.3\nproto = \"tls\"\n\
+        arrivals = { kind = \"poisson\", rate = { dist = \"fixed\", rate = 2.0 } }\n";
+    std::fs::write(&pop, text).expect("population");
+    let population = Population::from_toml(text).expect("valid");
+    let trace = dir.path().join("gen.bin");
+    ldplayer(&[
+        "synth",
+        "--population",
+        &s(&pop),
+        "--duration",
+        "30",
+        "-n",
+        "1000000",
+        "-o",
+        &s(&trace),
+        "-q",
+    ]);
+    let clients = clients_of(&trace);
+    assert!(
+        clients.len() > 950 && clients.len() <= 1000,
+        "{}",
+        clients.len()
+    );
+    // Every client over its group's transport only; the expected rate from the groups' means.
+    let mut expected_qps = 0.0;
+    let mut tls = 0;
+    for (addr, (_, by_proto)) in &clients {
+        let group = population.group_of(addr.parse().expect("an address"));
+        let want = ["udp", "tls"][group];
+        assert_eq!(by_proto.keys().collect::<Vec<_>>(), [want], "client {addr}");
+        expected_qps += [0.5 * (0.5f64).exp(), 2.0][group];
+        tls += group;
+    }
+    let share = tls as f64 / clients.len() as f64;
+    assert!((share - 0.3).abs() < 0.06, "TLS share {share}");
+    let queries: u64 = clients.values().map(|(n, _)| n).sum();
+    let qps = queries as f64 / 30.0;
+    assert!(
+        (qps / expected_qps - 1.0).abs() < 0.1,
+        "{qps} queries/s against {expected_qps} expected"
+    );
+    // A group with the trace's arrivals cannot be generated: the error names it.
+    std::fs::write(
+        &pop,
+        "clients = 10\n[[group]]\nname = \"replayed\"\nshare = 1.0\nproto = \"udp\"\n",
+    )
+    .expect("population");
+    let out = ldplayer_fails(&["synth", "--population", &s(&pop), "-o", &s(&trace)]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("replayed") && err.contains("poisson"), "{err}");
+}

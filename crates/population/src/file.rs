@@ -132,6 +132,21 @@ impl RateDist {
         }
     }
 
+    /// A rate drawn from the distribution, given two independent uniform numbers in (0, 1)
+    /// (deterministic: the caller's seeded numbers make the population reproducible).
+    pub fn sample(&self, u1: f64, u2: f64) -> f64 {
+        let (u1, u2) = (u1.clamp(1e-300, 1.0), u2.clamp(0.0, 1.0));
+        match *self {
+            RateDist::Fixed { rate } => rate,
+            RateDist::Exponential { mean } => -mean * u1.ln(),
+            RateDist::Lognormal { median, sigma } => {
+                // Box–Muller: one standard normal from two uniforms.
+                let z = (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
+                median * (sigma * z).exp()
+            }
+        }
+    }
+
     fn check(&self) -> Result<(), String> {
         let positive = |v: f64, what: &str| {
             if v.is_finite() && v > 0.0 {
@@ -238,6 +253,33 @@ impl Population {
             return Err(PopulationError::Shares(total));
         }
         Ok(())
+    }
+
+    /// Each client's query rate (queries per second) and transport, for generating a trace of
+    /// clients at `addrs`: the client's group by [`group_of`](Self::group_of), its rate drawn
+    /// from the group's distribution with numbers seeded by the population's seed and the
+    /// client's address. Fails naming a group whose arrivals are the trace's (a trace to
+    /// generate has none).
+    pub fn client_mix(&self, addrs: &[IpAddr]) -> Result<(Vec<f64>, Vec<Proto>), PopulationError> {
+        let mut rates = Vec::with_capacity(addrs.len());
+        let mut protos = Vec::with_capacity(addrs.len());
+        for &addr in addrs {
+            let g = &self.groups[self.group_of(addr)];
+            let Arrivals::Poisson { rate } = &g.arrivals else {
+                return Err(PopulationError::Group {
+                    group: g.name.clone(),
+                    what: "its arrivals are the trace's (kind = \"trace\"): to generate a \
+                           trace, give it arrivals = { kind = \"poisson\", rate = ... }"
+                        .into(),
+                });
+            };
+            let h = stable_hash(addr);
+            let u1 = unit(h, self.seed ^ 0x7261_7465_5f75_3101);
+            let u2 = unit(h, self.seed ^ 0x7261_7465_5f75_3202);
+            rates.push(rate.sample(1.0 - u1, u2));
+            protos.push(g.proto);
+        }
+        Ok((rates, protos))
     }
 
     /// The group of client `addr`: a seeded, stable hash of its address, mapped to the groups'

@@ -34,6 +34,20 @@ pub enum Workload {
     /// Root-server-like traffic: Poisson arrivals whose clients follow a heavy-tailed
     /// (Zipf–Mandelbrot) popularity, asking for a mix of existing top-level names and junk.
     RootLike(RootLike),
+    /// A client population: client `i` sends Poisson arrivals at `rates_qps[i]` over
+    /// `protos[i]` (the superposition: exponential gaps at the sum of the rates, each query's
+    /// client drawn in proportion to its rate). Names are unique as for [`Workload::Fixed`].
+    /// Both lists have one entry per client; `tcp_share` is ignored.
+    Clients(Box<ClientMix>),
+}
+
+/// The clients of [`Workload::Clients`]: one entry per client in each list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClientMix {
+    /// Each client's query rate, queries per second (zero: a silent client).
+    pub rates_qps: Vec<f64>,
+    /// Each client's transport; every transport but UDP gets one connection per client.
+    pub protos: Vec<ldplayer_trace::Proto>,
 }
 
 /// Parameters of the [`Workload::RootLike`] workload.

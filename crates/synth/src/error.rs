@@ -9,6 +9,16 @@ pub enum SynthError {
     /// A fixed interval of zero.
     #[error("the query interval must be at least 1 ns")]
     ZeroInterval,
+    /// A client mix whose lists do not have one entry per client.
+    #[error("a client mix needs one rate and one transport per client: {clients} clients, {rates} rates, {protos} transports")]
+    ClientMix {
+        /// Clients configured.
+        clients: u32,
+        /// Rates given.
+        rates: usize,
+        /// Transports given.
+        protos: usize,
+    },
     /// A rate that is not a positive finite number.
     #[error("the query rate must be a positive number, not {0}")]
     BadRate(f64),

@@ -6,6 +6,8 @@
 //! - [`Workload::Fixed`]: one query per fixed interval with unique names, the LDplayer paper's
 //!   syn-0 to syn-4 traces ([`SynthConfig::syn`]);
 //! - [`Workload::Poisson`]: exponential inter-arrival times, unique names;
+//! - [`Workload::Clients`]: a client population, each client with its own Poisson rate and
+//!   transport;
 //! - [`Workload::RootLike`]: a root-server-like load with heavy-tailed clients (about 1% of them
 //!   send three quarters of the queries) asking for existing TLDs and junk.
 //!
@@ -24,9 +26,22 @@ mod rng;
 mod synth;
 
 pub use config::{
-    default_qtypes, RootLike, SynthConfig, Workload, DEFAULT_START_NS, DEFAULT_UDP_SIZE,
+    default_qtypes, ClientMix, RootLike, SynthConfig, Workload, DEFAULT_START_NS, DEFAULT_UDP_SIZE,
     SYN_INTERVALS_NS,
 };
 pub use error::SynthError;
 pub use names::{root_like_tlds, synthetic_root_zone};
 pub use synth::Synth;
+
+/// The address of each client of `config` (client `i` at index `i`), as the trace will have
+/// them: for choosing per-client settings by address, such as a population's groups.
+pub fn client_addresses(config: &SynthConfig) -> Result<Vec<std::net::IpAddr>, SynthError> {
+    let clients = clients::Clients::new(
+        config.client_net,
+        config.client_prefix_len,
+        config.clients,
+        0.0,
+        config.seed,
+    )?;
+    Ok((0..clients.count()).map(|i| clients.addr(i)).collect())
+}

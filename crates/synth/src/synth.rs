@@ -27,6 +27,8 @@ pub struct Synth {
     edns: Chance,
     dnssec_ok: Chance,
     clock: Clock,
+    /// Each client's transport ([`Workload::Clients`]); empty otherwise.
+    protos: Vec<Proto>,
 }
 
 /// How the client of a query is chosen.
@@ -130,6 +132,26 @@ impl Synth {
                 Names::Unique(UniqueNames::new(&config.zone)?),
                 Clock::Exponential(rate(*rate_qps)?),
             ),
+            Workload::Clients(mix) => {
+                let (rates_qps, protos) = (&mix.rates_qps, &mix.protos);
+                let n = config.clients as usize;
+                if rates_qps.len() != n || protos.len() != n {
+                    return Err(SynthError::ClientMix {
+                        clients: config.clients,
+                        rates: rates_qps.len(),
+                        protos: protos.len(),
+                    });
+                }
+                if let Some(&r) = rates_qps.iter().find(|r| !(r.is_finite() && **r >= 0.0)) {
+                    return Err(SynthError::BadRate(r));
+                }
+                let total: f64 = rates_qps.iter().sum();
+                (
+                    Picker::Weighted(Alias::new(rates_qps)),
+                    Names::Unique(UniqueNames::new(&config.zone)?),
+                    Clock::Exponential(rate(total)?),
+                )
+            }
             Workload::RootLike(r) => {
                 let mean = rate(r.rate_qps)?;
                 share("the junk share", r.junk_share)?;
@@ -152,7 +174,12 @@ impl Synth {
                 )
             }
         };
+        let protos = match &config.workload {
+            Workload::Clients(mix) => mix.protos.clone(),
+            _ => Vec::new(),
+        };
         Ok(Synth {
+            protos,
             edns: Chance::new(config.edns_share),
             dnssec_ok: Chance::new(config.do_share),
             config,
@@ -180,7 +207,7 @@ impl Synth {
     fn generate(&self, sink: &mut dyn Sink) -> Result<(), TraceError> {
         let cfg = &self.config;
         let mut rng = rng::rng(cfg.seed);
-        let mut conns: Vec<u32> = if cfg.tcp_share > 0.0 {
+        let mut conns: Vec<u32> = if cfg.tcp_share > 0.0 || !self.protos.is_empty() {
             vec![0; self.clients.count() as usize]
         } else {
             Vec::new()
@@ -228,13 +255,17 @@ impl Synth {
             };
             let r = rng.next_u64();
             let id = r as u16;
-            let (proto, conn, port) = if !conns.is_empty() && self.clients.is_tcp(client) {
+            let stream = match self.protos.get(client as usize) {
+                Some(&p) => (p != Proto::Udp).then_some(p),
+                None => (!conns.is_empty() && self.clients.is_tcp(client)).then_some(Proto::Tcp),
+            };
+            let (proto, conn, port) = if let Some(proto) = stream {
                 let slot = &mut conns[client as usize];
                 if *slot == 0 {
                     *slot = next_conn;
                     next_conn += 1;
                 }
-                (Proto::Tcp, *slot as u64, self.clients.tcp_port(client))
+                (proto, *slot as u64, self.clients.tcp_port(client))
             } else {
                 (Proto::Udp, 0, (1024 + (r >> 16) % 64512) as u16)
             };

@@ -54,6 +54,27 @@ pub fn config(args: &SynthArgs) -> Result<SynthConfig> {
         })?;
     }
     c.rd = args.rd;
+    if let Some(path) = &args.population {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        let population = ldplayer_population::Population::from_toml(&text)
+            .with_context(|| path.display().to_string())?;
+        if args.clients.is_none() {
+            let n = population.clients.with_context(|| {
+                format!(
+                    "{}: say how many clients (`clients = N`, or --clients N)",
+                    path.display()
+                )
+            })?;
+            c.clients = u32::try_from(n).context("the population's clients are too many")?;
+        }
+        let addrs = ldplayer_synth::client_addresses(&c)?;
+        let (rates_qps, protos) = population
+            .client_mix(&addrs)
+            .with_context(|| path.display().to_string())?;
+        c.workload =
+            SynthWorkload::Clients(Box::new(ldplayer_synth::ClientMix { rates_qps, protos }));
+    }
     Ok(c)
 }
 
