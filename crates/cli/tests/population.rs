@@ -96,6 +96,11 @@ fn fit_measures_the_clients_the_trace_holds() {
         (fitted_p50 - p50).abs() < 1e-9,
         "{fitted_p50} against {p50}"
     );
+    // inspect shows the same statistics.
+    let inspect: serde_json::Value =
+        serde_json::from_slice(&ldplayer(&["inspect", &s(&trace), "--json"]).stdout).expect("JSON");
+    assert_eq!(inspect["client_rate_qps"], stats["rate_qps"], "{inspect}");
+    assert_eq!(inspect["client_gap_s"], stats["gap_s"], "{inspect}");
 
     // The file it wrote is a population whose groups mirror that mix.
     let p = Population::from_toml(&std::fs::read_to_string(&pop).expect("written"))

@@ -70,7 +70,7 @@ pub struct Fitter {
 }
 
 /// Most gaps kept: beyond it, a uniform random sample of them (reservoir sampling).
-pub const GAP_SAMPLE: usize = 1 << 20;
+pub const GAP_SAMPLE: usize = 1 << 16;
 
 impl Sink for Fitter {
     fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {

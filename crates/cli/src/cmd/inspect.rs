@@ -4,19 +4,67 @@ use crate::args::InspectArgs;
 use crate::io::{open_input, QrFilter};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
+use ldplayer_dns::DnsError;
 use ldplayer_inspect::Inspector;
+use ldplayer_population::{Fitter, Quantiles};
+use ldplayer_trace::{Record, Sink, SinkError, SkipReason};
+
+/// Feeds the inspector and the population fitter (per-client rates and gaps) in one pass.
+struct Both<'a> {
+    inspector: &'a mut Inspector,
+    fitter: &'a mut Fitter,
+}
+
+impl Sink for Both<'_> {
+    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+        self.inspector.record(record)?;
+        self.fitter.record(record)
+    }
+    fn skipped(&mut self, reason: SkipReason, location: u64) {
+        self.inspector.skipped(reason, location)
+    }
+    fn malformed(&mut self, error: DnsError, location: u64) {
+        self.inspector.malformed(error, location)
+    }
+    fn finish(&mut self) -> Result<(), SinkError> {
+        self.inspector.finish()?;
+        self.fitter.finish()
+    }
+}
+
+/// `p50 A, p90 B, p99 C` with `unit`.
+fn quantiles_text(q: &Quantiles, unit: &str) -> String {
+    format!(
+        "p50 {:.6}, p90 {:.6}, p99 {:.6} {unit}",
+        q.p50, q.p90, q.p99
+    )
+}
 
 pub fn run(args: InspectArgs) -> Result<()> {
     let progress = Progress::new(args.json || args.quiet);
     let mut input = open_input(&args.input, &args.read, &progress)?;
     let mut inspector = Inspector::new();
-    let mut watch = Watch::new(QrFilter::new(&mut inspector, &args.read), &progress);
+    let mut fitter = Fitter::new();
+    let both = Both {
+        inspector: &mut inspector,
+        fitter: &mut fitter,
+    };
+    let mut watch = Watch::new(QrFilter::new(both, &args.read), &progress);
     let result = input.source.run(&mut watch);
     progress.finish();
     result.with_context(|| format!("reading {}", args.input.display()))?;
     let summary = inspector.summary();
+    let clients = fitter.stats();
     if args.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        let mut json = serde_json::to_value(&summary)?;
+        if let Some(obj) = json.as_object_mut() {
+            obj.insert(
+                "client_rate_qps".into(),
+                serde_json::to_value(clients.rate_qps)?,
+            );
+            obj.insert("client_gap_s".into(), serde_json::to_value(clients.gap_s)?);
+        }
+        println!("{json}");
     } else if !args.quiet {
         println!(
             "{:<28} {} ({:?})",
@@ -25,6 +73,12 @@ pub fn run(args: InspectArgs) -> Result<()> {
             input.format
         );
         print!("{summary}");
+        if let Some(r) = &clients.rate_qps {
+            println!("{:<28} {}", "client query rate", quantiles_text(r, "q/s"));
+        }
+        if let Some(g) = &clients.gap_s {
+            println!("{:<28} {}", "client query gap", quantiles_text(g, "s"));
+        }
     }
     Ok(())
 }
