@@ -36,6 +36,7 @@ use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
+use crate::open_guard::OpenGuard;
 use crate::stats::{bump, Counters, Transport};
 use crate::tls::TlsIdentity;
 use crate::POLL_INTERVAL;
@@ -171,27 +172,6 @@ pub(crate) fn run(
     // Dropping the runtime drops every task: the accept loops and the connections.
 }
 
-/// One open connection, counted in `open` (and the gauge of open connections) while it lives.
-struct OpenGuard {
-    open: Arc<AtomicUsize>,
-    counters: Arc<Counters>,
-}
-
-impl OpenGuard {
-    fn new(open: Arc<AtomicUsize>, counters: Arc<Counters>) -> OpenGuard {
-        let now = open.fetch_add(1, Ordering::Relaxed) + 1;
-        counters.doh_open(now);
-        OpenGuard { open, counters }
-    }
-}
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        let now = self.open.fetch_sub(1, Ordering::Relaxed) - 1;
-        self.counters.doh_open(now);
-    }
-}
-
 /// Accepts connections on one listener, closing those beyond `max_connections`.
 async fn accept_loop(
     listener: TcpListener,
@@ -214,7 +194,7 @@ async fn accept_loop(
             bump(&shared.counters.doh_errors[DohError::Refused as usize]);
             continue;
         }
-        let guard = OpenGuard::new(open.clone(), shared.counters.clone());
+        let guard = OpenGuard::new(open.clone(), shared.counters.clone(), Counters::doh_open);
         tokio::spawn(connection(stream, acceptor.clone(), shared.clone(), guard));
     }
 }

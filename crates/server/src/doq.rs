@@ -28,6 +28,7 @@ use std::time::Duration;
 use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use quinn::{Connection, RecvStream, SendStream, VarInt};
 
+use crate::open_guard::OpenGuard;
 use crate::stats::{bump, Counters, Transport};
 use crate::tls::TlsIdentity;
 use crate::POLL_INTERVAL;
@@ -202,27 +203,6 @@ pub(crate) fn run(
     });
 }
 
-/// One open connection, counted in `open` (and the gauge of open connections) while it lives.
-struct OpenGuard {
-    open: Arc<AtomicUsize>,
-    counters: Arc<Counters>,
-}
-
-impl OpenGuard {
-    fn new(open: Arc<AtomicUsize>, counters: Arc<Counters>) -> OpenGuard {
-        let now = open.fetch_add(1, Ordering::Relaxed) + 1;
-        counters.doq_open(now);
-        OpenGuard { open, counters }
-    }
-}
-
-impl Drop for OpenGuard {
-    fn drop(&mut self) {
-        let now = self.open.fetch_sub(1, Ordering::Relaxed) - 1;
-        self.counters.doq_open(now);
-    }
-}
-
 /// Accepts the connections of one endpoint, refusing those beyond `max_connections`.
 async fn accept_loop(
     endpoint: quinn::Endpoint,
@@ -243,7 +223,7 @@ async fn accept_loop(
         let dest = incoming
             .local_ip()
             .or_else(|| listen.map(|l| l.ip()).filter(|ip| !ip.is_unspecified()));
-        let guard = OpenGuard::new(open.clone(), shared.counters.clone());
+        let guard = OpenGuard::new(open.clone(), shared.counters.clone(), Counters::doq_open);
         tokio::spawn(connection(incoming, dest, shared.clone(), guard));
     }
 }
@@ -277,15 +257,13 @@ async fn connection(
     let counters_h = shared.counters.clone();
     tokio::spawn(async move {
         established.await;
+        // Done, or done and already closed by either side (a client may close as soon as its
+        // 0-RTT answers are in); a transport error or a timeout means the handshake failed.
         match watch.close_reason() {
-            None => bump(&counters_h.doq_handshakes),
-            Some(quinn::ConnectionError::TransportError(_))
-            | Some(quinn::ConnectionError::ConnectionClosed(_)) => {
-                if watch.handshake_data().is_none() {
-                    bump(&counters_h.doq_errors[DoqError::Handshake as usize]);
-                }
-            }
-            Some(_) => {}
+            None
+            | Some(quinn::ConnectionError::ApplicationClosed(_))
+            | Some(quinn::ConnectionError::LocallyClosed) => bump(&counters_h.doq_handshakes),
+            Some(_) => bump(&counters_h.doq_errors[DoqError::Handshake as usize]),
         }
     });
     serve_streams(conn, dest, shared).await;

@@ -81,6 +81,7 @@
 
 mod doh;
 mod doq;
+mod open_guard;
 mod stats;
 mod tcp;
 mod tls;

@@ -3,6 +3,10 @@
 //! while the connection keeps serving, split views by the address connected to, a client
 //! without HTTP/2, the connection cap and the idle timeout.
 
+mod common;
+
+use common::{certificate, zone};
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -12,9 +16,7 @@ use bytes::Bytes;
 use h2::client::SendRequest;
 use http::{Method, Request, StatusCode};
 use ldplayer_dns::{build, name_from_presentation, Class, Fields, Message, Question, Rcode, Rtype};
-use ldplayer_server::{
-    DohConfig, RunningServer, Server, ServerConfig, ServerStats, TlsIdentity, DNS_MESSAGE,
-};
+use ldplayer_server::{DohConfig, RunningServer, Server, ServerConfig, ServerStats, DNS_MESSAGE};
 use ldplayer_zone::{Views, Zone, ZoneSet};
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, RootCertStore};
@@ -23,29 +25,6 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// A zone `origin` with `www` and the rest a zone needs.
-fn zone(origin: &str) -> Arc<ZoneSet> {
-    let text = format!(
-        "$ORIGIN {origin}\n$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n\
-         @ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.10\n"
-    );
-    let zone = Zone::from_text(&text, "test.zone", None).expect("zone loads");
-    Arc::new(std::iter::once(zone).collect())
-}
-
-/// A self-signed certificate for 127.0.0.1, 127.0.0.2 and localhost: the server's identity and
-/// the client's trust anchor.
-fn certificate() -> (TlsIdentity, CertificateDer<'static>) {
-    let names = vec!["127.0.0.1".into(), "127.0.0.2".into(), "localhost".into()];
-    let made = rcgen::generate_simple_self_signed(names).expect("certificate");
-    let identity = TlsIdentity::from_pem(
-        made.cert.pem().as_bytes(),
-        made.signing_key.serialize_pem().as_bytes(),
-    )
-    .expect("identity");
-    (identity, made.cert.der().clone())
-}
 
 /// A client trusting `anchor` and offering `alpn`.
 fn client_config(anchor: &CertificateDer<'static>, alpn: &[&[u8]]) -> Arc<ClientConfig> {

@@ -4,41 +4,22 @@
 //! stream that is not one message reset, and a second connection that resumes its session and
 //! sends its query in 0-RTT.
 
+mod common;
+
+use common::{certificate, zone};
+
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;
 use std::time::Duration;
 
 use ldplayer_dns::{build, name_from_presentation, Class, Fields, Message, Question, Rcode, Rtype};
-use ldplayer_server::{DoqConfig, RunningServer, Server, ServerConfig, TlsIdentity, DOQ_ALPN};
-use ldplayer_zone::{Views, Zone, ZoneSet};
+use ldplayer_server::{DoqConfig, RunningServer, Server, ServerConfig, DOQ_ALPN};
+use ldplayer_zone::Views;
 use quinn::crypto::rustls::QuicClientConfig;
 use rustls::pki_types::CertificateDer;
 use rustls::RootCertStore;
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(3);
-
-/// A zone `origin` with `www` and the rest a zone needs.
-fn zone(origin: &str) -> Arc<ZoneSet> {
-    let text = format!(
-        "$ORIGIN {origin}\n$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n\
-         @ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.10\n"
-    );
-    let zone = Zone::from_text(&text, "test.zone", None).expect("zone loads");
-    Arc::new(std::iter::once(zone).collect())
-}
-
-/// A self-signed certificate for 127.0.0.1, 127.0.0.2 and localhost: the server's identity and
-/// the client's trust anchor.
-fn certificate() -> (TlsIdentity, CertificateDer<'static>) {
-    let names = vec!["127.0.0.1".into(), "127.0.0.2".into(), "localhost".into()];
-    let made = rcgen::generate_simple_self_signed(names).expect("certificate");
-    let identity = TlsIdentity::from_pem(
-        made.cert.pem().as_bytes(),
-        made.signing_key.serialize_pem().as_bytes(),
-    )
-    .expect("identity");
-    (identity, made.cert.der().clone())
-}
 
 /// A server with UDP on 127.0.0.1 and DoQ on `doq`, and the anchor to trust.
 fn start(views: impl Into<Views>, doq: &[SocketAddr]) -> (RunningServer, CertificateDer<'static>) {
@@ -238,6 +219,7 @@ fn a_nonzero_id_closes_the_connection_and_a_bad_stream_is_reset() {
     let s = server.stop();
     assert_eq!(s.doq_errors.bad_stream, 1, "{s:?}");
     assert_eq!(s.doq_errors.nonzero_id, 1, "{s:?}");
+    assert_eq!(s.doq_handshakes, 1, "{s:?}");
     assert_eq!(s.doq_responses, 1, "{s:?}");
 }
 

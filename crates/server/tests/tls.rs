@@ -4,6 +4,10 @@
 //! (TCP_NODELAY on the server's accepted socket, read back with getsockopt, and the time from
 //! the client's Finished to the answer).
 
+mod common;
+
+use common::{certificate, zone};
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -11,35 +15,12 @@ use std::time::{Duration, Instant};
 
 use ldplayer_dns::{build, name_from_presentation, Class, Fields, Message, Question, Rcode, Rtype};
 use ldplayer_server::{RunningServer, Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity};
-use ldplayer_zone::{Views, Zone, ZoneSet};
+use ldplayer_zone::Views;
 use rustls::pki_types::{CertificateDer, ServerName};
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(3);
 const LONG_IDLE: Duration = Duration::from_secs(20);
-
-/// A zone `origin` with `www` and the rest a zone needs.
-fn zone(origin: &str) -> Arc<ZoneSet> {
-    let text = format!(
-        "$ORIGIN {origin}\n$TTL 300\n@ SOA ns1 hostmaster 1 7200 3600 1209600 300\n\
-         @ NS ns1\nns1 A 192.0.2.1\nwww A 192.0.2.10\n"
-    );
-    let zone = Zone::from_text(&text, "test.zone", None).expect("zone loads");
-    Arc::new(std::iter::once(zone).collect())
-}
-
-/// A self-signed certificate for 127.0.0.1, 127.0.0.2 and localhost, given to the server as
-/// PEM: the server's identity and the client's trust anchor.
-fn certificate() -> (TlsIdentity, CertificateDer<'static>) {
-    let names = vec!["127.0.0.1".into(), "127.0.0.2".into(), "localhost".into()];
-    let made = rcgen::generate_simple_self_signed(names).expect("certificate");
-    let identity = TlsIdentity::from_pem(
-        made.cert.pem().as_bytes(),
-        made.signing_key.serialize_pem().as_bytes(),
-    )
-    .expect("identity");
-    (identity, made.cert.der().clone())
-}
 
 fn client_config(
     anchor: &CertificateDer<'static>,
