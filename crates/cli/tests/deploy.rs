@@ -70,14 +70,6 @@ fn trace(dir: &Path) -> PathBuf {
     trace
 }
 
-fn start_in_two_seconds() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs_f64();
-    format!("{:.3}", now + 2.0)
-}
-
 /// Waits for every shard; fails with the first one's error output.
 fn wait_all(children: Vec<Child>) {
     for child in children {
@@ -133,7 +125,7 @@ fn the_kubernetes_indexed_job_command_runs_each_shard() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = trace(dir.path());
     let results = dir.path().join("results");
-    let start = start_in_two_seconds();
+    let start = common::start_in(2.0);
     let children = (0..3)
         .map(|index| {
             Command::new("sh")
@@ -164,7 +156,7 @@ fn the_slurm_array_script_runs_each_task() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = trace(dir.path());
     let results = dir.path().join("results");
-    let start = start_in_two_seconds();
+    let start = common::start_in(2.0);
     // `sbatch --array=1-3`: task ids from 1.
     let children = (1..=3)
         .map(|task| {

@@ -89,12 +89,7 @@ fn three_shards_merge_into_the_single_process_run() {
     assert_eq!(one["answered"], 5000, "{one}");
 
     // Three processes, one shared start two seconds ahead.
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs_f64()
-        + 2.0;
-    let start = format!("{start:.3}");
+    let start = common::start_in(2.0);
     let shards: Vec<_> = (0..3)
         .map(|i| dir.path().join(format!("s{i}.res")))
         .collect();
@@ -367,12 +362,7 @@ fn a_shard_killed_mid_run_is_named_and_the_rest_merges() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = dir.path().join("t.bin");
     synth(&trace);
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs_f64()
-        + 1.0;
-    let start = format!("{start:.3}");
+    let start = common::start_in(1.0);
     let files: Vec<_> = (0..3)
         .map(|i| dir.path().join(format!("s{i}.res")))
         .collect();

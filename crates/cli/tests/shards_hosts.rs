@@ -189,12 +189,7 @@ fn shards_on_three_hosts_send_from_their_own_addresses_and_merge() {
     let capture = dir.path().join("bridge.pcap");
     let witness = Tcpdump::start_in_netns(&server_ns, "br0", &capture, &["port", "53"]);
 
-    let start = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs_f64()
-        + 2.0;
-    let start = format!("{start:.3}");
+    let start = common::start_in(2.0);
     let files: Vec<_> = (0..3)
         .map(|i| dir.path().join(format!("h{i}.res")))
         .collect();

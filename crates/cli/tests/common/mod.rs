@@ -214,3 +214,12 @@ impl Tcpdump {
         statistics.split_whitespace().collect::<Vec<_>>().join(" ")
     }
 }
+
+/// A shared start `seconds` from now, as Unix seconds for `replay --start-at`.
+pub fn start_in(seconds: f64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs_f64();
+    format!("{:.3}", now + seconds)
+}
