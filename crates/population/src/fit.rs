@@ -15,10 +15,10 @@ pub(crate) fn is_response(wire: &[u8]) -> bool {
 /// What one client did.
 #[derive(Debug, Clone, Copy)]
 struct Client {
-    queries: u64,
     last_ns: i64,
+    queries: u32,
     /// Queries per transport, in [`Proto::ALL`] order.
-    by_proto: [u64; 5],
+    by_proto: [u32; 5],
 }
 
 /// The 50th, 90th and 99th percentiles of a quantity.
@@ -89,8 +89,8 @@ impl Sink for Fitter {
             Some(c) => {
                 let gap = (t - c.last_ns).max(0) as f64 / 1e9;
                 c.last_ns = t;
-                c.queries += 1;
-                c.by_proto[proto] += 1;
+                c.queries = c.queries.saturating_add(1);
+                c.by_proto[proto] = c.by_proto[proto].saturating_add(1);
                 self.sample_gap(gap);
             }
             None => {
@@ -175,7 +175,7 @@ impl Fitter {
         let rates: Vec<f64> = self
             .clients
             .values()
-            .map(|c| c.queries as f64 / duration)
+            .map(|c| f64::from(c.queries) / duration)
             .collect();
         let logs: Vec<f64> = rates.iter().map(|r| r.ln()).collect();
         let n = logs.len() as f64;
