@@ -32,6 +32,15 @@ impl Sink for Both<'_> {
     }
 }
 
+/// `inspect --json`: the summary's keys in their order, then the per-client statistics.
+#[derive(serde::Serialize)]
+struct InspectJson<'a> {
+    #[serde(flatten)]
+    summary: &'a ldplayer_inspect::Summary,
+    client_rate_qps: Option<Quantiles>,
+    client_gap_s: Option<Quantiles>,
+}
+
 /// `p50 A, p90 B, p99 C` with `unit`.
 fn quantiles_text(q: &Quantiles, unit: &str) -> String {
     format!(
@@ -56,15 +65,12 @@ pub fn run(args: InspectArgs) -> Result<()> {
     let summary = inspector.summary();
     let clients = fitter.stats();
     if args.json {
-        let mut json = serde_json::to_value(&summary)?;
-        if let Some(obj) = json.as_object_mut() {
-            obj.insert(
-                "client_rate_qps".into(),
-                serde_json::to_value(clients.rate_qps)?,
-            );
-            obj.insert("client_gap_s".into(), serde_json::to_value(clients.gap_s)?);
-        }
-        println!("{json}");
+        let json = InspectJson {
+            summary: &summary,
+            client_rate_qps: clients.rate_qps,
+            client_gap_s: clients.gap_s,
+        };
+        println!("{}", serde_json::to_string(&json)?);
     } else if !args.quiet {
         println!(
             "{:<28} {} ({:?})",
