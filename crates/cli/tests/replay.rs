@@ -136,12 +136,30 @@ fn a_silent_server_gives_timeouts_not_a_hang() {
 /// tcpdump captures the queries on loopback while a 1 ms fixed-interval trace is replayed with
 /// its own timing; tshark reads the capture. The gaps between queries on the wire follow the
 /// trace's gaps (loose bounds: the machine is shared).
+///
+/// A stall of the shared host (a busy neighbour, the VM's memory scanner) only makes queries
+/// late, and once in CI put a tenth of them 10 ms late; a replay that schedules wrongly misses
+/// the bounds every time. So the replay is tried up to three times, each attempt printed.
 #[test]
 fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
     if !common::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
         return;
     }
     let server = knot();
+    let mut attempts = Vec::new();
+    for _ in 0..3 {
+        let (median, p90) = wire_timing_errors(&server);
+        attempts.push((median, p90));
+        if median < 2.0 && p90 < 10.0 {
+            return;
+        }
+    }
+    panic!("wire timing error (median, p90) in ms, each attempt: {attempts:?}");
+}
+
+/// One replay of a 1 ms fixed-interval trace, captured: the median and p90 of the queries'
+/// wire timing errors against the trace, in ms.
+fn wire_timing_errors(server: &ldplayer_testbed::Server) -> (f64, f64) {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = dir.path().join("t.txt");
     let capture = dir.path().join("wire.pcap");
@@ -193,7 +211,7 @@ fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
             })
             .collect()
     };
-    let mut wire = fields(&capture, &["-d", &format!("udp.port=={port},dns")]);
+    let wire = fields(&capture, &["-d", &format!("udp.port=={port},dns")]);
     assert_eq!(
         wire.len(),
         1000,
@@ -215,13 +233,13 @@ fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
         .into_iter()
         .map(|(t, n)| (n, t))
         .collect();
-    wire.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let (w0, n0) = &wire[0];
-    let p0 = planned[n0];
-    let mut errors: Vec<f64> = wire
-        .iter()
-        .map(|(t, n)| ((t - w0) - (planned[n] - p0)).abs() * 1e3)
-        .collect();
+    // Each query's offset between the wire and the plan; the schedule's start is the run's, so
+    // the errors are taken from the median offset (anchoring on the first packet made a first
+    // query sent 10 ms late, once in CI, shift every error by 10 ms).
+    let mut offsets: Vec<f64> = wire.iter().map(|(t, n)| t - planned[n]).collect();
+    offsets.sort_by(f64::total_cmp);
+    let anchor = offsets[offsets.len() / 2];
+    let mut errors: Vec<f64> = offsets.iter().map(|d| (d - anchor).abs() * 1e3).collect();
     errors.sort_by(f64::total_cmp);
     let median = errors[errors.len() / 2];
     let p90 = errors[errors.len() * 9 / 10];
@@ -229,6 +247,5 @@ fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
         "wire timing error vs trace: median {median:.3} ms, p90 {p90:.3} ms, max {:.3} ms",
         errors[errors.len() - 1]
     );
-    assert!(median < 2.0, "median {median} ms");
-    assert!(p90 < 10.0, "p90 {p90} ms");
+    (median, p90)
 }
