@@ -926,12 +926,13 @@ fn more_clients_than_udp_sockets_loses_no_answer() {
     let mut cfg = config(server);
     cfg.queriers = 1;
     cfg.max_udp_sockets = 15;
-    // 20 clients in turn, 2 ms apart: each query needs a new socket, and the least recently
-    // used one sent 30 ms ago, its answer (20 ms) in.
+    // 20 clients in turn, 5 ms apart: each query needs a new socket, and the least recently
+    // used one sent 75 ms ago, its answer (20 ms) long in. (2 ms apart, 30 ms ago, left too
+    // little room on a loaded CI machine: two answers came after their socket was closed.)
     let records: Vec<_> = (0..100)
         .map(|i| {
             record(
-                i as i64 * 2 * MS,
+                i as i64 * 5 * MS,
                 (i % 20) as u8 + 1,
                 Proto::Udp,
                 query(i as u16, "www.example.", Rtype::A, None),
