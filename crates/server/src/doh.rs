@@ -36,10 +36,9 @@ use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 
-use crate::open_guard::OpenGuard;
 use crate::stats::{bump, Counters, Transport};
 use crate::tls::TlsIdentity;
-use crate::POLL_INTERVAL;
+use crate::tokio_front::{self, OpenGuard};
 
 /// The path DNS over HTTPS is served on unless told otherwise (RFC 8484's example URI template,
 /// and what kdig, dnsperf and DNS Shotgun ask for by default).
@@ -132,16 +131,8 @@ pub(crate) fn run(
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
 ) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("ldplayer-server: cannot start the DNS over HTTPS runtime: {e}");
-            return;
-        }
+    let Some(runtime) = tokio_front::runtime("DNS over HTTPS") else {
+        return;
     };
     let shared = Arc::new(Shared {
         views,
@@ -164,10 +155,7 @@ pub(crate) fn run(
                 Err(e) => eprintln!("ldplayer-server: DNS over HTTPS listener: {e}"),
             }
         }
-        let mut tick = tokio::time::interval(POLL_INTERVAL);
-        while !stop.load(Ordering::Relaxed) {
-            tick.tick().await;
-        }
+        tokio_front::until_stopped(&stop).await;
     });
     // Dropping the runtime drops every task: the accept loops and the connections.
 }

@@ -28,10 +28,9 @@ use std::time::Duration;
 use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use quinn::{Connection, RecvStream, SendStream, VarInt};
 
-use crate::open_guard::OpenGuard;
 use crate::stats::{bump, Counters, Transport};
 use crate::tls::TlsIdentity;
-use crate::POLL_INTERVAL;
+use crate::tokio_front::{self, OpenGuard};
 
 /// The port DNS over QUIC is served on by convention (RFC 9250 §4.1.1).
 pub const DOQ_PORT: u16 = 853;
@@ -157,16 +156,8 @@ pub(crate) fn run(
     stop: Arc<AtomicBool>,
     counters: Arc<Counters>,
 ) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("ldplayer-server: cannot start the DNS over QUIC runtime: {e}");
-            return;
-        }
+    let Some(runtime) = tokio_front::runtime("DNS over QUIC") else {
+        return;
     };
     let shared = Arc::new(Shared {
         views,
@@ -193,10 +184,7 @@ pub(crate) fn run(
                 Err(e) => eprintln!("ldplayer-server: DNS over QUIC listener: {e}"),
             }
         }
-        let mut tick = tokio::time::interval(POLL_INTERVAL);
-        while !stop.load(Ordering::Relaxed) {
-            tick.tick().await;
-        }
+        tokio_front::until_stopped(&stop).await;
         for e in &endpoints {
             e.close(VarInt::from_u32(DOQ_NO_ERROR), b"");
         }

@@ -81,10 +81,10 @@
 
 mod doh;
 mod doq;
-mod open_guard;
 mod stats;
 mod tcp;
 mod tls;
+mod tokio_front;
 mod udp;
 
 use std::io;
