@@ -74,7 +74,14 @@ pub fn closes_idle_connections(
     assert_eq!(answer[..2], [0x5a, 0x5a], "{kind}: the answer to the query");
     let idle_since = Instant::now();
     let mut rest = [0u8; 64];
-    let read = stream.read(&mut rest);
+    // A signal meant for another part of the test process (a child's SIGCHLD) interrupts the
+    // read with EINTR; that says nothing about the connection, so read again.
+    let read = loop {
+        match stream.read(&mut rest) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => break other,
+        }
+    };
     let waited = idle_since.elapsed();
     let closed = matches!(read, Ok(0))
         || read
