@@ -106,7 +106,7 @@ pub struct PopulationFitArgs {
 pub struct ReplayArgs {
     /// Trace to replay: pcap, pcapng, text or binary (`-` for standard input).
     pub trace: PathBuf,
-    /// Server to query: HOST[:PORT] (port 53, or 853 for TLS, when left out).
+    /// Server to query: HOST[:PORT] (port 53, or 853 for TLS and 443 for DoH, when left out).
     #[arg(long)]
     pub server: String,
     /// Where DNS over TLS queries go when the replay mixes transports (`--proto keep`, or
@@ -114,9 +114,20 @@ pub struct ReplayArgs {
     /// port, else --server itself.
     #[arg(long, value_name = "HOST:PORT")]
     pub tls_server: Option<String>,
-    /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp or tls.
+    /// Where DNS over HTTPS queries go when the replay mixes transports: HOST:PORT. Default:
+    /// --server's host on port 443 when --server gives no port, else --server itself.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub https_server: Option<String>,
+    /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp, tls or
+    /// doh (DNS over HTTPS, HTTP/2).
     #[arg(long, value_enum, default_value_t = Transport::Keep)]
     pub proto: Transport,
+    /// The HTTP method of DNS over HTTPS queries.
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = DohMethodArg::Post)]
+    pub doh_method: DohMethodArg,
+    /// The path of the DoH server's URI template.
+    #[arg(long, value_name = "PATH", default_value = "/dns-query")]
+    pub doh_path: String,
     /// Scale the trace's timing: 2 replays twice as fast.
     #[arg(long, value_name = "K", conflicts_with_all = ["rate", "fast"])]
     pub speed: Option<f64>,
@@ -505,6 +516,13 @@ pub enum Transport {
     Tcp,
     /// DNS over TLS (RFC 7858).
     Tls,
+    /// DNS over HTTPS (RFC 8484) over HTTP/2; the trace format calls it `https`.
+    #[value(alias = "https")]
+    Doh,
+    /// DNS over QUIC (RFC 9250); the trace format calls it `quic`. `mutate` writes it; the
+    /// replay does not send it yet.
+    #[value(alias = "quic")]
+    Doq,
 }
 
 impl Transport {
@@ -515,8 +533,19 @@ impl Transport {
             Transport::Udp => Some(ldplayer_trace::Proto::Udp),
             Transport::Tcp => Some(ldplayer_trace::Proto::Tcp),
             Transport::Tls => Some(ldplayer_trace::Proto::Tls),
+            Transport::Doh => Some(ldplayer_trace::Proto::Https),
+            Transport::Doq => Some(ldplayer_trace::Proto::Quic),
         }
     }
+}
+
+/// The HTTP method of DNS-over-HTTPS queries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DohMethodArg {
+    /// The query as the body of a POST (application/dns-message).
+    Post,
+    /// The query base64url-encoded in the URL (`?dns=`), cacheable.
+    Get,
 }
 
 /// Where a replayed query's send time comes from.

@@ -35,6 +35,16 @@ pub(crate) enum Cause {
     IdsExhausted,
     /// The transport's framing cannot carry the query.
     Unframeable,
+    /// A DoH server answered with this HTTP status, not 200.
+    HttpStatus(u16),
+    /// A DoH response was not `application/dns-message`, or its body not a DNS message.
+    NotDnsContent,
+    /// The server did not agree to HTTP/2 in the TLS handshake (ALPN).
+    NoHttp2,
+    /// An HTTP/2 stream or connection failed; the key names how ([`h2_key`]).
+    Http2(&'static str),
+    /// A record of the trace is DNS over QUIC, which the replay does not send yet.
+    NoQuicYet,
 }
 
 /// What the querier knows that makes a cause's description useful.
@@ -60,6 +70,11 @@ impl Cause {
             Cause::NoTlsConfig => "no-tls-config",
             Cause::IdsExhausted => "ids-exhausted",
             Cause::Unframeable => "unframeable",
+            Cause::HttpStatus(status) => http_status_key(*status),
+            Cause::NotDnsContent => "not-dns-content",
+            Cause::NoHttp2 => "no-http2",
+            Cause::Http2(key) => key,
+            Cause::NoQuicYet => "doq-not-replayed",
         }
     }
 
@@ -96,6 +111,31 @@ impl Cause {
                     .into()
             }
             Cause::Unframeable => "the query does not fit the transport's framing".into(),
+            Cause::HttpStatus(status) => format!(
+                "the DoH server answered HTTP {status}{}",
+                match status {
+                    404 => " (is --doh-path the server's path?)",
+                    405 => " (the server may take only POST or only GET: try --doh-method)",
+                    415 => " (the server refused application/dns-message)",
+                    _ => "",
+                }
+            ),
+            Cause::NotDnsContent => {
+                "the DoH response was not application/dns-message, or its body was not a DNS \
+                 message"
+                    .into()
+            }
+            Cause::NoHttp2 => {
+                "the server did not offer HTTP/2 (ALPN h2) in the TLS handshake: is it a DoH \
+                 server on this port?"
+                    .into()
+            }
+            Cause::Http2(key) => format!("HTTP/2 failed ({key})"),
+            Cause::NoQuicYet => {
+                "the record is DNS over QUIC, which the replay does not send yet (mutate --proto \
+                 or --proto sends it over another transport)"
+                    .into()
+            }
         }
     }
 }
@@ -109,6 +149,57 @@ pub(crate) fn kind_of_io(e: &io::Error) -> ErrorKind {
         | io::ErrorKind::BrokenPipe
         | io::ErrorKind::UnexpectedEof => ErrorKind::Reset,
         _ => ErrorKind::Send,
+    }
+}
+
+/// The key of an HTTP status other than 200: the common ones by number, others by class.
+fn http_status_key(status: u16) -> &'static str {
+    const NAMED: [(u16, &str); 12] = [
+        (400, "http-400"),
+        (403, "http-403"),
+        (404, "http-404"),
+        (405, "http-405"),
+        (413, "http-413"),
+        (414, "http-414"),
+        (415, "http-415"),
+        (429, "http-429"),
+        (500, "http-500"),
+        (502, "http-502"),
+        (503, "http-503"),
+        (504, "http-504"),
+    ];
+    if let Some((_, key)) = NAMED.iter().find(|(s, _)| *s == status) {
+        return key;
+    }
+    match status / 100 {
+        1 => "http-1xx",
+        2 => "http-2xx",
+        3 => "http-3xx",
+        4 => "http-4xx",
+        5 => "http-5xx",
+        _ => "http-status",
+    }
+}
+
+/// How an HTTP/2 stream or connection failed, as a stable key.
+pub(crate) fn h2_key(e: &h2::Error) -> &'static str {
+    if e.is_go_away() {
+        return "h2-goaway";
+    }
+    if e.is_io() {
+        return "h2-io";
+    }
+    match e.reason() {
+        Some(h2::Reason::REFUSED_STREAM) => "h2-refused-stream",
+        Some(h2::Reason::PROTOCOL_ERROR) => "h2-protocol-error",
+        Some(h2::Reason::FLOW_CONTROL_ERROR) => "h2-flow-control-error",
+        Some(h2::Reason::FRAME_SIZE_ERROR) => "h2-frame-size-error",
+        Some(h2::Reason::COMPRESSION_ERROR) => "h2-compression-error",
+        Some(h2::Reason::CANCEL) => "h2-cancel",
+        Some(h2::Reason::ENHANCE_YOUR_CALM) => "h2-enhance-your-calm",
+        Some(h2::Reason::INTERNAL_ERROR) => "h2-internal-error",
+        Some(_) => "h2-reset",
+        None => "h2-error",
     }
 }
 

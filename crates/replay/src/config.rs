@@ -61,6 +61,35 @@ impl Default for TlsConfig {
     }
 }
 
+/// The HTTP method of DNS-over-HTTPS queries (RFC 8484 §4.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DohMethod {
+    /// The query as the request body (`application/dns-message`).
+    #[default]
+    Post,
+    /// The query base64url-encoded in the `dns` parameter of the URL (cacheable).
+    Get,
+}
+
+/// DNS over HTTPS (RFC 8484) settings; TLS comes from [`TlsConfig`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DohConfig {
+    /// GET or POST.
+    pub method: DohMethod,
+    /// The path of the URI template, e.g. `/dns-query`.
+    pub path: String,
+}
+
+impl Default for DohConfig {
+    /// POST to `/dns-query`.
+    fn default() -> Self {
+        DohConfig {
+            method: DohMethod::Post,
+            path: "/dns-query".into(),
+        }
+    }
+}
+
 /// Everything that shapes a replay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayConfig {
@@ -70,8 +99,11 @@ pub struct ReplayConfig {
     /// replay that keeps each record's transport sends UDP and TCP to port 53 and TLS to 853 of
     /// the same host. `None`: to `server`.
     pub tls_server: Option<SocketAddr>,
-    /// Send every query over this transport; `None` keeps each record's own. Only UDP, TCP and TLS
-    /// are supported; records of other transports fail with `BadQuery`.
+    /// Where DNS over HTTPS connections go, when they do not go to [`server`](Self::server)
+    /// (port 443 of the same host, in a replay that mixes transports). `None`: to `server`.
+    pub https_server: Option<SocketAddr>,
+    /// Send every query over this transport; `None` keeps each record's own. UDP, TCP, TLS and
+    /// HTTPS are supported; records of other transports (QUIC) fail with `BadQuery`.
     pub proto_override: Option<Proto>,
     /// When queries are sent.
     pub timing: Timing,
@@ -117,8 +149,10 @@ pub struct ReplayConfig {
     /// read just before the system call that sends it. Answers are always timed by the kernel's
     /// receive timestamps. The kernel's stamps cost one more system call per query.
     pub kernel_send_times: bool,
-    /// TLS settings.
+    /// TLS settings (DNS over TLS and over HTTPS).
     pub tls: TlsConfig,
+    /// DNS over HTTPS settings.
+    pub doh: DohConfig,
     /// How far ahead of real time the reader runs (queries buffered before they are due).
     pub preload: Duration,
     /// Skip responses in the trace (QR set); when false, every record is sent as a query.
@@ -190,9 +224,12 @@ impl ReplayConfig {
             return bad("socket and connection limits must be at least 1");
         }
         if let Some(p) = self.proto_override {
-            if !matches!(p, Proto::Udp | Proto::Tcp | Proto::Tls) {
-                return bad("only udp, tcp and tls can be replayed");
+            if !matches!(p, Proto::Udp | Proto::Tcp | Proto::Tls | Proto::Https) {
+                return bad("only udp, tcp, tls and https can be replayed");
             }
+        }
+        if !self.doh.path.starts_with('/') {
+            return bad("the DoH path must start with /");
         }
         if let Some((addr, len)) = self.source_prefix {
             let max = if addr.is_ipv4() { 32 } else { 128 };
@@ -218,6 +255,7 @@ impl Default for ReplayConfig {
         ReplayConfig {
             server: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 53),
             tls_server: None,
+            https_server: None,
             proto_override: None,
             timing: Timing::default(),
             queriers: cores.saturating_sub(1).max(1),
@@ -234,6 +272,7 @@ impl Default for ReplayConfig {
             source_prefix: None,
             kernel_send_times: true,
             tls: TlsConfig::default(),
+            doh: DohConfig::default(),
             preload: Duration::from_secs(1),
             queries_only: true,
             start_ns: None,

@@ -48,7 +48,9 @@ impl Replay {
     /// Checks the configuration and prepares TLS.
     pub fn new(config: ReplayConfig) -> Result<Replay, ReplayError> {
         config.validate()?;
-        let tls_needed = config.proto_override.is_none_or(|p| p == Proto::Tls);
+        let tls_needed = config
+            .proto_override
+            .is_none_or(|p| matches!(p, Proto::Tls | Proto::Https));
         let tls = if tls_needed {
             Some(Arc::new(TlsBase::new(&config.tls, config.server.ip())?))
         } else {

@@ -70,7 +70,14 @@ impl TlsBase {
 
     /// A configuration for one client, with its own session store (or none).
     pub fn for_client(&self) -> Arc<ClientConfig> {
+        self.for_client_with_alpn(Vec::new())
+    }
+
+    /// As [`for_client`](Self::for_client), offering these application protocols (ALPN), e.g.
+    /// `h2` for DNS over HTTPS.
+    pub fn for_client_with_alpn(&self, alpn: Vec<Vec<u8>>) -> Arc<ClientConfig> {
         let mut c = self.config.clone();
+        c.alpn_protocols = alpn;
         // A session keeps only its traffic keys once it is established (see `traffic_keys`).
         c.enable_secret_extraction = true;
         // With SSLKEYLOGFILE set, the sessions' secrets go there (NSS key log format), so that

@@ -53,6 +53,8 @@ pub(crate) struct TlsSession {
     stage: Stage,
     /// How the handshake went, kept once rustls is gone.
     kind: Option<HandshakeKind>,
+    /// The protocol agreed by ALPN (`h2` for DoH), taken when the handshake ends.
+    alpn: Option<Box<[u8]>>,
     /// TLS bytes read from the socket and not yet consumed by rustls.
     incoming: Vec<u8>,
     /// TLS bytes for the socket; `outgoing[sent..]` is still to be written.
@@ -74,6 +76,7 @@ impl TlsSession {
         let mut s = TlsSession {
             stage: Stage::Rustls(Box::new(UnbufferedClientConnection::new(config, name)?)),
             kind: None,
+            alpn: None,
             incoming: Vec::new(),
             outgoing: Vec::new(),
             sent: 0,
@@ -114,6 +117,11 @@ impl TlsSession {
             Stage::Rustls(conn) => conn.handshake_kind(),
             _ => self.kind,
         }
+    }
+
+    /// The application protocol the server chose by ALPN, once the handshake is over.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.alpn.as_deref()
     }
 
     /// Encrypts as much of `plain` as the session allows now (nothing before the handshake is
@@ -256,6 +264,7 @@ impl TlsSession {
                 conn.process_tls_records(&mut incoming[consumed..]);
             let state = state.map_err(SessionError::Tls)?;
             let mut done = false;
+            let mut became_ready = false;
             match state {
                 ConnectionState::ReadTraffic(mut traffic) => {
                     while let Some(record) = traffic.next_record() {
@@ -277,6 +286,7 @@ impl TlsSession {
                     transmit.done();
                 }
                 ConnectionState::WriteTraffic(mut traffic) => {
+                    became_ready = !self.ready;
                     self.ready = true;
                     while !send.is_empty() {
                         // One record at most per call; 22 bytes of overhead per TLS 1.3 record.
@@ -314,6 +324,9 @@ impl TlsSession {
                 }
                 // Waiting for the server's next handshake flight; early data is server-side.
                 _ => done = true,
+            }
+            if became_ready {
+                self.alpn = conn.alpn_protocol().map(Box::from);
             }
             consumed += discard;
             if done {

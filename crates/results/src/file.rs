@@ -120,6 +120,7 @@ fn outcome_code(o: Outcome) -> u8 {
             ErrorKind::Send => 5,
             ErrorKind::BadQuery => 6,
             ErrorKind::Stopped => 7,
+            ErrorKind::Http => 8,
         },
     }
 }
@@ -134,6 +135,7 @@ fn outcome_from_code(c: u8) -> Option<Outcome> {
         5 => Outcome::Error(ErrorKind::Send),
         6 => Outcome::Error(ErrorKind::BadQuery),
         7 => Outcome::Error(ErrorKind::Stopped),
+        8 => Outcome::Error(ErrorKind::Http),
         _ => return None,
     })
 }

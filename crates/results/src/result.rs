@@ -19,17 +19,21 @@ pub enum ErrorKind {
     BadQuery,
     /// The run was stopped (Ctrl-C) before an answer came and before the timeout.
     Stopped,
+    /// A DNS-over-HTTPS exchange failed at the HTTP layer: a status other than 200, a body
+    /// that is not a DNS message, an HTTP/2 stream or connection error, no HTTP/2 offered.
+    Http,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (the order of summaries).
-    pub const ALL: [ErrorKind; 6] = [
+    pub const ALL: [ErrorKind; 7] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Tls,
         ErrorKind::Send,
         ErrorKind::BadQuery,
         ErrorKind::Stopped,
+        ErrorKind::Http,
     ];
 
     /// The kind's position in [`ALL`](Self::ALL), for tables indexed by kind.
@@ -51,6 +55,7 @@ impl ErrorKind {
             ErrorKind::Send => "send",
             ErrorKind::BadQuery => "bad-query",
             ErrorKind::Stopped => "stopped",
+            ErrorKind::Http => "http",
         }
     }
 }
@@ -225,7 +230,7 @@ mod tests {
         assert_eq!(a.total(), 10);
         assert_eq!(
             serde_json::to_string(&a).unwrap(),
-            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4}"#
+            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4,"http":0}"#
         );
         assert_eq!(
             serde_json::to_string(&ErrorKind::BadQuery).unwrap(),

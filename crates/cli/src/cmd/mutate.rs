@@ -55,7 +55,7 @@ pub fn config(args: &MutateArgs) -> Result<MutateConfig> {
     match args.proto.and_then(Transport::forced) {
         None => {
             if args.proto_fraction.is_some() && args.proto.is_some() {
-                bail!("--proto-fraction needs --proto udp, tcp or tls");
+                bail!("--proto-fraction needs --proto udp, tcp, tls, doh or doq");
             }
         }
         Some(proto) => m.push(Mutation::Transport {

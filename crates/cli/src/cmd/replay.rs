@@ -1,7 +1,7 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls]
 //! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
 
-use crate::args::{ReadArgs, ReplayArgs, SendTimes};
+use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
@@ -52,13 +52,15 @@ fn population(path: Option<&Path>) -> Result<Option<Population>> {
     let unsupported: Vec<&str> = p
         .groups
         .iter()
-        .filter(|g| g.share > 0.0 && !matches!(g.proto, Proto::Udp | Proto::Tcp | Proto::Tls))
+        .filter(|g| {
+            g.share > 0.0 && !matches!(g.proto, Proto::Udp | Proto::Tcp | Proto::Tls | Proto::Https)
+        })
         .map(|g| g.name.as_str())
         .collect();
     if !unsupported.is_empty() {
         bail!(
-            "{}: replay sends UDP, TCP and TLS; DNS over HTTPS and QUIC clients are not built \
-             yet (groups {})",
+            "{}: replay sends UDP, TCP, TLS and DoH; DNS over QUIC clients are not built yet \
+             (groups {})",
             path.display(),
             unsupported.join(", ")
         );
@@ -260,11 +262,14 @@ fn print_causes(stats: &ReplayStats) {
 /// The engine configuration the flags ask for.
 fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     let proto_override = args.proto.forced();
-    let default_port = if proto_override == Some(Proto::Tls) {
-        853
-    } else {
-        53
+    let default_port = match proto_override {
+        Some(Proto::Tls) => 853,
+        Some(Proto::Https) => 443,
+        _ => 53,
     };
+    if proto_override == Some(Proto::Quic) {
+        bail!("--proto doq: the replay does not send DNS over QUIC yet (udp, tcp, tls and doh)");
+    }
     let server = parse_server(&args.server, default_port)?;
     let timing = if args.fast {
         Timing::Fast {
@@ -289,6 +294,24 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
             Some(SocketAddr::new(server.addr.ip(), 853))
         }
         None => None,
+    };
+    c.https_server = match &args.https_server {
+        Some(t) => Some(parse_server(t, 443).context("--https-server")?.addr),
+        // No port given: DoH to 443, beside UDP and TCP on 53.
+        None if proto_override.is_none()
+            && parse_server(&args.server, 443)?.addr.port() == 443
+            && server.addr.port() == 53 =>
+        {
+            Some(SocketAddr::new(server.addr.ip(), 443))
+        }
+        None => None,
+    };
+    c.doh = ldplayer_replay::DohConfig {
+        method: match args.doh_method {
+            DohMethodArg::Post => ldplayer_replay::DohMethod::Post,
+            DohMethodArg::Get => ldplayer_replay::DohMethod::Get,
+        },
+        path: args.doh_path.clone(),
     };
     c.timing = timing;
     if let Some(n) = args.queriers {

@@ -65,6 +65,7 @@ enum Via {
 }
 
 mod ahead;
+mod doh_framing;
 mod inflight;
 mod send_times;
 mod stream;
@@ -83,6 +84,8 @@ struct Client {
     conn: u32,
     local: Option<IpAddr>,
     tls: Option<Arc<ClientConfig>>,
+    /// Its TLS configuration for DoH (ALPN h2), with a session store of its own.
+    doh_tls: Option<Arc<ClientConfig>>,
 }
 
 /// Runs a querier to the end and returns its counters.
@@ -147,6 +150,8 @@ struct Querier {
     server: SocketAddr,
     /// The name the server's TLS certificate is checked against, for error messages.
     server_name: String,
+    /// DNS over HTTPS settings, shared by the querier's DoH connections.
+    doh: Arc<crate::config::DohConfig>,
 
     pending: VecDeque<Batch>,
     cursor: usize,
@@ -207,6 +212,7 @@ impl Querier {
                 .tls
                 .as_ref()
                 .map_or_else(String::new, |t| t.server_name.to_str().into_owned()),
+            doh: Arc::new(config.doh.clone()),
             config,
             poll: s.poll,
             events: Events::with_capacity(1024),
@@ -436,10 +442,13 @@ impl Querier {
         let len_ok = m.len as usize >= HEADER_LEN
             && match proto {
                 Proto::Udp => m.len <= 65_507,
-                Proto::Tcp | Proto::Tls => m.len <= 65_535,
-                _ => false,
+                Proto::Tcp | Proto::Tls | Proto::Https => m.len <= 65_535,
+                Proto::Quic => false,
             };
         if !len_ok {
+            if proto == Proto::Quic {
+                self.note_cause(ErrorKind::BadQuery, &crate::cause::Cause::NoQuicYet, 1);
+            }
             self.push_result(blank_result(&m, proto, Outcome::Error(ErrorKind::BadQuery)));
             return;
         }
@@ -469,6 +478,7 @@ impl Querier {
                     conn: NONE,
                     local,
                     tls: None,
+                    doh_tls: None,
                 },
             );
         }

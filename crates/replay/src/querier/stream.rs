@@ -13,9 +13,12 @@
 //! ([`super::transport`]), which sees bytes only.
 
 use super::send_times::SendTimes;
-use super::transport::{MatchKey, StreamProtocol, StreamTransport, TcpFraming, TlsFraming};
+use super::transport::{
+    DohFraming, MatchKey, StreamProtocol, StreamTransport, TcpFraming, TlsFraming,
+};
 use super::*;
 use crate::cause::{kind_of_io, Cause};
+use rustls_pki_types::ServerName;
 use std::os::fd::RawFd;
 
 /// Bytes read from a socket at a time: a TLS record's most, and then some.
@@ -112,26 +115,41 @@ impl Querier {
         if self.conns_open >= self.config.max_connections {
             self.close_lru_idle_conn();
         }
-        let protocol = if proto == Proto::Tls {
-            let Some(base) = self.tls.clone() else {
-                return Err((ErrorKind::Tls, Cause::NoTlsConfig));
-            };
-            let cfg = match self.clients.get_mut(&client) {
-                Some(c) => c.tls.get_or_insert_with(|| base.for_client()).clone(),
-                None => base.for_client(),
-            };
-            match TlsFraming::new(cfg, base.server_name.clone()) {
-                Ok(t) => StreamTransport::Tls(Box::new(t)),
-                Err(e) => return Err((ErrorKind::Tls, Cause::Tls(e))),
-            }
-        } else {
-            StreamTransport::Tcp(TcpFraming::default())
-        };
-        let opened_ns = clock::now_ns();
-        let dest = match (proto, self.config.tls_server) {
-            (Proto::Tls, Some(tls)) => tls,
+        let dest = match proto {
+            Proto::Tls => self.config.tls_server.unwrap_or(self.server),
+            Proto::Https => self.config.https_server.unwrap_or(self.server),
             _ => self.server,
         };
+        let protocol = match proto {
+            Proto::Tls | Proto::Https => {
+                let Some(base) = self.tls.clone() else {
+                    return Err((ErrorKind::Tls, Cause::NoTlsConfig));
+                };
+                let made = match (proto, self.clients.get_mut(&client)) {
+                    (Proto::Tls, Some(c)) => c.tls.get_or_insert_with(|| base.for_client()).clone(),
+                    (Proto::Tls, None) => base.for_client(),
+                    (_, Some(c)) => c
+                        .doh_tls
+                        .get_or_insert_with(|| base.for_client_with_alpn(vec![b"h2".to_vec()]))
+                        .clone(),
+                    (_, None) => base.for_client_with_alpn(vec![b"h2".to_vec()]),
+                };
+                let name = base.server_name.clone();
+                let started = if proto == Proto::Tls {
+                    TlsFraming::new(made, name).map(|t| StreamTransport::Tls(Box::new(t)))
+                } else {
+                    let authority = self.doh_authority(&base, dest);
+                    DohFraming::new(made, name, authority, self.doh.clone())
+                        .map(|d| StreamTransport::Doh(Box::new(d)))
+                };
+                match started {
+                    Ok(t) => t,
+                    Err(e) => return Err((ErrorKind::Tls, Cause::Tls(e))),
+                }
+            }
+            _ => StreamTransport::Tcp(TcpFraming::default()),
+        };
+        let opened_ns = clock::now_ns();
         let mut sock = match net::tcp_connect(local, &dest) {
             Ok(s) => s,
             Err(e) => return Err((kind_of_io(&e), Cause::Io(e))),
@@ -182,6 +200,16 @@ impl Querier {
             c.conn = idx;
         }
         Ok((idx, true))
+    }
+
+    /// The `:authority` of DoH requests: the TLS server name when it is a DNS name, else the
+    /// address connected to.
+    fn doh_authority(&self, base: &TlsBase, dest: SocketAddr) -> Arc<str> {
+        match &base.server_name {
+            ServerName::DnsName(name) if dest.port() == 443 => name.as_ref().into(),
+            ServerName::DnsName(name) => format!("{}:{}", name.as_ref(), dest.port()).into(),
+            _ => dest.to_string().into(),
+        }
     }
 
     pub(super) fn close_lru_idle_conn(&mut self) {
@@ -313,6 +341,33 @@ impl Querier {
         }
         if let Some((kind, cause)) = failure {
             self.close_conn(ci, kind, cause);
+        } else {
+            self.conn_exchange_failures(ci);
+        }
+    }
+
+    /// Fails the queries whose exchange failed on its own (DoH: an HTTP status, a reset
+    /// stream), and closes the connection when its protocol cannot go on.
+    fn conn_exchange_failures(&mut self, ci: u32) {
+        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
+            return;
+        };
+        let uid = conn.uid;
+        let mut failed = Vec::new();
+        conn.protocol
+            .take_failures(&mut |key, cause| failed.push((key, cause)));
+        let fatal = conn.protocol.fatal();
+        for (key, cause) in failed {
+            let slot = match key {
+                MatchKey::Stream(stream) => self.streams.get(&(uid, stream)).copied(),
+                MatchKey::Id(id) => self.ids.get(&super::inflight::key(uid, id)).copied(),
+            };
+            if let Some(slot) = slot {
+                self.fail(slot, ErrorKind::Http, &cause);
+            }
+        }
+        if let Some(cause) = fatal {
+            self.close_conn(ci, ErrorKind::Http, cause);
         }
     }
 
@@ -512,6 +567,7 @@ impl Querier {
                 if handshaking && !c.protocol.is_handshaking() {
                     self.conn_ready(ci, at);
                 }
+                self.conn_exchange_failures(ci);
                 Ok(r.peer_closed)
             }
             Err(e) => {

@@ -14,12 +14,14 @@
 //!   its connection before it is queued ([`StreamProtocol::matches_by_id`]).
 //! - **TLS** ([`TlsFraming`]): the same framing inside a TLS session (RFC 7858), one record per
 //!   message; queries wait in the framing until the handshake is over.
-//! - **DoH** (RFC 8484, to come): an HTTP/2 connection over TLS, one stream per query. Its
-//!   `queue_query` opens a stream (HEADERS, and DATA with the query as
-//!   `application/dns-message`, or a GET with the query in the URL) and returns
-//!   `MatchKey::Stream(stream id)`; `received` decodes frames and hands back each response body
-//!   with its stream's key. The response's DNS ID plays no part, so `matches_by_id` is false and
-//!   the in-flight table neither claims nor rewrites IDs for it.
+//! - **DoH** ([`DohFraming`], RFC 8484): an HTTP/2 connection over TLS, one stream per query.
+//!   Its `queue_query` queues a request (a POST with the query as `application/dns-message`, or
+//!   a GET with the query in the URL) and returns `MatchKey::Stream(n)`, `n` counting the
+//!   connection's queries; `received` runs h2 over the decrypted bytes and hands back each
+//!   response body with its query's key. The response's DNS ID plays no part, so
+//!   `matches_by_id` is false and the in-flight table neither claims nor rewrites IDs for it.
+//!   An exchange can fail on its own (an HTTP status, a reset stream): the querier takes those
+//!   failures with [`StreamProtocol::take_failures`].
 //! - **DoQ** (RFC 9250, to come): a QUIC connection, one bidirectional stream per query, the
 //!   query sent with DNS ID 0 and the 2-byte length prefix, the stream then finished. Its
 //!   `queue_query` sets the ID to 0 in the copy it sends and returns `MatchKey::Stream(stream
@@ -34,6 +36,7 @@
 //! [`StreamProtocol::queue_query`] when the query is on its way as soon as it is queued (TCP),
 //! or through [`StreamProtocol::seal`] once it is (TLS, after the handshake).
 
+pub(super) use super::doh_framing::DohFraming;
 pub(super) use super::tcp_framing::TcpFraming;
 pub(super) use super::tls_framing::TlsFraming;
 use crate::cause::Cause;
@@ -46,7 +49,6 @@ pub(crate) enum MatchKey {
     /// The DNS ID, unique among the queries in flight on the connection (TCP, TLS).
     Id(u16),
     /// The protocol's stream that carried the query (DoH's HTTP/2 streams, DoQ's QUIC streams).
-    #[allow(dead_code, reason = "made by the DoH and DoQ transports to come")]
     Stream(u64),
 }
 
@@ -139,6 +141,18 @@ pub(crate) trait StreamProtocol {
         message: &mut impl FnMut(MatchKey, &[u8]),
     ) -> Result<Received, StreamError>;
 
+    /// Hands over the queries that failed on their own since the last call (DoH: an HTTP
+    /// status other than 200, a reset stream), each with its key and why.
+    fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
+        let _ = failed;
+    }
+
+    /// Why the connection as a whole cannot go on (DoH: no HTTP/2, an HTTP/2 connection
+    /// error), once; the querier then closes it.
+    fn fatal(&mut self) -> Option<Cause> {
+        None
+    }
+
     /// Whether the protocol's handshake is still going on (queries wait for it).
     fn is_handshaking(&self) -> bool {
         false
@@ -161,6 +175,8 @@ pub(crate) enum StreamTransport {
     Tcp(TcpFraming),
     /// DNS over TLS.
     Tls(Box<TlsFraming>),
+    /// DNS over HTTPS.
+    Doh(Box<DohFraming>),
 }
 
 impl Default for StreamTransport {
@@ -177,6 +193,7 @@ macro_rules! each {
         match $self {
             StreamTransport::Tcp($p) => $call,
             StreamTransport::Tls($p) => $call,
+            StreamTransport::Doh($p) => $call,
         }
     };
 }
@@ -206,6 +223,12 @@ impl StreamProtocol for StreamTransport {
         message: &mut impl FnMut(MatchKey, &[u8]),
     ) -> Result<Received, StreamError> {
         each!(self, p => p.received(bytes, message))
+    }
+    fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
+        each!(self, p => p.take_failures(failed))
+    }
+    fn fatal(&mut self) -> Option<Cause> {
+        each!(self, p => p.fatal())
     }
     fn is_handshaking(&self) -> bool {
         each!(self, p => p.is_handshaking())

@@ -1,0 +1,569 @@
+//! DNS over HTTPS (RFC 8484): an HTTP/2 connection inside a TLS session, one stream per query.
+//!
+//! The `h2` crate speaks HTTP/2 over an `AsyncRead + AsyncWrite` transport. Here that transport
+//! is a pair of in-memory buffers ([`Pipe`]): the TLS session decrypts what the socket read into
+//! the pipe's input, and seals what h2 wrote into the pipe's output; h2's futures are polled
+//! with a no-op waker whenever bytes arrive or a query is queued, which is every moment they can
+//! make progress. So h2 runs inside the querier's own event loop, without a runtime, and the
+//! querier's socket side (send and receive stamps, handshake timing, idle timeouts, session
+//! resumption) is the same as for DNS over TLS.
+//!
+//! Queries are keyed by a number of this connection ([`MatchKey::Stream`]), not by h2's stream
+//! ID, which h2 gives only once a stream opens (the server's stream limit may hold it back).
+//! Each query is sent with DNS ID 0 (RFC 8484 §4.1: cache friendly). A response other than 200
+//! with `application/dns-message` fails its query with a [`Cause`] naming the status or the
+//! content type.
+
+use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
+use crate::cause::Cause;
+use crate::config::{DohConfig, DohMethod};
+use crate::tls_session::TlsSession;
+use base64::Engine as _;
+use bytes::Bytes;
+use h2::client::{Connection, ResponseFuture, SendRequest};
+use h2::RecvStream;
+use ldplayer_dns::HEADER_LEN;
+use rustls::{ClientConfig, HandshakeKind};
+use rustls_pki_types::ServerName;
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The largest DNS response body accepted (RFC 8484 bodies are DNS messages: 65,535 bytes).
+const MAX_BODY: usize = 65_535;
+
+/// The plaintext between the TLS session and h2.
+#[derive(Default)]
+struct PipeBuffers {
+    /// Decrypted bytes from the server, not yet read by h2.
+    input: Vec<u8>,
+    /// Bytes h2 wrote, not yet sealed into TLS records.
+    output: Vec<u8>,
+}
+
+/// h2's transport: reads from and writes to [`PipeBuffers`] shared with the framing.
+struct Pipe(Rc<RefCell<PipeBuffers>>);
+
+impl AsyncRead for Pipe {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let mut b = self.0.borrow_mut();
+        if b.input.is_empty() {
+            // The framing polls again when more bytes arrive.
+            return Poll::Pending;
+        }
+        let n = b.input.len().min(buf.remaining());
+        buf.put_slice(&b.input[..n]);
+        b.input.drain(..n);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Pipe {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        _: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.0.borrow_mut().output.extend_from_slice(buf);
+        Poll::Ready(Ok(buf.len()))
+    }
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+type Handshake =
+    Pin<Box<dyn Future<Output = Result<(SendRequest<Bytes>, Connection<Pipe, Bytes>), h2::Error>>>>;
+
+/// Where the HTTP/2 connection is.
+enum H2 {
+    /// The client preface and SETTINGS are being written.
+    Starting(Handshake),
+    /// Requests may be sent.
+    Open(Box<OpenH2>),
+    /// The connection ended (GOAWAY, an HTTP/2 error); nothing more goes out.
+    Ended,
+}
+
+/// An HTTP/2 connection that takes requests.
+struct OpenH2 {
+    send: SendRequest<Bytes>,
+    conn: Connection<Pipe, Bytes>,
+}
+
+/// A query's stream, from the request to the whole body.
+enum Exchange {
+    /// Not yet given to h2 (waiting for the connection or for a stream to open).
+    Waiting { wire: Bytes },
+    /// The request went out; the response head has not come.
+    Requested(ResponseFuture),
+    /// The head was 200 with a DNS body; the body so far.
+    Body { body: RecvStream, got: Vec<u8> },
+}
+
+/// One query on the connection, in the order queued: sealed in that order.
+struct Query {
+    key: u64,
+    exchange: Option<Exchange>,
+    /// Its bytes are with h2 (or it failed): its end in the TLS stream is known once the
+    /// plaintext written so far is sealed.
+    written: bool,
+    /// The end has been told to the querier.
+    sealed: bool,
+}
+
+/// DNS over HTTPS on one connection: TLS with ALPN h2 and an h2 client on top.
+pub(crate) struct DohFraming {
+    session: TlsSession,
+    pipe: Rc<RefCell<PipeBuffers>>,
+    h2: H2,
+    config: Arc<DohConfig>,
+    /// The `:authority` of every request.
+    authority: Arc<str>,
+    next_key: u64,
+    /// Queries in queue order, from queued until answered or failed.
+    queries: VecDeque<Query>,
+    /// The last request handed to h2 is still waiting for a stream to open.
+    pending_open: bool,
+    /// Answers complete since the last [`StreamProtocol::received`] hand-over.
+    answers: Vec<(u64, Vec<u8>)>,
+    /// Queries failed since the querier last took them.
+    failed: Vec<(u64, Cause)>,
+    /// Whether ALPN was checked after the TLS handshake.
+    alpn_checked: bool,
+    /// The connection failed as a whole (no h2 by ALPN, an HTTP/2 connection error).
+    fatal: Option<Cause>,
+}
+
+impl DohFraming {
+    /// Starts a session to `name` (its ClientHello is the first output); requests go to
+    /// `authority` at `config`'s path.
+    pub fn new(
+        tls: Arc<ClientConfig>,
+        name: ServerName<'static>,
+        authority: Arc<str>,
+        config: Arc<DohConfig>,
+    ) -> Result<Self, rustls::Error> {
+        let pipe = Rc::new(RefCell::new(PipeBuffers::default()));
+        let handshake = h2::client::Builder::new()
+            .enable_push(false)
+            .handshake::<_, Bytes>(Pipe(pipe.clone()));
+        Ok(DohFraming {
+            session: TlsSession::new(tls, name)?,
+            pipe,
+            h2: H2::Starting(Box::pin(handshake)),
+            config,
+            authority,
+            next_key: 0,
+            queries: VecDeque::new(),
+            pending_open: false,
+            answers: Vec::new(),
+            failed: Vec::new(),
+            alpn_checked: false,
+            fatal: None,
+        })
+    }
+
+    /// The HTTP request of a query, and its body for POST.
+    fn request(&self, wire: &[u8]) -> Result<(http::Request<()>, Option<Bytes>), http::Error> {
+        let builder = http::Request::builder()
+            .version(http::Version::HTTP_2)
+            .header(http::header::ACCEPT, "application/dns-message");
+        Ok(match self.config.method {
+            DohMethod::Post => (
+                builder
+                    .method(http::Method::POST)
+                    .uri(format!("https://{}{}", self.authority, self.config.path))
+                    .header(http::header::CONTENT_TYPE, "application/dns-message")
+                    .header(http::header::CONTENT_LENGTH, wire.len())
+                    .body(())?,
+                Some(Bytes::copy_from_slice(wire)),
+            ),
+            DohMethod::Get => {
+                let dns = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(wire);
+                let sep = if self.config.path.contains('?') {
+                    '&'
+                } else {
+                    '?'
+                };
+                (
+                    builder
+                        .method(http::Method::GET)
+                        .uri(format!(
+                            "https://{}{}{sep}dns={dns}",
+                            self.authority, self.config.path
+                        ))
+                        .body(())?,
+                    None,
+                )
+            }
+        })
+    }
+
+    /// Fails every query still open on the connection for `cause` (kept as the connection's
+    /// own failure when nothing was open).
+    fn fail_all(&mut self, cause: impl Fn() -> Cause) {
+        for q in &mut self.queries {
+            if q.exchange.take().is_some() {
+                q.written = true;
+                self.failed.push((q.key, cause()));
+            }
+        }
+        if self.fatal.is_none() {
+            self.fatal = Some(cause());
+        }
+        self.h2 = H2::Ended;
+    }
+
+    /// Lets h2 do all it can now: finish its start, send waiting requests, read what arrived,
+    /// and collect the responses that are complete.
+    fn drive(&mut self) {
+        if !self.alpn_checked && !self.session.is_handshaking() {
+            self.alpn_checked = true;
+            if self.session.alpn() != Some(b"h2".as_slice()) {
+                self.fail_all(|| Cause::NoHttp2);
+                return;
+            }
+        }
+        let mut cx = Context::from_waker(Waker::noop());
+        if let H2::Starting(handshake) = &mut self.h2 {
+            match handshake.as_mut().poll(&mut cx) {
+                Poll::Pending => return,
+                Poll::Ready(Ok((send, conn))) => {
+                    self.h2 = H2::Open(Box::new(OpenH2 { send, conn }))
+                }
+                Poll::Ready(Err(e)) => {
+                    let key = crate::cause::h2_key(&e);
+                    self.fail_all(|| Cause::Http2(key));
+                    return;
+                }
+            }
+        }
+        // Twice: reading the bodies releases flow-control capacity (WINDOW_UPDATE) and may
+        // open streams the server's limit held back.
+        for _ in 0..2 {
+            self.send_waiting(&mut cx);
+            let H2::Open(open) = &mut self.h2 else {
+                return;
+            };
+            match Pin::new(&mut open.conn).poll(&mut cx) {
+                Poll::Pending => {}
+                Poll::Ready(Ok(())) => {
+                    // The server said GOAWAY and every stream is done.
+                    self.collect(&mut cx);
+                    self.fail_all(|| Cause::PeerClosed);
+                    return;
+                }
+                Poll::Ready(Err(e)) => {
+                    self.collect(&mut cx);
+                    let key = crate::cause::h2_key(&e);
+                    self.fail_all(|| Cause::Http2(key));
+                    return;
+                }
+            }
+            self.collect(&mut cx);
+        }
+    }
+
+    /// Hands waiting queries to h2 while it takes new streams.
+    fn send_waiting(&mut self, cx: &mut Context<'_>) {
+        let mut i = self
+            .queries
+            .iter()
+            .position(|q| !q.written)
+            .unwrap_or(self.queries.len());
+        if i == self.queries.len() && self.pending_open {
+            // Nothing waits; learn whether the last request has its stream now.
+            if let H2::Open(open) = &mut self.h2 {
+                if let Poll::Ready(Ok(())) = open.send.poll_ready(cx) {
+                    self.pending_open = false;
+                }
+            }
+        }
+        while i < self.queries.len() {
+            let H2::Open(open) = &mut self.h2 else {
+                return;
+            };
+            match open.send.poll_ready(cx) {
+                Poll::Pending => return,
+                Poll::Ready(Ok(())) => self.pending_open = false,
+                Poll::Ready(Err(e)) => {
+                    let key = crate::cause::h2_key(&e);
+                    self.fail_all(|| Cause::Http2(key));
+                    return;
+                }
+            }
+            let q = &self.queries[i];
+            let wire = match &q.exchange {
+                Some(Exchange::Waiting { wire }) => wire.clone(),
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            };
+            let key = q.key;
+            let outcome = self
+                .request(&wire)
+                .map_err(|_| Cause::Unframeable)
+                .and_then(|(request, body)| {
+                    let H2::Open(open) = &mut self.h2 else {
+                        return Err(Cause::ClosedLocally);
+                    };
+                    let (response, mut stream) = open
+                        .send
+                        .send_request(request, body.is_none())
+                        .map_err(|e| Cause::Http2(crate::cause::h2_key(&e)))?;
+                    if let Some(body) = body {
+                        stream
+                            .send_data(body, true)
+                            .map_err(|e| Cause::Http2(crate::cause::h2_key(&e)))?;
+                    }
+                    Ok(response)
+                });
+            let q = &mut self.queries[i];
+            q.written = true;
+            match outcome {
+                Ok(response) => {
+                    q.exchange = Some(Exchange::Requested(response));
+                    // h2 holds a request back (not pending open) only at the server's stream
+                    // limit; the next poll_ready says which.
+                    self.pending_open = true;
+                }
+                Err(cause) => {
+                    q.exchange = None;
+                    self.failed.push((key, cause));
+                }
+            }
+            i += 1;
+        }
+    }
+
+    /// Moves responses along: heads checked, bodies read; complete answers and failures are
+    /// set aside for the querier.
+    fn collect(&mut self, cx: &mut Context<'_>) {
+        for q in &mut self.queries {
+            loop {
+                match q.exchange.take() {
+                    Some(Exchange::Requested(mut response)) => {
+                        match Pin::new(&mut response).poll(cx) {
+                            Poll::Pending => {
+                                q.exchange = Some(Exchange::Requested(response));
+                                break;
+                            }
+                            Poll::Ready(Err(e)) => {
+                                self.failed
+                                    .push((q.key, Cause::Http2(crate::cause::h2_key(&e))));
+                                break;
+                            }
+                            Poll::Ready(Ok(response)) => {
+                                let status = response.status().as_u16();
+                                if status != 200 {
+                                    self.failed.push((q.key, Cause::HttpStatus(status)));
+                                    break;
+                                }
+                                let dns = response
+                                    .headers()
+                                    .get(http::header::CONTENT_TYPE)
+                                    .and_then(|v| v.to_str().ok())
+                                    .is_some_and(|v| {
+                                        v.split(';').next().is_some_and(|t| {
+                                            t.trim().eq_ignore_ascii_case("application/dns-message")
+                                        })
+                                    });
+                                if !dns {
+                                    self.failed.push((q.key, Cause::NotDnsContent));
+                                    break;
+                                }
+                                q.exchange = Some(Exchange::Body {
+                                    body: response.into_body(),
+                                    got: Vec::new(),
+                                });
+                            }
+                        }
+                    }
+                    Some(Exchange::Body { mut body, mut got }) => match body.poll_data(cx) {
+                        Poll::Pending => {
+                            q.exchange = Some(Exchange::Body { body, got });
+                            break;
+                        }
+                        Poll::Ready(Some(Ok(chunk))) => {
+                            let _ = body.flow_control().release_capacity(chunk.len());
+                            if got.len() + chunk.len() > MAX_BODY {
+                                self.failed.push((q.key, Cause::Unframeable));
+                                break;
+                            }
+                            got.extend_from_slice(&chunk);
+                            q.exchange = Some(Exchange::Body { body, got });
+                        }
+                        Poll::Ready(Some(Err(e))) => {
+                            self.failed
+                                .push((q.key, Cause::Http2(crate::cause::h2_key(&e))));
+                            break;
+                        }
+                        Poll::Ready(None) => {
+                            self.answers.push((q.key, got));
+                            break;
+                        }
+                    },
+                    other => {
+                        q.exchange = other;
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Forgets the queries that are answered or failed and whose end was told.
+    fn forget_done(&mut self) {
+        while self
+            .queries
+            .front()
+            .is_some_and(|q| q.exchange.is_none() && q.sealed)
+        {
+            self.queries.pop_front();
+        }
+    }
+}
+
+impl StreamProtocol for DohFraming {
+    fn matches_by_id(&self) -> bool {
+        false
+    }
+
+    fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError> {
+        if wire.len() < HEADER_LEN || wire.len() > MAX_BODY {
+            return Err(StreamError::BadQuery);
+        }
+        let mut wire = wire.to_vec();
+        wire[..2].copy_from_slice(&[0, 0]);
+        let key = self.next_key;
+        self.next_key += 1;
+        self.queries.push_back(Query {
+            key,
+            exchange: Some(Exchange::Waiting { wire: wire.into() }),
+            written: false,
+            sealed: false,
+        });
+        Ok(Queued {
+            key: MatchKey::Stream(key),
+            wire_end: None,
+        })
+    }
+
+    /// Runs h2, then seals what it wrote into TLS records; every query whose bytes h2 has
+    /// written ends where that plaintext ends.
+    fn seal(&mut self, sealed: &mut impl FnMut(u64)) -> Result<(), StreamError> {
+        self.drive();
+        loop {
+            let n = {
+                let pipe = self.pipe.borrow();
+                if pipe.output.is_empty() {
+                    break;
+                }
+                self.session.write_plain(&pipe.output)?
+            };
+            if n == 0 {
+                // The TLS handshake is not over.
+                return Ok(());
+            }
+            self.pipe.borrow_mut().output.drain(..n);
+        }
+        // The last request handed to h2 may wait for a stream: its bytes are not out yet.
+        let held = self
+            .pending_open
+            .then(|| {
+                self.queries
+                    .iter()
+                    .rev()
+                    .find(|q| q.written && q.exchange.is_some())
+            })
+            .flatten()
+            .map(|q| q.key);
+        for q in &mut self.queries {
+            if q.sealed {
+                continue;
+            }
+            if !q.written || Some(q.key) == held {
+                break;
+            }
+            q.sealed = true;
+            sealed(self.session.queued_total());
+        }
+        self.forget_done();
+        Ok(())
+    }
+
+    fn output(&self) -> &[u8] {
+        self.session.output()
+    }
+
+    fn consume_output(&mut self, n: usize) {
+        self.session.consume_output(n)
+    }
+
+    fn written_total(&self) -> u64 {
+        self.session.sent_total()
+    }
+
+    fn received(
+        &mut self,
+        bytes: &mut [u8],
+        message: &mut impl FnMut(MatchKey, &[u8]),
+    ) -> Result<Received, StreamError> {
+        let peer_closed = {
+            let mut pipe = self.pipe.borrow_mut();
+            self.session.received(bytes, &mut pipe.input)?
+        };
+        self.drive();
+        let mut malformed = 0;
+        for (key, body) in std::mem::take(&mut self.answers) {
+            if body.len() < HEADER_LEN {
+                malformed += 1;
+                self.failed.push((key, Cause::NotDnsContent));
+                continue;
+            }
+            message(MatchKey::Stream(key), &body);
+        }
+        self.forget_done();
+        Ok(Received {
+            peer_closed,
+            malformed,
+        })
+    }
+
+    fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
+        for (key, cause) in self.failed.drain(..) {
+            failed(MatchKey::Stream(key), cause);
+        }
+    }
+
+    fn fatal(&mut self) -> Option<Cause> {
+        self.fatal.take()
+    }
+
+    fn is_handshaking(&self) -> bool {
+        self.session.is_handshaking()
+    }
+
+    fn resumed(&self) -> bool {
+        self.session.handshake_kind() == Some(HandshakeKind::Resumed)
+    }
+
+    fn close(&mut self) {
+        self.session.close()
+    }
+}

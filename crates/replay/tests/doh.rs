@@ -1,0 +1,344 @@
+//! DNS over HTTPS replays against ldplayer's own DoH front on loopback (h2 over tokio-rustls,
+//! a separate implementation from the replay's h2 in its event loop): GET and POST answered as
+//! over UDP, one connection per client, resumption per client, and every way an exchange can
+//! fail counted by kind while the run completes.
+
+mod common;
+
+use common::*;
+use ldplayer_dns::{Rcode, Rtype};
+use ldplayer_replay::{DohMethod, Replay, ReplayConfig, ReplayStats, TlsConfig};
+use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_server::{DohConfig, RunningServer, Server, ServerConfig, TlsIdentity};
+use ldplayer_trace::Proto;
+use ldplayer_zone::{Zone, ZoneSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+const MS: i64 = 1_000_000;
+
+/// ldplayer serve with the test zone over UDP and DoH (certificate from the testbed's CA),
+/// and the CA to trust.
+struct DohServer {
+    server: RunningServer,
+    doh: SocketAddr,
+    ca: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn doh_server(idle: Duration) -> DohServer {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, key, cert) = make_certs(dir.path());
+    let identity =
+        TlsIdentity::from_pem(&std::fs::read(cert).unwrap(), &std::fs::read(key).unwrap()).unwrap();
+    let zone = Zone::from_text(ZONE, "example.zone", None).unwrap();
+    let zones: Arc<ZoneSet> = Arc::new(std::iter::once(zone).collect());
+    let mut config = ServerConfig::new(vec!["127.0.0.1:0".parse().unwrap()]);
+    let mut doh = DohConfig::new(vec!["127.0.0.1:0".parse().unwrap()], identity);
+    doh.idle_timeout = idle;
+    config.doh = Some(doh);
+    let server = Server::start(config, zones).unwrap();
+    let doh = server.doh_local_addrs()[0];
+    DohServer {
+        server,
+        doh,
+        ca,
+        _dir: dir,
+    }
+}
+
+fn doh_config(server: &DohServer, method: DohMethod) -> ReplayConfig {
+    let mut cfg = ReplayConfig::new(server.doh);
+    cfg.queriers = 1;
+    cfg.timeout = Duration::from_secs(2);
+    cfg.proto_override = Some(Proto::Https);
+    cfg.doh.method = method;
+    cfg.tls = TlsConfig {
+        ca_file: Some(server.ca.clone()),
+        ..TlsConfig::default()
+    };
+    cfg
+}
+
+/// `n` queries from `clients` clients, `gap_ms` apart, alternating a name that exists and one
+/// that does not.
+fn trace(n: usize, clients: u8, gap_ms: i64) -> Vec<ldplayer_trace::RecordBuf> {
+    (0..n)
+        .map(|i| {
+            let name = if i % 2 == 0 {
+                "www.example."
+            } else {
+                "nope.example."
+            };
+            let c = (i % clients as usize) as u8 + 1;
+            record(
+                i as i64 * gap_ms * MS,
+                c,
+                Proto::Udp,
+                query(i as u16 + 1, name, Rtype::A, Some(1232)),
+            )
+        })
+        .collect()
+}
+
+fn replay(cfg: ReplayConfig, recs: Vec<ldplayer_trace::RecordBuf>) -> (ReplayStats, Results) {
+    let results = Results::default();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
+    assert!(results.finished());
+    (stats, results)
+}
+
+#[test]
+fn doh_post_and_get_are_answered_as_over_udp_one_connection_per_client() {
+    let server = doh_server(Duration::from_secs(10));
+    for method in [DohMethod::Post, DohMethod::Get] {
+        let (stats, results) = replay(doh_config(&server, method), trace(30, 3, 2));
+        let rs = results.sorted();
+        assert_one_each(&rs, 30);
+        for (i, r) in rs.iter().enumerate() {
+            assert_eq!(r.outcome, Outcome::Answered, "{method:?} {r:?} {stats:?}");
+            assert_eq!(r.proto, Proto::Https);
+            let expected = if i % 2 == 0 {
+                Rcode::NOERROR
+            } else {
+                Rcode::NXDOMAIN
+            };
+            assert_eq!(r.rcode, expected, "{method:?} query {i}");
+            assert!(
+                r.sent_ns > 0,
+                "{method:?}: every query has its send time: {r:?}"
+            );
+            assert!(
+                r.latency_ns().is_some_and(|l| l > 0 && l < 1_000_000_000),
+                "{r:?}"
+            );
+        }
+        assert_eq!(stats.connections_opened, 3, "{method:?} {stats:?}");
+        assert_eq!(stats.connections_reused, 27, "{method:?} {stats:?}");
+        let handshakes = rs.iter().filter(|r| r.new_connection).count();
+        assert_eq!(handshakes, 3, "one handshake per client");
+        assert!(rs
+            .iter()
+            .filter(|r| r.new_connection)
+            .all(|r| r.handshake_ns > 0));
+    }
+    let served = server.server.stop();
+    assert!(served.doh_queries >= 60, "{served:?}");
+}
+
+/// Queries sent at one instant by one client all wait for the handshake and go out as
+/// concurrent streams of one connection.
+#[test]
+fn doh_queries_queued_during_the_handshake_share_one_connection() {
+    let server = doh_server(Duration::from_secs(10));
+    let recs: Vec<_> = (0..50)
+        .map(|i| record(0, 1, Proto::Udp, query(i, "www.example.", Rtype::A, None)))
+        .collect();
+    let (stats, results) = replay(doh_config(&server, DohMethod::Post), recs);
+    assert_eq!(stats.answered, 50, "{stats:?} {:?}", results.sorted());
+    assert_eq!(stats.connections_opened, 1, "{stats:?}");
+}
+
+/// Each client's second connection resumes its first TLS session, unless resumption is off.
+#[test]
+fn doh_sessions_resume_per_client() {
+    let server = doh_server(Duration::from_secs(10));
+    for resume in [true, false] {
+        let mut cfg = doh_config(&server, DohMethod::Post);
+        cfg.tls.resume = resume;
+        cfg.tcp_idle_timeout = Duration::from_millis(100);
+        // Two clients, each asking twice 400 ms apart: the idle timeout closes the first
+        // connection in between.
+        let recs: Vec<_> = (0..4)
+            .map(|i| {
+                record(
+                    (i / 2) * 400 * MS,
+                    (i % 2) as u8 + 1,
+                    Proto::Udp,
+                    query(i as u16, "www.example.", Rtype::A, None),
+                )
+            })
+            .collect();
+        let (stats, _) = replay(cfg, recs);
+        assert_eq!(stats.answered, 4, "{stats:?}");
+        assert_eq!(stats.connections_opened, 4, "{stats:?}");
+        assert_eq!(stats.tls_resumed, if resume { 2 } else { 0 }, "{stats:?}");
+    }
+}
+
+/// The causes counted for `kind`, by key.
+fn causes(stats: &ReplayStats, kind: ErrorKind) -> Vec<(String, u64)> {
+    stats
+        .causes
+        .iter()
+        .filter(|c| c.kind == kind)
+        .map(|c| (c.cause.to_string(), c.count))
+        .collect()
+}
+
+/// A path the server does not serve: every query fails as an HTTP 404, named, and the run
+/// completes; the connection stays up for the next queries.
+#[test]
+fn a_wrong_path_fails_every_query_as_http_404() {
+    let server = doh_server(Duration::from_secs(10));
+    let mut cfg = doh_config(&server, DohMethod::Get);
+    cfg.doh.path = "/not-dns".into();
+    let (stats, results) = replay(cfg, trace(10, 2, 1));
+    let rs = results.sorted();
+    assert_one_each(&rs, 10);
+    assert!(rs
+        .iter()
+        .all(|r| r.outcome == Outcome::Error(ErrorKind::Http)));
+    assert_eq!(
+        causes(&stats, ErrorKind::Http),
+        [("http-404".to_string(), 10)]
+    );
+    assert_eq!(stats.connections_opened, 2, "{stats:?}");
+}
+
+/// A DoT server (no HTTP/2 by ALPN) and a certificate for another name: counted by kind.
+#[test]
+fn no_http2_and_a_certificate_mismatch_are_counted_by_kind() {
+    let (nsd, ca) = nsd_tls();
+    let mut cfg = ReplayConfig::new(nsd.tls_addr.unwrap());
+    cfg.queriers = 1;
+    cfg.proto_override = Some(Proto::Https);
+    cfg.tls.ca_file = Some(ca);
+    let (stats, results) = replay(cfg, trace(4, 2, 1));
+    assert_one_each(&results.sorted(), 4);
+    assert_eq!(
+        causes(&stats, ErrorKind::Http),
+        [("no-http2".to_string(), 4)],
+        "{stats:?}"
+    );
+
+    let server = doh_server(Duration::from_secs(10));
+    let mut cfg = doh_config(&server, DohMethod::Post);
+    cfg.tls.server_name = Some("not-the-server.example".into());
+    let (stats, _) = replay(cfg, trace(4, 2, 1));
+    assert_eq!(
+        causes(&stats, ErrorKind::Tls),
+        [("name-mismatch".to_string(), 4)],
+        "{stats:?}"
+    );
+}
+
+/// A DoH server that misbehaves by path, with h2 over tokio-rustls: `/500` answers 500,
+/// `/html` answers 200 with `text/html`, `/short` a DNS body shorter than a header, `/reset`
+/// resets the stream. Returns its address and CA; it serves until the test process ends.
+fn misbehaving_doh_server(dir: &std::path::Path) -> (SocketAddr, PathBuf) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (ca, key, cert) = make_certs(dir);
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    tls.alpn_protocols = vec![b"h2".to_vec()];
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let Ok(mut conn) = h2::server::handshake(tls).await else {
+                        return;
+                    };
+                    while let Some(Ok((request, mut respond))) = conn.accept().await {
+                        let path = request.uri().path().to_string();
+                        let reply = |status: u16, kind: &str| {
+                            http::Response::builder()
+                                .status(status)
+                                .header("content-type", kind)
+                                .body(())
+                                .unwrap()
+                        };
+                        match path.as_str() {
+                            "/500" => {
+                                let _ = respond.send_response(reply(500, "text/plain"), true);
+                            }
+                            "/html" => {
+                                if let Ok(mut body) =
+                                    respond.send_response(reply(200, "text/html"), false)
+                                {
+                                    let _ = body.send_data(bytes::Bytes::from_static(b"<p>"), true);
+                                }
+                            }
+                            "/short" => {
+                                if let Ok(mut body) = respond
+                                    .send_response(reply(200, "application/dns-message"), false)
+                                {
+                                    let _ = body.send_data(bytes::Bytes::from_static(b"abc"), true);
+                                }
+                            }
+                            _ => respond.send_reset(h2::Reason::REFUSED_STREAM),
+                        }
+                    }
+                });
+            }
+        });
+    });
+    (addr, ca)
+}
+
+/// A DoH server answering 5xx, a content type that is not DNS, a body that is not a DNS
+/// message, or resetting streams: each query fails as `http` with its cause, and the run ends.
+#[test]
+fn misbehaving_doh_servers_fail_queries_by_kind_and_the_run_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, ca) = misbehaving_doh_server(dir.path());
+    for (path, cause) in [
+        ("/500", "http-500"),
+        ("/html", "not-dns-content"),
+        ("/short", "not-dns-content"),
+        ("/reset", "h2-refused-stream"),
+    ] {
+        let mut cfg = ReplayConfig::new(addr);
+        cfg.queriers = 1;
+        cfg.proto_override = Some(Proto::Https);
+        cfg.tls.ca_file = Some(ca.clone());
+        cfg.doh.path = path.into();
+        let (stats, results) = replay(cfg, trace(6, 2, 1));
+        let rs = results.sorted();
+        assert_one_each(&rs, 6);
+        assert!(
+            rs.iter()
+                .all(|r| r.outcome == Outcome::Error(ErrorKind::Http)),
+            "{path}: {rs:?}"
+        );
+        assert_eq!(
+            causes(&stats, ErrorKind::Http),
+            [(cause.to_string(), 6)],
+            "{path}: {stats:?}"
+        );
+        assert_eq!(stats.connections_opened, 2, "{path}: {stats:?}");
+    }
+}
