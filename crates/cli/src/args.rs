@@ -299,6 +299,10 @@ pub struct ServeArgs {
     /// The path DNS over HTTPS is served on; other paths are answered 404.
     #[arg(long, value_name = "PATH", default_value = ldplayer_server::DEFAULT_DOH_PATH)]
     pub doh_path: String,
+    /// Most DNS-over-HTTPS connections, and most DNS-over-QUIC connections, open at once (each);
+    /// more are closed as soon as accepted (DoH) or refused (DoQ).
+    #[arg(long, value_name = "N", default_value_t = 1024)]
+    pub max_encrypted_connections: usize,
     /// The TLS certificate chain (PEM, the server's certificate first).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,

@@ -98,11 +98,13 @@ pub fn run(args: ServeArgs) -> Result<()> {
             let mut doh = DohConfig::new(args.https_listen.clone(), identity.clone());
             doh.path = args.doh_path.clone();
             doh.idle_timeout = config.tcp_idle_timeout;
+            doh.max_connections = args.max_encrypted_connections.max(1);
             config.doh = Some(doh);
         }
         if !args.quic_listen.is_empty() {
             let mut doq = DoqConfig::new(args.quic_listen.clone(), identity.clone());
             doq.idle_timeout = config.tcp_idle_timeout;
+            doq.max_connections = args.max_encrypted_connections.max(1);
             config.doq = Some(doq);
         }
     }

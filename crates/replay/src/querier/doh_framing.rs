@@ -15,6 +15,7 @@
 //! content type.
 
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
+use super::KEEP_BUF;
 use crate::cause::Cause;
 use crate::config::{DohConfig, DohMethod};
 use crate::tls_session::TlsSession;
@@ -32,8 +33,40 @@ use std::io;
 use std::pin::Pin;
 use std::rc::Rc;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
+use std::sync::Mutex;
+use std::task::{Context, Poll, Wake, Waker};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+
+/// The client connection preface (RFC 9113 §3.4), which comes before the first frame.
+const PREFACE_LEN: usize = 24;
+
+/// The length of an HTTP/2 frame header.
+const FRAME_HEADER: usize = 9;
+
+/// Where the plaintext `out` (whose first `preface` bytes are the rest of the connection
+/// preface) may be cut for sealing: after the first frame that ends a stream the client opened
+/// (returned with its stream ID), or else after the last whole frame.
+fn next_boundary(out: &[u8], preface: usize) -> (usize, Option<u32>) {
+    let mut pos = preface.min(out.len());
+    if pos < preface {
+        return (pos, None);
+    }
+    while let Some(header) = out.get(pos..pos + FRAME_HEADER) {
+        let len = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
+        let frame_end = pos + FRAME_HEADER + len;
+        if frame_end > out.len() {
+            break;
+        }
+        pos = frame_end;
+        let (kind, flags) = (header[3], header[4]);
+        let stream = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
+        // DATA (0) or HEADERS (1) with END_STREAM (0x1), on a client stream (odd).
+        if kind <= 1 && flags & 0x1 != 0 && stream % 2 == 1 {
+            return (pos, Some(stream));
+        }
+    }
+    (pos, None)
+}
 
 /// The largest DNS response body accepted (RFC 8484 bodies are DNS messages: 65,535 bytes).
 const MAX_BODY: usize = 65_535;
@@ -41,8 +74,9 @@ const MAX_BODY: usize = 65_535;
 /// The plaintext between the TLS session and h2.
 #[derive(Default)]
 struct PipeBuffers {
-    /// Decrypted bytes from the server, not yet read by h2.
+    /// Decrypted bytes from the server; `input[read..]` is not yet read by h2.
     input: Vec<u8>,
+    read: usize,
     /// Bytes h2 wrote, not yet sealed into TLS records.
     output: Vec<u8>,
 }
@@ -57,13 +91,18 @@ impl AsyncRead for Pipe {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let mut b = self.0.borrow_mut();
-        if b.input.is_empty() {
+        let start = b.read;
+        if start == b.input.len() {
             // The framing polls again when more bytes arrive.
             return Poll::Pending;
         }
-        let n = b.input.len().min(buf.remaining());
-        buf.put_slice(&b.input[..n]);
-        b.input.drain(..n);
+        let n = (b.input.len() - start).min(buf.remaining());
+        buf.put_slice(&b.input[start..start + n]);
+        b.read += n;
+        if b.read == b.input.len() {
+            b.input.clear();
+            b.read = 0;
+        }
         Poll::Ready(Ok(()))
     }
 }
@@ -114,13 +153,50 @@ enum Exchange {
     Body { body: RecvStream, got: Vec<u8> },
 }
 
+/// The keys of the queries whose stream h2 woke (a response head or body data came): only
+/// they are polled. Polling every stream in flight after each read cost 20% of the CPU at
+/// 100 streams per connection (perf, `bench/doh.sh fast`).
+#[derive(Default)]
+struct Woken(Mutex<Vec<u64>>);
+
+impl Woken {
+    fn push(&self, key: u64) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(key);
+    }
+
+    fn take(&self, into: &mut Vec<u64>) {
+        std::mem::swap(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()), into);
+    }
+}
+
+/// A query's waker: marks its key as woken.
+struct StreamWaker {
+    key: u64,
+    woken: Arc<Woken>,
+}
+
+impl Wake for StreamWaker {
+    fn wake(self: Arc<Self>) {
+        self.woken.push(self.key);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.push(self.key);
+    }
+}
+
 /// One query on the connection, in the order queued: sealed in that order.
 struct Query {
     key: u64,
+    /// Polls its stream, so that h2 says when it can go on.
+    waker: Option<Waker>,
     exchange: Option<Exchange>,
-    /// Its bytes are with h2 (or it failed): its end in the TLS stream is known once the
-    /// plaintext written so far is sealed.
+    /// It was handed to h2 (or failed before).
     written: bool,
+    /// Its HTTP/2 stream, once handed to h2.
+    stream: Option<u32>,
+    /// Where its request's last frame ends in the TLS byte stream, once sealed.
+    end: Option<u64>,
     /// The end has been told to the querier.
     sealed: bool,
 }
@@ -133,11 +209,18 @@ pub(crate) struct DohFraming {
     config: Arc<DohConfig>,
     /// The `:authority` of every request.
     authority: Arc<str>,
+    /// The URI of every POST.
+    post_uri: http::Uri,
     next_key: u64,
     /// Queries in queue order, from queued until answered or failed.
     queries: VecDeque<Query>,
-    /// The last request handed to h2 is still waiting for a stream to open.
-    pending_open: bool,
+    /// Bytes of the client connection preface (not a frame) still at the front of the
+    /// plaintext output.
+    preface_left: usize,
+    /// The streams h2 woke since they were last polled.
+    woken: Arc<Woken>,
+    /// The keys taken from `woken`, kept for its allocation.
+    to_poll: Vec<u64>,
     /// Answers complete since the last [`StreamProtocol::received`] hand-over.
     answers: Vec<(u64, Vec<u8>)>,
     /// Queries failed since the querier last took them.
@@ -161,7 +244,10 @@ impl DohFraming {
         let handshake = h2::client::Builder::new()
             .enable_push(false)
             .handshake::<_, Bytes>(Pipe(pipe.clone()));
+        let post_uri = http::Uri::try_from(format!("https://{authority}{}", config.path))
+            .map_err(|e| rustls::Error::General(format!("DoH URI: {e}")))?;
         Ok(DohFraming {
+            post_uri,
             session: TlsSession::new(tls, name)?,
             pipe,
             h2: H2::Starting(Box::pin(handshake)),
@@ -169,7 +255,9 @@ impl DohFraming {
             authority,
             next_key: 0,
             queries: VecDeque::new(),
-            pending_open: false,
+            preface_left: PREFACE_LEN,
+            woken: Arc::default(),
+            to_poll: Vec::new(),
             answers: Vec::new(),
             failed: Vec::new(),
             alpn_checked: false,
@@ -179,19 +267,23 @@ impl DohFraming {
 
     /// The HTTP request of a query, and its body for POST.
     fn request(&self, wire: &[u8]) -> Result<(http::Request<()>, Option<Bytes>), http::Error> {
-        let builder = http::Request::builder()
-            .version(http::Version::HTTP_2)
-            .header(http::header::ACCEPT, "application/dns-message");
+        const DNS_MESSAGE: http::HeaderValue =
+            http::HeaderValue::from_static("application/dns-message");
+        let mut request = http::Request::new(());
+        *request.version_mut() = http::Version::HTTP_2;
+        request
+            .headers_mut()
+            .insert(http::header::ACCEPT, DNS_MESSAGE);
         Ok(match self.config.method {
-            DohMethod::Post => (
-                builder
-                    .method(http::Method::POST)
-                    .uri(format!("https://{}{}", self.authority, self.config.path))
-                    .header(http::header::CONTENT_TYPE, "application/dns-message")
-                    .header(http::header::CONTENT_LENGTH, wire.len())
-                    .body(())?,
-                Some(Bytes::copy_from_slice(wire)),
-            ),
+            DohMethod::Post => {
+                *request.method_mut() = http::Method::POST;
+                // The same URI for every POST: parsed once, shared.
+                *request.uri_mut() = self.post_uri.clone();
+                let headers = request.headers_mut();
+                headers.insert(http::header::CONTENT_TYPE, DNS_MESSAGE);
+                headers.insert(http::header::CONTENT_LENGTH, wire.len().into());
+                (request, Some(Bytes::copy_from_slice(wire)))
+            }
             DohMethod::Get => {
                 let dns = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(wire);
                 let sep = if self.config.path.contains('?') {
@@ -199,16 +291,11 @@ impl DohFraming {
                 } else {
                     '?'
                 };
-                (
-                    builder
-                        .method(http::Method::GET)
-                        .uri(format!(
-                            "https://{}{}{sep}dns={dns}",
-                            self.authority, self.config.path
-                        ))
-                        .body(())?,
-                    None,
-                )
+                *request.uri_mut() = http::Uri::try_from(format!(
+                    "https://{}{}{sep}dns={dns}",
+                    self.authority, self.config.path
+                ))?;
+                (request, None)
             }
         })
     }
@@ -252,30 +339,28 @@ impl DohFraming {
                 }
             }
         }
-        // Twice: reading the bodies releases flow-control capacity (WINDOW_UPDATE) and may
-        // open streams the server's limit held back.
-        for _ in 0..2 {
-            self.send_waiting(&mut cx);
-            let H2::Open(open) = &mut self.h2 else {
+        // Reading bodies releases flow-control capacity; the WINDOW_UPDATE goes out with the
+        // next drive, which follows every read (the querier flushes after reading).
+        self.send_waiting(&mut cx);
+        let H2::Open(open) = &mut self.h2 else {
+            return;
+        };
+        match Pin::new(&mut open.conn).poll(&mut cx) {
+            Poll::Pending => {}
+            Poll::Ready(Ok(())) => {
+                // The server said GOAWAY and every stream is done.
+                self.collect();
+                self.fail_all(|| Cause::PeerClosed);
                 return;
-            };
-            match Pin::new(&mut open.conn).poll(&mut cx) {
-                Poll::Pending => {}
-                Poll::Ready(Ok(())) => {
-                    // The server said GOAWAY and every stream is done.
-                    self.collect(&mut cx);
-                    self.fail_all(|| Cause::PeerClosed);
-                    return;
-                }
-                Poll::Ready(Err(e)) => {
-                    self.collect(&mut cx);
-                    let key = crate::cause::h2_key(&e);
-                    self.fail_all(|| Cause::Http2(key));
-                    return;
-                }
             }
-            self.collect(&mut cx);
+            Poll::Ready(Err(e)) => {
+                self.collect();
+                let key = crate::cause::h2_key(&e);
+                self.fail_all(|| Cause::Http2(key));
+                return;
+            }
         }
+        self.collect();
     }
 
     /// Hands waiting queries to h2 while it takes new streams.
@@ -285,21 +370,13 @@ impl DohFraming {
             .iter()
             .position(|q| !q.written)
             .unwrap_or(self.queries.len());
-        if i == self.queries.len() && self.pending_open {
-            // Nothing waits; learn whether the last request has its stream now.
-            if let H2::Open(open) = &mut self.h2 {
-                if let Poll::Ready(Ok(())) = open.send.poll_ready(cx) {
-                    self.pending_open = false;
-                }
-            }
-        }
         while i < self.queries.len() {
             let H2::Open(open) = &mut self.h2 else {
                 return;
             };
             match open.send.poll_ready(cx) {
                 Poll::Pending => return,
-                Poll::Ready(Ok(())) => self.pending_open = false,
+                Poll::Ready(Ok(())) => {}
                 Poll::Ready(Err(e)) => {
                     let key = crate::cause::h2_key(&e);
                     self.fail_all(|| Cause::Http2(key));
@@ -331,16 +408,20 @@ impl DohFraming {
                             .send_data(body, true)
                             .map_err(|e| Cause::Http2(crate::cause::h2_key(&e)))?;
                     }
-                    Ok(response)
+                    Ok((stream.stream_id().as_u32(), response))
                 });
             let q = &mut self.queries[i];
             q.written = true;
             match outcome {
-                Ok(response) => {
+                Ok((stream, response)) => {
+                    q.stream = Some(stream);
                     q.exchange = Some(Exchange::Requested(response));
-                    // h2 holds a request back (not pending open) only at the server's stream
-                    // limit; the next poll_ready says which.
-                    self.pending_open = true;
+                    q.waker = Some(Waker::from(Arc::new(StreamWaker {
+                        key,
+                        woken: self.woken.clone(),
+                    })));
+                    // Its first poll registers the waker.
+                    self.woken.push(key);
                 }
                 Err(cause) => {
                     q.exchange = None;
@@ -353,8 +434,21 @@ impl DohFraming {
 
     /// Moves responses along: heads checked, bodies read; complete answers and failures are
     /// set aside for the querier.
-    fn collect(&mut self, cx: &mut Context<'_>) {
-        for q in &mut self.queries {
+    fn collect(&mut self) {
+        let mut keys = std::mem::take(&mut self.to_poll);
+        self.woken.take(&mut keys);
+        let first = self.queries.front().map_or(0, |q| q.key);
+        for &key in &keys {
+            let Some(q) = key
+                .checked_sub(first)
+                .and_then(|i| self.queries.get_mut(i as usize))
+            else {
+                continue;
+            };
+            let Some(waker) = q.waker.clone() else {
+                continue;
+            };
+            let cx = &mut Context::from_waker(&waker);
             loop {
                 match q.exchange.take() {
                     Some(Exchange::Requested(mut response)) => {
@@ -414,6 +508,7 @@ impl DohFraming {
                             break;
                         }
                         Poll::Ready(None) => {
+                            q.waker = None;
                             self.answers.push((q.key, got));
                             break;
                         }
@@ -425,6 +520,8 @@ impl DohFraming {
                 }
             }
         }
+        keys.clear();
+        self.to_poll = keys;
     }
 
     /// Forgets the queries that are answered or failed and whose end was told.
@@ -435,6 +532,25 @@ impl DohFraming {
             .is_some_and(|q| q.exchange.is_none() && q.sealed)
         {
             self.queries.pop_front();
+        }
+        // Most connections are idle most of the time: give back what a burst grew.
+        if self.queries.is_empty() {
+            self.queries = VecDeque::new();
+            self.to_poll = Vec::new();
+            // (`answers` and `failed` are handed over after this: released once empty.)
+            if self.answers.is_empty() {
+                self.answers = Vec::new();
+            }
+            if self.failed.is_empty() {
+                self.failed = Vec::new();
+            }
+            let mut pipe = self.pipe.borrow_mut();
+            if pipe.input.is_empty() && pipe.input.capacity() > KEEP_BUF {
+                pipe.input = Vec::new();
+            }
+            if pipe.output.is_empty() && pipe.output.capacity() > KEEP_BUF {
+                pipe.output = Vec::new();
+            }
         }
     }
 }
@@ -454,8 +570,11 @@ impl StreamProtocol for DohFraming {
         self.next_key += 1;
         self.queries.push_back(Query {
             key,
+            waker: None,
             exchange: Some(Exchange::Waiting { wire: wire.into() }),
             written: false,
+            stream: None,
+            end: None,
             sealed: false,
         });
         Ok(Queued {
@@ -464,44 +583,69 @@ impl StreamProtocol for DohFraming {
         })
     }
 
-    /// Runs h2, then seals what it wrote into TLS records; every query whose bytes h2 has
-    /// written ends where that plaintext ends.
+    /// Runs h2, then seals what it wrote into TLS records, frame by frame: a request ends
+    /// where the frame that ends its stream (HEADERS or DATA with END_STREAM) ends in the TLS
+    /// byte stream. h2 opens streams as the server's stream limit allows, so a request handed
+    /// to it may go out later than the next one's; its frames say when.
     fn seal(&mut self, sealed: &mut impl FnMut(u64)) -> Result<(), StreamError> {
         self.drive();
-        loop {
-            let n = {
+        // Cut at each request's end; the sealed bytes are dropped once, at the end (dropping
+        // them per request moved the rest of the buffer each time).
+        let mut taken = 0;
+        let result = loop {
+            let (boundary, ended) = {
                 let pipe = self.pipe.borrow();
-                if pipe.output.is_empty() {
-                    break;
-                }
-                self.session.write_plain(&pipe.output)?
+                next_boundary(&pipe.output[taken..], self.preface_left)
             };
-            if n == 0 {
-                // The TLS handshake is not over.
-                return Ok(());
+            if boundary == 0 {
+                break Ok(());
             }
-            self.pipe.borrow_mut().output.drain(..n);
+            let written = {
+                let pipe = self.pipe.borrow();
+                self.session
+                    .write_plain(&pipe.output[taken..taken + boundary])
+            };
+            match written {
+                Ok(0) => break Ok(()), // The TLS handshake is not over.
+                Ok(n) => {
+                    taken += n;
+                    self.preface_left -= self.preface_left.min(n);
+                }
+                Err(e) => break Err(e),
+            }
+            if let Some(stream) = ended {
+                let at = self.session.queued_total();
+                if let Some(q) = self.queries.iter_mut().find(|q| q.stream == Some(stream)) {
+                    q.end = Some(at);
+                }
+            }
+        };
+        {
+            let mut pipe = self.pipe.borrow_mut();
+            if taken == pipe.output.len() {
+                pipe.output.clear();
+            } else {
+                pipe.output.drain(..taken);
+            }
         }
-        // The last request handed to h2 may wait for a stream: its bytes are not out yet.
-        let held = self
-            .pending_open
-            .then(|| {
-                self.queries
-                    .iter()
-                    .rev()
-                    .find(|q| q.written && q.exchange.is_some())
-            })
-            .flatten()
-            .map(|q| q.key);
+        result?;
+        if self.session.is_handshaking() {
+            return Ok(());
+        }
+        let now = self.session.queued_total();
         for q in &mut self.queries {
             if q.sealed {
                 continue;
             }
-            if !q.written || Some(q.key) == held {
-                break;
-            }
+            let end = match q.end {
+                Some(end) => end,
+                // Done without bytes of its own on the wire (failed before or as it was handed
+                // to h2): nothing to wait for.
+                None if q.written && q.exchange.is_none() => now,
+                None => break,
+            };
             q.sealed = true;
-            sealed(self.session.queued_total());
+            sealed(end);
         }
         self.forget_done();
         Ok(())

@@ -182,6 +182,13 @@ struct Querier {
 
     conns: Vec<Option<Conn>>,
     free_conns: Vec<u32>,
+    /// Connections with queries queued while [`Querier::dispatch_due`] sends what is due, each
+    /// written once when it is done (or before it spins for the next query): one system call
+    /// (and for TLS one flush) for the queries due together. Writing after every query cost
+    /// half of the CPU in the kernel with `--fast` over DoH.
+    stream_out: Vec<u32>,
+    /// Sends go to `stream_out` instead of being written at once.
+    batching: bool,
     conns_open: usize,
     last_housekeeping: i64,
 
@@ -254,6 +261,8 @@ impl Querier {
             answer_buf: Vec::with_capacity(RECV_BUF),
             conns: Vec::new(),
             free_conns: Vec::new(),
+            stream_out: Vec::new(),
+            batching: false,
             conns_open: 0,
             last_housekeeping: 0,
             stats: ReplayStats::default(),
@@ -396,6 +405,15 @@ impl Querier {
 
     /// Sends what is due; returns when the next query is due (realtime ns), if one is waiting.
     fn dispatch_due(&mut self) -> Option<i64> {
+        self.batching = true;
+        let wake = self.dispatch_due_batched();
+        self.batching = false;
+        self.flush_streams();
+        wake
+    }
+
+    /// [`Querier::dispatch_due`] with the connections' writes left to the caller.
+    fn dispatch_due_batched(&mut self) -> Option<i64> {
         let mut wake = None;
         let started = clock::now_ns();
         while let Some(m) = self.next_pending() {
@@ -417,6 +435,7 @@ impl Querier {
                         break;
                     }
                     self.flush_udp();
+                    self.flush_streams();
                     // Time left before the next send: read answers instead of spinning, or at high
                     // rates they pile up in the sockets until their buffers overflow.
                     if self.in_flight > 0 && m.intended_ns - clock::now_ns() > POLL_GAP_NS {

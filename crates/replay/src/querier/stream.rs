@@ -291,7 +291,23 @@ impl Querier {
             conn.inflight.push(slot);
         }
         self.push_timeout(slot, now + self.timeout_ns);
-        self.conn_flush(ci);
+        if self.batching {
+            self.stream_out.push(ci);
+        } else {
+            self.conn_flush(ci);
+        }
+    }
+
+    /// Writes the connections that queries were queued on while sends were batched.
+    pub(super) fn flush_streams(&mut self) {
+        let mut out = std::mem::take(&mut self.stream_out);
+        out.sort_unstable();
+        out.dedup();
+        for &ci in &out {
+            self.conn_flush(ci);
+        }
+        out.clear();
+        self.stream_out = out;
     }
 
     /// Writes what can be written; marks queries sent once their bytes are with the kernel.
