@@ -106,7 +106,8 @@ pub struct PopulationFitArgs {
 pub struct ReplayArgs {
     /// Trace to replay: pcap, pcapng, text or binary (`-` for standard input).
     pub trace: PathBuf,
-    /// Server to query: HOST[:PORT] (port 53, or 853 for TLS and 443 for DoH, when left out).
+    /// Server to query: HOST[:PORT] (port 53, or 853 for TLS and DoQ and 443 for DoH, when left
+    /// out).
     #[arg(long)]
     pub server: String,
     /// Where DNS over TLS queries go when the replay mixes transports (`--proto keep`, or
@@ -118,8 +119,12 @@ pub struct ReplayArgs {
     /// --server's host on port 443 when --server gives no port, else --server itself.
     #[arg(long, value_name = "HOST:PORT")]
     pub https_server: Option<String>,
-    /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp, tls or
-    /// doh (DNS over HTTPS, HTTP/2).
+    /// Where DNS over QUIC queries go when the replay mixes transports: HOST:PORT (UDP).
+    /// Default: --server's host on port 853 when --server gives no port, else --server itself.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub quic_server: Option<String>,
+    /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp, tls,
+    /// doh (DNS over HTTPS, HTTP/2) or doq (DNS over QUIC).
     #[arg(long, value_enum, default_value_t = Transport::Keep)]
     pub proto: Transport,
     /// The HTTP method of DNS over HTTPS queries.
@@ -224,6 +229,9 @@ pub struct ReplayArgs {
     /// Do not resume TLS sessions.
     #[arg(long)]
     pub no_tls_resume: bool,
+    /// Do not send DoQ queries in 0-RTT on resumed sessions (they wait for the handshake).
+    #[arg(long)]
+    pub no_zero_rtt: bool,
     /// Where each query's send time comes from: `kernel`, the kernel's timestamp of its last
     /// packet (SO_TIMESTAMPING, one more system call per query), or `user`, the clock read
     /// before the send call (cheaper; on a busy or virtual machine tens of µs early).
@@ -523,8 +531,7 @@ pub enum Transport {
     /// DNS over HTTPS (RFC 8484) over HTTP/2; the trace format calls it `https`.
     #[value(alias = "https")]
     Doh,
-    /// DNS over QUIC (RFC 9250); the trace format calls it `quic`. `mutate` writes it; the
-    /// replay does not send it yet.
+    /// DNS over QUIC (RFC 9250); the trace format calls it `quic`.
     #[value(alias = "quic")]
     Doq,
 }

@@ -155,21 +155,28 @@ fn replay_sends_each_client_over_its_groups_transport() {
     )
     .expect("zone");
     let (port, tls) = (ldplayer_testbed::free_port(), ldplayer_testbed::free_port());
+    let (https, quic) = (ldplayer_testbed::free_port(), ldplayer_testbed::free_port());
     let tls_dir = dir.path().join("tls");
     let server = Serve::start(&[
         "--listen",
         &format!("127.0.0.1:{port}"),
         "--tls-listen",
         &format!("127.0.0.1:{tls}"),
+        "--https-listen",
+        &format!("127.0.0.1:{https}"),
+        "--quic-listen",
+        &format!("127.0.0.1:{quic}"),
         "--tls-self-signed",
         &s(&tls_dir),
         &s(&zone),
     ]);
     let pop_file = dir.path().join("pop.toml");
     let text = "seed = 9\n\
-        [[group]]\nname = \"stub\"\nshare = 0.5\nproto = \"udp\"\n\
-        [[group]]\nname = \"tcp\"\nshare = 0.3\nproto = \"tcp\"\n\
-        [[group]]\nname = \"dot\"\nshare = 0.2\nproto = \"tls\"\n";
+        [[group]]\nname = \"stub\"\nshare = 0.4\nproto = \"udp\"\n\
+        [[group]]\nname = \"tcp\"\nshare = 0.15\nproto = \"tcp\"\n\
+        [[group]]\nname = \"dot\"\nshare = 0.15\nproto = \"tls\"\n\
+        [[group]]\nname = \"doh\"\nshare = 0.15\nproto = \"doh\"\n\
+        [[group]]\nname = \"doq\"\nshare = 0.15\nproto = \"doq\"\n";
     std::fs::write(&pop_file, text).expect("population");
     let population = Population::from_toml(text).expect("valid");
     let results = dir.path().join("r.res");
@@ -180,6 +187,10 @@ fn replay_sends_each_client_over_its_groups_transport() {
         &format!("127.0.0.1:{port}"),
         "--tls-server",
         &format!("127.0.0.1:{tls}"),
+        "--https-server",
+        &format!("127.0.0.1:{https}"),
+        "--quic-server",
+        &format!("127.0.0.1:{quic}"),
         "--tls-ca",
         &s(&tls_dir.join("ca.pem")),
         "--population",
@@ -209,19 +220,19 @@ fn replay_sends_each_client_over_its_groups_transport() {
     let header: Vec<&str> = lines.next().expect("header").split(',').collect();
     let col = |n: &str| header.iter().position(|h| *h == n).expect("column");
     let (proto, client) = (col("proto"), col("client"));
-    let mut per_group = [0u64; 3];
+    let mut per_group = [0u64; 5];
     let mut seen = HashMap::new();
     for l in lines {
         let f: Vec<&str> = l.split(',').collect();
         let group = population.group_of(f[client].parse().expect("an address"));
-        let want = ["udp", "tcp", "tls"][group];
+        let want = ["udp", "tcp", "tls", "https", "quic"][group];
         assert_eq!(f[proto], want, "client {}", f[client]);
         if seen.insert(f[client].to_string(), group).is_none() {
             per_group[group] += 1;
         }
     }
     // 200 clients: each group's count within four standard deviations of its share.
-    for (n, share) in per_group.iter().zip([0.5f64, 0.3, 0.2]) {
+    for (n, share) in per_group.iter().zip([0.4f64, 0.15, 0.15, 0.15, 0.15]) {
         let sd = (200.0 * share * (1.0 - share)).sqrt();
         assert!(
             (*n as f64 - 200.0 * share).abs() < 4.0 * sd,
@@ -231,32 +242,16 @@ fn replay_sends_each_client_over_its_groups_transport() {
     let v: serde_json::Value = serde_json::from_str(&server.stop("INT")).expect("json");
     assert!(v["tls_queries"].as_u64().unwrap_or(0) > 0, "{v}");
     assert!(v["tcp_queries"].as_u64().unwrap_or(0) > 0, "{v}");
+    assert!(v["doh_queries"].as_u64().unwrap_or(0) > 0, "{v}");
+    assert!(v["doq_queries"].as_u64().unwrap_or(0) > 0, "{v}");
 }
 
 #[test]
-fn populations_replay_cannot_send_yet_are_refused() {
+fn populations_whose_shares_do_not_add_up_are_refused() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = dir.path().join("t.bin");
     synth(&trace, "0");
     let pop = dir.path().join("pop.toml");
-    std::fs::write(
-        &pop,
-        "[[group]]\nname = \"browsers\"\nshare = 1.0\nproto = \"doh\"\n",
-    )
-    .expect("population");
-    let out = ldplayer_fails(&[
-        "replay",
-        &s(&trace),
-        "--server",
-        "127.0.0.1:9",
-        "--population",
-        &s(&pop),
-    ]);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("browsers") && err.contains("not built yet"),
-        "{err}"
-    );
     std::fs::write(
         &pop,
         "[[group]]\nname = \"a\"\nshare = 0.4\nproto = \"udp\"\n",

@@ -86,6 +86,7 @@ pub fn replay(
         insecure: false,
         server_name: None,
         resume: c.tls_resume,
+        ..TlsConfig::default()
     };
     let replay = Replay::new(config).map_err(|e| ExperimentError::Replay(e.to_string()))?;
     let engine_stop = replay.stop_flag();

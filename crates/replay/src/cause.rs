@@ -43,8 +43,8 @@ pub(crate) enum Cause {
     NoHttp2,
     /// An HTTP/2 stream or connection failed; the key names how ([`h2_key`]).
     Http2(&'static str),
-    /// A record of the trace is DNS over QUIC, which the replay does not send yet.
-    NoQuicYet,
+    /// A DNS-over-QUIC connection or stream failed; the key names how.
+    Quic(&'static str),
 }
 
 /// What the querier knows that makes a cause's description useful.
@@ -74,7 +74,7 @@ impl Cause {
             Cause::NotDnsContent => "not-dns-content",
             Cause::NoHttp2 => "no-http2",
             Cause::Http2(key) => key,
-            Cause::NoQuicYet => "doq-not-replayed",
+            Cause::Quic(key) => key,
         }
     }
 
@@ -131,11 +131,18 @@ impl Cause {
                     .into()
             }
             Cause::Http2(key) => format!("HTTP/2 failed ({key})"),
-            Cause::NoQuicYet => {
-                "the record is DNS over QUIC, which the replay does not send yet (mutate --proto \
-                 or --proto sends it over another transport)"
-                    .into()
-            }
+            Cause::Quic(key) => format!(
+                "DNS over QUIC failed ({key}){}",
+                match *key {
+                    "quic-tls-alert" =>
+                        ": the TLS handshake failed (the certificate, its name, or no ALPN doq)",
+                    "quic-timed-out" =>
+                        ": no answer from the server (is it a DoQ server on this UDP port?)",
+                    "quic-stream-reset" => ": the server reset the query's stream",
+                    "quic-bad-response" => ": the answer was not one length-prefixed DNS message",
+                    _ => "",
+                }
+            ),
         }
     }
 }

@@ -48,6 +48,8 @@ pub struct TlsConfig {
     pub server_name: Option<String>,
     /// Resume sessions (TLS 1.3 tickets), each simulated client with its own session store.
     pub resume: bool,
+    /// Send DoQ queries in 0-RTT on resumed sessions when the server's ticket allows it.
+    pub zero_rtt: bool,
 }
 
 impl Default for TlsConfig {
@@ -57,6 +59,7 @@ impl Default for TlsConfig {
             insecure: false,
             server_name: None,
             resume: true,
+            zero_rtt: true,
         }
     }
 }
@@ -102,8 +105,10 @@ pub struct ReplayConfig {
     /// Where DNS over HTTPS connections go, when they do not go to [`server`](Self::server)
     /// (port 443 of the same host, in a replay that mixes transports). `None`: to `server`.
     pub https_server: Option<SocketAddr>,
-    /// Send every query over this transport; `None` keeps each record's own. UDP, TCP, TLS and
-    /// HTTPS are supported; records of other transports (QUIC) fail with `BadQuery`.
+    /// Where DNS over QUIC connections go, when they do not go to [`server`](Self::server)
+    /// (UDP port 853 of the same host, in a replay that mixes transports). `None`: to `server`.
+    pub quic_server: Option<SocketAddr>,
+    /// Send every query over this transport; `None` keeps each record's own.
     pub proto_override: Option<Proto>,
     /// When queries are sent.
     pub timing: Timing,
@@ -223,11 +228,6 @@ impl ReplayConfig {
         if self.max_udp_sockets == 0 || self.max_connections == 0 {
             return bad("socket and connection limits must be at least 1");
         }
-        if let Some(p) = self.proto_override {
-            if !matches!(p, Proto::Udp | Proto::Tcp | Proto::Tls | Proto::Https) {
-                return bad("only udp, tcp, tls and https can be replayed");
-            }
-        }
         if !self.doh.path.starts_with('/') {
             return bad("the DoH path must start with /");
         }
@@ -256,6 +256,7 @@ impl Default for ReplayConfig {
             server: SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 53),
             tls_server: None,
             https_server: None,
+            quic_server: None,
             proto_override: None,
             timing: Timing::default(),
             queriers: cores.saturating_sub(1).max(1),

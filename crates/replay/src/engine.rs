@@ -50,7 +50,7 @@ impl Replay {
         config.validate()?;
         let tls_needed = config
             .proto_override
-            .is_none_or(|p| matches!(p, Proto::Tls | Proto::Https));
+            .is_none_or(|p| matches!(p, Proto::Tls | Proto::Https | Proto::Quic));
         let tls = if tls_needed {
             Some(Arc::new(TlsBase::new(&config.tls, config.server.ip())?))
         } else {
@@ -201,6 +201,7 @@ impl Replay {
                 live: self.live.clone(),
                 tls: self.tls.clone(),
                 max_in_flight: per_querier,
+                waker: waker.clone(),
             };
             let core = (!pins.is_empty()).then(|| pins[i % pins.len()]);
             let realtime = config.realtime;

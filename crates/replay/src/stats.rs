@@ -31,7 +31,8 @@ pub struct ErrorCause {
 ///
 /// Serializes (serde) to the `replay` object of `ldplayer replay --json`, an interface of its
 /// own: `records`, `queries`, `skipped_responses`, `other_shards`, `clients`, `udp_sockets_opened`,
-/// `connections_opened`, `connections_reused`, `tls_resumed`, `tc_retries`, `udp_retries`,
+/// `connections_opened`, `connections_reused`, `tls_resumed`, `quic_zero_rtt`,
+/// `quic_zero_rtt_accepted`, `tc_retries`, `udp_retries`,
 /// `unmatched_responses`, `udp_unreachable`, `timeouts_unsent`, `error_causes` (a list of
 /// [`ErrorCause`]), `trace_skipped` and `trace_malformed` (objects of counts by
 /// [`SkipReason::name`]), and also `sent`, `answered`, `timeouts`, `errors` (counts by
@@ -73,8 +74,13 @@ pub struct ReplayStats {
     pub connections_opened: u64,
     /// Queries sent over an already open connection.
     pub connections_reused: u64,
-    /// TLS handshakes that resumed a session.
+    /// TLS handshakes that resumed a session (DoT and DoH; DoQ's are counted by their 0-RTT).
     pub tls_resumed: u64,
+    /// DoQ connections whose first queries went in 0-RTT (a resumed session whose ticket
+    /// allowed early data).
+    pub quic_zero_rtt: u64,
+    /// Of those, the ones whose 0-RTT data the server accepted (the rest sent it again).
+    pub quic_zero_rtt_accepted: u64,
     /// Responses that matched no query in flight (late, duplicate, or wrong question).
     pub unmatched_responses: u64,
     /// ICMP unreachable reports on UDP sockets (nothing listening at the server's address); the
@@ -177,6 +183,8 @@ impl ReplayStats {
         self.connections_opened += other.connections_opened;
         self.connections_reused += other.connections_reused;
         self.tls_resumed += other.tls_resumed;
+        self.quic_zero_rtt += other.quic_zero_rtt;
+        self.quic_zero_rtt_accepted += other.quic_zero_rtt_accepted;
         self.unmatched_responses += other.unmatched_responses;
         self.udp_unreachable += other.udp_unreachable;
         self.trace_skipped.merge(&other.trace_skipped);

@@ -73,6 +73,16 @@ impl TlsBase {
         self.for_client_with_alpn(Vec::new())
     }
 
+    /// A configuration for one DoQ client (ALPN `doq`, RFC 9250 §4.1), with its own session
+    /// store and early data (0-RTT) allowed when `zero_rtt`.
+    pub fn for_quic_client(&self, zero_rtt: bool) -> Arc<ClientConfig> {
+        let mut c = (*self.for_client_with_alpn(vec![b"doq".to_vec()])).clone();
+        // quinn keeps the session; nothing to extract.
+        c.enable_secret_extraction = false;
+        c.enable_early_data = zero_rtt && self.resume;
+        Arc::new(c)
+    }
+
     /// As [`for_client`](Self::for_client), offering these application protocols (ALPN), e.g.
     /// `h2` for DNS over HTTPS.
     pub fn for_client_with_alpn(&self, alpn: Vec<Vec<u8>>) -> Arc<ClientConfig> {

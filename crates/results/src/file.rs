@@ -121,6 +121,7 @@ fn outcome_code(o: Outcome) -> u8 {
             ErrorKind::BadQuery => 6,
             ErrorKind::Stopped => 7,
             ErrorKind::Http => 8,
+            ErrorKind::Quic => 9,
         },
     }
 }
@@ -136,6 +137,7 @@ fn outcome_from_code(c: u8) -> Option<Outcome> {
         6 => Outcome::Error(ErrorKind::BadQuery),
         7 => Outcome::Error(ErrorKind::Stopped),
         8 => Outcome::Error(ErrorKind::Http),
+        9 => Outcome::Error(ErrorKind::Quic),
         _ => return None,
     })
 }

@@ -22,11 +22,14 @@ pub enum ErrorKind {
     /// A DNS-over-HTTPS exchange failed at the HTTP layer: a status other than 200, a body
     /// that is not a DNS message, an HTTP/2 stream or connection error, no HTTP/2 offered.
     Http,
+    /// A DNS-over-QUIC connection or stream failed (timed out, reset, closed by the server, an
+    /// answer that is not one DNS message).
+    Quic,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (the order of summaries).
-    pub const ALL: [ErrorKind; 7] = [
+    pub const ALL: [ErrorKind; 8] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Tls,
@@ -34,6 +37,7 @@ impl ErrorKind {
         ErrorKind::BadQuery,
         ErrorKind::Stopped,
         ErrorKind::Http,
+        ErrorKind::Quic,
     ];
 
     /// The kind's position in [`ALL`](Self::ALL), for tables indexed by kind.
@@ -56,6 +60,7 @@ impl ErrorKind {
             ErrorKind::BadQuery => "bad-query",
             ErrorKind::Stopped => "stopped",
             ErrorKind::Http => "http",
+            ErrorKind::Quic => "quic",
         }
     }
 }
@@ -230,7 +235,7 @@ mod tests {
         assert_eq!(a.total(), 10);
         assert_eq!(
             serde_json::to_string(&a).unwrap(),
-            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4,"http":0}"#
+            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4,"http":0,"quic":0}"#
         );
         assert_eq!(
             serde_json::to_string(&ErrorKind::BadQuery).unwrap(),

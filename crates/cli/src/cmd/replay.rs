@@ -41,7 +41,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     )
 }
 
-/// The population of `--population`, checked for transports the replay engine has.
+/// The population of `--population`.
 fn population(path: Option<&Path>) -> Result<Option<Population>> {
     let Some(path) = path else {
         return Ok(None);
@@ -49,22 +49,6 @@ fn population(path: Option<&Path>) -> Result<Option<Population>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let p = Population::from_toml(&text).with_context(|| path.display().to_string())?;
-    let unsupported: Vec<&str> = p
-        .groups
-        .iter()
-        .filter(|g| {
-            g.share > 0.0 && !matches!(g.proto, Proto::Udp | Proto::Tcp | Proto::Tls | Proto::Https)
-        })
-        .map(|g| g.name.as_str())
-        .collect();
-    if !unsupported.is_empty() {
-        bail!(
-            "{}: replay sends UDP, TCP, TLS and DoH; DNS over QUIC clients are not built yet \
-             (groups {})",
-            path.display(),
-            unsupported.join(", ")
-        );
-    }
     Ok(Some(p))
 }
 
@@ -265,11 +249,9 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     let default_port = match proto_override {
         Some(Proto::Tls) => 853,
         Some(Proto::Https) => 443,
+        Some(Proto::Quic) => 853,
         _ => 53,
     };
-    if proto_override == Some(Proto::Quic) {
-        bail!("--proto doq: the replay does not send DNS over QUIC yet (udp, tcp, tls and doh)");
-    }
     let server = parse_server(&args.server, default_port)?;
     let timing = if args.fast {
         Timing::Fast {
@@ -303,6 +285,17 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
             && server.addr.port() == 53 =>
         {
             Some(SocketAddr::new(server.addr.ip(), 443))
+        }
+        None => None,
+    };
+    c.quic_server = match &args.quic_server {
+        Some(t) => Some(parse_server(t, 853).context("--quic-server")?.addr),
+        // No port given: DoQ to UDP 853, beside UDP and TCP on 53.
+        None if proto_override.is_none()
+            && parse_server(&args.server, 853)?.addr.port() == 853
+            && server.addr.port() == 53 =>
+        {
+            Some(SocketAddr::new(server.addr.ip(), 853))
         }
         None => None,
     };
@@ -345,6 +338,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
         insecure: args.tls_insecure,
         server_name: args.tls_name.clone().or(server.name),
         resume: !args.no_tls_resume,
+        zero_rtt: !args.no_zero_rtt,
     };
     c.shard = match args.shard.as_deref() {
         None => None,

@@ -55,6 +55,8 @@ pub(crate) struct Setup {
     pub live: Arc<Live>,
     pub tls: Option<Arc<TlsBase>>,
     pub max_in_flight: usize,
+    /// Wakes the querier's poll (the DoQ thread tells it about its events so).
+    pub waker: Arc<mio::Waker>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -66,6 +68,8 @@ enum Via {
 
 mod ahead;
 mod doh_framing;
+mod doq;
+mod doq_glue;
 mod inflight;
 mod send_times;
 mod stream;
@@ -86,6 +90,8 @@ struct Client {
     tls: Option<Arc<ClientConfig>>,
     /// Its TLS configuration for DoH (ALPN h2), with a session store of its own.
     doh_tls: Option<Arc<ClientConfig>>,
+    /// Its TLS configuration for DoQ (ALPN doq), with a session store of its own.
+    doq_tls: Option<Arc<ClientConfig>>,
 }
 
 /// Runs a querier to the end and returns its counters.
@@ -93,7 +99,10 @@ pub(crate) fn run(setup: Setup) -> ReplayStats {
     clock::set_timer_slack();
     let mut q = match Querier::new(setup) {
         Ok(q) => q,
-        Err((setup, e)) => return fail_all(setup, e),
+        Err(failed) => {
+            let (setup, e) = *failed;
+            return fail_all(setup, e);
+        }
     };
     q.run();
     q.stats
@@ -189,6 +198,9 @@ struct Querier {
     stream_out: Vec<u32>,
     /// Sends go to `stream_out` instead of being written at once.
     batching: bool,
+    /// The DoQ thread, started with the first DoQ query.
+    doq: Option<doq::Doq>,
+    waker: Arc<mio::Waker>,
     conns_open: usize,
     last_housekeeping: i64,
 
@@ -196,17 +208,17 @@ struct Querier {
 }
 
 impl Querier {
-    fn new(s: Setup) -> Result<Querier, (Setup, io::Error)> {
+    fn new(s: Setup) -> Result<Querier, Box<(Setup, io::Error)>> {
         let mut timer = match TimerFd::new() {
             Ok(t) => t,
-            Err(e) => return Err((s, e)),
+            Err(e) => return Err(Box::new((s, e))),
         };
         if let Err(e) =
             s.poll
                 .registry()
                 .register(&mut SourceFd(&timer.as_raw_fd()), TIMER, Interest::READABLE)
         {
-            return Err((s, e));
+            return Err(Box::new((s, e)));
         }
         timer.drain();
         let config = s.config;
@@ -263,6 +275,8 @@ impl Querier {
             free_conns: Vec::new(),
             stream_out: Vec::new(),
             batching: false,
+            doq: None,
+            waker: s.waker,
             conns_open: 0,
             last_housekeeping: 0,
             stats: ReplayStats::default(),
@@ -312,6 +326,7 @@ impl Querier {
                     self.stopping = true;
                 }
             }
+            self.doq_events();
             let mut ready = std::mem::take(&mut self.ready);
             ready.clear();
             ready.extend(self.events.iter().map(|e| {
@@ -461,13 +476,9 @@ impl Querier {
         let len_ok = m.len as usize >= HEADER_LEN
             && match proto {
                 Proto::Udp => m.len <= 65_507,
-                Proto::Tcp | Proto::Tls | Proto::Https => m.len <= 65_535,
-                Proto::Quic => false,
+                Proto::Tcp | Proto::Tls | Proto::Https | Proto::Quic => m.len <= 65_535,
             };
         if !len_ok {
-            if proto == Proto::Quic {
-                self.note_cause(ErrorKind::BadQuery, &crate::cause::Cause::NoQuicYet, 1);
-            }
             self.push_result(blank_result(&m, proto, Outcome::Error(ErrorKind::BadQuery)));
             return;
         }
@@ -476,6 +487,7 @@ impl Querier {
         self.in_flight += 1;
         match proto {
             Proto::Udp => self.send_udp(slot),
+            Proto::Quic => self.send_doq(slot),
             _ => self.send_stream(slot, proto),
         }
     }
@@ -498,6 +510,7 @@ impl Querier {
                     local,
                     tls: None,
                     doh_tls: None,
+                    doq_tls: None,
                 },
             );
         }

@@ -1,6 +1,6 @@
 //! `ldplayer replay --proto doh` against three DNS-over-HTTPS servers that share no code with
 //! the replay's HTTP/2 client: ldplayer serve (h2 over tokio-rustls), unbound (nghttp2) and BIND
-//! 9.18 (nghttp2), POST and GET; and the failures a DoH client meets, counted by kind.
+//! 9.18 (nghttp2), POST and GET; `--proto doq` against a DoQ server on aioquic.
 
 mod common;
 
@@ -215,5 +215,138 @@ fn doh_replay_against_bind() {
     for method in ["post", "get"] {
         let summary = replay_doh(&trace, &at, &["--tls-ca", &s(&ca), "--doh-method", method]);
         assert_all_answered(&summary, 300, 15, &format!("bind {method}"));
+    }
+}
+
+/// `replay --proto doq` against a DoQ server on aioquic and dnspython (another QUIC stack and
+/// another TLS than the replay's): every query answered over one connection per client; after
+/// the server's idle timeout, each client's next connection resumes in 0-RTT, as the server
+/// counts it; with --no-zero-rtt it resumes without.
+#[test]
+fn doq_replay_against_an_aioquic_server() {
+    if !tools(&[("python3", "python3"), ("openssl", "openssl")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch");
+    let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
+    let port = ldplayer_testbed::free_port();
+    let ready = dir.path().join("ready");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/doq_server.py");
+    let start = || {
+        let _ = std::fs::remove_file(&ready);
+        let child = Command::new("python3")
+            .arg(&script)
+            .args([
+                "127.0.0.1",
+                &port.to_string(),
+                &s(&cert),
+                &s(&key),
+                &s(&ready),
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut daemon = Daemon(
+            child,
+            "doq_server.py (needs aioquic: scripts/test.sh installs it)",
+        );
+        let began = Instant::now();
+        while !ready.exists() {
+            if let Ok(Some(status)) = daemon.0.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = daemon.0.stderr.take() {
+                    use std::io::Read;
+                    let _ = e.read_to_string(&mut err);
+                }
+                panic!("{} exited: {status}: {err}", daemon.1);
+            }
+            assert!(
+                began.elapsed() < Duration::from_secs(20),
+                "{} not ready",
+                daemon.1
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        daemon
+    };
+    // Two rounds of queries from 5 clients, 2 s apart: the server's idle timeout (1 s) closes
+    // every connection in between.
+    let trace_file = dir.path().join("t.txt");
+    let mut text = String::from(
+        "#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n",
+    );
+    for round in 0..2 {
+        for i in 0..20 {
+            let client = i % 5 + 1;
+            let t = 1_700_000_000.0 + f64::from(round) * 2.0 + f64::from(i) * 0.005;
+            let name = if i % 2 == 0 {
+                "www.example."
+            } else {
+                "nope.example."
+            };
+            text.push_str(&format!(
+                "{t:.9}\t10.0.0.{client}\t4000{client}\t192.0.2.53\t53\tquic\t{client}\t{i}\t0\tQUERY\tNOERROR\t-\t{name}\tIN\tA\t-\t-\t-\t-\t-\n"
+            ));
+        }
+    }
+    std::fs::write(&trace_file, text).expect("trace");
+    for zero_rtt in [true, false] {
+        let mut daemon = start();
+        let at = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "replay",
+            trace_file.to_str().expect("utf-8"),
+            "--server",
+            &at,
+            "--tls-ca",
+            ca.to_str().expect("utf-8"),
+            "--json",
+        ];
+        if !zero_rtt {
+            args.push("--no-zero-rtt");
+        }
+        let out = ldplayer(&args);
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let _ = Command::new("kill")
+            .args(["-INT", &daemon.0.id().to_string()])
+            .status();
+        let served = daemon.0.wait_with_output_ref();
+        assert_eq!(summary["answered"], 40, "{summary}");
+        assert_eq!(summary["rcodes"]["NOERROR"], 20, "{summary}");
+        assert_eq!(summary["rcodes"]["NXDOMAIN"], 20, "{summary}");
+        assert_eq!(summary["replay"]["connections_opened"], 10, "{summary}");
+        assert!(
+            summary["latency_ms"]["quic"]["p50"].as_f64().is_some(),
+            "{summary}"
+        );
+        assert_eq!(served["queries"], 40, "{served}");
+        assert_eq!(served["connections"], 10, "{served}");
+        assert_eq!(served["resumed"], 5, "{served}");
+        if zero_rtt {
+            assert_eq!(summary["replay"]["quic_zero_rtt"], 5, "{summary}");
+            assert_eq!(summary["replay"]["quic_zero_rtt_accepted"], 5, "{summary}");
+            assert_eq!(served["zero_rtt"], 5, "{served}");
+        } else {
+            assert_eq!(summary["replay"]["quic_zero_rtt"], 0, "{summary}");
+            assert_eq!(served["zero_rtt"], 0, "{served}");
+        }
+    }
+}
+
+trait WaitJson {
+    /// Waits for the daemon to exit and reads the JSON line it printed.
+    fn wait_with_output_ref(&mut self) -> serde_json::Value;
+}
+
+impl WaitJson for Child {
+    fn wait_with_output_ref(&mut self) -> serde_json::Value {
+        use std::io::Read;
+        let _ = self.wait();
+        let mut out = String::new();
+        if let Some(mut o) = self.stdout.take() {
+            let _ = o.read_to_string(&mut out);
+        }
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out:?}"))
     }
 }

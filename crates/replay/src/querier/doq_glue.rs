@@ -1,0 +1,121 @@
+//! The querier's side of DNS over QUIC: queries handed to the DoQ thread ([`super::doq`]),
+//! its events turned into sends, answers and failures of the in-flight table.
+
+use super::doq::{Doq, DoqEvent, DoqQuery, DoqSetup};
+use super::inflight::question_matches;
+use super::*;
+use crate::cause::Cause;
+
+impl Querier {
+    /// Hands a DoQ query to the DoQ thread (started with the first one).
+    pub(super) fn send_doq(&mut self, slot: u32) {
+        let Some(base) = self.tls.clone() else {
+            self.fail(slot, ErrorKind::Tls, &Cause::NoTlsConfig);
+            return;
+        };
+        if self.doq.is_none() {
+            let setup = DoqSetup {
+                server: self.config.quic_server.unwrap_or(self.server),
+                server_name: base.server_name.to_str().into_owned(),
+                idle_timeout: self.config.tcp_idle_timeout,
+                zero_rtt: self.config.tls.zero_rtt,
+                query_timeout: self.config.timeout,
+            };
+            match Doq::start(setup, self.waker.clone()) {
+                Ok(d) => self.doq = Some(d),
+                Err(e) => {
+                    self.fail(slot, ErrorKind::Send, &Cause::Io(e));
+                    return;
+                }
+            }
+        }
+        let s = &self.slots[slot as usize];
+        let (client, gen) = (s.client, s.gen);
+        let zero_rtt = self.config.tls.zero_rtt;
+        let (local, tls) = match self.clients.get_mut(&client) {
+            Some(c) => (
+                c.local,
+                c.doq_tls
+                    .get_or_insert_with(|| base.for_quic_client(zero_rtt))
+                    .clone(),
+            ),
+            None => (None, base.for_quic_client(zero_rtt)),
+        };
+        let query = DoqQuery {
+            slot,
+            gen,
+            client,
+            local,
+            tls,
+            wire: self.slots[slot as usize].wire.clone(),
+        };
+        let handed = self.doq.as_ref().is_some_and(|d| d.send(query));
+        if !handed {
+            self.fail(slot, ErrorKind::Send, &Cause::ClosedLocally);
+            return;
+        }
+        let now = clock::now_ns();
+        self.push_timeout(slot, now + self.timeout_ns);
+    }
+
+    /// Takes what the DoQ thread has to say.
+    pub(super) fn doq_events(&mut self) {
+        let Some(events) = self.doq.as_ref().map(|d| d.events.clone()) else {
+            return;
+        };
+        while let Ok(event) = events.try_recv() {
+            match event {
+                DoqEvent::Sent {
+                    slot,
+                    gen,
+                    at,
+                    new_connection,
+                    handshake_ns,
+                } => {
+                    let s = &mut self.slots[slot as usize];
+                    if s.live && s.gen == gen && s.sent_ns == 0 {
+                        s.sent_ns = at;
+                        s.new_connection = new_connection;
+                        s.handshake_ns = handshake_ns;
+                        self.first_sends += 1;
+                    }
+                }
+                DoqEvent::Answer { slot, gen, at, msg } => {
+                    let s = &self.slots[slot as usize];
+                    if s.live
+                        && s.gen == gen
+                        && msg.len() >= HEADER_LEN
+                        && question_matches(&s.wire, s.qlen, &msg)
+                    {
+                        self.complete(slot, Outcome::Answered, Some((&msg, at)));
+                    } else {
+                        self.stats.unmatched_responses += 1;
+                    }
+                }
+                DoqEvent::Failed {
+                    slot,
+                    gen,
+                    kind,
+                    cause,
+                } => {
+                    let s = &self.slots[slot as usize];
+                    if s.live && s.gen == gen {
+                        self.fail(slot, kind, &cause);
+                    }
+                }
+                DoqEvent::Opened { zero_rtt } => {
+                    self.stats.connections_opened += 1;
+                    if zero_rtt {
+                        self.stats.quic_zero_rtt += 1;
+                    }
+                }
+                DoqEvent::Handshake { zero_rtt_accepted } => {
+                    if zero_rtt_accepted == Some(true) {
+                        self.stats.quic_zero_rtt_accepted += 1;
+                    }
+                }
+                DoqEvent::Reused => self.stats.connections_reused += 1,
+            }
+        }
+    }
+}

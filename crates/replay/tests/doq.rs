@@ -1,0 +1,292 @@
+//! DNS over QUIC replays against ldplayer's own DoQ front on loopback (quinn on the server side
+//! too, but its own endpoint, session store and accounting): answers as over UDP, one
+//! connection per client, 0-RTT on resumption as the server counts it, and failures counted
+//! by kind while the run completes.
+
+mod common;
+
+use common::*;
+use ldplayer_dns::{Rcode, Rtype};
+use ldplayer_replay::{Replay, ReplayConfig, ReplayStats, TlsConfig};
+use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_server::{DoqConfig, RunningServer, Server, ServerConfig, TlsIdentity};
+use ldplayer_trace::Proto;
+use ldplayer_zone::{Zone, ZoneSet};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+const MS: i64 = 1_000_000;
+
+struct DoqServer {
+    server: RunningServer,
+    doq: SocketAddr,
+    ca: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// ldplayer serve with the test zone over UDP and DoQ (certificate from the testbed's CA).
+fn doq_server(idle: Duration) -> DoqServer {
+    let dir = tempfile::tempdir().unwrap();
+    let (ca, key, cert) = make_certs(dir.path());
+    let identity =
+        TlsIdentity::from_pem(&std::fs::read(cert).unwrap(), &std::fs::read(key).unwrap()).unwrap();
+    let zone = Zone::from_text(ZONE, "example.zone", None).unwrap();
+    let zones: Arc<ZoneSet> = Arc::new(std::iter::once(zone).collect());
+    let mut config = ServerConfig::new(vec!["127.0.0.1:0".parse().unwrap()]);
+    let mut doq = DoqConfig::new(vec!["127.0.0.1:0".parse().unwrap()], identity);
+    doq.idle_timeout = idle;
+    config.doq = Some(doq);
+    let server = Server::start(config, zones).unwrap();
+    let doq = server.doq_local_addrs()[0];
+    DoqServer {
+        server,
+        doq,
+        ca,
+        _dir: dir,
+    }
+}
+
+fn doq_config(server: &DoqServer) -> ReplayConfig {
+    let mut cfg = ReplayConfig::new(server.doq);
+    cfg.queriers = 1;
+    cfg.timeout = Duration::from_secs(2);
+    cfg.proto_override = Some(Proto::Quic);
+    cfg.tls = TlsConfig {
+        ca_file: Some(server.ca.clone()),
+        ..TlsConfig::default()
+    };
+    cfg
+}
+
+/// `n` queries from `clients` clients, `gap_ms` apart, alternating a name that exists and one
+/// that does not.
+fn trace(n: usize, clients: u8, gap_ms: i64) -> Vec<ldplayer_trace::RecordBuf> {
+    (0..n)
+        .map(|i| {
+            let name = if i % 2 == 0 {
+                "www.example."
+            } else {
+                "nope.example."
+            };
+            record(
+                i as i64 * gap_ms * MS,
+                (i % clients as usize) as u8 + 1,
+                Proto::Udp,
+                query(i as u16 + 1, name, Rtype::A, Some(1232)),
+            )
+        })
+        .collect()
+}
+
+fn replay(cfg: ReplayConfig, recs: Vec<ldplayer_trace::RecordBuf>) -> (ReplayStats, Results) {
+    let results = Results::default();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
+    assert!(results.finished());
+    (stats, results)
+}
+
+#[test]
+fn doq_queries_are_answered_as_over_udp_one_connection_per_client() {
+    let server = doq_server(Duration::from_secs(10));
+    let (stats, results) = replay(doq_config(&server), trace(30, 3, 2));
+    let rs = results.sorted();
+    assert_one_each(&rs, 30);
+    for (i, r) in rs.iter().enumerate() {
+        assert_eq!(r.outcome, Outcome::Answered, "{r:?} {stats:?}");
+        assert_eq!(r.proto, Proto::Quic);
+        let expected = if i % 2 == 0 {
+            Rcode::NOERROR
+        } else {
+            Rcode::NXDOMAIN
+        };
+        assert_eq!(r.rcode, expected, "query {i}");
+        assert!(r.sent_ns > 0, "{r:?}");
+        assert!(
+            r.latency_ns().is_some_and(|l| l > 0 && l < 1_000_000_000),
+            "{r:?}"
+        );
+    }
+    assert_eq!(stats.connections_opened, 3, "{stats:?}");
+    assert_eq!(stats.connections_reused, 27, "{stats:?}");
+    assert_eq!(rs.iter().filter(|r| r.new_connection).count(), 3);
+    let served = server.server.stop();
+    assert_eq!(served.doq_queries, 30, "{served:?}");
+    assert_eq!(served.doq_handshakes, 3, "{served:?}");
+}
+
+/// Each client's second connection resumes its session and sends its query in 0-RTT, which
+/// the server accepts (as it counts them); with 0-RTT off, the query waits for the handshake.
+#[test]
+fn doq_second_connections_use_0rtt_unless_switched_off() {
+    for zero_rtt in [true, false] {
+        // The server closes idle connections after 150 ms; the clients ask again 500 ms later.
+        let server = doq_server(Duration::from_millis(150));
+        let mut cfg = doq_config(&server);
+        cfg.tls.zero_rtt = zero_rtt;
+        let recs: Vec<_> = (0..4)
+            .map(|i| {
+                record(
+                    (i / 2) * 500 * MS,
+                    (i % 2) as u8 + 1,
+                    Proto::Udp,
+                    query(i as u16, "www.example.", Rtype::A, None),
+                )
+            })
+            .collect();
+        let (stats, results) = replay(cfg, recs);
+        assert_eq!(stats.answered, 4, "{stats:?} {:?}", results.sorted());
+        assert_eq!(stats.connections_opened, 4, "{stats:?}");
+        let served = server.server.stop();
+        if zero_rtt {
+            assert_eq!(stats.quic_zero_rtt, 2, "{stats:?}");
+            assert_eq!(stats.quic_zero_rtt_accepted, 2, "{stats:?}");
+            assert_eq!(served.doq_zero_rtt, 2, "the server saw them: {served:?}");
+        } else {
+            assert_eq!(stats.quic_zero_rtt, 0, "{stats:?}");
+            assert_eq!(served.doq_zero_rtt, 0, "{served:?}");
+            assert_eq!(served.doq_resumed, 2, "resumed all the same: {served:?}");
+        }
+    }
+}
+
+/// The causes counted for `kind`, by key.
+fn causes(stats: &ReplayStats, kind: ErrorKind) -> Vec<(String, u64)> {
+    stats
+        .causes
+        .iter()
+        .filter(|c| c.kind == kind)
+        .map(|c| (c.cause.to_string(), c.count))
+        .collect()
+}
+
+/// A certificate for another name fails the handshake as TLS; a DoT (TCP-only) port answers
+/// nothing over QUIC and the queries time out; either way the run completes.
+#[test]
+fn a_certificate_mismatch_and_no_quic_server_are_counted() {
+    let server = doq_server(Duration::from_secs(10));
+    let mut cfg = doq_config(&server);
+    cfg.tls.server_name = Some("not-the-server.example".into());
+    let (stats, results) = replay(cfg, trace(4, 2, 1));
+    assert_one_each(&results.sorted(), 4);
+    assert_eq!(
+        causes(&stats, ErrorKind::Tls),
+        [("quic-tls-alert".to_string(), 4)],
+        "{stats:?}"
+    );
+
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut cfg = ReplayConfig::new(silent.local_addr().unwrap());
+    cfg.queriers = 1;
+    cfg.timeout = Duration::from_millis(500);
+    cfg.proto_override = Some(Proto::Quic);
+    cfg.tls.insecure = true;
+    let (stats, results) = replay(cfg, trace(4, 2, 1));
+    let rs = results.sorted();
+    assert_one_each(&rs, 4);
+    assert!(rs.iter().all(|r| r.outcome == Outcome::Timeout), "{rs:?}");
+    assert_eq!(stats.timeouts, 4, "{stats:?}");
+}
+
+/// How a misbehaving DoQ server treats each query's stream.
+#[derive(Clone, Copy, Debug)]
+enum Misbehaviour {
+    /// Resets the stream (RESET_STREAM) instead of answering.
+    Reset,
+    /// Finishes the stream with three bytes that are no DNS message.
+    Short,
+}
+
+/// A DoQ server (quinn, ALPN doq) that reads each query and misbehaves; its address and CA.
+fn misbehaving_doq_server(dir: &std::path::Path, how: Misbehaviour) -> (SocketAddr, PathBuf) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (ca, key, cert) = make_certs(dir);
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .unwrap();
+    tls.alpn_protocols = vec![b"doq".to_vec()];
+    let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let addr = socket.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let endpoint = quinn::Endpoint::new(
+                quinn::EndpointConfig::default(),
+                Some(config),
+                socket,
+                Arc::new(quinn::TokioRuntime),
+            )
+            .unwrap();
+            while let Some(incoming) = endpoint.accept().await {
+                tokio::spawn(async move {
+                    let Ok(conn) = incoming.await else {
+                        return;
+                    };
+                    while let Ok((mut send, mut recv)) = conn.accept_bi().await {
+                        let _ = recv.read_to_end(1024).await;
+                        match how {
+                            Misbehaviour::Reset => {
+                                let _ = send.reset(quinn::VarInt::from_u32(5));
+                            }
+                            Misbehaviour::Short => {
+                                let _ = send.write_all(b"abc").await;
+                                let _ = send.finish();
+                            }
+                        }
+                    }
+                });
+            }
+        });
+    });
+    (addr, ca)
+}
+
+/// A DoQ server that resets streams or finishes them with no DNS message: each query fails as
+/// `quic` with its cause, and the run completes.
+#[test]
+fn doq_streams_closed_early_fail_by_kind_and_the_run_completes() {
+    for (how, cause) in [
+        (Misbehaviour::Reset, "quic-stream-reset"),
+        (Misbehaviour::Short, "quic-bad-response"),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (addr, ca) = misbehaving_doq_server(dir.path(), how);
+        let mut cfg = ReplayConfig::new(addr);
+        cfg.queriers = 1;
+        cfg.proto_override = Some(Proto::Quic);
+        cfg.tls.ca_file = Some(ca);
+        let (stats, results) = replay(cfg, trace(6, 2, 1));
+        let rs = results.sorted();
+        assert_one_each(&rs, 6);
+        assert!(
+            rs.iter()
+                .all(|r| r.outcome == Outcome::Error(ErrorKind::Quic)),
+            "{how:?}: {rs:?}"
+        );
+        assert_eq!(
+            causes(&stats, ErrorKind::Quic),
+            [(cause.to_string(), 6)],
+            "{how:?}: {stats:?}"
+        );
+    }
+}
