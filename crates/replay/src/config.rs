@@ -4,6 +4,7 @@ use crate::error::ReplayError;
 use ldplayer_trace::Proto;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// When queries are sent.
@@ -93,6 +94,48 @@ impl Default for DohConfig {
     }
 }
 
+/// How one group of clients behaves, beside the replay's own settings (a population group's
+/// session profile); `None` keeps the replay's own.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ClientProfile {
+    /// How long a connection of the client may stay idle.
+    pub idle_timeout: Option<Duration>,
+    /// How long the client waits for an answer.
+    pub timeout: Option<Duration>,
+    /// How many times the client resends a UDP query that timed out.
+    pub udp_retries: Option<u32>,
+    /// Whether the client resumes TLS sessions (DoT, DoH, DoQ).
+    pub resume: Option<bool>,
+    /// Whether the client sends DoQ queries in 0-RTT on resumed sessions.
+    pub zero_rtt: Option<bool>,
+    /// The client's DoH method.
+    pub doh_method: Option<DohMethod>,
+}
+
+/// The clients' session profiles: which profile each client (by its address in the trace)
+/// follows.
+#[derive(Clone)]
+pub struct Profiles {
+    /// The profiles, indexed by what `assign` returns.
+    pub profiles: Vec<ClientProfile>,
+    /// The profile of the client with this address (a stable function of it).
+    pub assign: Arc<dyn Fn(IpAddr) -> usize + Send + Sync>,
+}
+
+impl std::fmt::Debug for Profiles {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Profiles")
+            .field("profiles", &self.profiles)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PartialEq for Profiles {
+    fn eq(&self, other: &Self) -> bool {
+        self.profiles == other.profiles && Arc::ptr_eq(&self.assign, &other.assign)
+    }
+}
+
 /// Everything that shapes a replay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayConfig {
@@ -158,6 +201,9 @@ pub struct ReplayConfig {
     pub tls: TlsConfig,
     /// DNS over HTTPS settings.
     pub doh: DohConfig,
+    /// Session profiles per client (a population's groups); `None`: every client follows the
+    /// settings above.
+    pub profiles: Option<Profiles>,
     /// How far ahead of real time the reader runs (queries buffered before they are due).
     pub preload: Duration,
     /// Skip responses in the trace (QR set); when false, every record is sent as a query.
@@ -274,6 +320,7 @@ impl Default for ReplayConfig {
             kernel_send_times: true,
             tls: TlsConfig::default(),
             doh: DohConfig::default(),
+            profiles: None,
             preload: Duration::from_secs(1),
             queries_only: true,
             start_ns: None,

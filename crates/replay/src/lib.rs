@@ -69,7 +69,7 @@ mod tls_session;
 mod traffic_keys;
 
 pub use clock::clock_state;
-pub use config::{DohConfig, DohMethod, ReplayConfig, Timing, TlsConfig};
+pub use config::{ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Timing, TlsConfig};
 pub use distributor::{stable_hash, Distributor, Schedule};
 pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;

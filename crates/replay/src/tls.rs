@@ -18,7 +18,6 @@ use std::sync::{Arc, Mutex};
 #[derive(Debug, Clone)]
 pub(crate) struct TlsBase {
     config: ClientConfig,
-    resume: bool,
     key_log: Arc<dyn rustls::KeyLog>,
     pub server_name: ServerName<'static>,
 }
@@ -62,30 +61,30 @@ impl TlsBase {
         };
         Ok(TlsBase {
             config,
-            resume: tls.resume,
             key_log: Arc::new(rustls::KeyLogFile::new()),
             server_name,
         })
     }
 
-    /// A configuration for one client, with its own session store (or none).
+    /// A configuration for one DoT client that resumes sessions.
+    #[cfg(test)]
     pub fn for_client(&self) -> Arc<ClientConfig> {
-        self.for_client_with_alpn(Vec::new())
+        self.for_client_with(Vec::new(), true)
     }
 
     /// A configuration for one DoQ client (ALPN `doq`, RFC 9250 §4.1), with its own session
     /// store and early data (0-RTT) allowed when `zero_rtt`.
-    pub fn for_quic_client(&self, zero_rtt: bool) -> Arc<ClientConfig> {
-        let mut c = (*self.for_client_with_alpn(vec![b"doq".to_vec()])).clone();
+    pub fn for_quic_client(&self, resume: bool, zero_rtt: bool) -> Arc<ClientConfig> {
+        let mut c = (*self.for_client_with(vec![b"doq".to_vec()], resume)).clone();
         // quinn keeps the session; nothing to extract.
         c.enable_secret_extraction = false;
-        c.enable_early_data = zero_rtt && self.resume;
+        c.enable_early_data = zero_rtt && resume;
         Arc::new(c)
     }
 
-    /// As [`for_client`](Self::for_client), offering these application protocols (ALPN), e.g.
-    /// `h2` for DNS over HTTPS.
-    pub fn for_client_with_alpn(&self, alpn: Vec<Vec<u8>>) -> Arc<ClientConfig> {
+    /// A configuration for one client, with its own session store (or none, without
+    /// `resume`), offering these application protocols (ALPN: none for DoT, `h2` for DoH).
+    pub fn for_client_with(&self, alpn: Vec<Vec<u8>>, resume: bool) -> Arc<ClientConfig> {
         let mut c = self.config.clone();
         c.alpn_protocols = alpn;
         // A session keeps only its traffic keys once it is established (see `traffic_keys`).
@@ -93,7 +92,7 @@ impl TlsBase {
         // With SSLKEYLOGFILE set, the sessions' secrets go there (NSS key log format), so that
         // Wireshark or tshark can decrypt a capture of the replay; without it, nothing is written.
         c.key_log = self.key_log.clone();
-        c.resumption = if self.resume {
+        c.resumption = if resume {
             Resumption::store(Arc::new(OneClientStore::default()))
         } else {
             Resumption::disabled()

@@ -965,3 +965,54 @@ fn more_clients_than_udp_sockets_loses_no_answer() {
         "sockets were reused: {stats:?}"
     );
 }
+
+/// Session profiles: clients of one group close their connection after 100 ms idle, the
+/// others keep it; each client asks twice 400 ms apart, so only the first group's clients
+/// connect twice. Their answer timeout is their group's too.
+#[test]
+fn session_profiles_set_each_clients_idle_timeout() {
+    use ldplayer_replay::{ClientProfile, Profiles};
+    let server = knot();
+    let mut cfg = config(server.addr);
+    cfg.queriers = 1;
+    cfg.proto_override = Some(Proto::Tcp);
+    cfg.tcp_idle_timeout = Duration::from_secs(10);
+    cfg.profiles = Some(Profiles {
+        profiles: vec![
+            ClientProfile {
+                idle_timeout: Some(Duration::from_millis(100)),
+                ..ClientProfile::default()
+            },
+            ClientProfile::default(),
+        ],
+        // Clients 10.0.0.1 and 10.0.0.3 follow the first profile, 10.0.0.2 and 10.0.0.4 the
+        // second.
+        assign: std::sync::Arc::new(|addr| match addr {
+            std::net::IpAddr::V4(a) => usize::from(a.octets()[3] % 2 == 0),
+            _ => 1,
+        }),
+    });
+    let recs: Vec<_> = (0..8)
+        .map(|i| {
+            record(
+                (i / 4) * 400 * MS,
+                (i % 4) as u8 + 1,
+                Proto::Tcp,
+                query(i as u16, "www.example.", Rtype::A, None),
+            )
+        })
+        .collect();
+    let results = Results::default();
+    let stats = Replay::new(cfg)
+        .unwrap()
+        .run(&mut VecSource(recs), results.clone())
+        .unwrap()
+        .stats;
+    assert_eq!(stats.answered, 8, "{stats:?}");
+    assert_eq!(stats.connections_opened, 6, "{stats:?}");
+    let rs = results.sorted();
+    for r in &rs[4..] {
+        let client = r.index % 4 + 1;
+        assert_eq!(r.new_connection, client % 2 == 1, "client {client}: {r:?}");
+    }
+}

@@ -36,6 +36,10 @@ pub(super) struct DoqQuery {
     pub local: Option<IpAddr>,
     /// The client's TLS configuration (ALPN `doq`, its own session store).
     pub tls: Arc<ClientConfig>,
+    /// Whether the client sends 0-RTT on a resumed session.
+    pub zero_rtt: bool,
+    /// How long the client's connection may stay idle.
+    pub idle_timeout: Duration,
     /// The whole DNS message.
     pub wire: Vec<u8>,
 }
@@ -86,8 +90,6 @@ pub(super) struct Doq {
 pub(super) struct DoqSetup {
     pub server: SocketAddr,
     pub server_name: String,
-    pub idle_timeout: Duration,
-    pub zero_rtt: bool,
     /// How long a query may take before its task gives up (the querier times it out first).
     pub query_timeout: Duration,
 }
@@ -224,7 +226,7 @@ async fn connection(
         .map_err(|_| (ErrorKind::Tls, Cause::Quic("quic-tls-config")))?;
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
     let mut transport = quinn::TransportConfig::default();
-    transport.max_idle_timeout(setup.idle_timeout.try_into().ok());
+    transport.max_idle_timeout(q.idle_timeout.try_into().ok());
     config.transport_config(Arc::new(transport));
     let connecting = endpoint
         .connect_with(config, setup.server, &setup.server_name)
@@ -235,7 +237,7 @@ async fn connection(
         });
         conn
     };
-    let (conn, zero_rtt) = if setup.zero_rtt {
+    let (conn, zero_rtt) = if q.zero_rtt {
         match connecting.into_0rtt() {
             Ok((conn, accepted)) => {
                 let tell = tell.clone();

@@ -17,9 +17,14 @@ impl Querier {
             let setup = DoqSetup {
                 server: self.config.quic_server.unwrap_or(self.server),
                 server_name: base.server_name.to_str().into_owned(),
-                idle_timeout: self.config.tcp_idle_timeout,
-                zero_rtt: self.config.tls.zero_rtt,
-                query_timeout: self.config.timeout,
+                query_timeout: self
+                    .profiles
+                    .iter()
+                    .map(|p| p.timeout_ns)
+                    .max()
+                    .map_or(self.config.timeout, |ns| {
+                        std::time::Duration::from_nanos(ns.max(0) as u64)
+                    }),
             };
             match Doq::start(setup, self.waker.clone()) {
                 Ok(d) => self.doq = Some(d),
@@ -31,15 +36,17 @@ impl Querier {
         }
         let s = &self.slots[slot as usize];
         let (client, gen) = (s.client, s.gen);
-        let zero_rtt = self.config.tls.zero_rtt;
+        let profile = self.profile_of(client);
+        let (resume, zero_rtt, idle_timeout) =
+            (profile.resume, profile.zero_rtt, profile.idle_timeout);
         let (local, tls) = match self.clients.get_mut(&client) {
             Some(c) => (
                 c.local,
                 c.doq_tls
-                    .get_or_insert_with(|| base.for_quic_client(zero_rtt))
+                    .get_or_insert_with(|| base.for_quic_client(resume, zero_rtt))
                     .clone(),
             ),
-            None => (None, base.for_quic_client(zero_rtt)),
+            None => (None, base.for_quic_client(resume, zero_rtt)),
         };
         let query = DoqQuery {
             slot,
@@ -47,6 +54,8 @@ impl Querier {
             client,
             local,
             tls,
+            zero_rtt,
+            idle_timeout,
             wire: self.slots[slot as usize].wire.clone(),
         };
         let handed = self.doq.as_ref().is_some_and(|d| d.send(query));
@@ -54,8 +63,8 @@ impl Querier {
             self.fail(slot, ErrorKind::Send, &Cause::ClosedLocally);
             return;
         }
-        let now = clock::now_ns();
-        self.push_timeout(slot, now + self.timeout_ns);
+        let deadline = self.deadline_of(slot, clock::now_ns());
+        self.push_timeout(slot, deadline);
     }
 
     /// Takes what the DoQ thread has to say.

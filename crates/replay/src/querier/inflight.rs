@@ -132,7 +132,7 @@ impl Querier {
                 (self.slots.len() - 1) as u32
             }
         };
-        let retries = self.config.udp_retries;
+        let retries = self.profile_of(m.client).udp_retries;
         let wire = self.pending.front().map(|b| b.wire(m)).unwrap_or(&[]);
         let s = &mut self.slots[idx as usize];
         s.live = true;

@@ -71,6 +71,7 @@ mod doh_framing;
 mod doq;
 mod doq_glue;
 mod inflight;
+mod profile;
 mod send_times;
 mod stream;
 mod tcp_framing;
@@ -92,6 +93,8 @@ struct Client {
     doh_tls: Option<Arc<ClientConfig>>,
     /// Its TLS configuration for DoQ (ALPN doq), with a session store of its own.
     doq_tls: Option<Arc<ClientConfig>>,
+    /// Its session profile (an index into `Querier::profiles`).
+    profile: u32,
 }
 
 /// Runs a querier to the end and returns its counters.
@@ -155,12 +158,11 @@ struct Querier {
     fast: bool,
     max_in_flight: usize,
     in_flight: usize,
-    timeout_ns: i64,
     server: SocketAddr,
     /// The name the server's TLS certificate is checked against, for error messages.
     server_name: String,
-    /// DNS over HTTPS settings, shared by the querier's DoH connections.
-    doh: Arc<crate::config::DohConfig>,
+    /// The session profiles of the clients (the replay's own last).
+    profiles: Vec<profile::Profile>,
 
     pending: VecDeque<Batch>,
     cursor: usize,
@@ -225,13 +227,12 @@ impl Querier {
         Ok(Querier {
             fast: matches!(config.timing, Timing::Fast { .. }),
             max_in_flight: s.max_in_flight.max(1),
-            timeout_ns: config.timeout.as_nanos().min(i64::MAX as u128) as i64,
             server: config.server,
             server_name: s
                 .tls
                 .as_ref()
                 .map_or_else(String::new, |t| t.server_name.to_str().into_owned()),
-            doh: Arc::new(config.doh.clone()),
+            profiles: profile::resolve(&config),
             config,
             poll: s.poll,
             events: Events::with_capacity(1024),
@@ -482,8 +483,8 @@ impl Querier {
             self.push_result(blank_result(&m, proto, Outcome::Error(ErrorKind::BadQuery)));
             return;
         }
-        let slot = self.alloc_slot(&m, proto);
         self.ensure_client(m.client, m.src);
+        let slot = self.alloc_slot(&m, proto);
         self.in_flight += 1;
         match proto {
             Proto::Udp => self.send_udp(slot),
@@ -511,9 +512,24 @@ impl Querier {
                     tls: None,
                     doh_tls: None,
                     doq_tls: None,
+                    profile: profile::assign(&self.config, self.profiles.len(), src),
                 },
             );
         }
+    }
+
+    /// The session profile of `client`.
+    fn profile_of(&self, client: u32) -> &profile::Profile {
+        let i = self
+            .clients
+            .get(&client)
+            .map_or(self.profiles.len() - 1, |c| c.profile as usize);
+        &self.profiles[i.min(self.profiles.len() - 1)]
+    }
+
+    /// When a query of `slot` sent now times out.
+    fn deadline_of(&self, slot: u32, now: i64) -> i64 {
+        now + self.profile_of(self.slots[slot as usize].client).timeout_ns
     }
 
     // ---- completion ----

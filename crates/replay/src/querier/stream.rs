@@ -125,21 +125,30 @@ impl Querier {
                 let Some(base) = self.tls.clone() else {
                     return Err((ErrorKind::Tls, Cause::NoTlsConfig));
                 };
-                let made = match (proto, self.clients.get_mut(&client)) {
-                    (Proto::Tls, Some(c)) => c.tls.get_or_insert_with(|| base.for_client()).clone(),
-                    (Proto::Tls, None) => base.for_client(),
-                    (_, Some(c)) => c
-                        .doh_tls
-                        .get_or_insert_with(|| base.for_client_with_alpn(vec![b"h2".to_vec()]))
-                        .clone(),
-                    (_, None) => base.for_client_with_alpn(vec![b"h2".to_vec()]),
+                let resume = self.profile_of(client).resume;
+                let alpn = || match proto {
+                    Proto::Tls => Vec::new(),
+                    _ => vec![b"h2".to_vec()],
+                };
+                let made = match self.clients.get_mut(&client) {
+                    Some(c) => {
+                        let kept = if proto == Proto::Tls {
+                            &mut c.tls
+                        } else {
+                            &mut c.doh_tls
+                        };
+                        kept.get_or_insert_with(|| base.for_client_with(alpn(), resume))
+                            .clone()
+                    }
+                    None => base.for_client_with(alpn(), resume),
                 };
                 let name = base.server_name.clone();
                 let started = if proto == Proto::Tls {
                     TlsFraming::new(made, name).map(|t| StreamTransport::Tls(Box::new(t)))
                 } else {
                     let authority = self.doh_authority(&base, dest);
-                    DohFraming::new(made, name, authority, self.doh.clone())
+                    let doh = self.profile_of(client).doh.clone();
+                    DohFraming::new(made, name, authority, doh)
                         .map(|d| StreamTransport::Doh(Box::new(d)))
                 };
                 match started {
@@ -188,11 +197,7 @@ impl Querier {
             inflight: Vec::new(),
             queries: 0,
             last_active_ns: opened_ns,
-            idle_ns: self
-                .config
-                .tcp_idle_timeout
-                .as_nanos()
-                .min(i64::MAX as u128) as i64,
+            idle_ns: self.profile_of(client).idle_ns,
         });
         self.conns_open += 1;
         self.stats.connections_opened += 1;
@@ -290,7 +295,8 @@ impl Querier {
             });
             conn.inflight.push(slot);
         }
-        self.push_timeout(slot, now + self.timeout_ns);
+        let deadline = self.deadline_of(slot, now);
+        self.push_timeout(slot, deadline);
         if self.batching {
             self.stream_out.push(ci);
         } else {

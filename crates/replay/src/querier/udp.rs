@@ -217,7 +217,8 @@ impl Querier {
             }
             let icmp_queued = u.icmp_queued;
             for &s in &group[..n] {
-                self.push_timeout(s, now + self.timeout_ns);
+                let deadline = self.deadline_of(s, now);
+                self.push_timeout(s, deadline);
             }
             if n < group.len() {
                 let rest = group[n..].to_vec();
