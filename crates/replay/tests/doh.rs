@@ -7,11 +7,10 @@ mod common;
 
 use common::*;
 use ldplayer_dns::{Rcode, Rtype};
-use ldplayer_replay::{DohMethod, Replay, ReplayConfig, ReplayStats, TlsConfig};
+use ldplayer_replay::{DohMethod, ReplayConfig, ReplayStats, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
-use ldplayer_server::{DohConfig, RunningServer, Server, ServerConfig, TlsIdentity};
+use ldplayer_server::DohConfig;
 use ldplayer_trace::Proto;
-use ldplayer_zone::{Zone, ZoneSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,34 +18,21 @@ use std::time::Duration;
 
 const MS: i64 = 1_000_000;
 
-/// ldplayer serve with the test zone over UDP and DoH (certificate from the testbed's CA),
-/// and the CA to trust.
+/// ldplayer's server with DoH on a free port whose connections close after `idle`
+/// idle, and that front's address.
 struct DohServer {
-    server: RunningServer,
+    own: OwnServer,
     doh: SocketAddr,
-    ca: PathBuf,
-    _dir: tempfile::TempDir,
 }
 
 fn doh_server(idle: Duration) -> DohServer {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, key, cert) = make_certs(dir.path());
-    let identity =
-        TlsIdentity::from_pem(&std::fs::read(cert).unwrap(), &std::fs::read(key).unwrap()).unwrap();
-    let zone = Zone::from_text(ZONE, "example.zone", None).unwrap();
-    let zones: Arc<ZoneSet> = Arc::new(std::iter::once(zone).collect());
-    let mut config = ServerConfig::new(vec!["127.0.0.1:0".parse().unwrap()]);
-    let mut doh = DohConfig::new(vec!["127.0.0.1:0".parse().unwrap()], identity);
-    doh.idle_timeout = idle;
-    config.doh = Some(doh);
-    let server = Server::start(config, zones).unwrap();
-    let doh = server.doh_local_addrs()[0];
-    DohServer {
-        server,
-        doh,
-        ca,
-        _dir: dir,
-    }
+    let server = own_server(|config, identity| {
+        let mut front = DohConfig::new(vec!["127.0.0.1:0".parse().unwrap()], identity);
+        front.idle_timeout = idle;
+        config.doh = Some(front);
+    });
+    let doh = server.server.doh_local_addrs()[0];
+    DohServer { own: server, doh }
 }
 
 fn doh_config(server: &DohServer, method: DohMethod) -> ReplayConfig {
@@ -56,42 +42,20 @@ fn doh_config(server: &DohServer, method: DohMethod) -> ReplayConfig {
     cfg.proto_override = Some(Proto::Https);
     cfg.doh.method = method;
     cfg.tls = TlsConfig {
-        ca_file: Some(server.ca.clone()),
+        ca_file: Some(server.own.ca.clone()),
         ..TlsConfig::default()
     };
     cfg
 }
 
 /// `n` queries from `clients` clients, `gap_ms` apart, alternating a name that exists and one
-/// that does not.
+/// that does not (their transport is the replay's).
 fn trace(n: usize, clients: u8, gap_ms: i64) -> Vec<ldplayer_trace::RecordBuf> {
-    (0..n)
-        .map(|i| {
-            let name = if i % 2 == 0 {
-                "www.example."
-            } else {
-                "nope.example."
-            };
-            let c = (i % clients as usize) as u8 + 1;
-            record(
-                i as i64 * gap_ms * MS,
-                c,
-                Proto::Udp,
-                query(i as u16 + 1, name, Rtype::A, Some(1232)),
-            )
-        })
-        .collect()
+    alternating_trace(n, clients, gap_ms, Proto::Udp)
 }
 
 fn replay(cfg: ReplayConfig, recs: Vec<ldplayer_trace::RecordBuf>) -> (ReplayStats, Results) {
-    let results = Results::default();
-    let stats = Replay::new(cfg)
-        .unwrap()
-        .run(&mut VecSource(recs), results.clone())
-        .unwrap()
-        .stats;
-    assert!(results.finished());
-    (stats, results)
+    replay_records(cfg, recs)
 }
 
 #[test]
@@ -128,7 +92,7 @@ fn doh_post_and_get_are_answered_as_over_udp_one_connection_per_client() {
             .filter(|r| r.new_connection)
             .all(|r| r.handshake_ns > 0));
     }
-    let served = server.server.stop();
+    let served = server.own.server.stop();
     assert!(served.doh_queries >= 60, "{served:?}");
 }
 
@@ -170,16 +134,6 @@ fn doh_sessions_resume_per_client() {
         assert_eq!(stats.connections_opened, 4, "{stats:?}");
         assert_eq!(stats.tls_resumed, if resume { 2 } else { 0 }, "{stats:?}");
     }
-}
-
-/// The causes counted for `kind`, by key.
-fn causes(stats: &ReplayStats, kind: ErrorKind) -> Vec<(String, u64)> {
-    stats
-        .causes
-        .iter()
-        .filter(|c| c.kind == kind)
-        .map(|c| (c.cause.to_string(), c.count))
-        .collect()
 }
 
 /// A path the server does not serve: every query fails as an HTTP 404, named, and the run

@@ -7,11 +7,10 @@ mod common;
 
 use common::*;
 use ldplayer_dns::{Rcode, Rtype};
-use ldplayer_replay::{Replay, ReplayConfig, ReplayStats, TlsConfig};
+use ldplayer_replay::{ReplayConfig, ReplayStats, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
-use ldplayer_server::{DoqConfig, RunningServer, Server, ServerConfig, TlsIdentity};
+use ldplayer_server::DoqConfig;
 use ldplayer_trace::Proto;
-use ldplayer_zone::{Zone, ZoneSet};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -19,33 +18,21 @@ use std::time::Duration;
 
 const MS: i64 = 1_000_000;
 
+/// ldplayer's server with DoQ on a free port whose connections close after `idle`
+/// idle, and that front's address.
 struct DoqServer {
-    server: RunningServer,
+    own: OwnServer,
     doq: SocketAddr,
-    ca: PathBuf,
-    _dir: tempfile::TempDir,
 }
 
-/// ldplayer serve with the test zone over UDP and DoQ (certificate from the testbed's CA).
 fn doq_server(idle: Duration) -> DoqServer {
-    let dir = tempfile::tempdir().unwrap();
-    let (ca, key, cert) = make_certs(dir.path());
-    let identity =
-        TlsIdentity::from_pem(&std::fs::read(cert).unwrap(), &std::fs::read(key).unwrap()).unwrap();
-    let zone = Zone::from_text(ZONE, "example.zone", None).unwrap();
-    let zones: Arc<ZoneSet> = Arc::new(std::iter::once(zone).collect());
-    let mut config = ServerConfig::new(vec!["127.0.0.1:0".parse().unwrap()]);
-    let mut doq = DoqConfig::new(vec!["127.0.0.1:0".parse().unwrap()], identity);
-    doq.idle_timeout = idle;
-    config.doq = Some(doq);
-    let server = Server::start(config, zones).unwrap();
-    let doq = server.doq_local_addrs()[0];
-    DoqServer {
-        server,
-        doq,
-        ca,
-        _dir: dir,
-    }
+    let server = own_server(|config, identity| {
+        let mut front = DoqConfig::new(vec!["127.0.0.1:0".parse().unwrap()], identity);
+        front.idle_timeout = idle;
+        config.doq = Some(front);
+    });
+    let doq = server.server.doq_local_addrs()[0];
+    DoqServer { own: server, doq }
 }
 
 fn doq_config(server: &DoqServer) -> ReplayConfig {
@@ -54,41 +41,20 @@ fn doq_config(server: &DoqServer) -> ReplayConfig {
     cfg.timeout = Duration::from_secs(2);
     cfg.proto_override = Some(Proto::Quic);
     cfg.tls = TlsConfig {
-        ca_file: Some(server.ca.clone()),
+        ca_file: Some(server.own.ca.clone()),
         ..TlsConfig::default()
     };
     cfg
 }
 
 /// `n` queries from `clients` clients, `gap_ms` apart, alternating a name that exists and one
-/// that does not.
+/// that does not (their transport is the replay's).
 fn trace(n: usize, clients: u8, gap_ms: i64) -> Vec<ldplayer_trace::RecordBuf> {
-    (0..n)
-        .map(|i| {
-            let name = if i % 2 == 0 {
-                "www.example."
-            } else {
-                "nope.example."
-            };
-            record(
-                i as i64 * gap_ms * MS,
-                (i % clients as usize) as u8 + 1,
-                Proto::Udp,
-                query(i as u16 + 1, name, Rtype::A, Some(1232)),
-            )
-        })
-        .collect()
+    alternating_trace(n, clients, gap_ms, Proto::Udp)
 }
 
 fn replay(cfg: ReplayConfig, recs: Vec<ldplayer_trace::RecordBuf>) -> (ReplayStats, Results) {
-    let results = Results::default();
-    let stats = Replay::new(cfg)
-        .unwrap()
-        .run(&mut VecSource(recs), results.clone())
-        .unwrap()
-        .stats;
-    assert!(results.finished());
-    (stats, results)
+    replay_records(cfg, recs)
 }
 
 #[test]
@@ -115,7 +81,7 @@ fn doq_queries_are_answered_as_over_udp_one_connection_per_client() {
     assert_eq!(stats.connections_opened, 3, "{stats:?}");
     assert_eq!(stats.connections_reused, 27, "{stats:?}");
     assert_eq!(rs.iter().filter(|r| r.new_connection).count(), 3);
-    let served = server.server.stop();
+    let served = server.own.server.stop();
     assert_eq!(served.doq_queries, 30, "{served:?}");
     assert_eq!(served.doq_handshakes, 3, "{served:?}");
 }
@@ -142,7 +108,7 @@ fn doq_second_connections_use_0rtt_unless_switched_off() {
         let (stats, results) = replay(cfg, recs);
         assert_eq!(stats.answered, 4, "{stats:?} {:?}", results.sorted());
         assert_eq!(stats.connections_opened, 4, "{stats:?}");
-        let served = server.server.stop();
+        let served = server.own.server.stop();
         if zero_rtt {
             assert_eq!(stats.quic_zero_rtt, 2, "{stats:?}");
             assert_eq!(stats.quic_zero_rtt_accepted, 2, "{stats:?}");
@@ -153,16 +119,6 @@ fn doq_second_connections_use_0rtt_unless_switched_off() {
             assert_eq!(served.doq_resumed, 2, "resumed all the same: {served:?}");
         }
     }
-}
-
-/// The causes counted for `kind`, by key.
-fn causes(stats: &ReplayStats, kind: ErrorKind) -> Vec<(String, u64)> {
-    stats
-        .causes
-        .iter()
-        .filter(|c| c.kind == kind)
-        .map(|c| (c.cause.to_string(), c.count))
-        .collect()
 }
 
 /// A certificate for another name fails the handshake as TLS; a DoT (TCP-only) port answers

@@ -34,22 +34,7 @@ fn tls_config(server: SocketAddr) -> ReplayConfig {
 
 /// `n` queries from `clients` clients, 1 ms apart, alternating existing and missing names.
 fn trace(n: usize, clients: u8, proto: Proto) -> Vec<ldplayer_trace::RecordBuf> {
-    (0..n)
-        .map(|i| {
-            let name = if i % 2 == 0 {
-                "www.example."
-            } else {
-                "nope.example."
-            };
-            let c = (i % clients as usize) as u8 + 1;
-            record(
-                i as i64 * MS,
-                c,
-                proto,
-                query(i as u16, name, Rtype::A, Some(1232)),
-            )
-        })
-        .collect()
+    alternating_trace(n, clients, 1, proto)
 }
 
 #[test]

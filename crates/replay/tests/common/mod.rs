@@ -98,3 +98,84 @@ pub fn assert_one_each(results: &[QueryResult], n: usize) {
         assert_eq!(r.index, i as u64, "result indexes");
     }
 }
+
+/// `n` queries from `clients` clients, `gap_ms` apart, over `proto`, alternating a name the test
+/// zone has (`www.example.`) and one it lacks (`nope.example.`); query `i` has ID `i`.
+pub fn alternating_trace(n: usize, clients: u8, gap_ms: i64, proto: Proto) -> Vec<RecordBuf> {
+    (0..n)
+        .map(|i| {
+            let name = if i % 2 == 0 {
+                "www.example."
+            } else {
+                "nope.example."
+            };
+            record(
+                i as i64 * gap_ms * 1_000_000,
+                (i % clients as usize) as u8 + 1,
+                proto,
+                query(i as u16, name, ldplayer_dns::Rtype::A, Some(1232)),
+            )
+        })
+        .collect()
+}
+
+/// Replays `recs` with `config` to the end: the engine's counters and every result.
+pub fn replay_records(
+    config: ldplayer_replay::ReplayConfig,
+    recs: Vec<RecordBuf>,
+) -> (ldplayer_replay::ReplayStats, Results) {
+    let results = Results::default();
+    let stats = ldplayer_replay::Replay::new(config)
+        .expect("a valid configuration")
+        .run(&mut VecSource(recs), results.clone())
+        .expect("the replay runs")
+        .stats;
+    assert!(results.finished(), "the results were finished");
+    (stats, results)
+}
+
+/// The failed queries of `kind` counted by cause key.
+pub fn causes(
+    stats: &ldplayer_replay::ReplayStats,
+    kind: ldplayer_results::ErrorKind,
+) -> Vec<(String, u64)> {
+    stats
+        .causes
+        .iter()
+        .filter(|c| c.kind == kind)
+        .map(|c| (c.cause.to_string(), c.count))
+        .collect()
+}
+
+/// ldplayer's own server, in this process, with [`ZONE`] over UDP and the encrypted fronts a
+/// test adds, and the CA its certificate is signed by.
+pub struct OwnServer {
+    pub server: ldplayer_server::RunningServer,
+    pub ca: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+/// Starts [`OwnServer`]; `enable` adds the fronts to the configuration with the server's
+/// identity (a certificate for 127.0.0.1 from [`make_certs`]).
+pub fn own_server(
+    enable: impl FnOnce(&mut ldplayer_server::ServerConfig, ldplayer_server::TlsIdentity),
+) -> OwnServer {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (ca, key, cert) = make_certs(dir.path());
+    let identity = ldplayer_server::TlsIdentity::from_pem(
+        &std::fs::read(cert).expect("certificate"),
+        &std::fs::read(key).expect("key"),
+    )
+    .expect("identity");
+    let zone = ldplayer_zone::Zone::from_text(ZONE, "example.zone", None).expect("zone");
+    let zones: Arc<ldplayer_zone::ZoneSet> = Arc::new(std::iter::once(zone).collect());
+    let mut config =
+        ldplayer_server::ServerConfig::new(vec!["127.0.0.1:0".parse().expect("address")]);
+    enable(&mut config, identity);
+    let server = ldplayer_server::Server::start(config, zones).expect("server starts");
+    OwnServer {
+        server,
+        ca,
+        _dir: dir,
+    }
+}
