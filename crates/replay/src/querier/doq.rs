@@ -10,8 +10,8 @@
 //! (QUIC's packets are quinn's own, so the kernel's stamps cannot be tied to a query).
 //!
 //! Each client has its own UDP socket (a quinn endpoint bound to the client's source address
-//! when the replay gives it one), so the server sees the clients apart, and its own TLS session
-//! store, so resumption and 0-RTT are per client.
+//! when the replay gives it one), closed with its connection, so the server sees the clients
+//! apart, and its own TLS session store, so resumption and 0-RTT are per client.
 
 use crate::cause::Cause;
 use crate::clock;
@@ -194,7 +194,7 @@ struct Ready {
 /// The client's connection, opened (with 0-RTT where it can) if it has none that is alive.
 async fn connection(
     setup: &DoqSetup,
-    client: &ClientConn,
+    client: &Rc<ClientConn>,
     q: &DoqQuery,
     tell: &Teller,
 ) -> Result<Ready, (ErrorKind, Cause)> {
@@ -211,7 +211,7 @@ async fn connection(
     }
     let started = clock::now_ns();
     let endpoint = match state.take() {
-        // The socket outlives its connections, as a stub's would.
+        // A connection that ended before its watcher let the socket go: reuse the socket.
         Some(open) => open.endpoint,
         None => {
             let bind = match (q.local, setup.server) {
@@ -268,6 +268,19 @@ async fn connection(
         endpoint,
         conn: conn.clone(),
     });
+    // When the connection ends (an idle timeout, most often), its socket goes with it: open
+    // sockets stay bounded by live connections, whatever the number of clients in the trace.
+    let (watched, owner) = (conn.clone(), client.clone());
+    tokio::task::spawn_local(async move {
+        watched.closed().await;
+        let mut state = owner.state.lock().await;
+        if state
+            .as_ref()
+            .is_some_and(|open| open.conn.stable_id() == watched.stable_id())
+        {
+            *state = None;
+        }
+    });
     Ok(Ready {
         conn,
         new: true,
@@ -276,7 +289,7 @@ async fn connection(
 }
 
 /// One query: its connection, a stream, the answer.
-async fn query(setup: &DoqSetup, client: &ClientConn, q: DoqQuery, tell: &Teller) {
+async fn query(setup: &DoqSetup, client: &Rc<ClientConn>, q: DoqQuery, tell: &Teller) {
     let (slot, gen) = (q.slot, q.gen);
     let fail = |(kind, cause): (ErrorKind, Cause)| {
         tell.tell(DoqEvent::Failed {
