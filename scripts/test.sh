@@ -65,11 +65,13 @@ command -v chromium >/dev/null 2>&1 || packages+=(chromium)
 [ -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ] || packages+=(fonts-dejavu-core)
 # The C++ compiler libfuzzer-sys builds libFuzzer with (the fuzz targets are compiled below).
 command -v c++ >/dev/null 2>&1 || packages+=(g++)
-# dnspython's DNS over QUIC client (with aioquic, from PyPI: Debian has no aioquic) is the
-# independent witness of `serve --quic-listen`.
-if ! python3 -c 'import dns.query, aioquic; dns.query.quic' >/dev/null 2>&1; then
-  echo "test.sh: installing dnspython and aioquic from PyPI"
-  python3 -m pip install -q --disable-pip-version-check "dnspython==2.7.0" "aioquic==1.2.0"
+# dnspython's DNS over QUIC client (with aioquic, from PyPI: Debian has no aioquic) and its
+# DNS over HTTPS client (httpx with h2) are independent witnesses of `serve --quic-listen` and
+# `--https-listen`; aioquic also serves DoQ to the replay's tests.
+if ! python3 -c 'import dns.query, aioquic, httpx, h2; dns.query.quic' >/dev/null 2>&1; then
+  echo "test.sh: installing dnspython, aioquic and httpx from PyPI"
+  python3 -m pip install -q --disable-pip-version-check "dnspython==2.7.0" "aioquic==1.2.0" \
+    "httpx==0.28.1" "h2==4.2.0"
 fi
 if [ ${#packages[@]} -gt 0 ]; then
   echo "test.sh: installing ${packages[*]}"

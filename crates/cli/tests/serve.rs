@@ -484,7 +484,8 @@ fn status_and_answer(out: &str) -> (String, Vec<String>) {
 /// `serve --https-listen` in split mode with `--tls-self-signed` and `--doh-path`: kdig over
 /// DNS over HTTPS, POST (`+https`) and GET (`+https-get`), trusting the CA serve made, checked
 /// by address or by name, gets from each nameserver address the status and answer section it
-/// gets over UDP; another path is answered 404; the JSON report counts it all.
+/// gets over UDP, and so does dnspython (httpx and h2) as a second client; another path is
+/// answered 404; the JSON report counts it all.
 #[test]
 fn serves_dns_over_https_to_kdig_as_over_udp() {
     if !common::tools(&[("kdig", "knot-dnsutils")]) {
@@ -571,6 +572,35 @@ fn serves_dns_over_https_to_kdig_as_over_udp() {
         ["www.example. 60 IN A 192.0.2.1"],
         "the answer section is read"
     );
+    // A second client: dnspython over httpx and h2 (POST), the same status and answer as UDP.
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/dnspython_query.py");
+    let ca_file = s(&tls_dir.join("ca.pem"));
+    for (ip, name, status) in [
+        ("127.0.0.1", "www.example.", "NOERROR"),
+        ("127.0.0.2", "www.other.", "NOERROR"),
+        ("127.0.0.1", "www.other.", "REFUSED"),
+    ] {
+        let ask = |mode: &str, port: u16| {
+            let out = std::process::Command::new("python3")
+                .arg(&script)
+                .args([mode, ip, &port.to_string(), &ca_file, name, "A", "/resolve"])
+                .output()
+                .expect("python3 runs");
+            assert!(
+                out.status.success(),
+                "dnspython {mode} {name} at {ip}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let over_https = ask("https", https);
+        assert!(
+            over_https.starts_with(status),
+            "{name} at {ip}: {over_https}"
+        );
+        assert_eq!(over_https, ask("udp", port), "{name} at {ip}");
+        asked += 1;
+    }
     let out = kdig(
         &at("127.0.0.1", https),
         &["+https", &ca, "www.example.", "A"],
@@ -586,8 +616,8 @@ fn serves_dns_over_https_to_kdig_as_over_udp() {
     assert_eq!(v["doh_errors"]["not_found"], 1, "{v}");
     assert_eq!(v["doh_errors"]["tls"], 0, "{v}");
     assert_eq!(v["doh_handshakes"], asked + 1, "{v}");
-    assert_eq!(v["udp_queries"], 7, "{v}");
-    assert_eq!(v["queries"], asked + 7, "{v}");
+    assert_eq!(v["udp_queries"], 7 + 3, "{v}");
+    assert_eq!(v["queries"], asked + 7 + 3, "{v}");
 }
 
 /// --https-listen needs a certificate, and its path must be a path.
@@ -672,7 +702,7 @@ fn serves_dns_over_quic_to_dnspython_as_over_udp() {
         "{}",
         server.stderr()
     );
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/doq_query.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/dnspython_query.py");
     let ca = s(&tls_dir.join("ca.pem"));
     let ask = |mode: &str, ip: &str, port: u16, name: &str| -> String {
         let out = std::process::Command::new("python3")
