@@ -216,8 +216,13 @@ pub fn realtime_limit_warning() -> Option<String> {
 mod tests {
     use super::*;
 
+    /// Held by the tests that change threads' cores: a confinement moves every thread of the
+    /// process, the other tests' too (it once undid a pin the next test was checking).
+    static AFFINITY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn confined_threads_leave_the_pinned_core_and_get_it_back() {
+        let _serial = AFFINITY.lock().unwrap_or_else(|e| e.into_inner());
         std::thread::spawn(|| {
             let all = CoreSet::of_current_thread().unwrap();
             let cores: Vec<usize> = all.cores().collect();
@@ -265,6 +270,7 @@ mod tests {
 
     #[test]
     fn pinning_to_a_missing_core_is_an_error() {
+        let _serial = AFFINITY.lock().unwrap_or_else(|e| e.into_inner());
         std::thread::spawn(|| {
             assert!(pin_current_thread(libc::CPU_SETSIZE as usize).is_err());
             let first = CoreSet::of_current_thread()

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use ldplayer_dns::{Rcode, Rtype};
-use ldplayer_replay::{DohMethod, ReplayConfig, ReplayStats, TlsConfig};
+use ldplayer_replay::{DohMethod, ReplayConfig, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
 use ldplayer_server::DohConfig;
 use ldplayer_trace::Proto;
@@ -48,21 +48,14 @@ fn doh_config(server: &DohServer, method: DohMethod) -> ReplayConfig {
     cfg
 }
 
-/// `n` queries from `clients` clients, `gap_ms` apart, alternating a name that exists and one
-/// that does not (their transport is the replay's).
-fn trace(n: usize, clients: u8, gap_ms: i64) -> Vec<ldplayer_trace::RecordBuf> {
-    alternating_trace(n, clients, gap_ms, Proto::Udp)
-}
-
-fn replay(cfg: ReplayConfig, recs: Vec<ldplayer_trace::RecordBuf>) -> (ReplayStats, Results) {
-    replay_records(cfg, recs)
-}
-
 #[test]
 fn doh_post_and_get_are_answered_as_over_udp_one_connection_per_client() {
     let server = doh_server(Duration::from_secs(10));
     for method in [DohMethod::Post, DohMethod::Get] {
-        let (stats, results) = replay(doh_config(&server, method), trace(30, 3, 2));
+        let (stats, results) = replay_records(
+            doh_config(&server, method),
+            alternating_trace(30, 3, 2, Proto::Udp),
+        );
         let rs = results.sorted();
         assert_one_each(&rs, 30);
         for (i, r) in rs.iter().enumerate() {
@@ -104,7 +97,7 @@ fn doh_queries_queued_during_the_handshake_share_one_connection() {
     let recs: Vec<_> = (0..50)
         .map(|i| record(0, 1, Proto::Udp, query(i, "www.example.", Rtype::A, None)))
         .collect();
-    let (stats, results) = replay(doh_config(&server, DohMethod::Post), recs);
+    let (stats, results) = replay_records(doh_config(&server, DohMethod::Post), recs);
     assert_eq!(stats.answered, 50, "{stats:?} {:?}", results.sorted());
     assert_eq!(stats.connections_opened, 1, "{stats:?}");
 }
@@ -129,7 +122,7 @@ fn doh_sessions_resume_per_client() {
                 )
             })
             .collect();
-        let (stats, _) = replay(cfg, recs);
+        let (stats, _) = replay_records(cfg, recs);
         assert_eq!(stats.answered, 4, "{stats:?}");
         assert_eq!(stats.connections_opened, 4, "{stats:?}");
         assert_eq!(stats.tls_resumed, if resume { 2 } else { 0 }, "{stats:?}");
@@ -143,7 +136,7 @@ fn a_wrong_path_fails_every_query_as_http_404() {
     let server = doh_server(Duration::from_secs(10));
     let mut cfg = doh_config(&server, DohMethod::Get);
     cfg.doh.path = "/not-dns".into();
-    let (stats, results) = replay(cfg, trace(10, 2, 1));
+    let (stats, results) = replay_records(cfg, alternating_trace(10, 2, 1, Proto::Udp));
     let rs = results.sorted();
     assert_one_each(&rs, 10);
     assert!(rs
@@ -164,7 +157,7 @@ fn no_http2_and_a_certificate_mismatch_are_counted_by_kind() {
     cfg.queriers = 1;
     cfg.proto_override = Some(Proto::Https);
     cfg.tls.ca_file = Some(ca);
-    let (stats, results) = replay(cfg, trace(4, 2, 1));
+    let (stats, results) = replay_records(cfg, alternating_trace(4, 2, 1, Proto::Udp));
     assert_one_each(&results.sorted(), 4);
     assert_eq!(
         causes(&stats, ErrorKind::Http),
@@ -175,7 +168,7 @@ fn no_http2_and_a_certificate_mismatch_are_counted_by_kind() {
     let server = doh_server(Duration::from_secs(10));
     let mut cfg = doh_config(&server, DohMethod::Post);
     cfg.tls.server_name = Some("not-the-server.example".into());
-    let (stats, _) = replay(cfg, trace(4, 2, 1));
+    let (stats, _) = replay_records(cfg, alternating_trace(4, 2, 1, Proto::Udp));
     assert_eq!(
         causes(&stats, ErrorKind::Tls),
         [("name-mismatch".to_string(), 4)],
@@ -187,22 +180,7 @@ fn no_http2_and_a_certificate_mismatch_are_counted_by_kind() {
 /// `/html` answers 200 with `text/html`, `/short` a DNS body shorter than a header, `/reset`
 /// resets the stream. Returns its address and CA; it serves until the test process ends.
 fn misbehaving_doh_server(dir: &std::path::Path) -> (SocketAddr, PathBuf) {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let (ca, key, cert) = make_certs(dir);
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-    tls.alpn_protocols = vec![b"h2".to_vec()];
+    let (tls, ca) = rustls_server(dir, b"h2", false);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
@@ -280,7 +258,7 @@ fn misbehaving_doh_servers_fail_queries_by_kind_and_the_run_completes() {
         cfg.proto_override = Some(Proto::Https);
         cfg.tls.ca_file = Some(ca.clone());
         cfg.doh.path = path.into();
-        let (stats, results) = replay(cfg, trace(6, 2, 1));
+        let (stats, results) = replay_records(cfg, alternating_trace(6, 2, 1, Proto::Udp));
         let rs = results.sorted();
         assert_one_each(&rs, 6);
         assert!(

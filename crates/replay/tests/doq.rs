@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use ldplayer_dns::{Rcode, Rtype};
-use ldplayer_replay::{ReplayConfig, ReplayStats, TlsConfig};
+use ldplayer_replay::{ReplayConfig, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
 use ldplayer_server::DoqConfig;
 use ldplayer_trace::Proto;
@@ -47,20 +47,11 @@ fn doq_config(server: &DoqServer) -> ReplayConfig {
     cfg
 }
 
-/// `n` queries from `clients` clients, `gap_ms` apart, alternating a name that exists and one
-/// that does not (their transport is the replay's).
-fn trace(n: usize, clients: u8, gap_ms: i64) -> Vec<ldplayer_trace::RecordBuf> {
-    alternating_trace(n, clients, gap_ms, Proto::Udp)
-}
-
-fn replay(cfg: ReplayConfig, recs: Vec<ldplayer_trace::RecordBuf>) -> (ReplayStats, Results) {
-    replay_records(cfg, recs)
-}
-
 #[test]
 fn doq_queries_are_answered_as_over_udp_one_connection_per_client() {
     let server = doq_server(Duration::from_secs(10));
-    let (stats, results) = replay(doq_config(&server), trace(30, 3, 2));
+    let (stats, results) =
+        replay_records(doq_config(&server), alternating_trace(30, 3, 2, Proto::Udp));
     let rs = results.sorted();
     assert_one_each(&rs, 30);
     for (i, r) in rs.iter().enumerate() {
@@ -105,7 +96,7 @@ fn doq_second_connections_use_0rtt_unless_switched_off() {
                 )
             })
             .collect();
-        let (stats, results) = replay(cfg, recs);
+        let (stats, results) = replay_records(cfg, recs);
         assert_eq!(stats.answered, 4, "{stats:?} {:?}", results.sorted());
         assert_eq!(stats.connections_opened, 4, "{stats:?}");
         let served = server.own.server.stop();
@@ -128,7 +119,7 @@ fn a_certificate_mismatch_and_no_quic_server_are_counted() {
     let server = doq_server(Duration::from_secs(10));
     let mut cfg = doq_config(&server);
     cfg.tls.server_name = Some("not-the-server.example".into());
-    let (stats, results) = replay(cfg, trace(4, 2, 1));
+    let (stats, results) = replay_records(cfg, alternating_trace(4, 2, 1, Proto::Udp));
     assert_one_each(&results.sorted(), 4);
     assert_eq!(
         causes(&stats, ErrorKind::Tls),
@@ -142,7 +133,7 @@ fn a_certificate_mismatch_and_no_quic_server_are_counted() {
     cfg.timeout = Duration::from_millis(500);
     cfg.proto_override = Some(Proto::Quic);
     cfg.tls.insecure = true;
-    let (stats, results) = replay(cfg, trace(4, 2, 1));
+    let (stats, results) = replay_records(cfg, alternating_trace(4, 2, 1, Proto::Udp));
     let rs = results.sorted();
     assert_one_each(&rs, 4);
     assert!(rs.iter().all(|r| r.outcome == Outcome::Timeout), "{rs:?}");
@@ -160,22 +151,7 @@ enum Misbehaviour {
 
 /// A DoQ server (quinn, ALPN doq) that reads each query and misbehaves; its address and CA.
 fn misbehaving_doq_server(dir: &std::path::Path, how: Misbehaviour) -> (SocketAddr, PathBuf) {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-    let (ca, key, cert) = make_certs(dir);
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    let key = PrivateKeyDer::from_pem_file(&key).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(chain, key)
-        .unwrap();
-    tls.alpn_protocols = vec![b"doq".to_vec()];
+    let (tls, ca) = rustls_server(dir, b"doq", true);
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
     let config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
@@ -231,7 +207,7 @@ fn doq_streams_closed_early_fail_by_kind_and_the_run_completes() {
         cfg.queriers = 1;
         cfg.proto_override = Some(Proto::Quic);
         cfg.tls.ca_file = Some(ca);
-        let (stats, results) = replay(cfg, trace(6, 2, 1));
+        let (stats, results) = replay_records(cfg, alternating_trace(6, 2, 1, Proto::Udp));
         let rs = results.sorted();
         assert_one_each(&rs, 6);
         assert!(

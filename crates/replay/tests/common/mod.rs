@@ -179,3 +179,34 @@ pub fn own_server(
         _dir: dir,
     }
 }
+
+/// A rustls server configuration with a certificate for 127.0.0.1 from [`make_certs`] in `dir`
+/// (TLS 1.3 only when `tls13_only`, as QUIC needs), offering `alpn`, and the CA to trust.
+pub fn rustls_server(
+    dir: &std::path::Path,
+    alpn: &[u8],
+    tls13_only: bool,
+) -> (rustls::ServerConfig, std::path::PathBuf) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    let (ca, key, cert) = make_certs(dir);
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(&cert)
+        .expect("certificate file")
+        .map(|c| c.expect("certificate"))
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(&key).expect("key");
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = rustls::ServerConfig::builder_with_provider(provider);
+    let builder = if tls13_only {
+        builder.with_protocol_versions(&[&rustls::version::TLS13])
+    } else {
+        builder.with_safe_default_protocol_versions()
+    };
+    let mut config = builder
+        .expect("versions")
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .expect("certificate and key");
+    config.alpn_protocols = vec![alpn.to_vec()];
+    (config, ca)
+}
