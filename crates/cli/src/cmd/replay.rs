@@ -297,39 +297,23 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     };
     let mut c = ReplayConfig::new(server.addr);
     c.proto_override = proto_override;
-    c.tls_server = match &args.tls_server {
-        Some(t) => Some(parse_server(t, 853).context("--tls-server")?.addr),
-        // No port given: DoT to its own port, beside UDP and TCP on 53.
-        None if proto_override.is_none()
-            && parse_server(&args.server, 853)?.addr.port() == 853
-            && server.addr.port() == 53 =>
-        {
-            Some(SocketAddr::new(server.addr.ip(), 853))
-        }
-        None => None,
-    };
-    c.https_server = match &args.https_server {
-        Some(t) => Some(parse_server(t, 443).context("--https-server")?.addr),
-        // No port given: DoH to 443, beside UDP and TCP on 53.
-        None if proto_override.is_none()
-            && parse_server(&args.server, 443)?.addr.port() == 443
-            && server.addr.port() == 53 =>
-        {
-            Some(SocketAddr::new(server.addr.ip(), 443))
-        }
-        None => None,
-    };
-    c.quic_server = match &args.quic_server {
-        Some(t) => Some(parse_server(t, 853).context("--quic-server")?.addr),
-        // No port given: DoQ to UDP 853, beside UDP and TCP on 53.
-        None if proto_override.is_none()
-            && parse_server(&args.server, 853)?.addr.port() == 853
-            && server.addr.port() == 53 =>
-        {
-            Some(SocketAddr::new(server.addr.ip(), 853))
-        }
-        None => None,
-    };
+    // Where each encrypted transport goes when a replay mixes transports.
+    let mixed = proto_override.is_none();
+    c.tls_server = transport_server(args.tls_server.as_deref(), "--tls-server", 853, mixed, args)?;
+    c.https_server = transport_server(
+        args.https_server.as_deref(),
+        "--https-server",
+        443,
+        mixed,
+        args,
+    )?;
+    c.quic_server = transport_server(
+        args.quic_server.as_deref(),
+        "--quic-server",
+        853,
+        mixed,
+        args,
+    )?;
     c.doh = ldplayer_replay::DohConfig {
         method: match args.doh_method {
             DohMethodArg::Post => ldplayer_replay::DohMethod::Post,
@@ -418,6 +402,28 @@ fn seconds(v: f64, flag: &str) -> Result<Duration> {
         .map_err(|_| anyhow::anyhow!("{flag} must be a non-negative number of seconds"))
 }
 
+/// Where one encrypted transport goes: its own flag (`flag`, HOST:PORT, `port` when left out);
+/// else, in a replay that mixes transports (`mixed`) whose `--server` names no port, the
+/// `--server` host on the transport's own `port`, beside UDP and TCP on 53; else `--server`.
+fn transport_server(
+    given: Option<&str>,
+    flag: &str,
+    port: u16,
+    mixed: bool,
+    args: &ReplayArgs,
+) -> Result<Option<SocketAddr>> {
+    if let Some(t) = given {
+        return Ok(Some(parse_server(t, port).context(flag.to_string())?.addr));
+    }
+    // The port is left out when parsing with either default gives that default.
+    let own = parse_server(&args.server, port)?.addr;
+    let plain = parse_server(&args.server, 53)?.addr;
+    Ok(
+        (mixed && own.port() == port && plain.port() == 53)
+            .then(|| SocketAddr::new(own.ip(), port)),
+    )
+}
+
 /// The server to query, from `--server`: an address and port, and the host name when one was
 /// given (for TLS).
 #[derive(Debug, PartialEq, Eq)]
@@ -503,6 +509,46 @@ mod tests {
 
     fn server(s: &str) -> Result<SocketAddr> {
         parse_server(s, 53).map(|a| a.addr)
+    }
+
+    /// The configuration `ldplayer replay t.bin ARGS...` makes.
+    fn config_of(args: &[&str]) -> ReplayConfig {
+        use clap::Parser;
+        let cli =
+            crate::args::Cli::try_parse_from(["ldplayer", "replay", "t.bin"].iter().chain(args))
+                .expect("valid arguments");
+        let crate::args::Command::Replay(a) = cli.command else {
+            panic!("not a replay");
+        };
+        config(&a).expect("a configuration")
+    }
+
+    /// A mixed replay to a server named without a port sends DoT, DoH and DoQ to their own
+    /// ports of that host; a port, a forced transport or a flag of their own says otherwise.
+    #[test]
+    fn encrypted_transports_go_to_their_own_ports() {
+        let at = |s: &str| Some(s.parse::<SocketAddr>().expect("address"));
+        let c = config_of(&["--server", "127.0.0.9"]);
+        assert_eq!(c.server, at("127.0.0.9:53").unwrap());
+        assert_eq!(
+            (c.tls_server, c.https_server, c.quic_server),
+            (
+                at("127.0.0.9:853"),
+                at("127.0.0.9:443"),
+                at("127.0.0.9:853")
+            )
+        );
+        let c = config_of(&["--server", "127.0.0.9:5300"]);
+        assert_eq!(
+            (c.tls_server, c.https_server, c.quic_server),
+            (None, None, None)
+        );
+        let c = config_of(&["--server", "127.0.0.9", "--proto", "doh"]);
+        assert_eq!(c.server, at("127.0.0.9:443").unwrap());
+        assert_eq!(c.https_server, None);
+        let c = config_of(&["--server", "127.0.0.9", "--quic-server", "127.0.0.8:8853"]);
+        assert_eq!(c.quic_server, at("127.0.0.8:8853"));
+        assert_eq!(c.https_server, at("127.0.0.9:443"));
     }
 
     #[test]
