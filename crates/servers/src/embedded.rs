@@ -1,14 +1,16 @@
 //! ldplayer's own server, started in this process: zone files as one set (like `ldplayer serve
 //! ZONEFILE...`) or a manifest split by destination address (like `ldplayer serve --manifest`,
-//! on every address when no listen address is given), and DNS over TLS on the TLS port with the
-//! setup's certificate. It writes a short `server.log` too, so that every kind leaves one.
+//! on every address when no listen address is given), and DNS over TLS, HTTPS and QUIC on their
+//! ports with the setup's certificate. It writes a short `server.log` too, so that every kind leaves one.
 
 use std::io::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::Path;
 use std::sync::Arc;
 
-use ldplayer_server::{RunningServer, Server, ServerConfig, TlsConfig, TlsIdentity};
+use ldplayer_server::{
+    DohConfig, DoqConfig, RunningServer, Server, ServerConfig, TlsConfig, TlsIdentity,
+};
 use ldplayer_zone::{Views, Zone, ZoneSet};
 
 use crate::setup::{load_manifest, Prepared};
@@ -60,26 +62,47 @@ pub(crate) fn start(p: &mut Prepared) -> Result<RunningServer, ServerError> {
     config.tcp = true;
     config.tcp_idle_timeout = setup.tcp_idle_timeout;
     config.max_tcp_connections = p.tcp_clients;
+    let on = |port: u16| -> Vec<SocketAddr> {
+        listen.iter().map(|&ip| SocketAddr::new(ip, port)).collect()
+    };
+    let identity = |files: &crate::TlsFiles| {
+        TlsIdentity::from_pem_files(&files.cert, &files.key)
+            .map_err(|e| ServerError::Embedded(e.to_string()))
+    };
     if let Some((port, files)) = &p.tls {
-        let identity = TlsIdentity::from_pem_files(&files.cert, &files.key)
-            .map_err(|e| ServerError::Embedded(e.to_string()))?;
         config.tls = Some(TlsConfig {
-            listen: listen
-                .iter()
-                .map(|&ip| SocketAddr::new(ip, *port))
-                .collect(),
-            identity,
+            listen: on(*port),
+            identity: identity(files)?,
         });
     }
+    // DoH and DoQ connections count against the same budget as TCP's.
+    if let Some((port, files)) = &p.https {
+        let mut doh = DohConfig::new(on(*port), identity(files)?);
+        doh.idle_timeout = setup.tcp_idle_timeout;
+        doh.max_connections = p.tcp_clients;
+        config.doh = Some(doh);
+    }
+    if let Some((port, files)) = &p.quic {
+        let mut doq = DoqConfig::new(on(*port), identity(files)?);
+        doq.idle_timeout = setup.tcp_idle_timeout;
+        doq.max_connections = p.tcp_clients;
+        config.doq = Some(doq);
+    }
     let server = Server::start(config, views).map_err(|e| ServerError::Embedded(e.to_string()))?;
-    let tls = match &p.tls {
-        Some((_, files)) => format!(
+    let mut tls = String::new();
+    if let Some((_, files)) = &p.tls {
+        tls += &format!(
             "; DNS over TLS on {:?} with {}",
             server.tls_local_addrs(),
             files.cert.display()
-        ),
-        None => String::new(),
-    };
+        );
+    }
+    if p.https.is_some() {
+        tls += &format!("; DNS over HTTPS on {:?}", server.doh_local_addrs());
+    }
+    if p.quic.is_some() {
+        tls += &format!("; DNS over QUIC on {:?}", server.doq_local_addrs());
+    }
     let line = format!(
         "ldplayer {}: {described}; listening on {:?}{tls} (UDP workers {}, TCP idle timeout \
          {:?}, at most {} TCP connections)\n",

@@ -102,6 +102,21 @@ impl ServerKind {
         )
     }
 
+    /// Whether it serves DNS over HTTPS (RFC 8484, HTTP/2): BIND 9.18, Unbound 1.17 (built
+    /// with nghttp2), Knot Resolver 5.6 (`doh2`) and ldplayer's server do.
+    pub fn supports_https(self) -> bool {
+        matches!(
+            self,
+            ServerKind::Bind | ServerKind::Unbound | ServerKind::Kresd | ServerKind::Ldplayer
+        )
+    }
+
+    /// Whether it serves DNS over QUIC (RFC 9250): only ldplayer's server here, since Debian
+    /// 12's Knot DNS 3.2 is built without QUIC, and Unbound has it from 1.22 and BIND not yet.
+    pub fn supports_quic(self) -> bool {
+        self == ServerKind::Ldplayer
+    }
+
     /// Whether it runs in this process rather than as a program.
     pub fn is_embedded(self) -> bool {
         self == ServerKind::Ldplayer

@@ -10,15 +10,15 @@
 //! two instances never collide and nothing is written under `/etc` or `/var`; only the given
 //! addresses are used, so a server runs in a fresh network namespace.
 //!
-//! | kind | idle timeout | connections | threads | TLS |
-//! |---|---|---|---|---|
-//! | `nsd` | `tcp-timeout` (s) | `tcp-count` per process | `server-count` | yes |
-//! | `knot` | `tcp-idle-timeout` (s) | `tcp-max-clients` | `udp-workers`, `tcp-workers` | no (3.2) |
-//! | `bind` | `tcp-idle-timeout`, `tcp-initial-timeout` (100 ms, ≤ 120 s) | `tcp-clients` | `named -n` | yes |
-//! | `unbound` | `tcp-idle-timeout` (ms) | `incoming-num-tcp` per thread | `num-threads` | yes |
-//! | `kresd` | `net.tcp_in_idle` (ms) | file descriptor limit | one process | yes |
-//! | `pdns-recursor` | `client-tcp-timeout` (s) | `max-tcp-clients` | `threads` | no |
-//! | `ldplayer` | `tcp_idle_timeout` | `max_tcp_connections` | UDP workers | yes (in-process rustls) |
+//! | kind | idle timeout | connections | threads | TLS | DoH | DoQ |
+//! |---|---|---|---|---|---|---|
+//! | `nsd` | `tcp-timeout` (s) | `tcp-count` per process | `server-count` | yes | no | no |
+//! | `knot` | `tcp-idle-timeout` (s) | `tcp-max-clients` | `udp-workers`, `tcp-workers` | no (3.2) | no | no (3.2) |
+//! | `bind` | `tcp-idle-timeout`, `tcp-initial-timeout` (100 ms, ≤ 120 s) | `tcp-clients` | `named -n` | yes | yes | no |
+//! | `unbound` | `tcp-idle-timeout` (ms) | `incoming-num-tcp` per thread | `num-threads` | yes | yes | no (1.17) |
+//! | `kresd` | `net.tcp_in_idle` (ms) | file descriptor limit | one process | yes | yes (`doh2`) | no |
+//! | `pdns-recursor` | `client-tcp-timeout` (s) | `max-tcp-clients` | `threads` | no | no | no |
+//! | `ldplayer` | `tcp_idle_timeout` | `max_tcp_connections` | UDP workers | yes (in-process rustls) | yes | yes |
 //!
 //! ```no_run
 //! use ldplayer_servers::{start, ServerKind, ServerSetup};
@@ -129,9 +129,16 @@ fn running(
         log: p.log.clone(),
         config,
         command,
-        tls: p.tls.as_ref().map(|(_, files)| files.clone()),
+        tls: [&p.tls, &p.https, &p.quic]
+            .into_iter()
+            .find_map(|t| t.as_ref().map(|(_, files)| files.clone())),
         addr: p.probe.addr,
         tls_addr: p.probe.tls_addr,
+        https_addr: p.probe.https_addr,
+        quic_addr: p
+            .quic
+            .as_ref()
+            .map(|(port, _)| std::net::SocketAddr::new(p.probe.addr.ip(), *port)),
         tcp_clients: p.tcp_clients,
         process,
     }
@@ -248,6 +255,10 @@ fn probe_once(p: &Prepared, wait: Duration) -> Result<(), String> {
     if let (Some(addr), Some((_, files))) = (q.tls_addr, &p.tls) {
         probe::tls(q, addr, &files.ca, wait)
             .map_err(|e| format!("no TLS answer to {question} from {addr}: {e}"))?;
+    }
+    if let (Some(addr), Some((_, files))) = (q.https_addr, &p.https) {
+        probe::https(addr, &files.ca, wait)
+            .map_err(|e| format!("no DoH (HTTP/2 over TLS) at {addr}: {e}"))?;
     }
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! Is the server up? One query over UDP, TCP and (when asked) TLS, each of which must be
-//! answered: a server that listens on UDP may still be loading zones for TCP, and a TLS port
+//! answered, and a DoH handshake when asked: a server that listens on UDP may still be loading zones for TCP, and a TLS port
 //! that accepts connections may still fail the handshake. The TLS client checks the
 //! certificate against the CA the experiment's clients will trust.
 
@@ -87,6 +87,32 @@ pub(crate) fn tls(
     ca: &Path,
     wait: Duration,
 ) -> Result<(), String> {
+    let mut tls = handshake(addr, ca, wait, Vec::new())?;
+    exchange(probe, &mut tls)
+}
+
+/// Checks that DoH is served at `addr`: a TLS handshake (trusting `ca`) that settles on
+/// HTTP/2. A query is not asked: that needs an HTTP/2 client, and the replay's own DoH is
+/// what the experiment measures.
+pub(crate) fn https(addr: SocketAddr, ca: &Path, wait: Duration) -> Result<(), String> {
+    let tls = handshake(addr, ca, wait, vec![b"h2".to_vec()])?;
+    match tls.conn.alpn_protocol() {
+        Some(b"h2") => Ok(()),
+        Some(other) => Err(format!(
+            "the server chose {} instead of HTTP/2",
+            String::from_utf8_lossy(other)
+        )),
+        None => Err("the server did not offer HTTP/2 (no ALPN)".into()),
+    }
+}
+
+/// A finished TLS handshake with `addr`, offering `alpn`.
+fn handshake(
+    addr: SocketAddr,
+    ca: &Path,
+    wait: Duration,
+    alpn: Vec<Vec<u8>>,
+) -> Result<rustls::StreamOwned<rustls::ClientConnection, TcpStream>, String> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in CertificateDer::pem_file_iter(ca).map_err(|e| format!("{}: {e}", ca.display()))? {
         let cert = cert.map_err(|e| format!("{}: {e}", ca.display()))?;
@@ -95,17 +121,22 @@ pub(crate) fn tls(
             .map_err(|e| format!("{}: {e}", ca.display()))?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .with_root_certificates(roots)
         .with_no_client_auth();
+    config.alpn_protocols = alpn;
     let name = ServerName::IpAddress(addr.ip().into());
-    let session =
+    let mut session =
         rustls::ClientConnection::new(Arc::new(config), name).map_err(|e| e.to_string())?;
-    let stream = connect(addr, wait)?;
-    let mut tls = rustls::StreamOwned::new(session, stream);
-    exchange(probe, &mut tls)
+    let mut stream = connect(addr, wait)?;
+    while session.is_handshaking() {
+        session
+            .complete_io(&mut stream)
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(rustls::StreamOwned::new(session, stream))
 }
 
 fn connect(addr: SocketAddr, wait: Duration) -> Result<TcpStream, String> {

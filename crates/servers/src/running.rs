@@ -21,6 +21,8 @@ pub struct RunningServer {
     pub(crate) tls: Option<TlsFiles>,
     pub(crate) addr: SocketAddr,
     pub(crate) tls_addr: Option<SocketAddr>,
+    pub(crate) https_addr: Option<SocketAddr>,
+    pub(crate) quic_addr: Option<SocketAddr>,
     pub(crate) tcp_clients: usize,
     pub(crate) process: Process,
 }
@@ -74,8 +76,8 @@ impl RunningServer {
         &self.command
     }
 
-    /// The certificate it serves DNS over TLS with (made for it when the setup gave none);
-    /// clients trust its `ca`.
+    /// The certificate it serves DNS over TLS, HTTPS and QUIC with (made for it when the setup
+    /// gave none); clients trust its `ca`.
     pub fn tls(&self) -> Option<&TlsFiles> {
         self.tls.as_ref()
     }
@@ -88,6 +90,16 @@ impl RunningServer {
     /// Where it answers DNS over TLS, when it does.
     pub fn tls_address(&self) -> Option<SocketAddr> {
         self.tls_addr
+    }
+
+    /// Where it answers DNS over HTTPS (path `/dns-query`), when it does.
+    pub fn https_address(&self) -> Option<SocketAddr> {
+        self.https_addr
+    }
+
+    /// Where it answers DNS over QUIC (a UDP port), when it does.
+    pub fn quic_address(&self) -> Option<SocketAddr> {
+        self.quic_addr
     }
 
     /// The TCP connections it was configured to hold: [`ServerSetup::max_tcp_clients`], or

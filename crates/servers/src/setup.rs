@@ -26,7 +26,15 @@ pub struct ServerSetup {
     pub port: u16,
     /// The port of DNS over TLS (853), when TLS is wanted; an error for kinds that cannot.
     pub tls_port: Option<u16>,
-    /// The certificate for TLS; when `None` and TLS is wanted, one is made in `work_dir/tls`
+    /// The port of DNS over HTTPS (443, HTTP/2 at `/dns-query`), when wanted; an error for
+    /// kinds that cannot. It shares the certificate of [`tls`](Self::tls).
+    #[serde(default)]
+    pub https_port: Option<u16>,
+    /// The UDP port of DNS over QUIC (853), when wanted; an error for kinds that cannot. It
+    /// shares the certificate of [`tls`](Self::tls).
+    #[serde(default)]
+    pub quic_port: Option<u16>,
+    /// The certificate for TLS, DoH and DoQ; when `None` and TLS is wanted, one is made in `work_dir/tls`
     /// for the listen addresses (see [`RunningServer::tls`](crate::RunningServer::tls)).
     pub tls: Option<TlsFiles>,
     /// Zone files an authoritative server serves; each file's origin comes from its SOA or
@@ -66,6 +74,8 @@ impl ServerSetup {
             listen,
             port: 53,
             tls_port: None,
+            https_port: None,
+            quic_port: None,
             tls: None,
             zones: Vec::new(),
             manifest: None,
@@ -98,6 +108,8 @@ pub(crate) struct Probe {
     pub addr: SocketAddr,
     /// Where TLS is probed, when asked.
     pub tls_addr: Option<SocketAddr>,
+    /// Where DoH is probed (a TLS handshake that settles on HTTP/2), when asked.
+    pub https_addr: Option<SocketAddr>,
     /// The name asked.
     pub qname: String,
     /// The type asked.
@@ -117,6 +129,10 @@ pub(crate) struct Prepared<'a> {
     pub zones: Vec<ZoneFile>,
     /// The TLS port and certificate, when TLS is wanted.
     pub tls: Option<(u16, TlsFiles)>,
+    /// The DoH port and certificate, when DoH is wanted.
+    pub https: Option<(u16, TlsFiles)>,
+    /// The DoQ (UDP) port and certificate, when DoQ is wanted.
+    pub quic: Option<(u16, TlsFiles)>,
     /// Root hints for a resolver.
     pub root_hints: Option<PathBuf>,
     /// The server's log.
@@ -195,10 +211,12 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
             .map(|path| zone_file(kind, path))
             .collect::<Result<Vec<_>, _>>()?
     };
-    let tls = match (setup.tls_port, &setup.tls) {
-        (None, _) => None,
-        (Some(port), Some(files)) => Some((port, files.clone())),
-        (Some(port), None) => {
+    let wants_certificate =
+        setup.tls_port.is_some() || setup.https_port.is_some() || setup.quic_port.is_some();
+    let certificate = match &setup.tls {
+        _ if !wants_certificate => None,
+        Some(files) => Some(files.clone()),
+        None => {
             let names = vec!["localhost".to_string()];
             // A server on every address (none given, or a wildcard) is probed on loopback.
             let mut ips = setup.listen.clone();
@@ -208,22 +226,27 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
                     Ipv6Addr::LOCALHOST.into(),
                 ]);
             }
-            let files = make_certificate(&setup.work_dir.join("tls"), &ips, &names)?;
-            Some((port, files))
+            Some(make_certificate(&setup.work_dir.join("tls"), &ips, &names)?)
         }
     };
+    let with_certificate = |port: Option<u16>| Some((port?, certificate.clone()?));
+    let tls = with_certificate(setup.tls_port);
+    let https = with_certificate(setup.https_port);
+    let quic = with_certificate(setup.quic_port);
     let root_hints = match (&setup.root_hints, &setup.manifest) {
         _ if !kind.is_recursive() => None,
         (Some(hints), _) => Some(absolute(hints)?),
         (None, Some(manifest)) => Some(hints_from_manifest(kind, manifest, &setup.work_dir)?),
         (None, None) => None,
     };
-    let probe = probe(setup, &zones, tls.as_ref().map(|(port, _)| *port));
+    let probe = probe(setup, &zones);
     let (tcp_clients, files) = connection_budget(setup);
     Ok(Prepared {
         setup,
         zones,
         tls,
+        https,
+        quic,
         root_hints,
         log: setup.work_dir.join("server.log"),
         probe,
@@ -248,6 +271,12 @@ fn validate(setup: &ServerSetup) -> Result<(), ServerError> {
     }
     if setup.tls_port.is_some() && !kind.supports_tls() {
         return Err(unsupported("serve DNS over TLS"));
+    }
+    if setup.https_port.is_some() && !kind.supports_https() {
+        return Err(unsupported("serve DNS over HTTPS"));
+    }
+    if setup.quic_port.is_some() && !kind.supports_quic() {
+        return Err(unsupported("serve DNS over QUIC"));
     }
     if setup.listen.is_empty() && !(kind.is_embedded() && setup.manifest.is_some()) {
         return Err(config("no listen address".into()));
@@ -297,13 +326,14 @@ const UNBOUND_FILES_PER_THREAD: u64 = 4096 + 10 + 32;
 /// go beyond its hard limit).
 ///
 /// Unbound sets aside descriptors for `incoming-num-tcp` connections on each TCP listener
-/// (each address, and each again for TLS), all at start: there `max_tcp_clients` is what each
+/// (each address, and each again for TLS and for DoH), all at start: there `max_tcp_clients` is what each
 /// listener holds.
 fn connection_budget(setup: &ServerSetup) -> (usize, u64) {
     let threads = setup.threads.unwrap_or(1).max(1) as u64;
     let (reserve, listeners) = match setup.kind {
         ServerKind::Unbound => {
-            let ports = 1 + u64::from(setup.tls_port.is_some());
+            let ports =
+                1 + u64::from(setup.tls_port.is_some()) + u64::from(setup.https_port.is_some());
             (
                 SPARE_FILES + threads * UNBOUND_FILES_PER_THREAD,
                 (setup.listen.len() as u64).max(1) * ports,
@@ -372,7 +402,7 @@ fn absolute(path: &Path) -> Result<PathBuf, ServerError> {
 
 /// What shows that the server is up: the SOA of its first zone (authoritative), `.` NS
 /// (resolver, or the meta-server of a hierarchy), asked of the first listen address.
-fn probe(setup: &ServerSetup, zones: &[ZoneFile], tls_port: Option<u16>) -> Probe {
+fn probe(setup: &ServerSetup, zones: &[ZoneFile]) -> Probe {
     let ip = match setup.listen.first() {
         Some(ip) if !ip.is_unspecified() => *ip,
         Some(IpAddr::V6(_)) => Ipv6Addr::LOCALHOST.into(),
@@ -386,7 +416,8 @@ fn probe(setup: &ServerSetup, zones: &[ZoneFile], tls_port: Option<u16>) -> Prob
     };
     Probe {
         addr: SocketAddr::new(ip, setup.port),
-        tls_addr: tls_port.map(|port| SocketAddr::new(ip, port)),
+        tls_addr: setup.tls_port.map(|port| SocketAddr::new(ip, port)),
+        https_addr: setup.https_port.map(|port| SocketAddr::new(ip, port)),
         qtype: if setup.kind.is_recursive() {
             Rtype::NS
         } else {
@@ -467,6 +498,12 @@ mod tests {
         let mut s = setup(ServerKind::PdnsRecursor);
         s.tls_port = Some(853);
         assert_eq!(refusal(&s), "pdns-recursor cannot serve DNS over TLS");
+        let mut s = setup(ServerKind::Nsd);
+        s.https_port = Some(443);
+        assert_eq!(refusal(&s), "nsd cannot serve DNS over HTTPS");
+        let mut s = setup(ServerKind::Unbound);
+        s.quic_port = Some(853);
+        assert_eq!(refusal(&s), "unbound cannot serve DNS over QUIC");
         let mut s = setup(ServerKind::Nsd);
         s.zones.clear();
         assert_eq!(refusal(&s), "nsd: no zone file to serve");

@@ -31,6 +31,8 @@ fn root_setup(kind: ServerKind, zone: PathBuf, work: &std::path::Path) -> Server
     );
     setup.port = free_port();
     setup.tls_port = kind.supports_tls().then(free_port);
+    setup.https_port = kind.supports_https().then(free_port);
+    setup.quic_port = kind.supports_quic().then(free_port);
     setup.zones = vec![zone];
     setup.threads = Some(1);
     setup.tcp_idle_timeout = IDLE;
@@ -84,6 +86,31 @@ fn serves_the_root_zone(kind: ServerKind) {
         assert_answered(kind, &out, "TLS");
         assert!(out.contains("TLS session"), "{kind} over TLS:\n{out}");
     }
+    let loopback = |port: Option<u16>| port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+    assert_eq!(server.https_address(), loopback(setup.https_port));
+    assert_eq!(server.quic_address(), loopback(setup.quic_port));
+    if let (Some(https_port), Some(files)) = (setup.https_port, server.tls()) {
+        let https_port = https_port.to_string();
+        let ca = format!("+tls-ca={}", files.ca.display());
+        for method in ["+https", "+https-get"] {
+            let out = common::run(
+                &kdig,
+                [
+                    "@127.0.0.1",
+                    "-p",
+                    &https_port,
+                    ".",
+                    "SOA",
+                    "+norec",
+                    "+https",
+                    method,
+                    &ca,
+                ],
+            );
+            assert_answered(kind, &out, method);
+            assert!(out.contains("(status: 200)"), "{kind} over DoH:\n{out}");
+        }
+    }
 
     common::closes_idle_connections(kind, &server, IDLE, ".");
     stops_for_good(server);
@@ -135,12 +162,12 @@ fn knot_serves_the_root_zone_over_udp_and_tcp() {
 }
 
 #[test]
-fn bind_serves_the_root_zone_over_udp_tcp_and_tls() {
+fn bind_serves_the_root_zone_over_udp_tcp_tls_and_https() {
     serves_the_root_zone(ServerKind::Bind);
 }
 
 #[test]
-fn ldplayer_serves_the_root_zone_over_udp_tcp_and_tls() {
+fn ldplayer_serves_the_root_zone_over_udp_tcp_tls_and_https() {
     serves_the_root_zone(ServerKind::Ldplayer);
 }
 

@@ -77,6 +77,7 @@ fn resolves_through_the_hierarchy(kind: ServerKind, hints_from_manifest: bool) {
             setup.root_hints = Some(hints);
         }
         setup.tls_port = kind.supports_tls().then_some(853);
+        setup.https_port = kind.supports_https().then_some(443);
         setup.threads = Some(1);
         setup.tcp_idle_timeout = IDLE;
         // The experiments' default of 60,000 connections, whatever the file descriptor limit.
@@ -95,6 +96,16 @@ fn resolves_through_the_hierarchy(kind: ServerKind, hints_from_manifest: bool) {
             let ca = format!("+tls-ca={}", files.ca.display());
             let out = common::run(&kdig, ["@127.0.0.1", "www.example.", "A", "+tls", &ca]);
             assert_resolved(kind, &out, "TLS");
+            if resolver.https_address().is_some() {
+                for method in ["+https", "+https-get"] {
+                    let out = common::run(
+                        &kdig,
+                        ["@127.0.0.1", "www.example.", "A", "+https", method, &ca],
+                    );
+                    assert_resolved(kind, &out, method);
+                    assert!(out.contains("(status: 200)"), "{kind} over DoH:\n{out}");
+                }
+            }
         }
         // PowerDNS Recursor looks for expired TCP connections only every so many turns of its
         // event loop, which an idle server makes slowly: with a 2 s client-tcp-timeout it

@@ -9,6 +9,7 @@
 //! * connections: `tcp-clients`.
 //! * threads: `named -n`.
 //! * TLS: `listen-on port 853 tls` with a `tls` block naming the key and certificate.
+//! * DoH: `listen-on port 443 tls ... http default` (BIND's endpoint `/dns-query`).
 
 use std::fmt::Write as _;
 use std::net::IpAddr;
@@ -38,7 +39,7 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let v4: Vec<&IpAddr> = setup.listen.iter().filter(|ip| ip.is_ipv4()).collect();
     let v6: Vec<&IpAddr> = setup.listen.iter().filter(|ip| ip.is_ipv6()).collect();
     let mut conf = String::new();
-    if let Some((_, files)) = &p.tls {
+    if let Some((_, files)) = p.tls.as_ref().or(p.https.as_ref()) {
         let _ = writeln!(
             conf,
             "tls ldplayer-tls {{\n    key-file \"{}\";\n    cert-file \"{}\";\n}};",
@@ -74,6 +75,16 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         }
         if !v6.is_empty() {
             listen(&mut conf, "listen-on-v6", *port, " tls ldplayer-tls", &v6);
+        }
+    }
+    // BIND's built-in `default` endpoint serves `/dns-query`.
+    if let Some((port, _)) = &p.https {
+        let doh = " tls ldplayer-tls http default";
+        if !v4.is_empty() {
+            listen(&mut conf, "listen-on", *port, doh, &v4);
+        }
+        if !v6.is_empty() {
+            listen(&mut conf, "listen-on-v6", *port, doh, &v6);
         }
     }
     conf.push_str(&p.extra());

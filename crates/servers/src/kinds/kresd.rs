@@ -10,6 +10,7 @@
 //!   processes (systemd instances), which this crate does not do: more than one thread is
 //!   refused.
 //! * TLS: `net.tls` with the certificate and key, `net.listen` of kind `tls`.
+//! * DoH: the same certificate, `net.listen` of kind `doh2` (`/dns-query`).
 
 use std::fmt::Write as _;
 
@@ -35,12 +36,25 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
          net.listen({{ {addrs} }}, {port}, {{ kind = 'dns' }})\n",
         port = setup.port
     );
-    if let Some((port, files)) = &p.tls {
-        let _ = write!(
+    if let Some((_, files)) = p.tls.as_ref().or(p.https.as_ref()) {
+        let _ = writeln!(
             conf,
-            "net.tls('{}', '{}')\nnet.listen({{ {addrs} }}, {port}, {{ kind = 'tls' }})\n",
+            "net.tls('{}', '{}')",
             show(&files.cert),
             show(&files.key)
+        );
+    }
+    if let Some((port, _)) = &p.tls {
+        let _ = writeln!(
+            conf,
+            "net.listen({{ {addrs} }}, {port}, {{ kind = 'tls' }})"
+        );
+    }
+    // `doh2` serves RFC 8484 at `/dns-query` over HTTP/2.
+    if let Some((port, _)) = &p.https {
+        let _ = writeln!(
+            conf,
+            "net.listen({{ {addrs} }}, {port}, {{ kind = 'doh2' }})"
         );
     }
     let _ = write!(

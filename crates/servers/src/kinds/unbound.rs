@@ -10,6 +10,8 @@
 //!   descriptors included (see `connection_budget`).
 //! * threads: `num-threads` with `so-reuseport`.
 //! * TLS: an `interface` on `tls-port` with `tls-service-key` and `tls-service-pem`.
+//! * DoH: an `interface` on `https-port` (HTTP/2 at `/dns-query`, needs Unbound built with
+//!   nghttp2, as Debian's is), the same key and certificate.
 
 use std::fmt::Write as _;
 
@@ -29,13 +31,24 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     for ip in &setup.listen {
         let _ = writeln!(conf, "    interface: {ip}@{}", setup.port);
     }
-    if let Some((port, files)) = &p.tls {
+    for (port, _) in [&p.tls, &p.https].into_iter().flatten() {
         for ip in &setup.listen {
             let _ = writeln!(conf, "    interface: {ip}@{port}");
         }
+    }
+    if let Some((port, _)) = &p.tls {
+        let _ = writeln!(conf, "    tls-port: {port}");
+    }
+    if let Some((port, _)) = &p.https {
         let _ = writeln!(
             conf,
-            "    tls-port: {port}\n    tls-service-key: \"{}\"\n    tls-service-pem: \"{}\"",
+            "    https-port: {port}\n    http-endpoint: \"/dns-query\"\n    http-notls-downstream: no"
+        );
+    }
+    if let Some((_, files)) = p.tls.as_ref().or(p.https.as_ref()) {
+        let _ = writeln!(
+            conf,
+            "    tls-service-key: \"{}\"\n    tls-service-pem: \"{}\"",
             show(&files.key),
             show(&files.cert)
         );
