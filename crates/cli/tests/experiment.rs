@@ -56,6 +56,11 @@ fn value(
 /// Runs the shipped example `name` into `dir/out` with `--set` changes (a tiny scale), quietly;
 /// returns the output folder.
 fn run_example(name: &str, dir: &Path, sets: &[&str]) -> PathBuf {
+    run_example_with(name, dir, sets, &[])
+}
+
+/// [`run_example`] with more flags (`--capture`).
+fn run_example_with(name: &str, dir: &Path, sets: &[&str], flags: &[&str]) -> PathBuf {
     let out_dir = dir.join("out");
     let mut args = vec![
         "experiment".to_string(),
@@ -64,6 +69,7 @@ fn run_example(name: &str, dir: &Path, sets: &[&str]) -> PathBuf {
         s(&out_dir),
         "-q".into(),
     ];
+    args.extend(flags.iter().map(|f| f.to_string()));
     for set in sets {
         args.push("--set".into());
         args.push(set.to_string());
@@ -95,7 +101,14 @@ fn check_prints_every_combination_without_running() {
             );
         }
     }
-    for name in ["quick.toml", "dnssec.toml", "latency-rtt.toml", "loss.toml"] {
+    for name in [
+        "quick.toml",
+        "dnssec.toml",
+        "latency-rtt.toml",
+        "loss.toml",
+        "encrypted.toml",
+        "population.toml",
+    ] {
         ldplayer(&["experiment", &s(&example(name)), "--check"]);
     }
 }
@@ -120,6 +133,28 @@ fn a_bad_plan_names_the_key_and_its_line() {
     );
     let err = refusal("[server]\nkind = \"ldplayer\"\n[network]\nloss = 1.5\n");
     assert!(err.contains("loss") && err.contains("line 6"), "{err}");
+    let err =
+        refusal("[server]\nkind = \"nsd\"\nzones = [\"/\"]\n[trace.mutate]\nproto = \"doq\"\n");
+    assert!(
+        err.contains("nsd does not serve DNS over QUIC") && err.contains("ldplayer"),
+        "names who does: {err}"
+    );
+    let population =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/populations/mixed.toml");
+    let err = refusal(&format!(
+        "[server]\nkind = \"ldplayer\"\n[client]\npopulation = {:?}\n[vary]\nproto = [\"udp\"]\n",
+        s(&population)
+    ));
+    assert!(
+        err.contains("cannot go with `proto`") && err.contains("vary.proto[0]"),
+        "{err}"
+    );
+    let err =
+        refusal("[server]\nkind = \"ldplayer\"\n[client]\npopulation = \"/nonexistent.toml\"\n");
+    assert!(
+        err.contains("client.population") && err.contains("line 6"),
+        "{err}"
+    );
     let err = refusal("[server]\nkind = \"powerdns-auth\"\n");
     assert!(
         err.contains("kind") && err.contains("nsd"),
@@ -209,6 +244,132 @@ fn quick_example_runs_on_the_embedded_server() {
     assert_eq!(value(&rows, &udp_id, "tcp_established", "p95"), 0.0);
     assert!(value(&rows, &udp_id, "server_rss_mib", "p50") > 1.0);
     assert!(value(&rows, &udp_id, "response_bytes_per_s", "p50") > 0.0);
+}
+
+/// The run folder of the run whose name contains `part`.
+fn run_dir_with(out_dir: &Path, part: &str) -> PathBuf {
+    std::fs::read_dir(out_dir.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|r| r.to_string_lossy().contains(part))
+        .unwrap_or_else(|| panic!("no run with {part} in {}", out_dir.display()))
+}
+
+/// Packets in `pcap` that tshark's display `filter` keeps.
+fn packets_in(pcap: &Path, filter: &str) -> usize {
+    let out = Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .expect("tshark runs");
+    assert!(
+        out.status.success(),
+        "tshark -r {} -Y {filter}",
+        pcap.display()
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}
+
+/// The engine's counters of a run (`replay.json`).
+fn engine(run: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(run.join("replay.json")).expect("replay.json");
+    let report: serde_json::Value = serde_json::from_str(&text).expect("replay.json is JSON");
+    report["engine"].clone()
+}
+
+/// The encrypted example at a tiny scale on the embedded server: DoT, DoH and DoQ each answer
+/// every query, and the capture of the client's end of the link (tshark, the witness) shows
+/// each run on its own transport: TLS on TCP 853, HTTP/2 over TLS on TCP 443 (ALPN h2 in the
+/// handshake), QUIC on UDP 853 with no TCP at all.
+#[test]
+fn encrypted_example_runs_dot_doh_and_doq() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[("tshark", "tshark"), ("tcpdump", "tcpdump")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = run_example_with(
+        "encrypted.toml",
+        dir.path(),
+        &[
+            "trace.synth.rate=200",
+            "trace.synth.duration_s=4",
+            "run.warmup_s=1",
+        ],
+        &["--capture"],
+    );
+    let rows = summary(&out_dir);
+    let expectations = [
+        (
+            "proto=tls",
+            "tcp.port == 853",
+            "tcp.port == 443 || udp.port == 853",
+        ),
+        (
+            "proto=doh",
+            "tcp.port == 443 && tls.handshake.extensions_alpn_str == \"h2\"",
+            "tcp.port == 853 || udp.port == 853",
+        ),
+        ("proto=doq", "udp.port == 853", "tcp"),
+    ];
+    for (part, present, absent) in expectations {
+        let run = run_dir_with(&out_dir, part);
+        let id = run.file_name().unwrap().to_string_lossy().to_string();
+        let answered = value(&rows, &id, "answered_share", "mean");
+        assert!(answered > 0.999, "{part}: answered share {answered}");
+        let engine = engine(&run);
+        assert!(
+            engine["connections_opened"].as_u64().unwrap_or(0) > 0,
+            "{part}: {engine}"
+        );
+        let pcap = run.join("client.pcap");
+        assert!(packets_in(&pcap, present) > 0, "{part}: none of {present}");
+        assert_eq!(packets_in(&pcap, absent), 0, "{part}: {absent}");
+    }
+}
+
+/// The population example at a tiny scale: each group's clients go over their own transport
+/// (all five seen on the wire), the server serves every one of them, and every query is
+/// answered.
+#[test]
+fn population_example_replays_every_group_over_its_transport() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[("tshark", "tshark"), ("tcpdump", "tcpdump")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = run_example_with(
+        "population.toml",
+        dir.path(),
+        &[
+            "trace.synth.rate=300",
+            "trace.synth.duration_s=4",
+            "run.warmup_s=1",
+            "vary.idle_timeout_s=[20]",
+        ],
+        &["--capture"],
+    );
+    let rows = summary(&out_dir);
+    let run = run_dir_with(&out_dir, "idle_timeout_s=20");
+    let id = run.file_name().unwrap().to_string_lossy().to_string();
+    let answered = value(&rows, &id, "answered_share", "mean");
+    assert!(answered > 0.99, "answered share {answered}");
+    // Every transport's own latency row: at least the 20 ms round trip.
+    for proto in ["udp", "tcp", "tls", "doh", "doq"] {
+        let p50 = value(&rows, &id, &format!("latency_ms_{proto}"), "p50");
+        assert!(p50 >= 19.0, "{proto}: p50 {p50} ms at 20 ms RTT");
+    }
+    let pcap = run.join("client.pcap");
+    for filter in [
+        "udp.port == 53 && dns",
+        "tcp.port == 53 && dns",
+        "tcp.port == 853",
+        "tcp.port == 443 && tls.handshake.extensions_alpn_str == \"h2\"",
+        "udp.port == 853",
+    ] {
+        assert!(packets_in(&pcap, filter) > 0, "no {filter} in the capture");
+    }
 }
 
 /// Example 2 at a scale this test can afford: established connections follow the model, and

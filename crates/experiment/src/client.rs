@@ -13,7 +13,8 @@ use ldplayer_trace::Proto;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ExperimentError;
-use crate::side::{ClientSideConfig, TLS_PORT};
+use crate::plan::DohMethodChoice;
+use crate::side::{ClientSideConfig, HTTPS_PORT, QUIC_PORT, TLS_PORT};
 use crate::topology::SERVER_V4;
 
 /// What the client side reports when its replay is done (`replay.json` in the run's folder).
@@ -59,13 +60,26 @@ pub fn replay(
         .as_deref()
         .map(|p| p.parse::<Proto>().map_err(ExperimentError::Input))
         .transpose()?;
-    let port = if proto == Some(Proto::Tls) {
-        TLS_PORT
-    } else {
-        53
-    };
-    let mut config = ReplayConfig::new(SocketAddr::new(IpAddr::V4(SERVER_V4), port));
+    let population = c
+        .population
+        .as_deref()
+        .map(crate::plan::read_population)
+        .transpose()
+        .map_err(ExperimentError::Input)?;
+    let at = |port| SocketAddr::new(IpAddr::V4(SERVER_V4), port);
+    // Each transport to its own port, whichever mix the trace or population has.
+    let mut config = ReplayConfig::new(at(53));
+    config.tls_server = Some(at(TLS_PORT));
+    config.https_server = Some(at(HTTPS_PORT));
+    config.quic_server = Some(at(QUIC_PORT));
     config.proto_override = proto;
+    config.profiles = population.as_ref().map(|p| p.profiles());
+    if let Some(method) = c.doh_method {
+        config.doh.method = match method {
+            DohMethodChoice::Get => ldplayer_replay::DohMethod::Get,
+            DohMethodChoice::Post => ldplayer_replay::DohMethod::Post,
+        };
+    }
     config.original_sources = true;
     config.start_ns = Some(start_ns);
     config.timeout = Duration::from_millis(c.timeout_ms);
@@ -113,7 +127,15 @@ pub fn replay(
                 std::thread::sleep(Duration::from_millis(20));
             }
         });
-        let read = input.source.run(&mut running);
+        let read = match &population {
+            Some(p) => input
+                .source
+                .run(&mut ldplayer_population::AssignTransports::new(
+                    p,
+                    &mut running,
+                )),
+            None => input.source.run(&mut running),
+        };
         let finished = running.finish();
         done.store(true, Ordering::Relaxed);
         (read, finished)

@@ -299,8 +299,30 @@ fn inputs_for(
     let s = &spec.settings;
     let kind = s.server.kind;
     let proto = s.trace.mutate.proto.forced();
-    let tls = s.server.tls || proto == Some(ldplayer_trace::Proto::Tls);
-    let tls_files = if tls {
+    let population = s.client.read_population().map_err(ExperimentError::Input)?;
+    // What the server must serve: the population's transports, else the (mutated) trace's.
+    let transports = match &population {
+        Some(p) => p.transports(),
+        None => facts.transports(),
+    };
+    let wants = |p: ldplayer_trace::Proto| transports.contains(&p);
+    let (dot, doh, doq) = (
+        s.server.tls || wants(ldplayer_trace::Proto::Tls),
+        wants(ldplayer_trace::Proto::Https),
+        wants(ldplayer_trace::Proto::Quic),
+    );
+    for (wanted, able, what) in [
+        (dot, kind.supports_tls(), "DNS over TLS"),
+        (doh, kind.supports_https(), "DNS over HTTPS"),
+        (doq, kind.supports_quic(), "DNS over QUIC"),
+    ] {
+        if wanted && !able {
+            return Err(ExperimentError::Input(format!(
+                "the run's queries need {what}, and {kind} does not serve it here"
+            )));
+        }
+    }
+    let tls_files = if dot || doh || doq {
         Some(ldplayer_servers::make_certificate(
             &dir.join("tls"),
             &[
@@ -334,6 +356,9 @@ fn inputs_for(
             threads: s.server.threads.map(|t| t as usize),
             idle_timeout_ms: s.server.idle_timeout().as_millis() as u64,
             tls: tls_files.clone(),
+            dot,
+            doh,
+            doq,
             extra: s.server.extra.clone(),
             work_dir: run_dir.join("server"),
             capture: capture("server.pcap"),
@@ -344,6 +369,8 @@ fn inputs_for(
             results: PathBuf::new(),
             stats: PathBuf::new(),
             proto: proto.map(|p| p.to_string()),
+            population: s.client.population.clone(),
+            doh_method: s.client.doh_method,
             timeout_ms: s.client.timeout().as_millis() as u64,
             udp_retries: s.client.udp_retries,
             idle_timeout_ms: s.client.idle_timeout().as_millis() as u64,

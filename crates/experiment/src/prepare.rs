@@ -31,12 +31,23 @@ pub struct TraceFacts {
     pub first_ns: i64,
     /// Time of the last record.
     pub last_ns: i64,
+    /// Records per transport, in [`Proto`](ldplayer_trace::Proto) code order (UDP, TCP, TLS,
+    /// HTTPS, QUIC): which transports the server must serve when the replay keeps the trace's.
+    pub per_proto: [u64; 5],
 }
 
 impl TraceFacts {
     /// From the first record to the last, in seconds.
     pub fn duration_s(&self) -> f64 {
         (self.last_ns - self.first_ns).max(0) as f64 / 1e9
+    }
+
+    /// The transports the trace's records go over.
+    pub fn transports(&self) -> Vec<ldplayer_trace::Proto> {
+        ldplayer_trace::Proto::ALL
+            .into_iter()
+            .filter(|p| self.per_proto[*p as usize] > 0)
+            .collect()
     }
 }
 
@@ -72,7 +83,7 @@ pub fn prepare_trace(
             open(
                 path,
                 &ReadOptions {
-                    dns_ports: vec![53, 853],
+                    dns_ports: vec![53, 853, 443],
                     ..Default::default()
                 },
             )
@@ -127,6 +138,7 @@ impl<S: Sink> Sink for Facts<S> {
         }
         self.facts.records += 1;
         self.facts.last_ns = self.facts.last_ns.max(record.time_ns);
+        self.facts.per_proto[record.proto as usize] += 1;
         self.inner.record(record)
     }
     fn finish(&mut self) -> Result<(), SinkError> {

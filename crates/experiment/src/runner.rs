@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::client::ReplayReport;
 use crate::error::ExperimentError;
 use crate::sampler::{self, Sampled};
-use crate::side::{ClientSideConfig, ServerSideConfig, SideConfig, TLS_PORT};
+use crate::side::{ClientSideConfig, ServerSideConfig, SideConfig, HTTPS_PORT, TLS_PORT};
 use crate::summary::Sample;
 use crate::topology::{SideProcess, SERVER_V4, SERVER_V6};
 
@@ -150,7 +150,7 @@ pub fn run(
             .then(|| server.side_pid())
             .flatten(),
         server_ips: vec![SERVER_V4.into(), SERVER_V6.into()],
-        server_ports: vec![53, TLS_PORT],
+        server_ports: vec![53, TLS_PORT, HTTPS_PORT],
     };
     let link_for_sampler = Arc::clone(&link);
     let sampler_thread = sampler::spawn(

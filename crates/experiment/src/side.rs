@@ -22,6 +22,10 @@ use crate::topology::{self, PROBE_SOURCE, SERVER_V4, SERVER_V6, SIDE_ENV};
 
 /// The port of DNS over TLS on the server side.
 pub const TLS_PORT: u16 = 853;
+/// The port of DNS over HTTPS on the server side.
+pub const HTTPS_PORT: u16 = 443;
+/// The UDP port of DNS over QUIC on the server side.
+pub const QUIC_PORT: u16 = 853;
 
 /// A side's configuration, written by the orchestrator as JSON.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,8 +52,17 @@ pub struct ServerSideConfig {
     pub threads: Option<usize>,
     /// The server's TCP idle timeout, in ms.
     pub idle_timeout_ms: u64,
-    /// Certificate and key for DNS over TLS, when the run uses it.
+    /// Certificate and key for DNS over TLS, HTTPS and QUIC, when the run uses one.
     pub tls: Option<ldplayer_servers::TlsFiles>,
+    /// Serve DNS over TLS (on [`TLS_PORT`]).
+    #[serde(default)]
+    pub dot: bool,
+    /// Serve DNS over HTTPS (on [`HTTPS_PORT`]).
+    #[serde(default)]
+    pub doh: bool,
+    /// Serve DNS over QUIC (on [`QUIC_PORT`]).
+    #[serde(default)]
+    pub doq: bool,
     /// Raw configuration lines appended to the server's configuration.
     pub extra: Vec<String>,
     /// Configuration, logs and the server's files go here.
@@ -69,8 +82,16 @@ pub struct ClientSideConfig {
     pub results: PathBuf,
     /// Where the engine's counters and the summary go (JSON).
     pub stats: PathBuf,
-    /// Send every query over this transport (`udp`, `tcp`, `tls`); `None` keeps each record's.
+    /// Send every query over this transport (`udp`, `tcp`, `tls`, `https`, `quic`); `None`
+    /// keeps each record's.
     pub proto: Option<String>,
+    /// Replay as this population: each client over its group's transport, with its group's
+    /// session profile.
+    #[serde(default)]
+    pub population: Option<PathBuf>,
+    /// The HTTP method of DoH queries; `None` for the replay's (POST).
+    #[serde(default)]
+    pub doh_method: Option<crate::plan::DohMethodChoice>,
     /// How long to wait for an answer, in ms.
     pub timeout_ms: u64,
     /// UDP retries after a timeout.
@@ -169,7 +190,9 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         kind: c.kind,
         listen: vec![IpAddr::V4(SERVER_V4), IpAddr::V6(SERVER_V6)],
         port: 53,
-        tls_port: c.tls.as_ref().map(|_| TLS_PORT),
+        tls_port: c.dot.then_some(TLS_PORT),
+        https_port: c.doh.then_some(HTTPS_PORT),
+        quic_port: c.doq.then_some(QUIC_PORT),
         tls: c.tls.clone(),
         zones: c.zones.clone(),
         manifest: c.manifest.clone(),

@@ -416,7 +416,7 @@ pub fn configure_client_side(tun: &str) -> Result<(), ExperimentError> {
 }
 
 /// Keeps the link for the server's answers only, run in the server side of a recursive
-/// server: packets leaving by the TUN device from other ports than DNS's (53, 853) are
+/// server: packets leaving by the TUN device from other ports than DNS's (53, 853, 443) are
 /// refused on the spot. A resolver's upstream queries to a nameserver the emulated hierarchy
 /// does not have would otherwise be routed into the link towards the clients' namespace; this
 /// way the resolver learns at once that the server cannot be reached, as with a dead server.
@@ -426,7 +426,7 @@ pub fn answers_only_on_link(tun: &str) -> Result<(), ExperimentError> {
            chain out {{\n\
              type filter hook output priority 0; policy accept;\n\
              oifname \"{tun}\" udp sport != {{ 53, 853 }} reject\n\
-             oifname \"{tun}\" tcp sport != {{ 53, 853 }} reject with tcp reset\n\
+             oifname \"{tun}\" tcp sport != {{ 53, 853, 443 }} reject with tcp reset\n\
            }}\n\
          }}\n"
     );

@@ -10,12 +10,14 @@
 //!   address, so a client is in the same group in every run, process and shard.
 //! - [`AssignTransports`] is a [`Sink`](ldplayer_trace::Sink) wrapper that sends each client's
 //!   records over its group's transport: a replay of a trace as that population.
+//! - [`Population::profiles`] gives the replay engine each group's session profile.
 //! - [`Fitter`] is a sink that measures a real trace (transport mix, per-client rates, gaps)
 //!   and [`Fitter::population`] writes a population that resembles it.
 
 mod assign;
 mod file;
 mod fit;
+mod profiles;
 
 pub use assign::AssignTransports;
 pub use file::{Arrivals, DohMethod, Group, Population, PopulationError, RateDist};

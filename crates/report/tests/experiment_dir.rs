@@ -131,6 +131,7 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
             records: QUERIES,
             first_ns: START,
             last_ns: START + (DURATION_S * 1e9) as i64,
+            per_proto: [QUERIES, 0, 0, 0, 0],
         },
         outputs: Some(RunOutputs {
             results,

@@ -18,7 +18,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     let mut config = config(&args)?;
     let population = population(args.population.as_deref())?;
     if let Some(p) = &population {
-        config.profiles = Some(profiles(p)?);
+        config.profiles = Some(p.profiles());
     }
     match args.processes {
         Some(0) => bail!("--processes must be at least 1"),
@@ -43,33 +43,6 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             population,
         },
     )
-}
-
-/// The session profiles of a population's groups, each client following its group's.
-fn profiles(p: &Population) -> Result<ldplayer_replay::Profiles> {
-    let secs = |s: Option<f64>, what: &str, group: &str| -> Result<Option<Duration>> {
-        s.map(|s| seconds(s, &format!("group {group}: {what}")))
-            .transpose()
-    };
-    let mut profiles = Vec::with_capacity(p.groups.len());
-    for g in &p.groups {
-        profiles.push(ldplayer_replay::ClientProfile {
-            idle_timeout: secs(g.idle_timeout, "idle_timeout", &g.name)?,
-            timeout: secs(g.timeout, "timeout", &g.name)?,
-            udp_retries: g.retries,
-            resume: g.resumption,
-            zero_rtt: g.zero_rtt,
-            doh_method: g.doh_method.map(|m| match m {
-                ldplayer_population::DohMethod::Get => ldplayer_replay::DohMethod::Get,
-                ldplayer_population::DohMethod::Post => ldplayer_replay::DohMethod::Post,
-            }),
-        });
-    }
-    let population = p.clone();
-    Ok(ldplayer_replay::Profiles {
-        profiles,
-        assign: std::sync::Arc::new(move |addr| population.group_of(addr)),
-    })
 }
 
 /// The population of `--population`.

@@ -18,6 +18,12 @@ pub enum ProtoChoice {
     Tcp,
     /// DNS over TLS.
     Tls,
+    /// DNS over HTTPS (HTTP/2, the trace format's `https`).
+    #[serde(alias = "https")]
+    Doh,
+    /// DNS over QUIC (the trace format's `quic`).
+    #[serde(alias = "quic")]
+    Doq,
 }
 
 impl ProtoChoice {
@@ -28,12 +34,14 @@ impl ProtoChoice {
             ProtoChoice::Udp => Some(ldplayer_trace::Proto::Udp),
             ProtoChoice::Tcp => Some(ldplayer_trace::Proto::Tcp),
             ProtoChoice::Tls => Some(ldplayer_trace::Proto::Tls),
+            ProtoChoice::Doh => Some(ldplayer_trace::Proto::Https),
+            ProtoChoice::Doq => Some(ldplayer_trace::Proto::Quic),
         }
     }
 
-    /// Whether the queries moved go over connections (TCP or TLS).
+    /// Whether the queries moved go over connections (TCP, TLS, HTTPS or QUIC).
     pub fn is_connection(self) -> bool {
-        matches!(self, ProtoChoice::Tcp | ProtoChoice::Tls)
+        !matches!(self, ProtoChoice::Keep | ProtoChoice::Udp)
     }
 
     /// The name in plans.
@@ -43,8 +51,20 @@ impl ProtoChoice {
             ProtoChoice::Udp => "udp",
             ProtoChoice::Tcp => "tcp",
             ProtoChoice::Tls => "tls",
+            ProtoChoice::Doh => "doh",
+            ProtoChoice::Doq => "doq",
         }
     }
+}
+
+/// The HTTP method of DoH queries (`[client] doh_method`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DohMethodChoice {
+    /// The query in the body (RFC 8484's POST), the replay's default.
+    Post,
+    /// The query base64url-encoded in the URI (cacheable by HTTP caches).
+    Get,
 }
 
 /// How a synthetic trace's query times and clients are drawn (`ldplayer synth --workload`).

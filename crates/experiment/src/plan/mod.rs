@@ -39,7 +39,7 @@ mod vary;
 
 pub use error::{Place, PlanError};
 pub use expand::RunSpec;
-pub use kinds::{ProtoChoice, ServerKind, WorkloadChoice};
+pub use kinds::{DohMethodChoice, ProtoChoice, ServerKind, WorkloadChoice};
 pub use network::{
     ClientRtt, DirectionSettings, LossModelChoice, LossSettings, NetworkSettings, RttDistribution,
     MIN_DEFAULT_QUEUE_BYTES, UNLIMITED_QUEUE_BYTES,
@@ -49,7 +49,8 @@ pub use resolve::{
     DEFAULT_WARMUP_S,
 };
 pub use settings::{
-    ClientSettings, MutateSpec, RunSettings, ServerSettings, SynthSpec, TraceSettings, TraceSource,
+    read_population, ClientSettings, MutateSpec, RunSettings, ServerSettings, SynthSpec,
+    TraceSettings, TraceSource,
 };
 pub use vary::{Setting, VaryKey};
 

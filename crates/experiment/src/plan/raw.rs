@@ -123,6 +123,8 @@ pub(super) struct RawClient {
     pub tc_retry: Option<bool>,
     pub max_udp_sockets: Option<At<usize>>,
     pub queriers: Option<At<usize>>,
+    pub population: Option<At<String>>,
+    pub doh_method: Option<At<super::kinds::DohMethodChoice>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -242,7 +242,7 @@ fn mutate_spec(r: &mut Resolver, m: &RawMutate) -> Checked<MutateSpec> {
         return Err(r.loc.error(
             Some(share.span()),
             "trace.mutate.proto_share",
-            "needs `proto` = \"udp\", \"tcp\" or \"tls\" (the transport the share of clients moves to)",
+            "needs `proto` = \"udp\", \"tcp\", \"tls\", \"doh\" or \"doq\" (the transport the share of clients moves to)",
         ));
     }
     let do_share = r.number(&m.do_share, "trace.mutate.do_share", check::share)?;
@@ -466,8 +466,22 @@ fn client_section(
             Err("must be at least 1".to_string())
         }
     })?;
+    r.remember("client.population", &c.population);
+    r.remember("client.doh_method", &c.doh_method);
+    let population = match &c.population {
+        Some(given) => {
+            let path = r.path(given, "client.population")?;
+            if let Err(e) = super::settings::read_population(&path) {
+                return Err(r.loc.error(Some(given.span()), "client.population", e));
+            }
+            Some(path)
+        }
+        None => None,
+    };
     Ok((
         ClientSettings {
+            population,
+            doh_method: c.doh_method.as_ref().map(|m| *m.get_ref()),
             timeout_s: r
                 .number(&c.timeout_s, "client.timeout_s", check::positive)?
                 .unwrap_or(DEFAULT_TIMEOUT_S),
@@ -593,18 +607,21 @@ fn check_runs(r: &Resolver, plan: &Plan, raw: &RawPlan) -> Checked<()> {
 fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, String)> {
     let kind = s.server.kind;
     let tls = s.trace.mutate.proto == ProtoChoice::Tls;
-    if tls && !kind.supports_tls() {
-        let able: Vec<_> = ServerKind::ALL
+    let able = |can: fn(&ServerKind) -> bool| {
+        let kinds: Vec<_> = ServerKind::ALL
             .into_iter()
-            .filter(|k| k.supports_tls())
+            .filter(can)
             .map(ServerKind::name)
             .collect();
+        kinds.join(", ")
+    };
+    if tls && !kind.supports_tls() {
         return Err((
             vec![VaryKey::Kind, VaryKey::Proto],
             "server.kind",
             format!(
                 "{kind} does not serve DNS over TLS here, so proto = \"tls\" cannot run against it (these do: {})",
-                able.join(", ")
+                able(|k| k.supports_tls())
             ),
         ));
     }
@@ -621,6 +638,52 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             "server.tls",
             "proto = \"tls\" needs the server's TLS: remove `tls = false` from [server]".into(),
         ));
+    }
+    let encrypted = [
+        (ProtoChoice::Doh, kind.supports_https(), "DNS over HTTPS"),
+        (ProtoChoice::Doq, kind.supports_quic(), "DNS over QUIC"),
+    ];
+    for (proto, supported, what) in encrypted {
+        if s.trace.mutate.proto == proto && !supported {
+            return Err((
+                vec![VaryKey::Kind, VaryKey::Proto],
+                "server.kind",
+                format!(
+                    "{kind} does not serve {what} here, so proto = \"{}\" cannot run against it (these do: {})",
+                    proto.as_str(),
+                    if proto == ProtoChoice::Doh {
+                        able(|k| k.supports_https())
+                    } else {
+                        able(|k| k.supports_quic())
+                    }
+                ),
+            ));
+        }
+    }
+    if s.client.population.is_some() && s.trace.mutate.proto != ProtoChoice::Keep {
+        return Err((
+            vec![VaryKey::Proto],
+            "client.population",
+            "a population gives each client its group's transport: it cannot go with `proto`"
+                .into(),
+        ));
+    }
+    if let Ok(Some(population)) = s.client.read_population() {
+        for proto in population.transports() {
+            let supported = match proto {
+                ldplayer_trace::Proto::Tls => kind.supports_tls(),
+                ldplayer_trace::Proto::Https => kind.supports_https(),
+                ldplayer_trace::Proto::Quic => kind.supports_quic(),
+                ldplayer_trace::Proto::Udp | ldplayer_trace::Proto::Tcp => true,
+            };
+            if !supported {
+                return Err((
+                    vec![VaryKey::Kind],
+                    "client.population",
+                    format!("the population has {proto} clients, and {kind} does not serve {proto} here"),
+                ));
+            }
+        }
     }
     if kind.is_recursive() && s.server.manifest.is_none() {
         return Err((

@@ -351,9 +351,21 @@ pub struct ClientSettings {
     pub max_udp_sockets: Option<usize>,
     /// Querier threads (the replay's default otherwise).
     pub queriers: Option<usize>,
+    /// A population file (`ldplayer replay --population`): each client goes over its group's
+    /// transport with its group's session profile.
+    #[serde(default)]
+    pub population: Option<std::path::PathBuf>,
+    /// The HTTP method of DoH queries (POST otherwise).
+    #[serde(default)]
+    pub doh_method: Option<super::kinds::DohMethodChoice>,
 }
 
 impl ClientSettings {
+    /// The population of [`population`](Self::population), read and checked.
+    pub fn read_population(&self) -> Result<Option<ldplayer_population::Population>, String> {
+        self.population.as_deref().map(read_population).transpose()
+    }
+
     /// The answer timeout as a duration.
     pub fn timeout(&self) -> Duration {
         seconds(self.timeout_s)
@@ -369,6 +381,13 @@ impl ClientSettings {
 /// are checked before).
 pub(crate) fn seconds(s: f64) -> Duration {
     Duration::try_from_secs_f64(s).unwrap_or_default()
+}
+
+/// A population file, read and checked.
+pub fn read_population(path: &std::path::Path) -> Result<ldplayer_population::Population, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    ldplayer_population::Population::from_toml(&text)
+        .map_err(|e| format!("{}: {e}", path.display()))
 }
 
 fn yes() -> bool {

@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 /// Every metric a run can have, in the order of its rows. `handshake_ms` (connection set-up)
 /// and `fresh_query_ms` (set-up plus the first query's latency) appear only when
-/// queries opened connections, `model_connections` only for connection-oriented runs.
+/// queries opened connections, `model_connections` only for connection-oriented runs. A run
+/// whose queries went over more than one transport (a population, `proto = "keep"`) also has
+/// `latency_ms_<transport>` rows after `latency_ms`, one per transport used
+/// ([`PER_TRANSPORT_LATENCY`]), in transport order.
 pub const METRICS: [&str; 16] = [
     "latency_ms",
     "latency_ms_nonbusy",
@@ -26,6 +29,16 @@ pub const METRICS: [&str; 16] = [
     "response_packets_per_s",
     "query_packets_per_s",
     "model_connections",
+];
+
+/// The names of the per-transport latency rows, in transport code order (UDP, TCP, TLS,
+/// HTTPS, QUIC).
+pub const PER_TRANSPORT_LATENCY: [&str; 5] = [
+    "latency_ms_udp",
+    "latency_ms_tcp",
+    "latency_ms_tls",
+    "latency_ms_doh",
+    "latency_ms_doq",
 ];
 
 /// What a run left behind, as the summary needs it.
@@ -72,14 +85,23 @@ pub fn rows_for_run(
     m: &RunMeasurements<'_>,
 ) -> Result<Vec<SummaryRow>, SummaryError> {
     let queries = QueryMetrics::read(m)?;
-    let mut metrics: Vec<(&str, Distribution)> = vec![
-        ("latency_ms", Distribution::of(&queries.latency_ms)),
+    let mut metrics: Vec<(&str, Distribution)> =
+        vec![("latency_ms", Distribution::of(&queries.latency_ms))];
+    let transports = queries.per_transport.iter().filter(|v| !v.is_empty());
+    if transports.count() > 1 {
+        for (name, values) in PER_TRANSPORT_LATENCY.iter().zip(&queries.per_transport) {
+            if !values.is_empty() {
+                metrics.push((name, Distribution::of(values)));
+            }
+        }
+    }
+    metrics.extend([
         (
             "latency_ms_nonbusy",
             Distribution::of(&queries.latency_ms_nonbusy),
         ),
         ("answered_share", queries.answered_share()),
-    ];
+    ]);
     if !queries.handshake_ms.is_empty() {
         metrics.push(("handshake_ms", Distribution::of(&queries.handshake_ms)));
         metrics.push(("fresh_query_ms", Distribution::of(&queries.fresh_query_ms)));
@@ -162,6 +184,8 @@ pub fn client_latency_ns(r: &QueryResult) -> Option<i64> {
 struct QueryMetrics {
     latency_ms: Vec<f64>,
     latency_ms_nonbusy: Vec<f64>,
+    /// `latency_ms` by the transport the query went over, in code order.
+    per_transport: [Vec<f64>; 5],
     handshake_ms: Vec<f64>,
     fresh_query_ms: Vec<f64>,
     /// Per second from the start: (queries due, answered).
@@ -195,6 +219,7 @@ impl QueryMetrics {
             let ms = ns as f64 / 1e6;
             self.per_second[second].1 += 1;
             self.latency_ms.push(ms);
+            self.per_transport[r.proto as usize].push(ms);
             if m.nonbusy.is_some_and(|set| set.contains(r.index)) {
                 self.latency_ms_nonbusy.push(ms);
             }
@@ -390,6 +415,59 @@ mod tests {
         );
         let model = metric(&rows, "model_connections");
         assert_eq!((model.n, model.mean), (4, 3.5), "seconds 2 to 5");
+    }
+
+    #[test]
+    fn a_run_over_several_transports_has_a_latency_row_for_each() {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("results");
+        let mut w = ResultsWriter::create(&results).unwrap();
+        let over = |index, proto, ms| QueryResult {
+            proto,
+            ..result(index, 0.5, Some(ms))
+        };
+        w.result(&over(0, Proto::Udp, 1.0)).unwrap();
+        w.result(&over(1, Proto::Udp, 3.0)).unwrap();
+        w.result(&over(2, Proto::Https, 7.0)).unwrap();
+        w.result(&over(3, Proto::Quic, 5.0)).unwrap();
+        w.result(&QueryResult {
+            proto: Proto::Https,
+            ..result(4, 0.5, None)
+        })
+        .unwrap();
+        w.finish().unwrap();
+        drop(w);
+        let m = RunMeasurements {
+            results: &results,
+            samples: &[],
+            start_ns: START,
+            warmup_s: 0.0,
+            duration_s: 1.0,
+            nonbusy: None,
+            model_connections: None,
+        };
+        let rows = rows_for_run("001-r1", &[], &m).unwrap();
+        let names: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
+        assert_eq!(
+            names[..4],
+            [
+                "latency_ms",
+                "latency_ms_udp",
+                "latency_ms_doh",
+                "latency_ms_doq"
+            ],
+            "after latency_ms, the transports used, in order"
+        );
+        assert_eq!(metric(&rows, "latency_ms").n, 4);
+        let udp = metric(&rows, "latency_ms_udp");
+        assert_eq!((udp.n, udp.p50), (2, 2.0));
+        let doh = metric(&rows, "latency_ms_doh");
+        assert_eq!(
+            (doh.n, doh.p50),
+            (1, 7.0),
+            "the unanswered query has no latency"
+        );
+        assert_eq!(metric(&rows, "latency_ms_doq").p50, 5.0);
     }
 
     #[test]
