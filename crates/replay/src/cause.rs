@@ -41,7 +41,8 @@ pub(crate) enum Cause {
     NotDnsContent,
     /// The server did not agree to HTTP/2 in the TLS handshake (ALPN).
     NoHttp2,
-    /// An HTTP/2 stream or connection failed; the key names how ([`h2_key`]).
+    /// An HTTP/2 stream or connection failed; the key names how (`h2-refused-stream`,
+    /// `h2-protocol-error`, `h2-goaway`, ...).
     Http2(&'static str),
     /// A DNS-over-QUIC connection or stream failed; the key names how.
     Quic(&'static str),
@@ -185,28 +186,6 @@ fn http_status_key(status: u16) -> &'static str {
         4 => "http-4xx",
         5 => "http-5xx",
         _ => "http-status",
-    }
-}
-
-/// How an HTTP/2 stream or connection failed, as a stable key.
-pub(crate) fn h2_key(e: &h2::Error) -> &'static str {
-    if e.is_go_away() {
-        return "h2-goaway";
-    }
-    if e.is_io() {
-        return "h2-io";
-    }
-    match e.reason() {
-        Some(h2::Reason::REFUSED_STREAM) => "h2-refused-stream",
-        Some(h2::Reason::PROTOCOL_ERROR) => "h2-protocol-error",
-        Some(h2::Reason::FLOW_CONTROL_ERROR) => "h2-flow-control-error",
-        Some(h2::Reason::FRAME_SIZE_ERROR) => "h2-frame-size-error",
-        Some(h2::Reason::COMPRESSION_ERROR) => "h2-compression-error",
-        Some(h2::Reason::CANCEL) => "h2-cancel",
-        Some(h2::Reason::ENHANCE_YOUR_CALM) => "h2-enhance-your-calm",
-        Some(h2::Reason::INTERNAL_ERROR) => "h2-internal-error",
-        Some(_) => "h2-reset",
-        None => "h2-error",
     }
 }
 

@@ -1,234 +1,67 @@
 //! DNS over HTTPS (RFC 8484): an HTTP/2 connection inside a TLS session, one stream per query.
 //!
-//! The `h2` crate speaks HTTP/2 over an `AsyncRead + AsyncWrite` transport. Here that transport
-//! is a pair of in-memory buffers ([`Pipe`]): the TLS session decrypts what the socket read into
-//! the pipe's input, and seals what h2 wrote into the pipe's output; h2's futures are polled
-//! with a no-op waker whenever bytes arrive or a query is queued, which is every moment they can
-//! make progress. So h2 runs inside the querier's own event loop, without a runtime, and the
-//! querier's socket side (send and receive stamps, handshake timing, idle timeouts, session
-//! resumption) is the same as for DNS over TLS.
+//! The TLS session decrypts what the socket read and hands the plaintext to the HTTP/2 client
+//! ([`Http2Client`], written for DoH, without I/O); what the client writes is sealed into TLS
+//! records. So HTTP/2 runs inside the querier's own event loop, and the querier's socket side
+//! (send and receive stamps, handshake timing, idle timeouts, session resumption) is the same
+//! as for DNS over TLS.
 //!
-//! Queries are keyed by a number of this connection ([`MatchKey::Stream`]), not by h2's stream
-//! ID, which h2 gives only once a stream opens (the server's stream limit may hold it back).
-//! Each query is sent with DNS ID 0 (RFC 8484 §4.1: cache friendly). A response other than 200
-//! with `application/dns-message` fails its query with a [`Cause`] naming the status or the
-//! content type.
+//! Queries are keyed by a number of this connection ([`MatchKey::Stream`]), not by the HTTP/2
+//! stream ID, which a request gets only once the server's stream limit lets it out. Each query
+//! is sent with DNS ID 0 (RFC 8484 §4.1: cache friendly). A response other than 200 with
+//! `application/dns-message` fails its query with a [`Cause`] naming the status or the content
+//! type.
 
+use super::http2::{request_headers, Http2Client, Outcome};
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
 use super::KEEP_BUF;
 use crate::cause::Cause;
 use crate::config::{DohConfig, DohMethod};
 use crate::tls_session::TlsSession;
 use base64::Engine as _;
-use bytes::Bytes;
-use h2::client::{Connection, ResponseFuture, SendRequest};
-use h2::RecvStream;
 use ldplayer_dns::HEADER_LEN;
 use rustls::{ClientConfig, HandshakeKind};
 use rustls_pki_types::ServerName;
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::future::Future;
-use std::io;
-use std::pin::Pin;
-use std::rc::Rc;
 use std::sync::Arc;
-use std::sync::Mutex;
-use std::task::{Context, Poll, Wake, Waker};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The client connection preface (RFC 9113 §3.4), which comes before the first frame.
-const PREFACE_LEN: usize = 24;
+/// The largest DNS query sent (a DNS message).
+const MAX_QUERY: usize = 65_535;
 
-/// The length of an HTTP/2 frame header.
-const FRAME_HEADER: usize = 9;
-
-/// Where the plaintext `out` (whose first `preface` bytes are the rest of the connection
-/// preface) may be cut for sealing: after the first frame that ends a stream the client opened
-/// (returned with its stream ID), or else after the last whole frame.
-fn next_boundary(out: &[u8], preface: usize) -> (usize, Option<u32>) {
-    let mut pos = preface.min(out.len());
-    if pos < preface {
-        return (pos, None);
-    }
-    while let Some(header) = out.get(pos..pos + FRAME_HEADER) {
-        let len = u32::from_be_bytes([0, header[0], header[1], header[2]]) as usize;
-        let frame_end = pos + FRAME_HEADER + len;
-        if frame_end > out.len() {
-            break;
-        }
-        pos = frame_end;
-        let (kind, flags) = (header[3], header[4]);
-        let stream = u32::from_be_bytes([header[5], header[6], header[7], header[8]]) & 0x7fff_ffff;
-        // DATA (0) or HEADERS (1) with END_STREAM (0x1), on a client stream (odd).
-        if kind <= 1 && flags & 0x1 != 0 && stream % 2 == 1 {
-            return (pos, Some(stream));
-        }
-    }
-    (pos, None)
-}
-
-/// The largest DNS response body accepted (RFC 8484 bodies are DNS messages: 65,535 bytes).
-const MAX_BODY: usize = 65_535;
-
-/// The plaintext between the TLS session and h2.
-#[derive(Default)]
-struct PipeBuffers {
-    /// Decrypted bytes from the server; `input[read..]` is not yet read by h2.
-    input: Vec<u8>,
-    read: usize,
-    /// Bytes h2 wrote, not yet sealed into TLS records.
-    output: Vec<u8>,
-}
-
-/// h2's transport: reads from and writes to [`PipeBuffers`] shared with the framing.
-struct Pipe(Rc<RefCell<PipeBuffers>>);
-
-impl AsyncRead for Pipe {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let mut b = self.0.borrow_mut();
-        let start = b.read;
-        if start == b.input.len() {
-            // The framing polls again when more bytes arrive.
-            return Poll::Pending;
-        }
-        let n = (b.input.len() - start).min(buf.remaining());
-        buf.put_slice(&b.input[start..start + n]);
-        b.read += n;
-        if b.read == b.input.len() {
-            b.input.clear();
-            b.read = 0;
-        }
-        Poll::Ready(Ok(()))
-    }
-}
-
-impl AsyncWrite for Pipe {
-    fn poll_write(
-        self: Pin<&mut Self>,
-        _: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        self.0.borrow_mut().output.extend_from_slice(buf);
-        Poll::Ready(Ok(buf.len()))
-    }
-    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-    fn poll_shutdown(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Poll::Ready(Ok(()))
-    }
-}
-
-type Handshake =
-    Pin<Box<dyn Future<Output = Result<(SendRequest<Bytes>, Connection<Pipe, Bytes>), h2::Error>>>>;
-
-/// Where the HTTP/2 connection is.
-enum H2 {
-    /// The client preface and SETTINGS are being written.
-    Starting(Handshake),
-    /// Requests may be sent.
-    Open(Box<OpenH2>),
-    /// The connection ended (GOAWAY, an HTTP/2 error); nothing more goes out.
-    Ended,
-}
-
-/// An HTTP/2 connection that takes requests.
-struct OpenH2 {
-    send: SendRequest<Bytes>,
-    conn: Connection<Pipe, Bytes>,
-}
-
-/// A query's stream, from the request to the whole body.
-enum Exchange {
-    /// Not yet given to h2 (waiting for the connection or for a stream to open).
-    Waiting { wire: Bytes },
-    /// The request went out; the response head has not come.
-    Requested(ResponseFuture),
-    /// The head was 200 with a DNS body; the body so far.
-    Body { body: RecvStream, got: Vec<u8> },
-}
-
-/// The keys of the queries whose stream h2 woke (a response head or body data came): only
-/// they are polled. Polling every stream in flight after each read cost 20% of the CPU at
-/// 100 streams per connection (perf, `bench/doh.sh fast`).
-#[derive(Default)]
-struct Woken(Mutex<Vec<u64>>);
-
-impl Woken {
-    fn push(&self, key: u64) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(key);
-    }
-
-    fn take(&self, into: &mut Vec<u64>) {
-        std::mem::swap(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()), into);
-    }
-}
-
-/// A query's waker: marks its key as woken.
-struct StreamWaker {
-    key: u64,
-    woken: Arc<Woken>,
-}
-
-impl Wake for StreamWaker {
-    fn wake(self: Arc<Self>) {
-        self.woken.push(self.key);
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.push(self.key);
-    }
-}
-
-/// One query on the connection, in the order queued: sealed in that order.
+/// One query on the connection, in the order queued: its end is told in that order.
 struct Query {
     key: u64,
-    /// Polls its stream, so that h2 says when it can go on.
-    waker: Option<Waker>,
-    exchange: Option<Exchange>,
-    /// It was handed to h2 (or failed before).
-    written: bool,
-    /// Its HTTP/2 stream, once handed to h2.
-    stream: Option<u32>,
     /// Where its request's last frame ends in the TLS byte stream, once sealed.
     end: Option<u64>,
-    /// The end has been told to the querier.
+    /// Answered or failed.
+    done: bool,
+    /// Its end has been told to the querier.
     sealed: bool,
 }
 
-/// DNS over HTTPS on one connection: TLS with ALPN h2 and an h2 client on top.
+/// DNS over HTTPS on one connection: TLS with ALPN h2 and an HTTP/2 client on top.
 pub(crate) struct DohFraming {
     session: TlsSession,
-    pipe: Rc<RefCell<PipeBuffers>>,
-    h2: H2,
+    h2: Http2Client,
     config: Arc<DohConfig>,
     /// The `:authority` of every request.
     authority: Arc<str>,
-    /// The URI of every POST.
-    post_uri: http::Uri,
     next_key: u64,
-    /// Queries in queue order, from queued until answered or failed.
+    /// Queries in queue order, from queued until done and told.
     queries: VecDeque<Query>,
-    /// Bytes of the client connection preface (not a frame) still at the front of the
-    /// plaintext output.
-    preface_left: usize,
-    /// The streams h2 woke since they were last polled.
-    woken: Arc<Woken>,
-    /// The keys taken from `woken`, kept for its allocation.
-    to_poll: Vec<u64>,
+    /// Decrypted bytes for the HTTP/2 client (kept for its allocation while busy).
+    plain: Vec<u8>,
     /// Answers complete since the last [`StreamProtocol::received`] hand-over.
     answers: Vec<(u64, Vec<u8>)>,
     /// Queries failed since the querier last took them.
     failed: Vec<(u64, Cause)>,
     /// Whether ALPN was checked after the TLS handshake.
     alpn_checked: bool,
-    /// The connection failed as a whole (no h2 by ALPN, an HTTP/2 connection error).
+    /// The connection failed as a whole (no h2 by ALPN, an HTTP/2 connection error, the
+    /// server's GOAWAY once its streams are done), until the querier takes it.
     fatal: Option<Cause>,
+    /// `fatal` was set once: it is not set again.
+    ended: bool,
 }
 
 impl DohFraming {
@@ -240,316 +73,129 @@ impl DohFraming {
         authority: Arc<str>,
         config: Arc<DohConfig>,
     ) -> Result<Self, rustls::Error> {
-        let pipe = Rc::new(RefCell::new(PipeBuffers::default()));
-        let handshake = h2::client::Builder::new()
-            .enable_push(false)
-            .handshake::<_, Bytes>(Pipe(pipe.clone()));
-        let post_uri = http::Uri::try_from(format!("https://{authority}{}", config.path))
-            .map_err(|e| rustls::Error::General(format!("DoH URI: {e}")))?;
         Ok(DohFraming {
-            post_uri,
             session: TlsSession::new(tls, name)?,
-            pipe,
-            h2: H2::Starting(Box::pin(handshake)),
+            h2: Http2Client::new(),
             config,
             authority,
             next_key: 0,
             queries: VecDeque::new(),
-            preface_left: PREFACE_LEN,
-            woken: Arc::default(),
-            to_poll: Vec::new(),
+            plain: Vec::new(),
             answers: Vec::new(),
             failed: Vec::new(),
             alpn_checked: false,
             fatal: None,
+            ended: false,
         })
     }
 
-    /// The HTTP request of a query, and its body for POST.
-    fn request(&self, wire: &[u8]) -> Result<(http::Request<()>, Option<Bytes>), http::Error> {
-        const DNS_MESSAGE: http::HeaderValue =
-            http::HeaderValue::from_static("application/dns-message");
-        let mut request = http::Request::new(());
-        *request.version_mut() = http::Version::HTTP_2;
-        request
-            .headers_mut()
-            .insert(http::header::ACCEPT, DNS_MESSAGE);
-        Ok(match self.config.method {
-            DohMethod::Post => {
-                *request.method_mut() = http::Method::POST;
-                // The same URI for every POST: parsed once, shared.
-                *request.uri_mut() = self.post_uri.clone();
-                let headers = request.headers_mut();
-                headers.insert(http::header::CONTENT_TYPE, DNS_MESSAGE);
-                headers.insert(http::header::CONTENT_LENGTH, wire.len().into());
-                (request, Some(Bytes::copy_from_slice(wire)))
-            }
+    /// The header block and body (POST) of a query's request.
+    fn request(&self, wire: &[u8]) -> (Vec<u8>, Option<Vec<u8>>) {
+        match self.config.method {
+            DohMethod::Post => (
+                request_headers(true, &self.authority, &self.config.path, wire.len()),
+                Some(wire.to_vec()),
+            ),
             DohMethod::Get => {
-                let dns = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(wire);
                 let sep = if self.config.path.contains('?') {
                     '&'
                 } else {
                     '?'
                 };
-                *request.uri_mut() = http::Uri::try_from(format!(
-                    "https://{}{}{sep}dns={dns}",
-                    self.authority, self.config.path
-                ))?;
-                (request, None)
-            }
-        })
-    }
-
-    /// Fails every query still open on the connection for `cause` (kept as the connection's
-    /// own failure when nothing was open).
-    fn fail_all(&mut self, cause: impl Fn() -> Cause) {
-        for q in &mut self.queries {
-            if q.exchange.take().is_some() {
-                q.written = true;
-                self.failed.push((q.key, cause()));
+                let mut path =
+                    String::with_capacity(self.config.path.len() + 5 + wire.len() * 4 / 3 + 4);
+                path.push_str(&self.config.path);
+                path.push(sep);
+                path.push_str("dns=");
+                base64::engine::general_purpose::URL_SAFE_NO_PAD.encode_string(wire, &mut path);
+                (request_headers(false, &self.authority, &path, 0), None)
             }
         }
-        if self.fatal.is_none() {
-            self.fatal = Some(cause());
-        }
-        self.h2 = H2::Ended;
     }
 
-    /// Lets h2 do all it can now: finish its start, send waiting requests, read what arrived,
-    /// and collect the responses that are complete.
-    fn drive(&mut self) {
+    /// The connection as a whole cannot go on: the querier is told once.
+    fn end(&mut self, cause: Cause) {
+        if !self.ended {
+            self.ended = true;
+            self.fatal = Some(cause);
+        }
+    }
+
+    /// Checks ALPN once the TLS handshake is over, and moves what the HTTP/2 client finished
+    /// to `answers` and `failed`.
+    fn collect(&mut self) {
         if !self.alpn_checked && !self.session.is_handshaking() {
             self.alpn_checked = true;
             if self.session.alpn() != Some(b"h2".as_slice()) {
-                self.fail_all(|| Cause::NoHttp2);
-                return;
-            }
-        }
-        let mut cx = Context::from_waker(Waker::noop());
-        if let H2::Starting(handshake) = &mut self.h2 {
-            match handshake.as_mut().poll(&mut cx) {
-                Poll::Pending => return,
-                Poll::Ready(Ok((send, conn))) => {
-                    self.h2 = H2::Open(Box::new(OpenH2 { send, conn }))
-                }
-                Poll::Ready(Err(e)) => {
-                    let key = crate::cause::h2_key(&e);
-                    self.fail_all(|| Cause::Http2(key));
-                    return;
-                }
-            }
-        }
-        // Reading bodies releases flow-control capacity; the WINDOW_UPDATE goes out with the
-        // next drive, which follows every read (the querier flushes after reading).
-        self.send_waiting(&mut cx);
-        let H2::Open(open) = &mut self.h2 else {
-            return;
-        };
-        match Pin::new(&mut open.conn).poll(&mut cx) {
-            Poll::Pending => {}
-            Poll::Ready(Ok(())) => {
-                // The server said GOAWAY and every stream is done.
-                self.collect();
-                self.fail_all(|| Cause::PeerClosed);
-                return;
-            }
-            Poll::Ready(Err(e)) => {
-                self.collect();
-                let key = crate::cause::h2_key(&e);
-                self.fail_all(|| Cause::Http2(key));
-                return;
-            }
-        }
-        self.collect();
-    }
-
-    /// Hands waiting queries to h2 while it takes new streams.
-    fn send_waiting(&mut self, cx: &mut Context<'_>) {
-        let mut i = self
-            .queries
-            .iter()
-            .position(|q| !q.written)
-            .unwrap_or(self.queries.len());
-        while i < self.queries.len() {
-            let H2::Open(open) = &mut self.h2 else {
-                return;
-            };
-            match open.send.poll_ready(cx) {
-                Poll::Pending => return,
-                Poll::Ready(Ok(())) => {}
-                Poll::Ready(Err(e)) => {
-                    let key = crate::cause::h2_key(&e);
-                    self.fail_all(|| Cause::Http2(key));
-                    return;
-                }
-            }
-            let q = &self.queries[i];
-            let wire = match &q.exchange {
-                Some(Exchange::Waiting { wire }) => wire.clone(),
-                _ => {
-                    i += 1;
-                    continue;
-                }
-            };
-            let key = q.key;
-            let outcome = self
-                .request(&wire)
-                .map_err(|_| Cause::Unframeable)
-                .and_then(|(request, body)| {
-                    let H2::Open(open) = &mut self.h2 else {
-                        return Err(Cause::ClosedLocally);
-                    };
-                    let (response, mut stream) = open
-                        .send
-                        .send_request(request, body.is_none())
-                        .map_err(|e| Cause::Http2(crate::cause::h2_key(&e)))?;
-                    if let Some(body) = body {
-                        stream
-                            .send_data(body, true)
-                            .map_err(|e| Cause::Http2(crate::cause::h2_key(&e)))?;
+                for q in &mut self.queries {
+                    if !q.done {
+                        q.done = true;
+                        self.failed.push((q.key, Cause::NoHttp2));
                     }
-                    Ok((stream.stream_id().as_u32(), response))
-                });
-            let q = &mut self.queries[i];
-            q.written = true;
-            match outcome {
-                Ok((stream, response)) => {
-                    q.stream = Some(stream);
-                    q.exchange = Some(Exchange::Requested(response));
-                    q.waker = Some(Waker::from(Arc::new(StreamWaker {
-                        key,
-                        woken: self.woken.clone(),
-                    })));
-                    // Its first poll registers the waker.
-                    self.woken.push(key);
                 }
-                Err(cause) => {
-                    q.exchange = None;
-                    self.failed.push((key, cause));
-                }
+                self.end(Cause::NoHttp2);
+                return;
             }
-            i += 1;
         }
-    }
-
-    /// Moves responses along: heads checked, bodies read; complete answers and failures are
-    /// set aside for the querier.
-    fn collect(&mut self) {
-        let mut keys = std::mem::take(&mut self.to_poll);
-        self.woken.take(&mut keys);
         let first = self.queries.front().map_or(0, |q| q.key);
-        for &key in &keys {
-            let Some(q) = key
+        for (key, outcome) in self.h2.take_done() {
+            if let Some(q) = key
                 .checked_sub(first)
                 .and_then(|i| self.queries.get_mut(i as usize))
-            else {
-                continue;
-            };
-            let Some(waker) = q.waker.clone() else {
-                continue;
-            };
-            let cx = &mut Context::from_waker(&waker);
-            loop {
-                match q.exchange.take() {
-                    Some(Exchange::Requested(mut response)) => {
-                        match Pin::new(&mut response).poll(cx) {
-                            Poll::Pending => {
-                                q.exchange = Some(Exchange::Requested(response));
-                                break;
-                            }
-                            Poll::Ready(Err(e)) => {
-                                self.failed
-                                    .push((q.key, Cause::Http2(crate::cause::h2_key(&e))));
-                                break;
-                            }
-                            Poll::Ready(Ok(response)) => {
-                                let status = response.status().as_u16();
-                                if status != 200 {
-                                    self.failed.push((q.key, Cause::HttpStatus(status)));
-                                    break;
-                                }
-                                let dns = response
-                                    .headers()
-                                    .get(http::header::CONTENT_TYPE)
-                                    .and_then(|v| v.to_str().ok())
-                                    .is_some_and(|v| {
-                                        v.split(';').next().is_some_and(|t| {
-                                            t.trim().eq_ignore_ascii_case("application/dns-message")
-                                        })
-                                    });
-                                if !dns {
-                                    self.failed.push((q.key, Cause::NotDnsContent));
-                                    break;
-                                }
-                                q.exchange = Some(Exchange::Body {
-                                    body: response.into_body(),
-                                    got: Vec::new(),
-                                });
-                            }
-                        }
-                    }
-                    Some(Exchange::Body { mut body, mut got }) => match body.poll_data(cx) {
-                        Poll::Pending => {
-                            q.exchange = Some(Exchange::Body { body, got });
-                            break;
-                        }
-                        Poll::Ready(Some(Ok(chunk))) => {
-                            let _ = body.flow_control().release_capacity(chunk.len());
-                            if got.len() + chunk.len() > MAX_BODY {
-                                self.failed.push((q.key, Cause::Unframeable));
-                                break;
-                            }
-                            got.extend_from_slice(&chunk);
-                            q.exchange = Some(Exchange::Body { body, got });
-                        }
-                        Poll::Ready(Some(Err(e))) => {
-                            self.failed
-                                .push((q.key, Cause::Http2(crate::cause::h2_key(&e))));
-                            break;
-                        }
-                        Poll::Ready(None) => {
-                            q.waker = None;
-                            self.answers.push((q.key, got));
-                            break;
-                        }
-                    },
-                    other => {
-                        q.exchange = other;
-                        break;
-                    }
+            {
+                q.done = true;
+            }
+            match outcome {
+                Outcome::Answer(body) if body.len() >= HEADER_LEN => self.answers.push((key, body)),
+                Outcome::Answer(_) | Outcome::NotDns => {
+                    self.failed.push((key, Cause::NotDnsContent))
                 }
+                Outcome::Status(code) => self.failed.push((key, Cause::HttpStatus(code))),
+                Outcome::Failed(why) => self.failed.push((key, Cause::Http2(why))),
             }
         }
-        keys.clear();
-        self.to_poll = keys;
+        if let Some(e) = self.h2.error() {
+            self.end(Cause::Http2(e.0));
+        } else if self.h2.finished() {
+            // The server said GOAWAY and answered what it took: a new connection takes the
+            // next queries.
+            self.end(Cause::PeerClosed);
+        }
     }
 
-    /// Forgets the queries that are answered or failed and whose end was told.
+    /// Notes the end in the TLS byte stream of each request whose last byte was just sealed.
+    fn note_ends(&mut self) {
+        let first = self.queries.front().map_or(0, |q| q.key);
+        while let Some((key, 0)) = self.h2.next_end() {
+            self.h2.pop_end();
+            let at = self.session.queued_total();
+            if let Some(q) = key
+                .checked_sub(first)
+                .and_then(|i| self.queries.get_mut(i as usize))
+            {
+                q.end = Some(at);
+            }
+        }
+    }
+
+    /// Forgets the queries that are done and whose end was told; gives back what a burst grew
+    /// once nothing is in flight (most connections are idle most of the time).
     fn forget_done(&mut self) {
-        while self
-            .queries
-            .front()
-            .is_some_and(|q| q.exchange.is_none() && q.sealed)
-        {
+        while self.queries.front().is_some_and(|q| q.done && q.sealed) {
             self.queries.pop_front();
         }
-        // Most connections are idle most of the time: give back what a burst grew.
         if self.queries.is_empty() {
             self.queries = VecDeque::new();
-            self.to_poll = Vec::new();
+            self.h2.shrink(KEEP_BUF);
+            if self.plain.capacity() > KEEP_BUF {
+                self.plain = Vec::new();
+            }
             // (`answers` and `failed` are handed over after this: released once empty.)
             if self.answers.is_empty() {
                 self.answers = Vec::new();
             }
             if self.failed.is_empty() {
                 self.failed = Vec::new();
-            }
-            let mut pipe = self.pipe.borrow_mut();
-            if pipe.input.is_empty() && pipe.input.capacity() > KEEP_BUF {
-                pipe.input = Vec::new();
-            }
-            if pipe.output.is_empty() && pipe.output.capacity() > KEEP_BUF {
-                pipe.output = Vec::new();
             }
         }
     }
@@ -561,7 +207,7 @@ impl StreamProtocol for DohFraming {
     }
 
     fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError> {
-        if wire.len() < HEADER_LEN || wire.len() > MAX_BODY {
+        if wire.len() < HEADER_LEN || wire.len() > MAX_QUERY {
             return Err(StreamError::BadQuery);
         }
         let mut wire = wire.to_vec();
@@ -570,65 +216,41 @@ impl StreamProtocol for DohFraming {
         self.next_key += 1;
         self.queries.push_back(Query {
             key,
-            waker: None,
-            exchange: Some(Exchange::Waiting { wire: wire.into() }),
-            written: false,
-            stream: None,
             end: None,
+            done: false,
             sealed: false,
         });
+        let (headers, body) = self.request(&wire);
+        self.h2.request(key, headers, body);
         Ok(Queued {
             key: MatchKey::Stream(key),
             wire_end: None,
         })
     }
 
-    /// Runs h2, then seals what it wrote into TLS records, frame by frame: a request ends
-    /// where the frame that ends its stream (HEADERS or DATA with END_STREAM) ends in the TLS
-    /// byte stream. h2 opens streams as the server's stream limit allows, so a request handed
-    /// to it may go out later than the next one's; its frames say when.
+    /// Seals what the HTTP/2 client wrote into TLS records, cut at each request's end: a
+    /// request ends where its last frame ends in the TLS byte stream. Requests held back by the
+    /// server's stream limit go out (and are told) later than the ones after them were queued,
+    /// but always in queue order.
     fn seal(&mut self, sealed: &mut impl FnMut(u64)) -> Result<(), StreamError> {
-        self.drive();
-        // Cut at each request's end; the sealed bytes are dropped once, at the end (dropping
-        // them per request moved the rest of the buffer each time).
-        let mut taken = 0;
-        let result = loop {
-            let (boundary, ended) = {
-                let pipe = self.pipe.borrow();
-                next_boundary(&pipe.output[taken..], self.preface_left)
+        self.collect();
+        self.note_ends();
+        loop {
+            let out = self.h2.output();
+            if out.is_empty() {
+                break;
+            }
+            let cut = match self.h2.next_end() {
+                Some((_, end)) => end.min(out.len()),
+                None => out.len(),
             };
-            if boundary == 0 {
-                break Ok(());
+            let n = self.session.write_plain(&out[..cut])?;
+            if n == 0 {
+                break; // The TLS handshake is not over.
             }
-            let written = {
-                let pipe = self.pipe.borrow();
-                self.session
-                    .write_plain(&pipe.output[taken..taken + boundary])
-            };
-            match written {
-                Ok(0) => break Ok(()), // The TLS handshake is not over.
-                Ok(n) => {
-                    taken += n;
-                    self.preface_left -= self.preface_left.min(n);
-                }
-                Err(e) => break Err(e),
-            }
-            if let Some(stream) = ended {
-                let at = self.session.queued_total();
-                if let Some(q) = self.queries.iter_mut().find(|q| q.stream == Some(stream)) {
-                    q.end = Some(at);
-                }
-            }
-        };
-        {
-            let mut pipe = self.pipe.borrow_mut();
-            if taken == pipe.output.len() {
-                pipe.output.clear();
-            } else {
-                pipe.output.drain(..taken);
-            }
+            self.h2.consume_output(n);
+            self.note_ends();
         }
-        result?;
         if self.session.is_handshaking() {
             return Ok(());
         }
@@ -639,9 +261,9 @@ impl StreamProtocol for DohFraming {
             }
             let end = match q.end {
                 Some(end) => end,
-                // Done without bytes of its own on the wire (failed before or as it was handed
-                // to h2): nothing to wait for.
-                None if q.written && q.exchange.is_none() => now,
+                // Done without bytes of its own on the wire (failed before it went out):
+                // nothing to wait for.
+                None if q.done => now,
                 None => break,
             };
             q.sealed = true;
@@ -668,24 +290,19 @@ impl StreamProtocol for DohFraming {
         bytes: &mut [u8],
         message: &mut impl FnMut(MatchKey, &[u8]),
     ) -> Result<Received, StreamError> {
-        let peer_closed = {
-            let mut pipe = self.pipe.borrow_mut();
-            self.session.received(bytes, &mut pipe.input)?
-        };
-        self.drive();
-        let mut malformed = 0;
+        let peer_closed = self.session.received(bytes, &mut self.plain)?;
+        if !self.plain.is_empty() {
+            self.h2.received(&self.plain);
+            self.plain.clear();
+        }
+        self.collect();
         for (key, body) in std::mem::take(&mut self.answers) {
-            if body.len() < HEADER_LEN {
-                malformed += 1;
-                self.failed.push((key, Cause::NotDnsContent));
-                continue;
-            }
             message(MatchKey::Stream(key), &body);
         }
         self.forget_done();
         Ok(Received {
             peer_closed,
-            malformed,
+            malformed: 0,
         })
     }
 
