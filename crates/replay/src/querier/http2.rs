@@ -6,8 +6,8 @@
 //! session cost 24.2 KB against 3.5 KB for DoT), and its streams, wakers and futures made a
 //! `--fast` DoH query cost 13.8 µs of CPU against 16.3 µs for dnsperf, short of the ⅔ asked.
 //! DoH needs little of HTTP/2: one request per stream, small bodies, no push, no priorities.
-//! HPACK decoding (Huffman, the dynamic table) is `loona-hpack`'s; requests are encoded with
-//! the static table and literals, which needs no encoder state.
+//! Responses are decoded by [`hpack`](super::hpack); requests are encoded with the static
+//! table and literals, which needs no encoder state.
 //!
 //! What the server sends is bounded: frames above 16,384 bytes (our `SETTINGS_MAX_FRAME_SIZE`)
 //! and bodies above 65,535 bytes are errors, header blocks are capped, and every buffer is
@@ -116,15 +116,18 @@ struct Stream {
 
 /// One HTTP/2 client connection.
 pub(crate) struct Http2Client {
-    /// Bytes for the server (the preface first), not yet taken.
+    /// Bytes for the server (the preface first); `out[out_start..]` are not yet taken.
     out: Vec<u8>,
-    /// Bytes taken from `out` over the connection's life: positions in the byte stream.
-    out_taken: u64,
+    /// Where the untaken output starts: bytes are taken by moving it, and `out` is emptied
+    /// once all are taken (draining per request moved the rest of a batch each time).
+    out_start: usize,
+    /// The position of `out[0]` in the connection's byte stream.
+    out_base: u64,
     /// Each request's end in the byte stream, in the order written, with its key.
     ends: VecDeque<(u64, u64)>,
     /// Bytes from the server not yet making a whole frame.
     input: Vec<u8>,
-    hpack: loona_hpack::Decoder<'static>,
+    hpack: super::hpack::Decoder,
     /// The header block being gathered (HEADERS, then CONTINUATION): its stream, whether the
     /// HEADERS frame ended the stream, the fragments so far.
     block: Option<(u32, bool, Vec<u8>)>,
@@ -165,10 +168,11 @@ impl Http2Client {
         out.extend_from_slice(&(CONNECTION_WINDOW - DEFAULT_WINDOW as u32).to_be_bytes());
         Http2Client {
             out,
-            out_taken: 0,
+            out_start: 0,
+            out_base: 0,
             ends: VecDeque::new(),
             input: Vec::new(),
-            hpack: loona_hpack::Decoder::new(),
+            hpack: super::hpack::Decoder::default(),
             block: None,
             waiting: VecDeque::new(),
             streams: VecDeque::new(),
@@ -201,20 +205,30 @@ impl Http2Client {
 
     /// The bytes for the server.
     pub fn output(&self) -> &[u8] {
-        &self.out
+        &self.out[self.out_start..]
     }
 
     /// Forgets the first `n` bytes of [`output`](Self::output).
     pub fn consume_output(&mut self, n: usize) {
-        self.out.drain(..n.min(self.out.len()));
-        self.out_taken += n as u64;
+        self.out_start = (self.out_start + n).min(self.out.len());
+        if self.out_start == self.out.len() {
+            self.out_base += self.out.len() as u64;
+            self.out.clear();
+            self.out_start = 0;
+        } else if self.out_start > 64 * 1024 {
+            // A socket that takes little at a time: keep the buffer from growing.
+            self.out.drain(..self.out_start);
+            self.out_base += self.out_start as u64;
+            self.out_start = 0;
+        }
     }
 
     /// Where in the output the next request still to be told of ends, and its key: the byte
     /// count (from [`output`](Self::output)'s start) up to and including its last frame.
     pub fn next_end(&self) -> Option<(u64, usize)> {
         let &(key, end) = self.ends.front()?;
-        Some((key, (end - self.out_taken) as usize))
+        let taken = self.out_base + self.out_start as u64;
+        Some((key, end.saturating_sub(taken) as usize))
     }
 
     /// The request of [`next_end`](Self::next_end) was told of.
@@ -461,17 +475,15 @@ impl Http2Client {
     /// stream.
     fn header_block(&mut self, stream: u32, ends_stream: bool, block: &[u8]) {
         let (mut status, mut dns) = (None, false);
-        let decoded = self
-            .hpack
-            .decode_with_cb(block, |name, value| match &*name {
-                b":status" => {
-                    status = std::str::from_utf8(&value)
-                        .ok()
-                        .and_then(|v| v.parse::<u16>().ok());
-                }
-                b"content-type" => dns = is_dns_message(&value),
-                _ => {}
-            });
+        let decoded = self.hpack.decode(block, &mut |name, value| match name {
+            b":status" => {
+                status = std::str::from_utf8(value)
+                    .ok()
+                    .and_then(|v| v.parse::<u16>().ok());
+            }
+            b"content-type" => dns = is_dns_message(value),
+            _ => {}
+        });
         if decoded.is_err() {
             return self.fail_connection("h2-compression-error");
         }
@@ -586,7 +598,7 @@ impl Http2Client {
                 self.send_window -= body.len() as i64;
             }
             self.ends
-                .push_back((p.key, self.out_taken + self.out.len() as u64));
+                .push_back((p.key, self.out_base + self.out.len() as u64));
             self.streams.push_back(Stream {
                 id,
                 key: p.key,

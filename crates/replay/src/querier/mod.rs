@@ -70,6 +70,7 @@ mod ahead;
 mod doh_framing;
 mod doq;
 mod doq_glue;
+mod hpack;
 mod http2;
 mod inflight;
 mod profile;
