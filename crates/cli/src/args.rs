@@ -180,7 +180,7 @@ pub struct ReplayArgs {
     /// LDPLAYER_SHARD=I/N. Merge the shards' results with `ldplayer results merge`.
     #[arg(long, value_name = "I/N|auto")]
     pub shard: Option<String>,
-    /// Replay the trace as this population (see docs/populations.md): each client's queries
+    /// Replay the trace as this population (see docs/cli.md, "population"): each client's queries
     /// go over the transport of the group the population file assigns it to.
     #[arg(long, value_name = "FILE", conflicts_with = "proto")]
     pub population: Option<PathBuf>,
@@ -353,6 +353,20 @@ pub struct LabArgs {
     /// With --trace: replay results file.
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
+    /// With --trace: the transport from the stub clients to the resolver: udp, tcp, tls (the
+    /// resolver on 127.0.0.1:853), doh (HTTP/2 on 127.0.0.1:443, `/dns-query`), or keep (each
+    /// record's own). The resolver serves TLS and HTTPS with a certificate the lab makes.
+    #[arg(long, value_enum, default_value_t = Transport::Udp, requires = "trace")]
+    pub proto: Transport,
+    /// With --trace: replay the trace as this population (see docs/cli.md, "population"):
+    /// each client over its group's transport with its group's session profile.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "trace",
+        conflicts_with = "proto"
+    )]
+    pub population: Option<PathBuf>,
     /// Print the summary as one JSON object: with --trace the replay's, with --names how many
     /// names were resolved (the answers then need --answers).
     #[arg(long)]

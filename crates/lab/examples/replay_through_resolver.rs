@@ -50,6 +50,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             resolver: ResolverKind::Unbound,
             capture: None,
             work_dir: work_dir.path().to_path_buf(),
+            encrypted: false,
         },
         &exe,
     )?;

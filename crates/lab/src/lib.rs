@@ -85,6 +85,9 @@ pub enum LabError {
     /// An I/O error.
     #[error("{0}")]
     Io(std::io::Error),
+    /// The certificate for the resolver's DNS over TLS and HTTPS could not be made.
+    #[error("certificate: {0}")]
+    Certificate(#[from] ldplayer_servers::ServerError),
 }
 
 /// Which nameservers the server side runs.
@@ -113,6 +116,9 @@ pub struct LabConfig {
     pub capture: Option<PathBuf>,
     /// Configurations and logs go here (an absolute path: the server side writes here too).
     pub work_dir: PathBuf,
+    /// The resolver also answers stubs over DNS over TLS (127.0.0.1:853) and DNS over HTTPS
+    /// (127.0.0.1:443, `/dns-query`), with a certificate made in the work directory.
+    pub encrypted: bool,
 }
 
 /// The environment variable that tells a process it is the lab's server side, and where its
@@ -290,13 +296,29 @@ impl ResolverSide {
         if let Some(pcap) = &config.capture {
             side.tcpdump = Some((start_tcpdump(pcap, &config.work_dir)?, pcap.clone()));
         }
+        let tls = if config.encrypted {
+            Some(ldplayer_servers::make_certificate(
+                &config.work_dir.join("tls"),
+                &[std::net::Ipv4Addr::LOCALHOST.into()],
+                &["localhost".to_string()],
+            )?)
+        } else {
+            None
+        };
         side.resolver = Some(resolver::start(
             config.resolver,
             &config.work_dir,
             &hints,
             START_WAIT,
+            tls.as_ref(),
         )?);
         Ok(side)
+    }
+
+    /// Where the resolver answers DNS over TLS and DNS over HTTPS, and the CA its certificate
+    /// is signed by, when [`LabConfig::encrypted`] asked for them.
+    pub fn resolver_encrypted(&self) -> Option<resolver::Encrypted> {
+        self.resolver.as_ref().and_then(|r| r.encrypted.clone())
     }
 
     /// Where the resolver answers (127.0.0.1:53 on the resolver side).

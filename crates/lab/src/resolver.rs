@@ -82,6 +82,22 @@ impl fmt::Display for ResolverKind {
     }
 }
 
+/// Where a resolver answers DNS over TLS and DNS over HTTPS, and what its clients trust.
+#[derive(Debug, Clone)]
+pub struct Encrypted {
+    /// DNS over TLS.
+    pub tls: SocketAddr,
+    /// DNS over HTTPS (HTTP/2, `/dns-query`).
+    pub https: SocketAddr,
+    /// The CA certificate its certificate is signed by.
+    pub ca: PathBuf,
+}
+
+/// The port of DNS over TLS.
+const TLS_PORT: u16 = 853;
+/// The port of DNS over HTTPS.
+const HTTPS_PORT: u16 = 443;
+
 /// A started resolver; stopped (and waited for) on drop.
 #[derive(Debug)]
 pub struct RunningResolver {
@@ -90,6 +106,8 @@ pub struct RunningResolver {
     pub addr: SocketAddr,
     /// Its log file.
     pub log: PathBuf,
+    /// Its DNS over TLS and HTTPS, when asked for.
+    pub encrypted: Option<Encrypted>,
 }
 
 impl Drop for RunningResolver {
@@ -109,13 +127,60 @@ impl Drop for RunningResolver {
 }
 
 /// Writes `kind`'s configuration into `dir` (root hints from `hints`), starts it in the
-/// foreground on 127.0.0.1:53, and waits until it answers (up to `wait`).
+/// foreground on 127.0.0.1:53 (and with `tls`, DNS over TLS on 853 and DNS over HTTPS on 443
+/// with that certificate), and waits until it answers (up to `wait`).
 pub fn start(
     kind: ResolverKind,
     dir: &Path,
     hints: &Path,
     wait: Duration,
+    tls: Option<&ldplayer_servers::TlsFiles>,
 ) -> Result<RunningResolver, LabError> {
+    if tls.is_some() && kind == ResolverKind::PdnsRecursor {
+        return Err(LabError::Input(
+            "PowerDNS Recursor 4.8 serves neither DNS over TLS nor DNS over HTTPS".into(),
+        ));
+    }
+    // What DNS over TLS and HTTPS add to the configuration: before its main section (BIND's
+    // `tls` block), and inside it (the listeners; for Unbound also room for a trace's clients,
+    // whose connections stay open: its default of 10 per thread queued the others' handshakes
+    // for seconds).
+    let encrypted_config = |t: &ldplayer_servers::TlsFiles| match kind {
+        ResolverKind::Unbound => (
+            String::new(),
+            format!(
+                "  interface: 127.0.0.1@{TLS_PORT}\n  interface: 127.0.0.1@{HTTPS_PORT}\n  \
+             tls-port: {TLS_PORT}\n  https-port: {HTTPS_PORT}\n  http-endpoint: \"/dns-query\"\n  \
+             http-notls-downstream: no\n  tls-service-key: \"{}\"\n  tls-service-pem: \"{}\"\n  \
+             incoming-num-tcp: 1000\n",
+                t.key.display(),
+                t.cert.display()
+            ),
+        ),
+        ResolverKind::KnotResolver => (
+            String::new(),
+            format!(
+                "net.tls('{}', '{}')\nnet.listen('127.0.0.1', {TLS_PORT}, {{ kind = 'tls' }})\n\
+             net.listen('127.0.0.1', {HTTPS_PORT}, {{ kind = 'doh2' }})\n",
+                t.cert.display(),
+                t.key.display()
+            ),
+        ),
+        // BIND's built-in `default` HTTP endpoint serves `/dns-query`.
+        ResolverKind::Bind9 => (
+            format!(
+                "tls lab-tls {{ key-file \"{}\"; cert-file \"{}\"; }};\n",
+                t.key.display(),
+                t.cert.display()
+            ),
+            format!(
+                "  listen-on port {TLS_PORT} tls lab-tls {{ 127.0.0.1; }};\n  \
+                 listen-on port {HTTPS_PORT} tls lab-tls http default {{ 127.0.0.1; }};\n"
+            ),
+        ),
+        ResolverKind::PdnsRecursor => (String::new(), String::new()),
+    };
+    let (before, encrypted) = tls.map(encrypted_config).unwrap_or_default();
     let d = dir.display();
     let h = hints.display();
     let log = dir.join(format!("{kind}.log"));
@@ -131,7 +196,7 @@ pub fn start(
                      \x20 use-syslog: no\n  logfile: \"{}\"\n  verbosity: 1\n  num-threads: 1\n\
                      \x20 module-config: \"iterator\"\n  access-control: 127.0.0.0/8 allow\n\
                      \x20 so-reuseport: no\n  harden-referral-path: no\n  prefetch: no\n\
-                     \x20 do-not-query-localhost: no\n\
+                     \x20 do-not-query-localhost: no\n{encrypted}\
                      remote-control:\n  control-enable: no\n",
                     log.display()
                 ),
@@ -148,7 +213,7 @@ pub fn start(
                      modules.unload('ta_signal_query')\nmodules.unload('priming')\n\
                      modules.unload('detect_time_skew')\ntrust_anchors.remove('.')\n\
                      modules.load('hints > iterate')\nhints.root({{ {hints_lua} }})\n\
-                     cache.size = 10 * MB\n"
+                     cache.size = 10 * MB\n{encrypted}"
                 ),
             )?;
             cmd.arg("-n").arg("-c").arg(conf).arg(dir);
@@ -158,7 +223,7 @@ pub fn start(
             write(
                 &conf,
                 &format!(
-                    "options {{\n  directory \"{d}\";\n  listen-on port 53 {{ 127.0.0.1; }};\n\
+                    "{before}options {{\n  directory \"{d}\";\n  listen-on port 53 {{ 127.0.0.1; }};\n{encrypted}\
                      \x20 listen-on-v6 {{ none; }};\n  recursion yes;\n  allow-query {{ any; }};\n\
                      \x20 dnssec-validation no;\n  pid-file none;\n  qname-minimization relaxed;\n}};\n\
                      zone \".\" {{ type hint; file \"{h}\"; }};\n"
@@ -204,6 +269,11 @@ pub fn start(
         child,
         addr: ([127, 0, 0, 1], 53).into(),
         log,
+        encrypted: tls.map(|t| Encrypted {
+            tls: ([127, 0, 0, 1], TLS_PORT).into(),
+            https: ([127, 0, 0, 1], HTTPS_PORT).into(),
+            ca: t.ca.clone(),
+        }),
     };
     let start = Instant::now();
     loop {
@@ -213,8 +283,16 @@ pub fn start(
                 stderr: std::fs::read_to_string(&r.log).unwrap_or_default(),
             });
         }
-        // Any answer (even SERVFAIL while the servers are still coming up) shows it listens.
-        if client::resolve(r.addr, "localhost.", Rtype::A, Duration::from_millis(200)).is_ok() {
+        // Any answer (even SERVFAIL while the servers are still coming up) shows it listens;
+        // its TLS and HTTPS ports accept connections.
+        let encrypted_up = r.encrypted.as_ref().is_none_or(|e| {
+            [e.tls, e.https].iter().all(|a| {
+                std::net::TcpStream::connect_timeout(a, Duration::from_millis(200)).is_ok()
+            })
+        });
+        if encrypted_up
+            && client::resolve(r.addr, "localhost.", Rtype::A, Duration::from_millis(200)).is_ok()
+        {
             return Ok(r);
         }
         if start.elapsed() > wait {

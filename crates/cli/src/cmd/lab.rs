@@ -6,7 +6,7 @@
 //! [`server_side`]), the resolver, and sends the workload: names one by one, or a trace with the
 //! replay engine.
 
-use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs};
+use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs, Transport};
 use crate::io::{refuse_same_file, Output};
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
@@ -78,7 +78,24 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
             temp.path().to_path_buf()
         }
     };
+    let population = super::replay::population(args.population.as_deref())?;
+    let transports: Vec<Proto> = match (&population, args.proto.forced()) {
+        (Some(p), _) => p.transports(),
+        (None, Some(proto)) => vec![proto],
+        // The trace's own transports: the resolver serves every one it can.
+        (None, None) => vec![Proto::Tls, Proto::Https],
+    };
+    if transports.contains(&Proto::Quic) {
+        bail!("no resolver the lab runs serves DNS over QUIC");
+    }
+    let encrypted = transports
+        .iter()
+        .any(|p| matches!(p, Proto::Tls | Proto::Https))
+        && !(args.proto == Transport::Keep
+            && population.is_none()
+            && resolver == ldplayer_lab::ResolverKind::PdnsRecursor);
     let config = LabConfig {
+        encrypted,
         manifest: absolute(&args.manifest)?,
         nameservers: args.nameservers.kind(),
         hints: args.hints.as_deref().map(absolute).transpose()?,
@@ -99,7 +116,7 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
             }
         );
     }
-    let outcome = workload(&args, side.resolver_addr());
+    let outcome = workload(&args, &side, population);
     side.finish();
     let server_log = std::fs::read_to_string(work_dir.join("server-side.log")).unwrap_or_default();
     for line in server_log
@@ -111,7 +128,12 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
     outcome
 }
 
-fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
+fn workload(
+    args: &LabArgs,
+    side: &ResolverSide,
+    population: Option<ldplayer_population::Population>,
+) -> Result<()> {
+    let resolver = side.resolver_addr();
     if let Some(names) = &args.names {
         let text = std::fs::read_to_string(names)
             .with_context(|| format!("cannot read {}", names.display()))?;
@@ -173,7 +195,13 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
         bail!("give --names or --trace");
     };
     let mut config = ReplayConfig::new(resolver);
-    config.proto_override = Some(Proto::Udp);
+    config.proto_override = args.proto.forced();
+    if let Some(e) = side.resolver_encrypted() {
+        config.tls_server = Some(e.tls);
+        config.https_server = Some(e.https);
+        config.tls.ca_file = Some(e.ca);
+    }
+    config.profiles = population.as_ref().map(|p| p.profiles());
     if let Some(qps) = args.rate {
         config.timing = Timing::Rate { qps };
     }
@@ -192,7 +220,7 @@ fn workload(args: &LabArgs, resolver: std::net::SocketAddr) -> Result<()> {
             report: None,
             json: args.json,
             quiet: args.quiet,
-            population: None,
+            population,
         },
     )
 }

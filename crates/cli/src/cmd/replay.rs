@@ -46,7 +46,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
 }
 
 /// The population of `--population`.
-fn population(path: Option<&Path>) -> Result<Option<Population>> {
+pub(crate) fn population(path: Option<&Path>) -> Result<Option<Population>> {
     let Some(path) = path else {
         return Ok(None);
     };

@@ -90,11 +90,14 @@ const STATIC: [(&[u8], &[u8]); 61] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HpackError;
 
+/// A dynamic table entry: name and value.
+type Entry = (Box<[u8]>, Box<[u8]>);
+
 /// The decoding state of one connection: its dynamic table.
 #[derive(Default)]
 pub(crate) struct Decoder {
     /// Newest first.
-    table: VecDeque<(Box<[u8]>, Box<[u8]>)>,
+    table: VecDeque<Entry>,
     /// The table's size as RFC 7541 §4.1 counts it.
     size: usize,
     /// The table's size limit, as the server last set it.
@@ -177,7 +180,7 @@ impl Decoder {
     }
 
     /// Adds an entry, evicting the oldest ones to make room (§4.4).
-    fn insert(&mut self, (name, value): (Box<[u8]>, Box<[u8]>)) {
+    fn insert(&mut self, (name, value): Entry) {
         let max = self.max.unwrap_or(MAX_TABLE);
         let size = name.len() + value.len() + ENTRY_OVERHEAD;
         if size > max {

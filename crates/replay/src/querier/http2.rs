@@ -383,7 +383,7 @@ impl Http2Client {
     }
 
     fn settings(&mut self, flags: u8, stream: u32, payload: &[u8]) {
-        if stream != 0 || (flags & flag::ACK == 0 && payload.len() % 6 != 0) {
+        if stream != 0 || (flags & flag::ACK == 0 && !payload.len().is_multiple_of(6)) {
             return self.fail_connection("h2-protocol-error");
         }
         if flags & flag::ACK != 0 {
@@ -776,7 +776,7 @@ mod tests {
         assert_eq!(key, 0);
         assert!(end < out.len(), "the second request follows the first");
         c.pop_end();
-        assert_eq!(c.next_end().map(|(k, e)| (k, e)), Some((1, out.len())));
+        assert_eq!(c.next_end(), Some((1, out.len())));
         c.consume_output(out.len());
         assert_eq!(c.next_end().map(|(_, e)| e), Some(0));
 
