@@ -69,6 +69,21 @@ mod tls_session;
 mod traffic_keys;
 
 pub use clock::clock_state;
+
+/// Entry points for the fuzz targets (`fuzz/`): not an API.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// The DoH client's HTTP/2 layer fed arbitrary server bytes; the first byte shapes the
+    /// requests and the read sizes.
+    pub fn doh_server_bytes(data: &[u8]) {
+        crate::querier::fuzz_doh_server_bytes(data)
+    }
+
+    /// The DoH client's HPACK decoder fed an arbitrary header block.
+    pub fn hpack_block(block: &[u8]) {
+        crate::querier::fuzz_hpack_block(block)
+    }
+}
 pub use config::{ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Timing, TlsConfig};
 pub use distributor::{stable_hash, Distributor, Schedule};
 pub use engine::{Finished, Replay, Running};

@@ -702,6 +702,50 @@ fn integer(b: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
     b.push(value as u8);
 }
 
+/// Drives a client with requests and arbitrary server bytes, checking what must hold whatever
+/// the server sends (the `doh_response` fuzz target): no panic; each request ends at most once;
+/// after a connection error nothing stays in flight; the buffers stay bounded.
+pub(crate) fn fuzz_server_bytes(data: &[u8]) {
+    let Some((&control, bytes)) = data.split_first() else {
+        return;
+    };
+    let mut c = Http2Client::new();
+    let requests = u64::from(control & 0x7) + 1;
+    for key in 0..requests {
+        let post = control & 0x8 != 0;
+        let body = post.then(|| vec![0u8; 12 + key as usize]);
+        c.request(key, request_headers(post, "a.test", "/dns-query", 12), body);
+    }
+    let chunk = usize::from(control >> 4) * 7 + 1;
+    let mut ended = std::collections::HashSet::new();
+    for piece in bytes.chunks(chunk) {
+        c.received(piece);
+        for (key, outcome) in c.take_done() {
+            assert!(key < requests, "an outcome for a request never made");
+            assert!(ended.insert(key), "request {key} ended twice");
+            if let Outcome::Answer(body) = outcome {
+                assert!(body.len() <= MAX_BODY);
+            }
+        }
+        assert!(
+            c.input.len() <= FRAME_HEADER + MAX_FRAME,
+            "a frame's worth kept at most"
+        );
+        assert!(c
+            .block
+            .as_ref()
+            .is_none_or(|b| b.2.len() <= MAX_HEADER_BLOCK));
+        if c.error().is_some() {
+            assert!(!c.busy(), "nothing in flight after a connection error");
+        }
+        let taken = c.output().len();
+        c.consume_output(taken);
+        while c.next_end().is_some_and(|(_, end)| end == 0) {
+            c.pop_end();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -970,6 +1014,37 @@ mod tests {
             [(0, Outcome::Failed("h2-body-too-large"))]
         );
         assert!(c.error().is_none());
+    }
+
+    /// Frames of any type, flags and stream (mostly the client's first streams), with any
+    /// payload; and bytes that are not frames at all.
+    fn server_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
+        use proptest::prelude::*;
+        let frame = (
+            0u8..11,
+            any::<u8>(),
+            0u32..10,
+            proptest::collection::vec(any::<u8>(), 0..64),
+        )
+            .prop_map(|(kind, flags, stream, payload)| frame(kind, flags, stream, &payload));
+        prop_oneof![
+            (any::<u8>(), proptest::collection::vec(frame, 0..24)).prop_map(|(control, frames)| {
+                let mut b = vec![control];
+                b.extend(frames.concat());
+                b
+            }),
+            proptest::collection::vec(any::<u8>(), 0..512),
+        ]
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn whatever_the_server_sends_requests_end_once_and_buffers_stay_bounded(
+            bytes in server_bytes()
+        ) {
+            fuzz_server_bytes(&bytes);
+            super::super::hpack::fuzz_block(&bytes);
+        }
     }
 
     #[test]

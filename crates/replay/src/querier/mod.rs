@@ -72,6 +72,9 @@ mod doq;
 mod doq_glue;
 mod hpack;
 mod http2;
+
+pub(crate) use hpack::fuzz_block as fuzz_hpack_block;
+pub(crate) use http2::fuzz_server_bytes as fuzz_doh_server_bytes;
 mod inflight;
 mod profile;
 mod send_times;
