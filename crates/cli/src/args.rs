@@ -142,7 +142,8 @@ pub struct ReplayArgs {
     /// Send as fast as the server answers, with a bounded number of queries in flight.
     #[arg(long)]
     pub fast: bool,
-    /// Queries in flight with --fast.
+    /// Queries in flight with --fast (at most; the window is topped up each time an eighth of
+    /// it is answered).
     #[arg(long, default_value_t = 1000)]
     pub max_in_flight: usize,
     /// Write every query's result to this file (read it with `ldplayer results export`).

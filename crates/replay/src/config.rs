@@ -22,7 +22,8 @@ pub enum Timing {
         qps: f64,
     },
     /// Closed loop: each querier sends as fast as answers come, with at most
-    /// `max_in_flight / queriers` (at least 1) queries outstanding.
+    /// `max_in_flight / queriers` (at least 1) queries outstanding, topped up once an eighth
+    /// of them are answered.
     Fast {
         /// Bound on outstanding queries over all queriers.
         max_in_flight: usize,
