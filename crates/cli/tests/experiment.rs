@@ -255,22 +255,6 @@ fn run_dir_with(out_dir: &Path, part: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no run with {part} in {}", out_dir.display()))
 }
 
-/// Packets in `pcap` that tshark's display `filter` keeps.
-fn packets_in(pcap: &Path, filter: &str) -> usize {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(pcap)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark runs");
-    assert!(
-        out.status.success(),
-        "tshark -r {} -Y {filter}",
-        pcap.display()
-    );
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
 /// The engine's counters of a run (`replay.json`).
 fn engine(run: &Path) -> serde_json::Value {
     let text = std::fs::read_to_string(run.join("replay.json")).expect("replay.json");
@@ -324,8 +308,11 @@ fn encrypted_example_runs_dot_doh_and_doq() {
             "{part}: {engine}"
         );
         let pcap = run.join("client.pcap");
-        assert!(packets_in(&pcap, present) > 0, "{part}: none of {present}");
-        assert_eq!(packets_in(&pcap, absent), 0, "{part}: {absent}");
+        assert!(
+            common::packets_in(&pcap, present) > 0,
+            "{part}: none of {present}"
+        );
+        assert_eq!(common::packets_in(&pcap, absent), 0, "{part}: {absent}");
     }
 }
 
@@ -368,7 +355,10 @@ fn population_example_replays_every_group_over_its_transport() {
         "tcp.port == 443 && tls.handshake.extensions_alpn_str == \"h2\"",
         "udp.port == 853",
     ] {
-        assert!(packets_in(&pcap, filter) > 0, "no {filter} in the capture");
+        assert!(
+            common::packets_in(&pcap, filter) > 0,
+            "no {filter} in the capture"
+        );
     }
 }
 

@@ -278,17 +278,6 @@ fn host_witness(d: &Path) -> Option<Child> {
 /// The loopback port of the witness's canary datagram.
 const CANARY_PORT: u16 = 47_953;
 
-/// Packets in `pcap` that tshark's display `filter` keeps.
-fn packets_in(pcap: &Path, filter: &str) -> usize {
-    let out = Command::new("tshark")
-        .arg("-r")
-        .arg(pcap)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark runs");
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
 /// What every lab test needs: network namespaces, ldns to sign the ground truth, unbound,
 /// tshark and tcpdump (the witnesses), then each of the `resolvers` (program, Debian package).
 fn lab_prerequisites(resolvers: &[(&str, &str)]) -> bool {
@@ -369,10 +358,10 @@ fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
         let host = d.join("host.pcap");
         let canary = format!("udp.port == {CANARY_PORT}");
         assert!(
-            packets_in(&host, &canary) >= 1,
+            common::packets_in(&host, &canary) >= 1,
             "the host witness did not even see its loopback canary"
         );
-        let leaked = packets_in(&host, &format!("!({canary})"));
+        let leaked = common::packets_in(&host, &format!("!({canary})"));
         assert_eq!(
             leaked, 0,
             "the host's interfaces saw {leaked} packets of the lab's addresses"

@@ -223,3 +223,22 @@ pub fn start_in(seconds: f64) -> String {
         .as_secs_f64();
     format!("{:.3}", now + seconds)
 }
+
+/// Packets in `pcap` that tshark's display `filter` keeps. A capture cut short (a witness
+/// stopped mid-write) counts what it holds; a filter tshark cannot read fails the test, so
+/// that a count of 0 means no such packet.
+pub fn packets_in(pcap: &std::path::Path, filter: &str) -> usize {
+    let out = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
+        .output()
+        .expect("tshark runs (scripts/test.sh installs it)");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !stderr.contains("filter"),
+        "tshark -r {} -Y {filter}: {stderr}",
+        pcap.display()
+    );
+    String::from_utf8_lossy(&out.stdout).lines().count()
+}

@@ -417,6 +417,19 @@ mod tests {
         assert_eq!((model.n, model.mean), (4, 3.5), "seconds 2 to 5");
     }
 
+    /// The measurements of a results file alone, over its first second.
+    fn first_second(results: &std::path::Path) -> RunMeasurements<'_> {
+        RunMeasurements {
+            results,
+            samples: &[],
+            start_ns: START,
+            warmup_s: 0.0,
+            duration_s: 1.0,
+            nonbusy: None,
+            model_connections: None,
+        }
+    }
+
     #[test]
     fn a_run_over_several_transports_has_a_latency_row_for_each() {
         let dir = tempfile::tempdir().unwrap();
@@ -437,15 +450,7 @@ mod tests {
         .unwrap();
         w.finish().unwrap();
         drop(w);
-        let m = RunMeasurements {
-            results: &results,
-            samples: &[],
-            start_ns: START,
-            warmup_s: 0.0,
-            duration_s: 1.0,
-            nonbusy: None,
-            model_connections: None,
-        };
+        let m = first_second(&results);
         let rows = rows_for_run("001-r1", &[], &m).unwrap();
         let names: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
         assert_eq!(
@@ -478,15 +483,7 @@ mod tests {
         w.result(&result(0, 0.5, Some(2.0))).unwrap();
         w.finish().unwrap();
         drop(w);
-        let m = RunMeasurements {
-            results: &results,
-            samples: &[],
-            start_ns: START,
-            warmup_s: 0.0,
-            duration_s: 1.0,
-            nonbusy: None,
-            model_connections: None,
-        };
+        let m = first_second(&results);
         let rows = rows_for_run("001-r1", &[], &m).unwrap();
         let names: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
         assert!(!names.contains(&"handshake_ms") && !names.contains(&"model_connections"));
