@@ -11,7 +11,8 @@
 #     session (RSS slope between N/4 and N clients), then each client asks again after the
 #     server's idle timeout closed its connection: the share of reconnections that resumed TLS.
 #  3. doq-idle: the same with DoQ clients against `ldplayer serve --quic-listen`: memory per
-#     idle session, and the reconnections that went in 0-RTT (and were accepted).
+#     idle session (sessions counted by the replay's UDP sockets, one per client endpoint), and
+#     the reconnections that went in 0-RTT (and were accepted).
 #  4. mixed: a population of MIXED_CLIENTS (default 25,000) clients shaped like DNS Shotgun's
 #     "mixed" (examples/populations/mixed.toml: 60% UDP, 10% TCP, 15% DoT, 10% DoH, 5% DoQ)
 #     replayed with the trace's timing against `ldplayer serve` on all five transports, in two
@@ -110,20 +111,22 @@ idle_sessions() { # proto label default-rate
   printf '$ORIGIN example.\n$TTL 60\n@ SOA ns admin 1 60 60 60 60\n@ NS ns\nns A 127.0.0.1\n* A 192.0.2.2\n' > "$work/example.zone"
   local listen=--https-listen trace_proto=https
   [ "$proto" = doq ] && { listen=--quic-listen; trace_proto=quic; }
-  # The server's idle timeout (25 s) closes every connection between each client's second and
-  # third query; the replay's own (--idle-timeout 60) never does.
+  # The server's idle timeout (25 s, or longer than a round at this rate) keeps every
+  # connection between each client's first and second query, and closes it between its second
+  # and third; the replay's own (--idle-timeout 60) never does.
+  local server_idle; server_idle=$(python3 -c "print(max(25, int($n / $rate) + 15))")
   $bin serve --listen 127.0.0.1:$port $listen 127.0.0.1:$enc --tls-cert "$work/server.pem" --tls-key "$work/server.key" \
-    --idle-timeout 25 --max-encrypted-connections $((n + 1000)) "$work/example.zone" > "$work/serve.json" 2> "$work/serve.log" &
+    --idle-timeout "$server_idle" --max-encrypted-connections $((n + 1000)) "$work/example.zone" > "$work/serve.json" 2> "$work/serve.log" &
   local server=$!; pids+=($server)
   for _ in $(seq 50); do grep answering "$work/serve.log" >/dev/null && break; sleep 0.2; done
   for clients in $((n / 4)) "$n"; do
-    python3 - "$work/idle.txt" "$clients" "$trace_proto" "$rate" <<'PY'
+    python3 - "$work/idle.txt" "$clients" "$trace_proto" "$rate" "$server_idle" <<'PY'
 import sys
-path, n, proto, rate = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+path, n, proto, rate, idle = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
 with open(path, "w") as f:
     f.write("#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n")
     t0 = 1_700_000_000.0
-    for rnd, base in ((0, 0.0), (1, n / rate), (2, 2 * n / rate + 40.0)):
+    for rnd, base in ((0, 0.0), (1, n / rate), (2, 2 * n / rate + idle + 15.0)):
         for c in range(n):
             t = t0 + base + c / rate
             src = f"10.{(c >> 16) & 255}.{(c >> 8) & 255}.{c & 255}"
@@ -131,16 +134,22 @@ with open(path, "w") as f:
 PY
     $bin replay "$work/idle.txt" --server 127.0.0.1:$enc --proto "$proto" --tls-ca "$work/ca.pem" --source-prefix 127.0.0.0/8 \
       --idle-timeout 60 --timeout 5 --queriers 1 --json > "$work/idle.json" &
-    local rp=$! peak_conn=0 peak_rss=0 base_rss=0 rss conn
+    local rp=$! peak_conn=0 peak_rss=0 base_rss=0 base_fds=0 rss conn started=$SECONDS
+    # Every session is open and idle from the end of the second round (2n/rate s) until the
+    # server's idle timeout closes it.
+    local idle_until=$(( $(python3 -c "print(int(2 * $clients / $rate))") + server_idle - 5 ))
     for _ in $(seq $((clients * 12 / rate + 200))); do
       kill -0 $rp 2>/dev/null || break
       rss=$(awk '/VmRSS/ { print $2 }' /proc/$rp/status 2>/dev/null || echo 0)
       [ "$base_rss" = 0 ] && base_rss=$rss
       if [ "$proto" = doq ]; then
-        # QUIC sessions leave no TCP state to count: the peak RSS, with every client's
-        # connection open and idle between its second and third query.
-        peak_conn=$clients
-        [ "$rss" -gt "$peak_rss" ] && peak_rss=$rss
+        # QUIC sessions leave no TCP state to count: each client's endpoint is one UDP socket
+        # of the replay, so its open descriptors count them. Only until the third round: its
+        # reconnections come on top of memory the allocator still holds.
+        conn=$(ls /proc/$rp/fd 2>/dev/null | wc -l)
+        [ "$base_fds" = 0 ] && base_fds=$conn
+        conn=$((conn - base_fds))
+        if [ $((SECONDS - started)) -le "$idle_until" ] && [ "$conn" -ge "$peak_conn" ]; then peak_conn=$conn; peak_rss=$rss; fi
       else
         conn=$(ss -Htn state established "( dport = :$enc )" 2>/dev/null | wc -l)
         if [ "$conn" -ge "$peak_conn" ]; then peak_conn=$conn; peak_rss=$rss; fi
@@ -155,7 +164,8 @@ r = d["replay"]
 print(f"{clients} {label} clients: peak {conn} sessions; generator RSS {rss} KiB at the peak (first sample {base} KiB);"
       f" answered {d['answered']}/{d['sent']}, errors {sum(d['errors'].values())}; connections opened {r['connections_opened']},"
       f" TLS resumed {r['tls_resumed']}, 0-RTT {r['quic_zero_rtt']} (accepted {r['quic_zero_rtt_accepted']})"
-      f" of {r['connections_opened'] - clients} reconnections")
+      f" of {r['connections_opened'] - clients} reconnections"
+      + "".join(f"; {c['count']} {c['kind']}/{c['cause']} ({c['first']})" for c in r["error_causes"]))
 open(sys.argv[6], "w").write(f"{conn} {rss}\n")
 PY
   done
