@@ -161,12 +161,18 @@ fn three_shards_merge_into_the_single_process_run() {
     }
     assert_eq!(shard_of_client.len(), 300);
 
-    // Per-second rates of the merged run against the trace, as one run's.
+    // Per-second rates of the merged run against the trace, as one run's. At this trace's
+    // 1,250 queries a second, one query sent a few µs after a second's boundary instead of
+    // before it is 0.1% of each of two seconds (CI saw 0.1019% once): every second within
+    // two queries' worth (0.2%), and within 1%.
     let summary = json(&ldplayer(&["results", "summary", &s(&merged), "--json"]));
-    let within = summary["rate_error"]["within_0_1pct"]
-        .as_f64()
-        .expect("a rate error");
-    assert!(within >= 0.99, "{}", summary["rate_error"]);
+    let rate = &summary["rate_error"];
+    let within_1pct = rate["within_1pct"].as_f64().expect("a rate error");
+    assert!(within_1pct >= 0.99, "{rate}");
+    for bound in ["max_pct", "min_pct"] {
+        let pct = rate[bound].as_f64().expect("a rate error");
+        assert!(pct.abs() <= 0.2, "{bound}: {rate}");
+    }
     assert_eq!(summary["answered"], 5000, "{summary}");
 }
 
