@@ -19,6 +19,14 @@
 //! Bounds: at most [`DoqConfig::max_connections`] connections (more are refused), at most
 //! [`DoqConfig::max_streams`] concurrent streams per connection (QUIC's stream credit), and a
 //! connection idle for [`DoqConfig::idle_timeout`] is closed by QUIC's idle timeout.
+//!
+//! A connection offered while the cap is reached waits up to half a second for one to close
+//! before it is refused. QUIC's idle timeout runs out on the client first: each side restarts
+//! it on every packet it receives, and the server's last is the client's acknowledgement of
+//! the last answer, sent up to its ACK delay (25 ms by default) after the client's own timer
+//! restarted. A client that reconnects as soon as its idle connection times out therefore
+//! finds the old one still open on the server for a few milliseconds; refused at once, it
+//! would be turned away while the server is about to have room.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -27,6 +35,7 @@ use std::time::Duration;
 
 use ldplayer_zone::{AnswerOptions, Views, ZoneSet};
 use quinn::{Connection, RecvStream, SendStream, VarInt};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::stats::{bump, Counters, Transport};
 use crate::tls::TlsIdentity;
@@ -51,6 +60,12 @@ const MIN_MESSAGE: usize = 12;
 /// How long a stream may take to bring its whole query.
 const STREAM_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a connection offered at the cap waits for an open one to close before it is
+/// refused: long enough for the server's idle timeout of a connection its client has just
+/// timed out to follow the client's (its ACK delay and a round trip, a few milliseconds on
+/// a LAN), short of a client's first retransmission of its Initial packet (about 1 s).
+const CAP_WAIT: Duration = Duration::from_millis(500);
+
 /// DNS over QUIC: where to listen, with which certificate, and its bounds.
 #[derive(Debug, Clone)]
 pub struct DoqConfig {
@@ -59,7 +74,8 @@ pub struct DoqConfig {
     pub listen: Vec<SocketAddr>,
     /// The certificate chain and key the server presents.
     pub identity: TlsIdentity,
-    /// Most connections open at once; more are refused.
+    /// Most connections open at once. One offered beyond waits up to half a second for an
+    /// open one to close, then is refused.
     pub max_connections: usize,
     /// Most streams (queries in flight) per connection at once.
     pub max_streams: u32,
@@ -165,7 +181,10 @@ pub(crate) fn run(
         counters,
     });
     let open = Arc::new(AtomicUsize::new(0));
-    let max_connections = config.max_connections;
+    // One permit per connection the cap allows, held by the connection's task until it ends.
+    let slots = Arc::new(Semaphore::new(
+        config.max_connections.min(Semaphore::MAX_PERMITS),
+    ));
     runtime.block_on(async move {
         let mut endpoints = Vec::new();
         for socket in sockets {
@@ -177,9 +196,9 @@ pub(crate) fn run(
                 Arc::new(quinn::TokioRuntime),
             ) {
                 Ok(endpoint) => {
-                    let (shared, open) = (shared.clone(), open.clone());
+                    let (shared, open, slots) = (shared.clone(), open.clone(), slots.clone());
                     endpoints.push(endpoint.clone());
-                    tokio::spawn(accept_loop(endpoint, listen, shared, open, max_connections));
+                    tokio::spawn(accept_loop(endpoint, listen, shared, open, slots));
                 }
                 Err(e) => eprintln!("ldplayer-server: DNS over QUIC listener: {e}"),
             }
@@ -191,28 +210,65 @@ pub(crate) fn run(
     });
 }
 
-/// Accepts the connections of one endpoint, refusing those beyond `max_connections`.
+/// Accepts the connections of one endpoint: each takes one of the cap's `slots`, waiting up to
+/// [`CAP_WAIT`] for one when none is free; refused if none frees by then.
 async fn accept_loop(
     endpoint: quinn::Endpoint,
     listen: Option<SocketAddr>,
     shared: Arc<Shared>,
     open: Arc<AtomicUsize>,
-    max_connections: usize,
+    slots: Arc<Semaphore>,
 ) {
     while let Some(incoming) = endpoint.accept().await {
         bump(&shared.counters.doq_accepted);
-        if open.load(Ordering::Relaxed) >= max_connections {
-            bump(&shared.counters.doq_errors[DoqError::Refused as usize]);
-            incoming.refuse();
-            continue;
-        }
         // The address the client sent to: reported per packet where the socket can (a
         // wildcard listener), else the listener's own.
         let dest = incoming
             .local_ip()
             .or_else(|| listen.map(|l| l.ip()).filter(|ip| !ip.is_unspecified()));
-        let guard = OpenGuard::new(open.clone(), shared.counters.clone(), Counters::doq_open);
-        tokio::spawn(connection(incoming, dest, shared.clone(), guard));
+        let (shared, open) = (shared.clone(), open.clone());
+        match slots.clone().try_acquire_owned() {
+            Ok(permit) => {
+                let slot = Slot::new(permit, open, &shared);
+                tokio::spawn(connection(incoming, dest, shared, slot));
+            }
+            // The waiters are bounded by quinn's own (`ServerConfig::max_incoming`, and the
+            // bytes of their buffered packets), each for CAP_WAIT at most.
+            Err(_) => {
+                let slots = slots.clone();
+                tokio::spawn(async move {
+                    match tokio::time::timeout(CAP_WAIT, slots.acquire_owned()).await {
+                        Ok(Ok(permit)) => {
+                            let slot = Slot::new(permit, open, &shared);
+                            connection(incoming, dest, shared, slot).await;
+                        }
+                        _ => {
+                            bump(&shared.counters.doq_errors[DoqError::Refused as usize]);
+                            incoming.refuse();
+                        }
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// One connection's place under the cap: counted open (and in the gauge) and holding one
+/// permit, until its task ends. quinn ends a connection's streams (`accept_bi` fails) as soon
+/// as it is closed: at once for an idle timeout, when the close is received or sent otherwise
+/// (its draining period does not wait for that), so the place is given back then.
+struct Slot {
+    // Dropped in this order: the count first, then the permit that a waiting connection takes.
+    _open: OpenGuard,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Slot {
+    fn new(permit: OwnedSemaphorePermit, open: Arc<AtomicUsize>, shared: &Shared) -> Slot {
+        Slot {
+            _open: OpenGuard::new(open, shared.counters.clone(), Counters::doq_open),
+            _permit: permit,
+        }
     }
 }
 
@@ -222,7 +278,7 @@ async fn connection(
     incoming: quinn::Incoming,
     dest: Option<IpAddr>,
     shared: Arc<Shared>,
-    _open: OpenGuard,
+    _slot: Slot,
 ) {
     let counters = &shared.counters;
     let connecting = match incoming.accept() {

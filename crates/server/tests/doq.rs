@@ -1,8 +1,9 @@
 //! DNS over QUIC over loopback, with quinn as the client: answers byte for byte as over UDP
 //! (but for the ID 0 the client sends), many streams on one connection, split views by the
 //! address sent to, a nonzero message ID closing the connection with DOQ_PROTOCOL_ERROR, a
-//! stream that is not one message reset, and a second connection that resumes its session and
-//! sends its query in 0-RTT.
+//! stream that is not one message reset, a second connection that resumes its session and
+//! sends its query in 0-RTT, and the cap on connections: refused beyond it, but not while the
+//! connections of clients that just timed them out are about to time out on the server too.
 
 mod common;
 
@@ -256,4 +257,149 @@ fn split_views_by_the_address_sent_to() {
     let s = server.stop();
     assert_eq!(s.doq_responses, 4, "{s:?}");
     assert_eq!(s.kinds.refused, 2, "{s:?}");
+}
+
+/// A server with DoQ on 127.0.0.1 capped at `max` connections closed after `idle`.
+fn start_capped(max: usize, idle: Duration) -> (RunningServer, CertificateDer<'static>) {
+    let (identity, anchor) = certificate();
+    let mut config = ServerConfig::new(vec!["127.0.0.1:0".parse().unwrap()]);
+    let mut doq = DoqConfig::new(vec!["127.0.0.1:0".parse().unwrap()], identity);
+    doq.max_connections = max;
+    doq.idle_timeout = idle;
+    config.doq = Some(doq);
+    let server = Server::start(config, zone("example.")).expect("server starts");
+    (server, anchor)
+}
+
+/// A connection from `endpoint` and one answered query on it, or why not.
+async fn connect_and_ask(
+    endpoint: &quinn::Endpoint,
+    addr: SocketAddr,
+) -> Result<quinn::Connection, quinn::ConnectionError> {
+    let conn = tokio::time::timeout(CLIENT_TIMEOUT, endpoint.connect(addr, "127.0.0.1").unwrap())
+        .await
+        .expect("handshake in time")?;
+    let answer = exchange(&conn, &framed_query(0, "www.example."))
+        .await
+        .expect("an answer");
+    assert_eq!(rcode_and_answers(unframe(&answer)), (Rcode::NOERROR, 1));
+    Ok(conn)
+}
+
+fn is_refusal(e: &quinn::ConnectionError) -> bool {
+    matches!(e, quinn::ConnectionError::ConnectionClosed(c)
+        if c.error_code == quinn::TransportErrorCode::CONNECTION_REFUSED)
+}
+
+/// 50 clients (a socket each) fill a cap of 50, go idle until QUIC's idle timeout closes their
+/// connections, and all reconnect as soon as they see it. The client's idle timer runs out a
+/// few milliseconds before the server's (the server's restarted on the client's last ACK), so
+/// refused at once, some reconnections found the old connections still counted (11 of 50 were
+/// refused before the server waited for a place at the cap).
+#[test]
+fn reconnections_right_after_the_idle_timeout_are_not_refused_at_the_cap() {
+    const CLIENTS: usize = 50;
+    let idle = Duration::from_secs(1);
+    let (server, anchor) = start_capped(CLIENTS, idle);
+    let addr = server.doq_local_addrs()[0];
+    let rt = runtime();
+    let (first, second) = rt.block_on(async {
+        let endpoints: Vec<_> = (0..CLIENTS).map(|_| client(&anchor)).collect();
+        let mut tasks = Vec::new();
+        for endpoint in &endpoints {
+            let endpoint = endpoint.clone();
+            tasks.push(tokio::spawn(async move {
+                let first = connect_and_ask(&endpoint, addr).await;
+                let Ok(conn) = &first else {
+                    return (first.map(drop), None);
+                };
+                let closed = tokio::time::timeout(idle + CLIENT_TIMEOUT, conn.closed())
+                    .await
+                    .expect("closed by the idle timeout in time");
+                assert_eq!(closed, quinn::ConnectionError::TimedOut);
+                let second = connect_and_ask(&endpoint, addr).await.map(drop);
+                (first.map(drop), Some(second))
+            }));
+        }
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        for t in tasks {
+            let (a, b) = t.await.expect("client task");
+            first.push(a);
+            second.extend(b);
+        }
+        for e in &endpoints {
+            e.close(0u32.into(), b"");
+        }
+        (first, second)
+    });
+    let s = server.stop();
+    assert!(first.iter().all(Result::is_ok), "{first:?}");
+    let refused = second.iter().filter(|r| r.as_ref().is_err_and(is_refusal));
+    assert_eq!(refused.count(), 0, "reconnections refused: {s:?}");
+    assert!(second.iter().all(Result::is_ok), "{second:?}");
+    assert_eq!(s.doq_errors.refused_connections, 0, "{s:?}");
+    assert_eq!(s.doq_accepted, 2 * CLIENTS as u64, "{s:?}");
+    assert_eq!(s.doq_idle_closed, CLIENTS as u64, "{s:?}");
+    assert!(s.doq_peak_open <= CLIENTS as u64, "the cap holds: {s:?}");
+}
+
+/// With the cap's connections open and in use, one more is refused (after waiting for a place
+/// that does not come); one offered while an open one closes takes its place.
+#[test]
+fn connections_beyond_the_cap_are_refused() {
+    const CAP: usize = 3;
+    let (server, anchor) = start_capped(CAP, Duration::from_secs(20));
+    let addr = server.doq_local_addrs()[0];
+    let rt = runtime();
+    rt.block_on(async {
+        let endpoint = client(&anchor);
+        let mut open = Vec::new();
+        for _ in 0..CAP {
+            open.push(
+                connect_and_ask(&endpoint, addr)
+                    .await
+                    .expect("under the cap"),
+            );
+        }
+        let started = std::time::Instant::now();
+        let refused = connect_and_ask(&endpoint, addr)
+            .await
+            .expect_err("refused beyond the cap");
+        assert!(is_refusal(&refused), "{refused:?}");
+        assert!(
+            started.elapsed() >= Duration::from_millis(400),
+            "refused after waiting for a place: {:?}",
+            started.elapsed()
+        );
+        // The open ones are still served.
+        for conn in &open {
+            exchange(conn, &framed_query(0, "www.example."))
+                .await
+                .expect("still served");
+        }
+        // A connection closing while another waits gives it its place.
+        let leaving = open.pop().unwrap();
+        let waiting = tokio::spawn({
+            let endpoint = endpoint.clone();
+            async move { connect_and_ask(&endpoint, addr).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        leaving.close(0u32.into(), b"");
+        open.push(
+            waiting
+                .await
+                .expect("task")
+                .expect("accepted once a place is free"),
+        );
+        for conn in &open {
+            conn.close(0u32.into(), b"");
+        }
+        tokio::time::timeout(CLIENT_TIMEOUT, endpoint.wait_idle())
+            .await
+            .expect("closed in time");
+    });
+    let s = server.stop();
+    assert_eq!(s.doq_errors.refused_connections, 1, "{s:?}");
+    assert_eq!(s.doq_accepted, CAP as u64 + 2, "{s:?}");
+    assert_eq!(s.doq_peak_open, CAP as u64, "{s:?}");
 }
