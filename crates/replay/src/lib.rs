@@ -52,6 +52,8 @@
 //! schedule to an instant and a trace time chosen by the caller, so that several processes
 //! replaying parts of one trace keep the trace's timing between them.
 
+#[cfg(test)]
+mod alloc_count;
 mod cause;
 mod clock;
 mod config;
@@ -62,6 +64,7 @@ mod error;
 mod live;
 mod net;
 mod querier;
+mod quic;
 mod shard;
 mod stats;
 mod tls;
@@ -77,6 +80,11 @@ pub mod fuzzing {
     /// requests and the read sizes.
     pub fn doh_server_bytes(data: &[u8]) {
         crate::querier::fuzz_doh_server_bytes(data)
+    }
+
+    /// The DoQ client's QUIC connection fed arbitrary datagrams and decrypted packets.
+    pub fn quic_client(data: &[u8]) {
+        crate::quic::fuzz_client(data)
     }
 
     /// The DoH client's HPACK decoder fed an arbitrary header block.

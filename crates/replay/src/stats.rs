@@ -74,7 +74,7 @@ pub struct ReplayStats {
     pub connections_opened: u64,
     /// Queries sent over an already open connection.
     pub connections_reused: u64,
-    /// TLS handshakes that resumed a session (DoT and DoH; DoQ's are counted by their 0-RTT).
+    /// TLS handshakes that resumed a session (DoT, DoH and DoQ).
     pub tls_resumed: u64,
     /// DoQ connections whose first queries went in 0-RTT (a resumed session whose ticket
     /// allowed early data).

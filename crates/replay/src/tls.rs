@@ -76,7 +76,7 @@ impl TlsBase {
     /// store and early data (0-RTT) allowed when `zero_rtt`.
     pub fn for_quic_client(&self, resume: bool, zero_rtt: bool) -> Arc<ClientConfig> {
         let mut c = (*self.for_client_with(vec![b"doq".to_vec()], resume)).clone();
-        // quinn keeps the session; nothing to extract.
+        // The QUIC client takes its keys from rustls' key changes; nothing to extract.
         c.enable_secret_extraction = false;
         c.enable_early_data = zero_rtt && resume;
         Arc::new(c)

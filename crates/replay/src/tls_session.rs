@@ -373,32 +373,8 @@ mod tests {
     use super::*;
     use crate::config::TlsConfig;
     use crate::tls::TlsBase;
-    use std::alloc::{GlobalAlloc, Layout, System};
     use std::io::{self, Read, Write};
     use std::net::TcpStream;
-    use std::sync::atomic::{AtomicIsize, Ordering};
-
-    /// Bytes allocated and not yet freed, by every thread of this test binary.
-    static LIVE: AtomicIsize = AtomicIsize::new(0);
-
-    struct Counting;
-
-    // SAFETY: forwards to the system allocator; only counts.
-    unsafe impl GlobalAlloc for Counting {
-        unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-            LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-            // SAFETY: the caller's contract is passed on.
-            unsafe { System.alloc(layout) }
-        }
-        unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-            LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-            // SAFETY: the caller's contract is passed on.
-            unsafe { System.dealloc(ptr, layout) }
-        }
-    }
-
-    #[global_allocator]
-    static ALLOCATOR: Counting = Counting;
 
     /// Writes all the session's output to the socket.
     fn flush(s: &mut TlsSession, sock: &mut TcpStream) {
@@ -518,9 +494,9 @@ mod tests {
             b'm', b'p', b'l', b'e', 0, 0, 1, 0, 1,
         ];
         const N: isize = 50;
-        let before = LIVE.load(Ordering::Relaxed);
+        let before = crate::alloc_count::live();
         let configs: Vec<_> = (0..N).map(|_| base.for_client()).collect();
-        let after_configs = LIVE.load(Ordering::Relaxed);
+        let after_configs = crate::alloc_count::live();
         let mut kept = Vec::new();
         for cfg in &configs {
             let mut sock = TcpStream::connect(addr).unwrap();
@@ -534,7 +510,7 @@ mod tests {
             );
             kept.push((Box::new(s), sock));
         }
-        let after = LIVE.load(Ordering::Relaxed);
+        let after = crate::alloc_count::live();
         drop(kept);
         ((after_configs - before) / N, (after - after_configs) / N)
     }

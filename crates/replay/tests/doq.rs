@@ -99,6 +99,7 @@ fn doq_second_connections_use_0rtt_unless_switched_off() {
         let (stats, results) = replay_records(cfg, recs);
         assert_eq!(stats.answered, 4, "{stats:?} {:?}", results.sorted());
         assert_eq!(stats.connections_opened, 4, "{stats:?}");
+        assert_eq!(stats.tls_resumed, 2, "{stats:?}");
         let served = server.own.server.stop();
         if zero_rtt {
             assert_eq!(stats.quic_zero_rtt, 2, "{stats:?}");

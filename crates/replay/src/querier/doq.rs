@@ -1,31 +1,40 @@
-//! DNS over QUIC (RFC 9250) with quinn: one connection per original client, one bidirectional
-//! stream per query (DNS ID 0, the 2-byte length prefix, then the stream finished), 0-RTT on a
-//! resumed session when the server allows it.
+//! DNS over QUIC (RFC 9250): one connection per original client, one bidirectional stream per
+//! query (DNS ID 0, the 2-byte length prefix, then the stream finished), 0-RTT on a resumed
+//! session when the server allows it.
 //!
-//! quinn runs on a tokio runtime of its own thread beside each querier that has DoQ clients
-//! ([`Doq`]): the querier hands it queries and takes back [`DoqEvent`]s (sent, answered,
-//! failed, connections), woken through its poll's waker. The querier keeps what it keeps for
-//! every transport (the in-flight table, timeouts, results); the send and answer times are the
-//! clock read just before the query's stream is written and as soon as its answer is complete
-//! (QUIC's packets are quinn's own, so the kernel's stamps cannot be tied to a query).
+//! The connections ([`crate::quic::conn::Connection`], the replay's own QUIC client) run on a
+//! thread of their own beside each querier that has DoQ clients ([`Doq`]), an epoll (mio) loop
+//! over the clients' sockets: the querier hands it queries and takes back [`DoqEvent`]s (sent,
+//! answered, failed, connections), woken through its poll's waker. The querier keeps what it
+//! keeps for every transport (the in-flight table, timeouts, results); the send and answer
+//! times are the clock read when the query's first packet is written and as soon as its answer
+//! is complete.
 //!
-//! Each client has its own UDP socket (a quinn endpoint bound to the client's source address
-//! when the replay gives it one), closed with its connection, so the server sees the clients
-//! apart, and its own TLS session store, so resumption and 0-RTT are per client.
+//! Each client has its own UDP socket (bound to the client's source address when the replay
+//! gives it one), closed with its connection, so the server sees the clients apart, and its
+//! own TLS session store, so resumption and 0-RTT are per client.
 
 use crate::cause::Cause;
 use crate::clock;
+use crate::quic::conn::{self, Closed, Connection, Event};
 use ldplayer_results::ErrorKind;
+use mio::net::UdpSocket;
+use mio::{Events, Interest, Poll, Token};
+use rustc_hash::FxHashMap;
 use rustls::ClientConfig;
-use std::cell::RefCell;
-use std::collections::HashMap;
+use rustls_pki_types::ServerName;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The largest DoQ response accepted: a 2-byte length and a DNS message.
-const MAX_RESPONSE: usize = 2 + 65_535;
+/// The DoQ thread's waker (client sockets are their slab index + 1).
+const WAKE: Token = Token(0);
+/// Datagrams read from one socket before the others get a turn.
+const READ_BURST: usize = 64;
 
 /// A query for the DoQ thread.
 pub(super) struct DoqQuery {
@@ -71,16 +80,22 @@ pub(super) enum DoqEvent {
     },
     /// A connection was opened (`zero_rtt`: its first queries went in 0-RTT).
     Opened { zero_rtt: bool },
-    /// A connection's handshake ended: whether the server accepted its 0-RTT data (`None`
-    /// without 0-RTT).
-    Handshake { zero_rtt_accepted: Option<bool> },
+    /// A connection's handshake ended: whether it resumed a TLS session, and whether the
+    /// server accepted its 0-RTT data (`None` without 0-RTT).
+    Handshake {
+        resumed: bool,
+        zero_rtt_accepted: Option<bool>,
+    },
     /// A query went on an open connection.
     Reused,
 }
 
-/// The DoQ side of one querier: the thread that runs quinn.
+/// The DoQ side of one querier: the thread that runs its QUIC connections.
 pub(super) struct Doq {
-    queries: tokio::sync::mpsc::UnboundedSender<DoqQuery>,
+    queries: crossbeam_channel::Sender<DoqQuery>,
+    /// Wakes the DoQ thread (a query, or the end).
+    wake: Arc<mio::Waker>,
+    stop: Arc<AtomicBool>,
     pub events: crossbeam_channel::Receiver<DoqEvent>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -96,46 +111,38 @@ pub(super) struct DoqSetup {
 
 impl Doq {
     /// Starts the thread; `wake` wakes the querier when events are waiting.
-    pub fn start(setup: DoqSetup, wake: Arc<mio::Waker>) -> std::io::Result<Doq> {
-        fixed_mmap_threshold();
-        let (queries, mut rx) = tokio::sync::mpsc::unbounded_channel::<DoqQuery>();
+    pub fn start(setup: DoqSetup, wake: Arc<mio::Waker>) -> io::Result<Doq> {
+        let (queries, rx) = crossbeam_channel::unbounded::<DoqQuery>();
         let (events_tx, events) = crossbeam_channel::unbounded();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?;
+        let poll = Poll::new()?;
+        let own_wake = Arc::new(mio::Waker::new(poll.registry(), WAKE)?);
+        let stop = Arc::new(AtomicBool::new(false));
+        let server_name = ServerName::try_from(setup.server_name.clone())
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
+        let mut driver = Driver {
+            setup,
+            server_name,
+            poll,
+            rx,
+            stop: stop.clone(),
+            tell: Teller {
+                tx: events_tx,
+                wake,
+            },
+            clients: Vec::new(),
+            free: Vec::new(),
+            by_client: FxHashMap::default(),
+            timers: BinaryHeap::new(),
+            buf: vec![0; 65_536],
+            out: Vec::with_capacity(1500),
+        };
         let thread = std::thread::Builder::new()
             .name("ldplayer-doq".into())
-            .spawn(move || {
-                let local = tokio::task::LocalSet::new();
-                let clients: Rc<RefCell<HashMap<u32, Rc<ClientConn>>>> = Rc::default();
-                let tell = Teller {
-                    tx: events_tx,
-                    wake,
-                };
-                local.block_on(&runtime, async move {
-                    while let Some(q) = rx.recv().await {
-                        let client = clients
-                            .borrow_mut()
-                            .entry(q.client)
-                            .or_insert_with(|| Rc::new(ClientConn::default()))
-                            .clone();
-                        let (setup, tell) = (setup.clone(), tell.clone());
-                        tokio::task::spawn_local(async move {
-                            let (slot, gen) = (q.slot, q.gen);
-                            let limit = setup.query_timeout + Duration::from_secs(1);
-                            let done =
-                                tokio::time::timeout(limit, query(&setup, &client, q, &tell));
-                            if done.await.is_err() {
-                                // The querier has timed it out already; nothing to tell.
-                                let _ = (slot, gen);
-                            }
-                        });
-                    }
-                });
-                drop(local);
-            })?;
+            .spawn(move || driver.run())?;
         Ok(Doq {
             queries,
+            wake: own_wake,
+            stop,
             events,
             thread: Some(thread),
         })
@@ -143,42 +150,22 @@ impl Doq {
 
     /// Hands a query to the DoQ thread; false if the thread is gone.
     pub fn send(&self, q: DoqQuery) -> bool {
-        self.queries.send(q).is_ok()
+        self.queries.send(q).is_ok() && self.wake.wake().is_ok()
     }
 }
 
 impl Drop for Doq {
-    /// Ends the thread: no more queries, the tasks left are dropped with the runtime.
+    /// Ends the thread: its connections are closed (told to the server) and their sockets go.
     fn drop(&mut self) {
-        let (closed, _) = tokio::sync::mpsc::unbounded_channel();
-        self.queries = closed;
+        self.stop.store(true, Ordering::Release);
+        let _ = self.wake.wake();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-/// Keeps large allocations in their own mappings for the life of the process.
-///
-/// Each quinn endpoint (one per DoQ client) allocates a zeroed receive buffer of about 3 MB, of
-/// which only the pages packets land in become resident. glibc raises its mmap threshold when
-/// a mapped block is freed, so once the first clients' endpoints closed, later ones came from
-/// the heap, zeroed page by page: 19,000 DoQ clients reconnecting after the server's idle
-/// timeout grew the replay to 23.7 GB and the kernel killed it (bench/encrypted.sh doq-idle).
-/// Setting the threshold fixes it (and turns the adjustment off).
-fn fixed_mmap_threshold() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        // SAFETY: mallopt only changes the allocator's tunables; 256 KiB is within range.
-        unsafe {
-            libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
-        }
-    });
-}
-
 /// Sends events to the querier and wakes it.
-#[derive(Clone)]
 struct Teller {
     tx: crossbeam_channel::Sender<DoqEvent>,
     wake: Arc<mio::Waker>,
@@ -192,274 +179,369 @@ impl Teller {
     }
 }
 
-/// One client's endpoint and connection.
-#[derive(Default)]
-struct ClientConn {
-    /// Held while the connection is looked at or opened, so that a client's queries share it.
-    state: tokio::sync::Mutex<Option<Open>>,
-}
-
-struct Open {
-    endpoint: quinn::Endpoint,
-    conn: quinn::Connection,
-}
-
-/// A connection ready for a query, and whether the query opened it.
-struct Ready {
-    conn: quinn::Connection,
-    new: bool,
-    handshake_ns: i64,
-}
-
-/// The client's connection, opened (with 0-RTT where it can) if it has none that is alive.
-async fn connection(
-    setup: &DoqSetup,
-    client: &Rc<ClientConn>,
-    q: &DoqQuery,
-    tell: &Teller,
-) -> Result<Ready, (ErrorKind, Cause)> {
-    let mut state = client.state.lock().await;
-    if let Some(open) = state.as_ref() {
-        if open.conn.close_reason().is_none() {
-            tell.tell(DoqEvent::Reused);
-            return Ok(Ready {
-                conn: open.conn.clone(),
-                new: false,
-                handshake_ns: 0,
-            });
-        }
-    }
-    let started = clock::now_ns();
-    let endpoint = match state.take() {
-        // A connection that ended before its watcher let the socket go: reuse the socket.
-        Some(open) => open.endpoint,
-        None => {
-            let bind = match (q.local, setup.server) {
-                (Some(ip), _) => SocketAddr::new(ip, 0),
-                (None, SocketAddr::V4(_)) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0),
-                (None, SocketAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0),
-            };
-            quinn::Endpoint::client(bind).map_err(|e| (ErrorKind::Send, Cause::Io(e)))?
-        }
-    };
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(q.tls.clone())
-        .map_err(|_| (ErrorKind::Tls, Cause::Quic("quic-tls-config")))?;
-    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    let mut transport = quinn::TransportConfig::default();
-    transport.max_idle_timeout(q.idle_timeout.try_into().ok());
-    // A DoQ server opens no streams (RFC 9250 §4.2): allowing none keeps quinn from setting
-    // up state for 100 of each kind per connection, 8.6 KB of an idle session's 50 KB
-    // (heaptrack, bench/encrypted.sh doq-idle).
-    transport
-        .max_concurrent_bidi_streams(0u8.into())
-        .max_concurrent_uni_streams(0u8.into());
-    config.transport_config(Arc::new(transport));
-    let connecting = endpoint
-        .connect_with(config, setup.server, &setup.server_name)
-        .map_err(|e| (ErrorKind::Send, Cause::Quic(connect_key(&e))))?;
-    let handshake_done = |conn| {
-        tell.tell(DoqEvent::Handshake {
-            zero_rtt_accepted: None,
-        });
-        conn
-    };
-    let (conn, zero_rtt) = if q.zero_rtt {
-        match connecting.into_0rtt() {
-            Ok((conn, accepted)) => {
-                let tell = tell.clone();
-                tokio::task::spawn_local(async move {
-                    let accepted = accepted.await;
-                    tell.tell(DoqEvent::Handshake {
-                        zero_rtt_accepted: Some(accepted),
-                    });
-                });
-                (conn, true)
-            }
-            Err(connecting) => {
-                let conn = connecting.await.map_err(|e| connection_failure(&e))?;
-                (handshake_done(conn), false)
-            }
-        }
-    } else {
-        let conn = connecting.await.map_err(|e| connection_failure(&e))?;
-        (handshake_done(conn), false)
-    };
-    tell.tell(DoqEvent::Opened { zero_rtt });
-    let handshake_ns = if zero_rtt {
-        0
-    } else {
-        (clock::now_ns() - started).max(1)
-    };
-    *state = Some(Open {
-        endpoint,
-        conn: conn.clone(),
-    });
-    // When the connection ends (an idle timeout, most often), its socket goes with it: open
-    // sockets stay bounded by live connections, whatever the number of clients in the trace.
-    let (watched, owner) = (conn.clone(), client.clone());
-    tokio::task::spawn_local(async move {
-        watched.closed().await;
-        let mut state = owner.state.lock().await;
-        if state
-            .as_ref()
-            .is_some_and(|open| open.conn.stable_id() == watched.stable_id())
-        {
-            *state = None;
-        }
-    });
-    Ok(Ready {
-        conn,
-        new: true,
-        handshake_ns,
-    })
-}
-
-/// One query: its connection, a stream, the answer.
-async fn query(setup: &DoqSetup, client: &Rc<ClientConn>, q: DoqQuery, tell: &Teller) {
-    let (slot, gen) = (q.slot, q.gen);
-    let fail = |(kind, cause): (ErrorKind, Cause)| {
-        tell.tell(DoqEvent::Failed {
-            slot,
-            gen,
-            kind,
-            cause,
-        })
-    };
-    let ready = match connection(setup, client, &q, tell).await {
-        Ok(r) => r,
-        Err(f) => return fail(f),
-    };
-    let mut framed = Vec::with_capacity(2 + q.wire.len());
-    framed.extend_from_slice(&(q.wire.len() as u16).to_be_bytes());
-    framed.extend_from_slice(&q.wire);
-    // RFC 9250 §4.2.1: the DNS ID is 0 on DoQ.
-    framed[2..4].copy_from_slice(&[0, 0]);
-    // A query whose 0-RTT data the server rejected is sent again, once, in 1-RTT.
-    for attempt in 0..2 {
-        match exchange(&ready, &framed, slot, gen, tell, attempt == 0).await {
-            Ok(()) => return,
-            Err(Exchange::ZeroRttRejected) if attempt == 0 => continue,
-            Err(Exchange::ZeroRttRejected) => {
-                return fail((ErrorKind::Quic, Cause::Quic("quic-0rtt-rejected")))
-            }
-            Err(Exchange::Failed(kind, cause)) => return fail((kind, cause)),
-        }
-    }
-}
-
-enum Exchange {
-    ZeroRttRejected,
-    Failed(ErrorKind, Cause),
-}
-
-/// Opens a stream, writes the query, reads the answer.
-async fn exchange(
-    ready: &Ready,
-    framed: &[u8],
+/// A query in flight on a connection.
+struct InFlight {
+    stream: u64,
     slot: u32,
     gen: u32,
-    tell: &Teller,
-    first: bool,
-) -> Result<(), Exchange> {
-    let (mut send, mut recv) = ready
-        .conn
-        .open_bi()
-        .await
-        .map_err(|e| failed_connection(&e))?;
-    let at = clock::now_ns();
-    match send.write_all(framed).await {
-        Ok(()) => {}
-        Err(quinn::WriteError::ZeroRttRejected) => return Err(Exchange::ZeroRttRejected),
-        Err(quinn::WriteError::ConnectionLost(e)) => return Err(failed_connection(&e)),
-        Err(_) => {
-            return Err(Exchange::Failed(
-                ErrorKind::Quic,
-                Cause::Quic("quic-stream-stopped"),
-            ))
-        }
-    }
-    let _ = send.finish();
-    if first {
-        tell.tell(DoqEvent::Sent {
-            slot,
-            gen,
-            at,
-            new_connection: ready.new,
-            handshake_ns: ready.handshake_ns,
-        });
-    }
-    let answer = match recv.read_to_end(MAX_RESPONSE).await {
-        Ok(a) => a,
-        Err(quinn::ReadToEndError::TooLong) => {
-            return Err(Exchange::Failed(
-                ErrorKind::Quic,
-                Cause::Quic("quic-response-too-long"),
-            ))
-        }
-        Err(quinn::ReadToEndError::Read(e)) => {
-            return Err(match e {
-                quinn::ReadError::ZeroRttRejected => Exchange::ZeroRttRejected,
-                quinn::ReadError::Reset(_) => {
-                    Exchange::Failed(ErrorKind::Quic, Cause::Quic("quic-stream-reset"))
-                }
-                quinn::ReadError::ConnectionLost(e) => failed_connection(&e),
-                _ => Exchange::Failed(ErrorKind::Quic, Cause::Quic("quic-stream-error")),
-            })
-        }
-    };
-    let at = clock::now_ns();
-    // One message: its length, then the message, and nothing after.
-    match answer.as_slice() {
-        [a, b, msg @ ..] if usize::from(u16::from_be_bytes([*a, *b])) == msg.len() => {
-            tell.tell(DoqEvent::Answer {
-                slot,
-                gen,
-                at,
-                msg: msg.to_vec(),
+    /// Whether this query opened the connection.
+    opened: bool,
+    /// When the DoQ thread forgets it (the querier has timed it out by then).
+    forget_at: i64,
+}
+
+/// One client's socket and connection.
+struct ClientConn {
+    client: u32,
+    socket: UdpSocket,
+    conn: Connection,
+    started: i64,
+    /// The handshake's time, for the query that opened the connection (0 under 0-RTT).
+    handshake_ns: i64,
+    in_flight: Vec<InFlight>,
+    /// The deadline its timer is armed for, and the entry's epoch.
+    armed: i64,
+    epoch: u64,
+}
+
+/// The DoQ thread's loop.
+struct Driver {
+    setup: DoqSetup,
+    server_name: ServerName<'static>,
+    poll: Poll,
+    rx: crossbeam_channel::Receiver<DoqQuery>,
+    stop: Arc<AtomicBool>,
+    tell: Teller,
+    /// Connections by slab index (their token less one).
+    clients: Vec<Option<ClientConn>>,
+    free: Vec<usize>,
+    by_client: FxHashMap<u32, usize>,
+    /// Timers: (deadline, slab index, epoch); stale entries are skipped.
+    timers: BinaryHeap<Reverse<(i64, usize, u64)>>,
+    /// One receive buffer for every socket.
+    buf: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Driver {
+    fn run(&mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut next_epoch = 0u64;
+        loop {
+            let now = clock::now_ns();
+            let timeout = self.timers.peek().map(|Reverse((t, _, _))| {
+                Duration::from_nanos((t - now).clamp(0, 1_000_000_000) as u64)
             });
-            Ok(())
+            if let Err(e) = self.poll.poll(&mut events, timeout) {
+                if e.kind() != io::ErrorKind::Interrupted {
+                    break;
+                }
+            }
+            let mut touched: Vec<usize> = Vec::new();
+            for ev in events.iter() {
+                if ev.token() == WAKE {
+                    continue;
+                }
+                let idx = ev.token().0 - 1;
+                self.read(idx);
+                touched.push(idx);
+            }
+            while let Ok(q) = self.rx.try_recv() {
+                if let Some(idx) = self.query(q, &mut next_epoch) {
+                    touched.push(idx);
+                }
+            }
+            let now = clock::now_ns();
+            while let Some(&Reverse((t, idx, epoch))) = self.timers.peek() {
+                if t > now {
+                    break;
+                }
+                self.timers.pop();
+                let Some(c) = self.clients.get_mut(idx).and_then(Option::as_mut) else {
+                    continue;
+                };
+                if c.epoch != epoch || c.armed != t {
+                    continue;
+                }
+                c.armed = i64::MAX;
+                c.conn.on_timeout(now);
+                touched.push(idx);
+            }
+            touched.sort_unstable();
+            touched.dedup();
+            for idx in touched {
+                self.settle(idx);
+            }
+            if self.stop.load(Ordering::Acquire) && self.rx.is_empty() {
+                self.close_all();
+                return;
+            }
         }
-        _ => Err(Exchange::Failed(
-            ErrorKind::Quic,
-            Cause::Quic("quic-bad-response"),
-        )),
+        self.close_all();
+    }
+
+    /// Reads what came on a client's socket.
+    fn read(&mut self, idx: usize) {
+        let Some(c) = self.clients.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        for _ in 0..READ_BURST {
+            match c.socket.recv(&mut self.buf) {
+                Ok(n) => c.conn.handle(clock::now_ns(), &mut self.buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                // An ICMP error on the connected socket: as if the packet was lost.
+                Err(_) => {}
+            }
+        }
+        // More is waiting: come back after the others (edge-triggered readiness).
+        let _ = self
+            .poll
+            .registry()
+            .reregister(&mut c.socket, Token(idx + 1), Interest::READABLE);
+    }
+
+    /// Takes a query: onto the client's connection, opened if it has none.
+    fn query(&mut self, q: DoqQuery, next_epoch: &mut u64) -> Option<usize> {
+        let now = clock::now_ns();
+        let forget_at = now + (self.setup.query_timeout + Duration::from_secs(1)).as_nanos() as i64;
+        let (idx, opened) = match self.by_client.get(&q.client) {
+            Some(&idx) => {
+                self.tell.tell(DoqEvent::Reused);
+                (idx, false)
+            }
+            None => match self.open(&q, now, next_epoch) {
+                Ok(idx) => (idx, true),
+                Err((kind, cause)) => {
+                    self.tell.tell(DoqEvent::Failed {
+                        slot: q.slot,
+                        gen: q.gen,
+                        kind,
+                        cause,
+                    });
+                    return None;
+                }
+            },
+        };
+        let c = self.clients[idx].as_mut()?;
+        let mut framed = Vec::with_capacity(2 + q.wire.len());
+        framed.extend_from_slice(&(q.wire.len() as u16).to_be_bytes());
+        framed.extend_from_slice(&q.wire);
+        // RFC 9250 §4.2.1: the DNS ID is 0 on DoQ.
+        if framed.len() >= 4 {
+            framed[2..4].copy_from_slice(&[0, 0]);
+        }
+        let stream = c.conn.open_stream(framed);
+        c.in_flight.push(InFlight {
+            stream,
+            slot: q.slot,
+            gen: q.gen,
+            opened,
+            forget_at,
+        });
+        Some(idx)
+    }
+
+    /// A new socket and connection for a client.
+    fn open(
+        &mut self,
+        q: &DoqQuery,
+        now: i64,
+        next_epoch: &mut u64,
+    ) -> Result<usize, (ErrorKind, Cause)> {
+        let server = self.setup.server;
+        let bind = match (q.local, server) {
+            (Some(ip), _) => SocketAddr::new(ip, 0),
+            (None, SocketAddr::V4(_)) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0),
+            (None, SocketAddr::V6(_)) => SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), 0),
+        };
+        let send_err = |e: io::Error| (ErrorKind::Send, Cause::Io(e));
+        let mut socket = UdpSocket::bind(bind).map_err(send_err)?;
+        socket.connect(server).map_err(send_err)?;
+        let config = conn::Config {
+            tls: q.tls.clone(),
+            server_name: self.server_name.clone(),
+            idle_timeout_ns: q.idle_timeout.as_nanos().min(i64::MAX as u128) as i64,
+            zero_rtt: q.zero_rtt,
+        };
+        let conn = Connection::new(config, now)
+            .map_err(|_| (ErrorKind::Tls, Cause::Quic("quic-tls-config")))?;
+        let idx = self.free.pop().unwrap_or_else(|| {
+            self.clients.push(None);
+            self.clients.len() - 1
+        });
+        self.poll
+            .registry()
+            .register(&mut socket, Token(idx + 1), Interest::READABLE)
+            .map_err(|e| {
+                self.free.push(idx);
+                send_err(e)
+            })?;
+        if conn.zero_rtt() {
+            self.tell.tell(DoqEvent::Opened { zero_rtt: true });
+        }
+        *next_epoch += 1;
+        self.clients[idx] = Some(ClientConn {
+            client: q.client,
+            socket,
+            handshake_ns: if conn.zero_rtt() { 0 } else { -1 },
+            conn,
+            started: now,
+            in_flight: Vec::new(),
+            armed: i64::MAX,
+            epoch: *next_epoch,
+        });
+        self.by_client.insert(q.client, idx);
+        Ok(idx)
+    }
+
+    /// Sends what a connection has to send, tells its events, closes it if it has ended, and
+    /// arms its timer.
+    fn settle(&mut self, idx: usize) {
+        let Some(c) = self.clients.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        let now = clock::now_ns();
+        // Forget queries the querier has given up on.
+        let mut k = 0;
+        while k < c.in_flight.len() {
+            if c.in_flight[k].forget_at <= now {
+                let f = c.in_flight.swap_remove(k);
+                c.conn.forget_stream(f.stream);
+            } else {
+                k += 1;
+            }
+        }
+        for _ in 0..1024 {
+            if !c.conn.poll_transmit(now, &mut self.out) {
+                break;
+            }
+            // A datagram the kernel will not take now is as good as lost: QUIC sends it again.
+            let _ = c.socket.send(&self.out);
+        }
+        while let Some(event) = c.conn.poll_event() {
+            match event {
+                Event::Connected {
+                    resumed,
+                    zero_rtt_accepted,
+                } => {
+                    if c.handshake_ns < 0 {
+                        c.handshake_ns = (now - c.started).max(1);
+                        self.tell.tell(DoqEvent::Opened { zero_rtt: false });
+                    }
+                    self.tell.tell(DoqEvent::Handshake {
+                        resumed,
+                        zero_rtt_accepted,
+                    });
+                }
+                Event::Sent { stream } => {
+                    if let Some(f) = c.in_flight.iter().find(|f| f.stream == stream) {
+                        self.tell.tell(DoqEvent::Sent {
+                            slot: f.slot,
+                            gen: f.gen,
+                            at: now,
+                            new_connection: f.opened,
+                            handshake_ns: if f.opened { c.handshake_ns.max(0) } else { 0 },
+                        });
+                    }
+                }
+                Event::Answer { stream, data } => {
+                    let Some(k) = c.in_flight.iter().position(|f| f.stream == stream) else {
+                        continue;
+                    };
+                    let f = c.in_flight.swap_remove(k);
+                    // One message: its length, then the message, and nothing after.
+                    let event = match data.as_slice() {
+                        [a, b, msg @ ..]
+                            if usize::from(u16::from_be_bytes([*a, *b])) == msg.len() =>
+                        {
+                            DoqEvent::Answer {
+                                slot: f.slot,
+                                gen: f.gen,
+                                at: now,
+                                msg: msg.to_vec(),
+                            }
+                        }
+                        _ => DoqEvent::Failed {
+                            slot: f.slot,
+                            gen: f.gen,
+                            kind: ErrorKind::Quic,
+                            cause: Cause::Quic("quic-bad-response"),
+                        },
+                    };
+                    self.tell.tell(event);
+                }
+                Event::StreamFailed { stream, cause } => {
+                    if let Some(k) = c.in_flight.iter().position(|f| f.stream == stream) {
+                        let f = c.in_flight.swap_remove(k);
+                        self.tell.tell(DoqEvent::Failed {
+                            slot: f.slot,
+                            gen: f.gen,
+                            kind: ErrorKind::Quic,
+                            cause: Cause::Quic(cause),
+                        });
+                    }
+                }
+            }
+        }
+        if let Some(why) = c.conn.closed() {
+            let (kind, cause) = failure(why);
+            for f in c.in_flight.drain(..) {
+                self.tell.tell(DoqEvent::Failed {
+                    slot: f.slot,
+                    gen: f.gen,
+                    kind,
+                    cause: Cause::Quic(cause),
+                });
+            }
+            self.remove(idx);
+            return;
+        }
+        let next = c
+            .in_flight
+            .iter()
+            .map(|f| f.forget_at)
+            .chain(c.conn.next_timeout())
+            .min()
+            .unwrap_or(i64::MAX);
+        if next != c.armed && next != i64::MAX {
+            c.armed = next;
+            self.timers.push(Reverse((next, idx, c.epoch)));
+        }
+    }
+
+    /// Drops a client's connection and socket (its session store stays with the querier).
+    fn remove(&mut self, idx: usize) {
+        if let Some(mut c) = self.clients.get_mut(idx).and_then(Option::take) {
+            let _ = self.poll.registry().deregister(&mut c.socket);
+            self.by_client.remove(&c.client);
+            self.free.push(idx);
+        }
+    }
+
+    /// Closes every connection, telling the servers (DOQ_NO_ERROR).
+    fn close_all(&mut self) {
+        let now = clock::now_ns();
+        for c in self.clients.iter_mut().flatten() {
+            c.conn.close();
+            if c.conn.poll_transmit(now, &mut self.out) {
+                let _ = c.socket.send(&self.out);
+            }
+        }
+        self.clients.clear();
+        self.by_client.clear();
     }
 }
 
-fn failed_connection(e: &quinn::ConnectionError) -> Exchange {
-    let (kind, cause) = connection_failure(e);
-    Exchange::Failed(kind, cause)
-}
-
-/// The kind and cause of a query on a connection that failed.
-fn connection_failure(e: &quinn::ConnectionError) -> (ErrorKind, Cause) {
-    use quinn::ConnectionError as E;
-    match e {
+/// The kind and cause of the queries of a connection that ended.
+fn failure(why: Closed) -> (ErrorKind, &'static str) {
+    match why {
         // A TLS alert (certificate refused, no common ALPN...) is a TLS failure.
-        E::TransportError(t) if is_crypto(t.code) => {
-            (ErrorKind::Tls, Cause::Quic("quic-tls-alert"))
-        }
-        E::TransportError(_) => (ErrorKind::Quic, Cause::Quic("quic-transport-error")),
-        E::VersionMismatch => (ErrorKind::Quic, Cause::Quic("quic-version-mismatch")),
-        E::ConnectionClosed(_) => (ErrorKind::Quic, Cause::Quic("quic-closed-by-server")),
-        E::ApplicationClosed(_) => (ErrorKind::Quic, Cause::Quic("quic-closed-by-server")),
-        E::Reset => (ErrorKind::Quic, Cause::Quic("quic-reset")),
-        E::TimedOut => (ErrorKind::Quic, Cause::Quic("quic-timed-out")),
-        E::LocallyClosed => (ErrorKind::Quic, Cause::Quic("quic-closed-by-replay")),
-        E::CidsExhausted => (ErrorKind::Quic, Cause::Quic("quic-cids-exhausted")),
-    }
-}
-
-/// Whether a transport error carries a TLS alert (codes 0x0100–0x01ff, RFC 9001 §4.8).
-fn is_crypto(code: quinn::TransportErrorCode) -> bool {
-    (0x100..0x200).contains(&u64::from(code))
-}
-
-fn connect_key(e: &quinn::ConnectError) -> &'static str {
-    match e {
-        quinn::ConnectError::InvalidServerName(_) => "quic-invalid-server-name",
-        quinn::ConnectError::InvalidRemoteAddress(_) => "quic-invalid-address",
-        quinn::ConnectError::EndpointStopping => "quic-endpoint-stopping",
-        _ => "quic-connect-error",
+        Closed::Tls => (ErrorKind::Tls, "quic-tls-alert"),
+        Closed::TimedOut => (ErrorKind::Quic, "quic-timed-out"),
+        Closed::ByPeer { .. } => (ErrorKind::Quic, "quic-closed-by-server"),
+        Closed::Violation(why) => (ErrorKind::Quic, why),
+        Closed::VersionMismatch => (ErrorKind::Quic, "quic-version-mismatch"),
+        Closed::Reset => (ErrorKind::Quic, "quic-reset"),
+        Closed::Locally => (ErrorKind::Quic, "quic-closed-by-replay"),
     }
 }

@@ -118,7 +118,13 @@ impl Querier {
                         self.stats.quic_zero_rtt += 1;
                     }
                 }
-                DoqEvent::Handshake { zero_rtt_accepted } => {
+                DoqEvent::Handshake {
+                    resumed,
+                    zero_rtt_accepted,
+                } => {
+                    if resumed {
+                        self.stats.tls_resumed += 1;
+                    }
                     if zero_rtt_accepted == Some(true) {
                         self.stats.quic_zero_rtt_accepted += 1;
                     }

@@ -22,14 +22,9 @@
 //!   `matches_by_id` is false and the in-flight table neither claims nor rewrites IDs for it.
 //!   An exchange can fail on its own (an HTTP status, a reset stream): the querier takes those
 //!   failures with [`StreamProtocol::take_failures`].
-//! - **DoQ** (RFC 9250, to come): a QUIC connection, one bidirectional stream per query, the
-//!   query sent with DNS ID 0 and the 2-byte length prefix, the stream then finished. Its
-//!   `queue_query` sets the ID to 0 in the copy it sends and returns `MatchKey::Stream(stream
-//!   id)`; answers come back by stream as for DoH. QUIC runs over a UDP socket, so the socket
-//!   side of its connection reads and writes datagrams (a sans-IO QUIC state machine such as
-//!   quinn-proto takes datagrams in and gives datagrams out); the trait, the in-flight table and
-//!   the send marking by output position stay as they are, and the UDP path of plain DNS is not
-//!   involved.
+//! - **DoQ** (RFC 9250) is not a [`StreamProtocol`]: its connections are QUIC over UDP, run on
+//!   a thread of their own by the replay's sans-IO QUIC client (`crate::quic`), one
+//!   bidirectional stream per query (see `super::doq`).
 //!
 //! Send times: a query is sent when the socket has taken the last byte the protocol produced
 //! for it. The protocol tells where that byte lies in its output stream: at once from
