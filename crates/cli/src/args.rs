@@ -133,6 +133,10 @@ pub struct ReplayArgs {
     /// The path of the DoH server's URI template.
     #[arg(long, value_name = "PATH", default_value = "/dns-query")]
     pub doh_path: String,
+    /// DNS over HTTPS on HTTP/3 (QUIC, UDP) instead of HTTP/2 (TLS over TCP), to the same
+    /// --https-server address.
+    #[arg(long)]
+    pub doh_http3: bool,
     /// Scale the trace's timing: 2 replays twice as fast.
     #[arg(long, value_name = "K", conflicts_with_all = ["rate", "fast"])]
     pub speed: Option<f64>,

@@ -231,45 +231,7 @@ fn doq_replay_against_an_aioquic_server() {
     let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
     let port = ldplayer_testbed::free_port();
     let ready = dir.path().join("ready");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts/doq_server.py");
-    let start = || {
-        let _ = std::fs::remove_file(&ready);
-        let child = Command::new("python3")
-            .arg(&script)
-            .args([
-                "127.0.0.1",
-                &port.to_string(),
-                &s(&cert),
-                &s(&key),
-                &s(&ready),
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut daemon = Daemon(
-            child,
-            "doq_server.py (needs aioquic: scripts/test.sh installs it)",
-        );
-        let began = Instant::now();
-        while !ready.exists() {
-            if let Ok(Some(status)) = daemon.0.try_wait() {
-                let mut err = String::new();
-                if let Some(mut e) = daemon.0.stderr.take() {
-                    use std::io::Read;
-                    let _ = e.read_to_string(&mut err);
-                }
-                panic!("{} exited: {status}: {err}", daemon.1);
-            }
-            assert!(
-                began.elapsed() < Duration::from_secs(20),
-                "{} not ready",
-                daemon.1
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        daemon
-    };
+    let start = || aioquic_server("doq_server.py", port, &cert, &key, &ready);
     // Two rounds of queries from 5 clients, 2 s apart: the server's idle timeout (1 s) closes
     // every connection in between.
     let trace_file = dir.path().join("t.txt");
@@ -331,6 +293,139 @@ fn doq_replay_against_an_aioquic_server() {
             assert_eq!(summary["replay"]["quic_zero_rtt"], 0, "{summary}");
             assert_eq!(served["zero_rtt"], 0, "{served}");
         }
+    }
+}
+
+/// Starts one of the aioquic test servers (tests/scripts/) on 127.0.0.1:`port`, and waits
+/// until it says it is ready.
+fn aioquic_server(script: &str, port: u16, cert: &Path, key: &Path, ready: &Path) -> Daemon {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/scripts")
+        .join(script);
+    let _ = std::fs::remove_file(ready);
+    let child = Command::new("python3")
+        .arg(&path)
+        .args(["127.0.0.1", &port.to_string(), &s(cert), &s(key), &s(ready)])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    let mut daemon = Daemon(
+        child,
+        if script == "doq_server.py" {
+            "doq_server.py (needs aioquic: scripts/test.sh installs it)"
+        } else {
+            "doh3_server.py (needs aioquic: scripts/test.sh installs it)"
+        },
+    );
+    let began = Instant::now();
+    while !ready.exists() {
+        if let Ok(Some(status)) = daemon.0.try_wait() {
+            let mut err = String::new();
+            if let Some(mut e) = daemon.0.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("{} exited: {status}: {err}", daemon.1);
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(20),
+            "{} not ready",
+            daemon.1
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    daemon
+}
+
+/// `replay --proto doh --doh-http3` against a DoH server on HTTP/3 (aioquic's HTTP/3 and QPACK,
+/// dnspython): by POST and by GET every query is answered, one connection per client, each
+/// client's second connection (after the server's 1 s idle timeout) resumed in 0-RTT as the
+/// server counts it; an HTTP status other than 200 and a content type other than
+/// application/dns-message fail their queries as `http` with their causes, and the run
+/// completes. No other DNS tool has DoH over HTTP/3, so aioquic is the only peer.
+#[test]
+fn doh_over_http3_against_an_aioquic_server() {
+    if !tools(&[("python3", "python3"), ("openssl", "openssl")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch");
+    let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
+    let port = ldplayer_testbed::free_port();
+    let ready = dir.path().join("ready");
+    let trace_file = dir.path().join("t.txt");
+    let mut text = String::from(
+        "#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n",
+    );
+    // Two rounds from 4 clients, 2 s apart; in each, 2 queries fail on purpose.
+    for round in 0..2 {
+        for i in 0..12 {
+            let client = i % 4 + 1;
+            let t = 1_700_000_000.0 + f64::from(round) * 2.0 + f64::from(i) * 0.005;
+            let name = match i {
+                5 => "a.status503.example.",
+                6 => "b.text.example.",
+                _ if i % 2 == 0 => "www.example.",
+                _ => "nope.example.",
+            };
+            text.push_str(&format!(
+                "{t:.9}\t10.0.0.{client}\t4000{client}\t192.0.2.53\t53\thttps\t{client}\t{i}\t0\tQUERY\tNOERROR\t-\t{name}\tIN\tA\t-\t-\t-\t-\t-\n"
+            ));
+        }
+    }
+    std::fs::write(&trace_file, text).expect("trace");
+    for method in ["post", "get"] {
+        let mut daemon = aioquic_server("doh3_server.py", port, &cert, &key, &ready);
+        let at = format!("127.0.0.1:{port}");
+        let out = ldplayer(&[
+            "replay",
+            trace_file.to_str().expect("utf-8"),
+            "--server",
+            &at,
+            "--tls-ca",
+            ca.to_str().expect("utf-8"),
+            "--doh-http3",
+            "--doh-method",
+            method,
+            "--json",
+        ]);
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let _ = Command::new("kill")
+            .args(["-INT", &daemon.0.id().to_string()])
+            .status();
+        let served = daemon.0.wait_with_output_ref();
+        assert_eq!(summary["answered"], 20, "{method}: {summary}");
+        assert_eq!(summary["rcodes"]["NOERROR"], 10, "{summary}");
+        assert_eq!(summary["rcodes"]["NXDOMAIN"], 10, "{summary}");
+        assert_eq!(summary["errors"]["http"], 4, "{summary}");
+        let causes: Vec<(String, u64)> = summary["replay"]["error_causes"]
+            .as_array()
+            .expect("causes")
+            .iter()
+            .map(|c| {
+                (
+                    c["cause"].as_str().unwrap_or("").to_string(),
+                    c["count"].as_u64().unwrap_or(0),
+                )
+            })
+            .collect();
+        assert!(causes.contains(&("http-503".into(), 2)), "{causes:?}");
+        assert!(
+            causes.contains(&("not-dns-content".into(), 2)),
+            "{causes:?}"
+        );
+        assert!(
+            summary["latency_ms"]["https"]["p50"].as_f64().is_some(),
+            "{summary}"
+        );
+        assert_eq!(summary["replay"]["connections_opened"], 8, "{summary}");
+        assert_eq!(summary["replay"]["tls_resumed"], 4, "{summary}");
+        assert_eq!(summary["replay"]["quic_zero_rtt_accepted"], 4, "{summary}");
+        assert_eq!(served["queries"], 24, "{served}");
+        assert_eq!(served[method], 24, "{served}");
+        assert_eq!(served["connections"], 8, "{served}");
+        assert_eq!(served["resumed"], 4, "{served}");
+        assert_eq!(served["zero_rtt"], 4, "{served}");
     }
 }
 

@@ -44,6 +44,9 @@ pub(crate) enum Cause {
     /// An HTTP/2 stream or connection failed; the key names how (`h2-refused-stream`,
     /// `h2-protocol-error`, `h2-goaway`, ...).
     Http2(&'static str),
+    /// An HTTP/3 response stream broke the protocol (DoH over HTTP/3); the key names how
+    /// (`h3-qpack-error`, `h3-frame-unexpected`, ...).
+    Http3(&'static str),
     /// A DNS-over-QUIC connection or stream failed; the key names how.
     Quic(&'static str),
 }
@@ -74,7 +77,7 @@ impl Cause {
             Cause::HttpStatus(status) => http_status_key(*status),
             Cause::NotDnsContent => "not-dns-content",
             Cause::NoHttp2 => "no-http2",
-            Cause::Http2(key) => key,
+            Cause::Http2(key) | Cause::Http3(key) => key,
             Cause::Quic(key) => key,
         }
     }
@@ -132,6 +135,7 @@ impl Cause {
                     .into()
             }
             Cause::Http2(key) => format!("HTTP/2 failed ({key})"),
+            Cause::Http3(key) => format!("HTTP/3 failed ({key})"),
             Cause::Quic(key) => format!(
                 "DNS over QUIC failed ({key}){}",
                 match *key {

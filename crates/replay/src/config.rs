@@ -83,6 +83,9 @@ pub struct DohConfig {
     pub method: DohMethod,
     /// The path of the URI template, e.g. `/dns-query`.
     pub path: String,
+    /// HTTP/3 over QUIC (RFC 9114) rather than HTTP/2 over TLS over TCP: the same server
+    /// address, over UDP.
+    pub http3: bool,
 }
 
 impl Default for DohConfig {
@@ -91,6 +94,7 @@ impl Default for DohConfig {
         DohConfig {
             method: DohMethod::Post,
             path: "/dns-query".into(),
+            http3: false,
         }
     }
 }

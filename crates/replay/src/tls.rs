@@ -72,10 +72,16 @@ impl TlsBase {
         self.for_client_with(Vec::new(), true)
     }
 
-    /// A configuration for one DoQ client (ALPN `doq`, RFC 9250 §4.1), with its own session
-    /// store and early data (0-RTT) allowed when `zero_rtt`.
-    pub fn for_quic_client(&self, resume: bool, zero_rtt: bool) -> Arc<ClientConfig> {
-        let mut c = (*self.for_client_with(vec![b"doq".to_vec()], resume)).clone();
+    /// A configuration for one QUIC client offering `alpn` (`doq`, RFC 9250 §4.1, or `h3` for
+    /// DoH over HTTP/3), with its own session store and early data (0-RTT) allowed when
+    /// `zero_rtt`.
+    pub fn for_quic_client_with(
+        &self,
+        alpn: &[u8],
+        resume: bool,
+        zero_rtt: bool,
+    ) -> Arc<ClientConfig> {
+        let mut c = (*self.for_client_with(vec![alpn.to_vec()], resume)).clone();
         // The QUIC client takes its keys from rustls' key changes; nothing to extract.
         c.enable_secret_extraction = false;
         c.enable_early_data = zero_rtt && resume;

@@ -293,6 +293,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
             DohMethodArg::Get => ldplayer_replay::DohMethod::Get,
         },
         path: args.doh_path.clone(),
+        http3: args.doh_http3,
     };
     c.timing = timing;
     if let Some(n) = args.queriers {

@@ -17,6 +17,7 @@
 use crate::cause::Cause;
 use crate::clock;
 use crate::quic::conn::{self, Closed, Connection, Event};
+use crate::quic::h3;
 use ldplayer_results::ErrorKind;
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
@@ -49,8 +50,16 @@ pub(super) struct DoqQuery {
     pub zero_rtt: bool,
     /// How long the client's connection may stay idle.
     pub idle_timeout: Duration,
+    /// DNS over HTTPS on HTTP/3 rather than DoQ: how to ask.
+    pub h3: Option<H3Query>,
     /// The whole DNS message.
     pub wire: Vec<u8>,
+}
+
+/// How a DoH-over-HTTP/3 query is asked (the client's DoH settings).
+pub(super) struct H3Query {
+    pub get: bool,
+    pub path: String,
 }
 
 /// What the DoQ thread tells the querier.
@@ -103,7 +112,11 @@ pub(super) struct Doq {
 /// How the DoQ thread connects.
 #[derive(Clone)]
 pub(super) struct DoqSetup {
+    /// The DoQ server.
     pub server: SocketAddr,
+    /// The DoH server, for DoH over HTTP/3 (UDP), and its `:authority`.
+    pub https_server: SocketAddr,
+    pub authority: String,
     pub server_name: String,
     /// How long a query may take before its task gives up (the querier times it out first).
     pub query_timeout: Duration,
@@ -192,7 +205,9 @@ struct InFlight {
 
 /// One client's socket and connection.
 struct ClientConn {
-    client: u32,
+    /// The client and whether this is its HTTP/3 connection ([`conn_key`]).
+    key: u64,
+    h3: bool,
     socket: UdpSocket,
     conn: Connection,
     started: i64,
@@ -215,7 +230,7 @@ struct Driver {
     /// Connections by slab index (their token less one).
     clients: Vec<Option<ClientConn>>,
     free: Vec<usize>,
-    by_client: FxHashMap<u32, usize>,
+    by_client: FxHashMap<u64, usize>,
     /// Timers: (deadline, slab index, epoch); stale entries are skipped.
     timers: BinaryHeap<Reverse<(i64, usize, u64)>>,
     /// One receive buffer for every socket.
@@ -304,7 +319,7 @@ impl Driver {
     fn query(&mut self, q: DoqQuery, next_epoch: &mut u64) -> Option<usize> {
         let now = clock::now_ns();
         let forget_at = now + (self.setup.query_timeout + Duration::from_secs(1)).as_nanos() as i64;
-        let (idx, opened) = match self.by_client.get(&q.client) {
+        let (idx, opened) = match self.by_client.get(&conn_key(&q)) {
             Some(&idx) => {
                 self.tell.tell(DoqEvent::Reused);
                 (idx, false)
@@ -323,13 +338,31 @@ impl Driver {
             },
         };
         let c = self.clients[idx].as_mut()?;
-        let mut framed = Vec::with_capacity(2 + q.wire.len());
-        framed.extend_from_slice(&(q.wire.len() as u16).to_be_bytes());
-        framed.extend_from_slice(&q.wire);
-        // RFC 9250 §4.2.1: the DNS ID is 0 on DoQ.
-        if framed.len() >= 4 {
-            framed[2..4].copy_from_slice(&[0, 0]);
-        }
+        let framed = match &q.h3 {
+            Some(h3) => {
+                let req = h3::Request {
+                    get: h3.get,
+                    path: h3.path.clone(),
+                    authority: self.setup.authority.clone(),
+                };
+                // RFC 8484 §4.1: DNS ID 0, which keeps GET requests cacheable.
+                let mut msg = q.wire.clone();
+                if msg.len() >= 2 {
+                    msg[..2].copy_from_slice(&[0, 0]);
+                }
+                h3::request(&req, &msg)
+            }
+            None => {
+                let mut framed = Vec::with_capacity(2 + q.wire.len());
+                framed.extend_from_slice(&(q.wire.len() as u16).to_be_bytes());
+                framed.extend_from_slice(&q.wire);
+                // RFC 9250 §4.2.1: the DNS ID is 0 on DoQ.
+                if framed.len() >= 4 {
+                    framed[2..4].copy_from_slice(&[0, 0]);
+                }
+                framed
+            }
+        };
         let stream = c.conn.open_stream(framed);
         c.in_flight.push(InFlight {
             stream,
@@ -348,7 +381,11 @@ impl Driver {
         now: i64,
         next_epoch: &mut u64,
     ) -> Result<usize, (ErrorKind, Cause)> {
-        let server = self.setup.server;
+        let server = if q.h3.is_some() {
+            self.setup.https_server
+        } else {
+            self.setup.server
+        };
         let bind = match (q.local, server) {
             (Some(ip), _) => SocketAddr::new(ip, 0),
             (None, SocketAddr::V4(_)) => SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), 0),
@@ -362,6 +399,7 @@ impl Driver {
             server_name: self.server_name.clone(),
             idle_timeout_ns: q.idle_timeout.as_nanos().min(i64::MAX as u128) as i64,
             zero_rtt: q.zero_rtt,
+            h3: q.h3.is_some(),
         };
         let conn = Connection::new(config, now)
             .map_err(|_| (ErrorKind::Tls, Cause::Quic("quic-tls-config")))?;
@@ -381,7 +419,8 @@ impl Driver {
         }
         *next_epoch += 1;
         self.clients[idx] = Some(ClientConn {
-            client: q.client,
+            key: conn_key(q),
+            h3: q.h3.is_some(),
             socket,
             handshake_ns: if conn.zero_rtt() { 0 } else { -1 },
             conn,
@@ -390,7 +429,7 @@ impl Driver {
             armed: i64::MAX,
             epoch: *next_epoch,
         });
-        self.by_client.insert(q.client, idx);
+        self.by_client.insert(conn_key(q), idx);
         Ok(idx)
     }
 
@@ -449,24 +488,27 @@ impl Driver {
                         continue;
                     };
                     let f = c.in_flight.swap_remove(k);
-                    // One message: its length, then the message, and nothing after.
-                    let event = match data.as_slice() {
-                        [a, b, msg @ ..]
-                            if usize::from(u16::from_be_bytes([*a, *b])) == msg.len() =>
-                        {
-                            DoqEvent::Answer {
+                    let event = if c.h3 {
+                        h3_answer(&f, now, &data)
+                    } else {
+                        match data.as_slice() {
+                            [a, b, msg @ ..]
+                                if usize::from(u16::from_be_bytes([*a, *b])) == msg.len() =>
+                            {
+                                DoqEvent::Answer {
+                                    slot: f.slot,
+                                    gen: f.gen,
+                                    at: now,
+                                    msg: msg.to_vec(),
+                                }
+                            }
+                            _ => DoqEvent::Failed {
                                 slot: f.slot,
                                 gen: f.gen,
-                                at: now,
-                                msg: msg.to_vec(),
-                            }
+                                kind: ErrorKind::Quic,
+                                cause: Cause::Quic("quic-bad-response"),
+                            },
                         }
-                        _ => DoqEvent::Failed {
-                            slot: f.slot,
-                            gen: f.gen,
-                            kind: ErrorKind::Quic,
-                            cause: Cause::Quic("quic-bad-response"),
-                        },
                     };
                     self.tell.tell(event);
                 }
@@ -513,7 +555,7 @@ impl Driver {
     fn remove(&mut self, idx: usize) {
         if let Some(mut c) = self.clients.get_mut(idx).and_then(Option::take) {
             let _ = self.poll.registry().deregister(&mut c.socket);
-            self.by_client.remove(&c.client);
+            self.by_client.remove(&c.key);
             self.free.push(idx);
         }
     }
@@ -529,6 +571,35 @@ impl Driver {
         }
         self.clients.clear();
         self.by_client.clear();
+    }
+}
+
+/// The key of a client's connection: its number, and whether it is its HTTP/3 one.
+fn conn_key(q: &DoqQuery) -> u64 {
+    u64::from(q.client) | u64::from(q.h3.is_some()) << 32
+}
+
+/// What a DoH-over-HTTP/3 response stream gave: the DNS message, or why not (as for DoH over
+/// HTTP/2: the status, the content type, or how HTTP/3 broke).
+fn h3_answer(f: &InFlight, now: i64, stream: &[u8]) -> DoqEvent {
+    let (kind, cause) = match h3::response(stream) {
+        Ok(msg) => {
+            return DoqEvent::Answer {
+                slot: f.slot,
+                gen: f.gen,
+                at: now,
+                msg,
+            }
+        }
+        Err(h3::Failure::Status(code)) => (ErrorKind::Http, Cause::HttpStatus(code)),
+        Err(h3::Failure::NotDns) => (ErrorKind::Http, Cause::NotDnsContent),
+        Err(h3::Failure::Malformed(key)) => (ErrorKind::Http, Cause::Http3(key)),
+    };
+    DoqEvent::Failed {
+        slot: f.slot,
+        gen: f.gen,
+        kind,
+        cause,
     }
 }
 

@@ -1,10 +1,11 @@
 //! The querier's side of DNS over QUIC: queries handed to the DoQ thread ([`super::doq`]),
 //! its events turned into sends, answers and failures of the in-flight table.
 
-use super::doq::{Doq, DoqEvent, DoqQuery, DoqSetup};
+use super::doq::{Doq, DoqEvent, DoqQuery, DoqSetup, H3Query};
 use super::inflight::question_matches;
 use super::*;
 use crate::cause::Cause;
+use crate::config::DohMethod;
 
 impl Querier {
     /// Hands a DoQ query to the DoQ thread (started with the first one).
@@ -14,8 +15,11 @@ impl Querier {
             return;
         };
         if self.doq.is_none() {
+            let https_server = self.config.https_server.unwrap_or(self.server);
             let setup = DoqSetup {
                 server: self.config.quic_server.unwrap_or(self.server),
+                https_server,
+                authority: self.doh_authority(&base, https_server).to_string(),
                 server_name: base.server_name.to_str().into_owned(),
                 query_timeout: self
                     .profiles
@@ -39,14 +43,23 @@ impl Querier {
         let profile = self.profile_of(client);
         let (resume, zero_rtt, idle_timeout) =
             (profile.resume, profile.zero_rtt, profile.idle_timeout);
+        // DoH over HTTP/3 goes this way too, on the same QUIC client.
+        let h3 = (s.proto == Proto::Https).then(|| H3Query {
+            get: profile.doh.method == DohMethod::Get,
+            path: profile.doh.path.clone(),
+        });
+        let alpn: &[u8] = if h3.is_some() { b"h3" } else { b"doq" };
+        let make = || base.for_quic_client_with(alpn, resume, zero_rtt);
         let (local, tls) = match self.clients.get_mut(&client) {
-            Some(c) => (
-                c.local,
-                c.doq_tls
-                    .get_or_insert_with(|| base.for_quic_client(resume, zero_rtt))
-                    .clone(),
-            ),
-            None => (None, base.for_quic_client(resume, zero_rtt)),
+            Some(c) => {
+                let kept = if h3.is_some() {
+                    &mut c.h3_tls
+                } else {
+                    &mut c.doq_tls
+                };
+                (c.local, kept.get_or_insert_with(make).clone())
+            }
+            None => (None, make()),
         };
         let query = DoqQuery {
             slot,
@@ -56,6 +69,7 @@ impl Querier {
             tls,
             zero_rtt,
             idle_timeout,
+            h3,
             wire: self.slots[slot as usize].wire.clone(),
         };
         let handed = self.doq.as_ref().is_some_and(|d| d.send(query));

@@ -207,7 +207,7 @@ impl Decoder {
 }
 
 /// An integer with an `n`-bit prefix at `block[*pos]` (§5.1); moves `pos` past it.
-fn integer(block: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
+pub(crate) fn integer(block: &[u8], pos: &mut usize, n: u32) -> Result<usize, HpackError> {
     let max = (1usize << n) - 1;
     let mut value = usize::from(*block.get(*pos).ok_or(HpackError)?) & max;
     *pos += 1;

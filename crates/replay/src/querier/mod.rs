@@ -70,7 +70,7 @@ mod ahead;
 mod doh_framing;
 mod doq;
 mod doq_glue;
-mod hpack;
+pub(crate) mod hpack;
 mod http2;
 
 pub(crate) use hpack::fuzz_block as fuzz_hpack_block;
@@ -98,6 +98,8 @@ struct Client {
     doh_tls: Option<Arc<ClientConfig>>,
     /// Its TLS configuration for DoQ (ALPN doq), with a session store of its own.
     doq_tls: Option<Arc<ClientConfig>>,
+    /// Its TLS configuration for DoH over HTTP/3 (ALPN h3), with a session store of its own.
+    h3_tls: Option<Arc<ClientConfig>>,
     /// Its session profile (an index into `Querier::profiles`).
     profile: u32,
 }
@@ -508,6 +510,7 @@ impl Querier {
         match proto {
             Proto::Udp => self.send_udp(slot),
             Proto::Quic => self.send_doq(slot),
+            Proto::Https if self.profile_of(m.client).doh.http3 => self.send_doq(slot),
             _ => self.send_stream(slot, proto),
         }
     }
@@ -531,6 +534,7 @@ impl Querier {
                     tls: None,
                     doh_tls: None,
                     doq_tls: None,
+                    h3_tls: None,
                     profile: profile::assign(&self.config, self.profiles.len(), src),
                 },
             );

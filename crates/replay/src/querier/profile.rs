@@ -48,6 +48,7 @@ pub(super) fn resolve(config: &ReplayConfig) -> Vec<Profile> {
                 doh: Arc::new(DohConfig {
                     method: c.doh_method.unwrap_or(config.doh.method),
                     path: config.doh.path.clone(),
+                    http3: config.doh.http3,
                 }),
             });
         }

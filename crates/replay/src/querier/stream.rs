@@ -209,7 +209,7 @@ impl Querier {
 
     /// The `:authority` of DoH requests: the TLS server name when it is a DNS name, else the
     /// address connected to.
-    fn doh_authority(&self, base: &TlsBase, dest: SocketAddr) -> Arc<str> {
+    pub(super) fn doh_authority(&self, base: &TlsBase, dest: SocketAddr) -> Arc<str> {
         match &base.server_name {
             ServerName::DnsName(name) if dest.port() == 443 => name.as_ref().into(),
             ServerName::DnsName(name) => format!("{}:{}", name.as_ref(), dest.port()).into(),

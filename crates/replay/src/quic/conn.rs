@@ -61,7 +61,16 @@ pub struct Config {
     pub idle_timeout_ns: i64,
     /// Whether to send queries in 0-RTT when the session store has a ticket that allows it.
     pub zero_rtt: bool,
+    /// HTTP/3 (DNS over HTTPS) rather than DoQ: the client opens its control stream and lets
+    /// the server open its own, and the QPACK streams; response streams may be a little
+    /// longer than a DNS message.
+    pub h3: bool,
 }
+
+/// The client's HTTP/3 control stream (the first client-initiated unidirectional stream).
+const CONTROL_STREAM_ID: u64 = 2;
+/// Unidirectional streams an HTTP/3 server may open: control, QPACK encoder and decoder.
+const H3_SERVER_UNI_STREAMS: u64 = 3;
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -247,6 +256,14 @@ pub struct Connection {
     max_data_pending: bool,
     path_response: Option<[u8; 8]>,
     retire_cid: Option<u64>,
+    /// HTTP/3: the control stream's bytes (kept for retransmission), the unidirectional
+    /// streams the server may open (and the highest offset seen on each, for flow control),
+    /// and how many the server lets this client open.
+    control: Option<&'static [u8]>,
+    server_uni: Vec<u64>,
+    max_streams_uni: u64,
+    /// The longest response stream taken.
+    max_stream_recv: u64,
 
     srtt: i64,
     rttvar: i64,
@@ -298,7 +315,13 @@ impl Connection {
             initial_scid: &scid,
             max_idle_timeout_ms: idle_ms,
             initial_max_data: RECEIVE_WINDOW,
-            initial_max_stream_data_bidi_local: MAX_STREAM_RECV,
+            initial_max_stream_data_bidi_local: if config.h3 {
+                super::h3::MAX_RESPONSE
+            } else {
+                MAX_STREAM_RECV
+            },
+            initial_max_streams_uni: if config.h3 { H3_SERVER_UNI_STREAMS } else { 0 },
+            initial_max_stream_data_uni: 64 << 10,
         }
         .encode();
         let tls = rustls::quic::ClientConnection::new(
@@ -340,6 +363,14 @@ impl Connection {
             max_data_pending: false,
             path_response: None,
             retire_cid: None,
+            control: None,
+            server_uni: Vec::new(),
+            max_streams_uni: 0,
+            max_stream_recv: if config.h3 {
+                super::h3::MAX_RESPONSE
+            } else {
+                MAX_STREAM_RECV
+            },
             srtt: INITIAL_RTT_NS,
             rttvar: INITIAL_RTT_NS / 2,
             latest_rtt: INITIAL_RTT_NS,
@@ -356,6 +387,10 @@ impl Connection {
             events: VecDeque::new(),
         };
         conn.drive_tls(now);
+        if config.h3 {
+            conn.control = Some(super::h3::CONTROL_STREAM);
+            conn.unsent.push_back(CONTROL_STREAM_ID);
+        }
         if config.zero_rtt {
             if let Some(tls) = conn.tls.as_ref() {
                 let remembered = tls
@@ -889,6 +924,9 @@ impl Connection {
             Frame::MaxStreamsBidi(max) if space == DATA => {
                 self.max_streams = self.max_streams.max(max)
             }
+            Frame::MaxStreamsUni(max) if space == DATA => {
+                self.max_streams_uni = self.max_streams_uni.max(max)
+            }
             Frame::NewConnectionId {
                 seq,
                 retire_prior_to,
@@ -1038,6 +1076,7 @@ impl Connection {
     fn take_limits(&mut self, p: &ServerParams) {
         self.max_data = self.max_data.max(p.initial_max_data);
         self.max_streams = self.max_streams.max(p.initial_max_streams_bidi);
+        self.max_streams_uni = self.max_streams_uni.max(p.initial_max_streams_uni);
         if self.peer.max_idle_timeout_ms == 0 {
             self.peer.max_idle_timeout_ms = p.max_idle_timeout_ms;
         }
@@ -1060,12 +1099,28 @@ impl Connection {
     }
 
     fn on_stream(&mut self, id: u64, offset: u64, data: &[u8], fin: bool) {
+        let end = offset + data.len() as u64;
+        if id % 4 == 3 {
+            // A server's unidirectional stream (HTTP/3's control and QPACK streams): read
+            // and dropped (its SETTINGS ask nothing of a client without a dynamic table),
+            // counted for connection-level flow control.
+            let n = (id / 4) as usize;
+            if n < self.server_uni.len() + 1 && n < H3_SERVER_UNI_STREAMS as usize {
+                if n == self.server_uni.len() {
+                    self.server_uni.push(0);
+                }
+                if end > self.server_uni[n] {
+                    self.data_received += end - self.server_uni[n];
+                    self.server_uni[n] = end;
+                }
+            }
+            return;
+        }
         let Some(s) = self.streams.get_mut(&id) else {
             // An answered, failed or forgotten stream, or one the server may not open.
             return;
         };
-        let end = offset + data.len() as u64;
-        if end > MAX_STREAM_RECV || s.fin.is_some_and(|f| end > f) {
+        if end > self.max_stream_recv || s.fin.is_some_and(|f| end > f) {
             self.streams.remove(&id);
             self.events.push_back(Event::StreamFailed {
                 stream: id,
@@ -1232,7 +1287,7 @@ impl Connection {
                 }
             }
             Retx::Stream(c) => {
-                if self.streams.contains_key(&c.id) {
+                if self.stream_bytes(c.id).is_some() {
                     self.stream_retx.push_back(c);
                 }
             }
@@ -1309,8 +1364,19 @@ impl Connection {
     }
 
     fn may_open(&self, id: u64) -> bool {
+        if id == CONTROL_STREAM_ID {
+            return self.max_streams_uni > 0;
+        }
         let len = self.streams.get(&id).map_or(0, |s| s.query.len() as u64);
         id / 4 < self.max_streams && self.data_sent + len <= self.max_data
+    }
+
+    /// A stream's bytes as sent: a query's, or HTTP/3's control stream.
+    fn stream_bytes(&self, id: u64) -> Option<&[u8]> {
+        match self.control {
+            Some(c) if id == CONTROL_STREAM_ID => Some(c),
+            _ => self.streams.get(&id).map(|s| &s.query[..]),
+        }
     }
 
     /// Writes one packet of `space` into `out`, within `room` bytes; with `pad`, padded so that
@@ -1514,23 +1580,21 @@ impl Connection {
                 None => match self.unsent.front() {
                     Some(&id) if self.may_open(id) => {
                         self.unsent.pop_front();
-                        let Some(s) = self.streams.get(&id) else {
+                        let Some(bytes) = self.stream_bytes(id) else {
                             continue;
                         };
-                        let len = s.query.len() as u32;
+                        let len = bytes.len() as u32;
                         self.data_sent += u64::from(len);
                         Chunk {
                             id,
                             offset: 0,
                             len,
-                            fin: true,
+                            // The control stream stays open for the connection's life.
+                            fin: id != CONTROL_STREAM_ID,
                         }
                     }
                     _ => break,
                 },
-            };
-            let Some(s) = self.streams.get_mut(&chunk.id) else {
-                continue;
             };
             let fit = (chunk.len as usize).min(room) as u32;
             if fit < chunk.len && room < 64 {
@@ -1538,7 +1602,7 @@ impl Connection {
                 break;
             }
             let (from, to) = (chunk.offset as usize, (chunk.offset + fit) as usize);
-            let Some(data) = s.query.get(from..to) else {
+            let Some(data) = self.stream_bytes(chunk.id).and_then(|b| b.get(from..to)) else {
                 continue;
             };
             let fin = chunk.fin && fit == chunk.len;
@@ -1557,9 +1621,11 @@ impl Connection {
                     fin: chunk.fin,
                 });
             }
-            if !s.sent {
-                s.sent = true;
-                self.events.push_back(Event::Sent { stream: chunk.id });
+            if let Some(s) = self.streams.get_mut(&chunk.id) {
+                if !s.sent {
+                    s.sent = true;
+                    self.events.push_back(Event::Sent { stream: chunk.id });
+                }
             }
             wrote = true;
         }

@@ -8,6 +8,7 @@
 //! far less, and once its handshake is over it can let TLS go and keep its keys.
 
 pub mod conn;
+pub mod h3;
 pub mod wire;
 
 #[cfg(test)]
@@ -36,7 +37,9 @@ pub(crate) fn fuzz_client(data: &[u8]) {
             .to_owned(),
         idle_timeout_ns: 30_000_000_000,
         zero_rtt: false,
+        h3: data.first().is_some_and(|b| b & 1 == 1),
     };
+    let _ = h3::response(data);
     let Ok(mut c) = conn::Connection::new(config, 0) else {
         return;
     };

@@ -319,6 +319,7 @@ fn connect(tls: &Arc<rustls::ClientConfig>, now: i64, zero_rtt: bool) -> Connect
             server_name: "localhost".try_into().unwrap(),
             idle_timeout_ns: 30_000 * MS,
             zero_rtt,
+            h3: false,
         },
         now,
     )
@@ -527,6 +528,7 @@ fn a_server_that_never_answers_times_the_handshake_out() {
             server_name: "localhost".try_into().unwrap(),
             idle_timeout_ns: 2_000 * MS,
             zero_rtt: true,
+            h3: false,
         },
         sim.now,
     )
@@ -550,6 +552,7 @@ fn a_certificate_for_another_name_fails_as_tls() {
             server_name: "not-localhost".try_into().unwrap(),
             idle_timeout_ns: 2_000 * MS,
             zero_rtt: true,
+            h3: false,
         },
         sim.now,
     )

@@ -307,6 +307,7 @@ pub enum Frame<'a> {
     },
     MaxData(u64),
     MaxStreamsBidi(u64),
+    MaxStreamsUni(u64),
     NewConnectionId {
         seq: u64,
         retire_prior_to: u64,
@@ -321,7 +322,7 @@ pub enum Frame<'a> {
     },
     HandshakeDone,
     /// Parsed and of no use to a client (NEW_TOKEN, MAX_STREAM_DATA, the BLOCKED frames,
-    /// RETIRE_CONNECTION_ID, PATH_RESPONSE, uni-directional MAX_STREAMS).
+    /// RETIRE_CONNECTION_ID, PATH_RESPONSE).
     Ignored,
 }
 
@@ -464,7 +465,8 @@ pub fn next_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, Malformed> {
             Frame::Ignored
         }
         0x12 => Frame::MaxStreamsBidi(r.varint()?),
-        0x13 | 0x14 | 0x16 | 0x17 | 0x19 => {
+        0x13 => Frame::MaxStreamsUni(r.varint()?),
+        0x14 | 0x16 | 0x17 | 0x19 => {
             r.varint()?;
             Frame::Ignored
         }
@@ -571,6 +573,10 @@ pub struct ClientParams<'a> {
     pub initial_max_data: u64,
     /// What the server may send on each stream this client opens.
     pub initial_max_stream_data_bidi_local: u64,
+    /// Unidirectional streams the server may open (HTTP/3's control and QPACK streams; none
+    /// for DoQ), and what it may send on each.
+    pub initial_max_streams_uni: u64,
+    pub initial_max_stream_data_uni: u64,
 }
 
 impl ClientParams<'_> {
@@ -592,7 +598,10 @@ impl ClientParams<'_> {
         put(0x05, &int(self.initial_max_stream_data_bidi_local));
         // No streams for the server to open (RFC 9250 §4.2: a DoQ server opens none).
         put(0x08, &int(0));
-        put(0x09, &int(0));
+        put(0x09, &int(self.initial_max_streams_uni));
+        if self.initial_max_streams_uni > 0 {
+            put(0x07, &int(self.initial_max_stream_data_uni));
+        }
         put(0x0f, self.initial_scid);
         out
     }
@@ -610,6 +619,8 @@ pub struct ServerParams {
     /// What the server takes on each stream this client opens.
     pub initial_max_stream_data_bidi_remote: u64,
     pub initial_max_streams_bidi: u64,
+    /// Unidirectional streams this client may open (HTTP/3's control stream).
+    pub initial_max_streams_uni: u64,
     pub ack_delay_exponent: u64,
     pub max_ack_delay_ms: u64,
 }
@@ -645,6 +656,7 @@ impl ServerParams {
                 0x04 => p.initial_max_data = int()?,
                 0x06 => p.initial_max_stream_data_bidi_remote = int()?,
                 0x08 => p.initial_max_streams_bidi = int()?,
+                0x09 => p.initial_max_streams_uni = int()?,
                 0x0a => p.ack_delay_exponent = int()?.min(20),
                 0x0b => p.max_ack_delay_ms = int()?.min(1 << 14),
                 0x0f => p.initial_scid = Some(value.to_vec()),
