@@ -13,19 +13,24 @@
 #  3. doq-idle: the same with DoQ clients against `ldplayer serve --quic-listen`: memory per
 #     idle session (sessions counted by the replay's UDP sockets, one per client endpoint), and
 #     the reconnections that went in 0-RTT (and were accepted).
-#  4. mixed: a population of MIXED_CLIENTS (default 25,000) clients shaped like DNS Shotgun's
+#  4. doq-fast: `replay --proto doq --fast` against `ldplayer serve --quic-listen` (pinned to
+#     core 0), the generator on core 1, CLIENTS connections, 1,000 queries in flight: qps and
+#     generator CPU per query, two rounds. No packaged tool sends DoQ (dnsperf has no DoQ), so
+#     the figure stands alone; with OLD_BIN=path/to/ldplayer another build runs beside it in
+#     the same rounds (quinn's client, before the replay had its own, was measured so).
+#  5. mixed: a population of MIXED_CLIENTS (default 25,000) clients shaped like DNS Shotgun's
 #     "mixed" (examples/populations/mixed.toml: 60% UDP, 10% TCP, 15% DoT, 10% DoH, 5% DoQ)
 #     replayed with the trace's timing against `ldplayer serve` on all five transports, in two
 #     processes (--processes 2: each under its open-file limit); per-transport latency,
 #     handshakes, resumptions and timing error.
-# Usage: bench/encrypted.sh [OUTDIR] [fast|idle|doq-idle|mixed]...
+# Usage: bench/encrypted.sh [OUTDIR] [fast|idle|doq-idle|doq-fast|mixed]...
 #        (env CLIENTS, SECONDS_PER_RUN, IDLE_CLIENTS, IDLE_RATE (new sessions per second),
-#        MIXED_CLIENTS, MIXED_QPS; needs unbound,
+#        MIXED_CLIENTS, MIXED_QPS, OLD_BIN; needs unbound,
 #        dnsperf, openssl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out}; shift || true
-parts=${*:-fast idle doq-idle mixed}
+parts=${*:-fast idle doq-idle doq-fast mixed}
 mkdir -p "$out"
 cargo build --release -q -p ldplayer
 bin=$PWD/target/release/ldplayer
@@ -116,7 +121,7 @@ idle_sessions() { # proto label default-rate
   # and third; the replay's own (--idle-timeout 60) never does.
   local server_idle; server_idle=$(python3 -c "print(max(25, int($n / $rate) + 15))")
   $bin serve --listen 127.0.0.1:$port $listen 127.0.0.1:$enc --tls-cert "$work/server.pem" --tls-key "$work/server.key" \
-    --idle-timeout "$server_idle" --max-encrypted-connections $((n + 1000)) "$work/example.zone" > "$work/serve.json" 2> "$work/serve.log" &
+    --idle-timeout "$server_idle" --max-encrypted-connections $((n + n / 4 + 1000)) "$work/example.zone" > "$work/serve.json" 2> "$work/serve.log" &
   local server=$!; pids+=($server)
   for _ in $(seq 50); do grep answering "$work/serve.log" >/dev/null && break; sleep 0.2; done
   for clients in $((n / 4)) "$n"; do
@@ -185,6 +190,33 @@ if [[ " $parts " == *" doq-idle "* ]]; then
   # 2,000 new QUIC sessions a second overloaded the DoQ threads of both sides at 19,000
   # clients (4,258 failed); 500 a second did not.
   idle_sessions doq DoQ 500
+fi
+
+if [[ " $parts " == *" doq-fast "* ]]; then
+  clients=${CLIENTS:-10}; seconds=${SECONDS_PER_RUN:-15}
+  port=$(free_port); quic=$(free_port)
+  printf '$ORIGIN example.\n$TTL 60\n@ SOA ns admin 1 60 60 60 60\n@ NS ns\nns A 127.0.0.1\n* A 192.0.2.2\n' > "$work/example.zone"
+  taskset -c 0 $bin serve --listen 127.0.0.1:$port --quic-listen 127.0.0.1:$quic --tls-cert "$work/server.pem" \
+    --tls-key "$work/server.key" "$work/example.zone" > "$work/serve-doq.json" 2> "$work/serve-doq.log" &
+  server=$!; pids+=($server)
+  for _ in $(seq 50); do grep answering "$work/serve-doq.log" >/dev/null && break; sleep 0.2; done
+  echo "== DoQ --fast: ldplayer serve (core 0), generator on core 1, $clients connections, ${seconds} s per run"
+  $bin synth --workload fixed --interval 0.00001 -n $((30000 * seconds)) --clients "$clients" --zone example. -o "$work/doq-fast.bin" -q
+  gens=("$bin"); [ -n "${OLD_BIN:-}" ] && gens+=("$OLD_BIN")
+  for round in 1 2; do
+    line="round $round:"
+    for gen in "${gens[@]}"; do
+      /usr/bin/time -f "%e %U %S %M" -o "$work/t-doq" timeout $((seconds + 30)) $gen replay "$work/doq-fast.bin" \
+        --server 127.0.0.1:$quic --proto doq --tls-ca "$work/ca.pem" --fast --max-in-flight 1000 --queriers 1 --pin 1 \
+        --timeout 2 --json > "$out/ldp-doq-fast.json" < /dev/null &
+      ldp=$!; for _ in $(seq $((seconds * 5))); do kill -0 $ldp 2>/dev/null || break; sleep 0.2; done
+      pkill -INT -f "replay $work/doq-fast.bin" 2>/dev/null || true; wait $ldp || true
+      read -r q n e <<< "$(python3 -c "import json;d=json.load(open('$out/ldp-doq-fast.json'));print(round(d['qps']), d['answered'], sum(d['errors'].values()) + d['timeouts'])")"
+      line="$line | $([ "$gen" = "$bin" ] && echo ldplayer || echo "OLD_BIN") $q qps ($n answered, $e failed, $(printf %.2f "$(echo "$(cpu_of "$work/t-doq") * 1000000 / $n" | bc -l)") µs CPU/query)"
+    done
+    echo "$line"
+  done
+  kill -INT $server; wait $server || true
 fi
 
 if [[ " $parts " == *" mixed "* ]]; then

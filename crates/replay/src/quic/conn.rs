@@ -277,6 +277,8 @@ pub struct Connection {
 
     idle_timeout_ns: i64,
     last_activity: i64,
+    /// An ack-eliciting packet has gone since the last packet received.
+    sent_since_receipt: bool,
     closed: Option<Closed>,
     /// A CONNECTION_CLOSE to send before the connection is gone: code, application.
     close_pending: Option<(u64, bool)>,
@@ -382,6 +384,7 @@ impl Connection {
             recovery_start: now,
             idle_timeout_ns: config.idle_timeout_ns,
             last_activity: now,
+            sent_since_receipt: false,
             closed: None,
             close_pending: None,
             events: VecDeque::new(),
@@ -639,10 +642,16 @@ impl Connection {
                     self.pto_count += 1;
                     let s = &mut self.spaces[space];
                     s.probe = true;
-                    // Everything in flight goes again (as RFC 9002 allows a probe to).
-                    let frames: Vec<Retx> = s.sent.iter().flat_map(|p| p.frames.clone()).collect();
-                    for f in frames {
-                        self.requeue(space, f);
+                    // Everything in flight goes again (as RFC 9002 §6.2.4 allows a probe to),
+                    // and leaves the in-flight list: each frame is in one place, in flight or
+                    // queued, so that repeated timeouts do not multiply it. A late ACK for
+                    // those packets finds nothing and is harmless.
+                    let lost: Vec<Sent> = s.sent.drain(..).collect();
+                    for p in lost {
+                        self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
+                        for f in p.frames {
+                            self.requeue(space, f);
+                        }
                     }
                 }
             }
@@ -810,6 +819,7 @@ impl Connection {
         }
         self.heard_server = true;
         self.last_activity = now;
+        self.sent_since_receipt = false;
         if space == HANDSHAKE && self.spaces[INITIAL].keys.is_some() {
             // RFC 9001 §4.9.1: a client drops its Initial keys once it has Handshake packets.
             self.discard(INITIAL);
@@ -1148,6 +1158,17 @@ impl Connection {
                 }
             }
         } else {
+            // Pieces ahead of the answer so far: bounded by the stream's limit, however
+            // the server cuts and repeats them.
+            let ahead: usize = s.ahead.iter().map(|(_, d)| d.len()).sum();
+            if (ahead + data.len()) as u64 > self.max_stream_recv {
+                self.streams.remove(&id);
+                self.events.push_back(Event::StreamFailed {
+                    stream: id,
+                    cause: "quic-protocol-violation",
+                });
+                return;
+            }
             s.ahead.push((offset, data.to_vec()));
         }
         if s.fin == Some(s.recv.len() as u64) {
@@ -1556,7 +1577,12 @@ impl Connection {
                 frames,
             });
             self.in_flight += u64::from(size);
-            self.last_activity = self.last_activity.max(now);
+            // RFC 9000 §10.1: the first ack-eliciting packet after one is received restarts
+            // the idle timer; probes to a silent server do not keep it alive.
+            if !self.sent_since_receipt {
+                self.sent_since_receipt = true;
+                self.last_activity = self.last_activity.max(now);
+            }
         }
         if space == HANDSHAKE && self.spaces[INITIAL].keys.is_some() {
             self.discard(INITIAL);

@@ -623,3 +623,28 @@ proptest::proptest! {
         super::fuzz_client(&data);
     }
 }
+
+/// A server that goes silent after the handshake: the client's probes back off and its
+/// retransmissions do not multiply (each frame is either in flight or queued, once), until the
+/// idle timeout ends the connection.
+#[test]
+fn a_silent_server_gets_backed_off_probes_not_a_flood() {
+    let (cert, key, tls) = identity();
+    let mut sim = Sim::new(Server::new(cert, key, Duration::from_secs(60)));
+    sim.one_way = MS / 2;
+    let mut client = connect(&tls, sim.now, false);
+    client.open_stream(query(0));
+    sim.run(&mut client, sim.now + 1_000 * MS, answered(1));
+    let before = sim.sent;
+    sim.lose = Box::new(|_| true);
+    for i in 1..20 {
+        client.open_stream(query(i));
+    }
+    sim.run(&mut client, sim.now + 60_000 * MS, |_, c| {
+        c.closed().is_some()
+    });
+    assert_eq!(client.closed(), Some(Closed::TimedOut));
+    let probes = sim.sent - before;
+    // 1 ms RTT, a 30 s idle timeout: about 15 doublings of the PTO.
+    assert!(probes < 40, "{probes} datagrams to a silent server");
+}
