@@ -232,27 +232,14 @@ fn doq_replay_against_an_aioquic_server() {
     let port = ldplayer_testbed::free_port();
     let ready = dir.path().join("ready");
     let start = || aioquic_server("doq_server.py", port, &cert, &key, &ready);
-    // Two rounds of queries from 5 clients, 2 s apart: the server's idle timeout (1 s) closes
-    // every connection in between.
     let trace_file = dir.path().join("t.txt");
-    let mut text = String::from(
-        "#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n",
-    );
-    for round in 0..2 {
-        for i in 0..20 {
-            let client = i % 5 + 1;
-            let t = 1_700_000_000.0 + f64::from(round) * 2.0 + f64::from(i) * 0.005;
-            let name = if i % 2 == 0 {
-                "www.example."
-            } else {
-                "nope.example."
-            };
-            text.push_str(&format!(
-                "{t:.9}\t10.0.0.{client}\t4000{client}\t192.0.2.53\t53\tquic\t{client}\t{i}\t0\tQUERY\tNOERROR\t-\t{name}\tIN\tA\t-\t-\t-\t-\t-\n"
-            ));
+    two_rounds(&trace_file, "quic", 5, 20, |i| {
+        if i % 2 == 0 {
+            "www.example."
+        } else {
+            "nope.example."
         }
-    }
-    std::fs::write(&trace_file, text).expect("trace");
+    });
     for zero_rtt in [true, false] {
         let mut daemon = start();
         let at = format!("127.0.0.1:{port}");
@@ -294,6 +281,32 @@ fn doq_replay_against_an_aioquic_server() {
             assert_eq!(served["zero_rtt"], 0, "{served}");
         }
     }
+}
+
+/// Writes a text trace of two rounds, 2 s apart (the aioquic servers' idle timeout of 1 s
+/// closes every connection in between), of `per_round` queries from `clients` clients over
+/// `proto`, query `i` of a round asking for `name(i)`.
+fn two_rounds(
+    path: &Path,
+    proto: &str,
+    clients: u32,
+    per_round: u32,
+    name: impl Fn(u32) -> &'static str,
+) {
+    let mut text = String::from(
+        "#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n",
+    );
+    for round in 0..2 {
+        for i in 0..per_round {
+            let client = i % clients + 1;
+            let t = 1_700_000_000.0 + f64::from(round) * 2.0 + f64::from(i) * 0.005;
+            let name = name(i);
+            text.push_str(&format!(
+                "{t:.9}\t10.0.0.{client}\t4000{client}\t192.0.2.53\t53\t{proto}\t{client}\t{i}\t0\tQUERY\tNOERROR\t-\t{name}\tIN\tA\t-\t-\t-\t-\t-\n"
+            ));
+        }
+    }
+    std::fs::write(path, text).expect("trace");
 }
 
 /// Starts one of the aioquic test servers (tests/scripts/) on 127.0.0.1:`port`, and waits
@@ -354,26 +367,13 @@ fn doh_over_http3_against_an_aioquic_server() {
     let port = ldplayer_testbed::free_port();
     let ready = dir.path().join("ready");
     let trace_file = dir.path().join("t.txt");
-    let mut text = String::from(
-        "#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n",
-    );
-    // Two rounds from 4 clients, 2 s apart; in each, 2 queries fail on purpose.
-    for round in 0..2 {
-        for i in 0..12 {
-            let client = i % 4 + 1;
-            let t = 1_700_000_000.0 + f64::from(round) * 2.0 + f64::from(i) * 0.005;
-            let name = match i {
-                5 => "a.status503.example.",
-                6 => "b.text.example.",
-                _ if i % 2 == 0 => "www.example.",
-                _ => "nope.example.",
-            };
-            text.push_str(&format!(
-                "{t:.9}\t10.0.0.{client}\t4000{client}\t192.0.2.53\t53\thttps\t{client}\t{i}\t0\tQUERY\tNOERROR\t-\t{name}\tIN\tA\t-\t-\t-\t-\t-\n"
-            ));
-        }
-    }
-    std::fs::write(&trace_file, text).expect("trace");
+    // In each round, 2 queries fail on purpose.
+    two_rounds(&trace_file, "https", 4, 12, |i| match i {
+        5 => "a.status503.example.",
+        6 => "b.text.example.",
+        _ if i % 2 == 0 => "www.example.",
+        _ => "nope.example.",
+    });
     for method in ["post", "get"] {
         let mut daemon = aioquic_server("doh3_server.py", port, &cert, &key, &ready);
         let at = format!("127.0.0.1:{port}");

@@ -9,31 +9,17 @@ Usage: doh3_server.py ADDRESS PORT CERT KEY READY_FILE
 """
 import asyncio
 import base64
-import json
-import signal
 import sys
 
 import dns.message
-import dns.rcode
-import dns.rrset
-from aioquic.asyncio import QuicConnectionProtocol, serve
+from aioquic.asyncio import QuicConnectionProtocol
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, HeadersReceived
-from aioquic.quic.configuration import QuicConfiguration
 from aioquic.quic.events import HandshakeCompleted
-from aioquic.tls import SessionTicket
 
-address, port, cert, key, ready = sys.argv[1:6]
+from aioquic_common import answer, run
+
 counts = {"queries": 0, "get": 0, "post": 0, "connections": 0, "resumed": 0, "zero_rtt": 0}
-tickets = {}
-
-
-def store_ticket(ticket: SessionTicket) -> None:
-    tickets[ticket.ticket] = ticket
-
-
-def fetch_ticket(label: bytes):
-    return tickets.pop(label, None)
 
 
 class Doh3Server(QuicConnectionProtocol):
@@ -72,14 +58,8 @@ class Doh3Server(QuicConnectionProtocol):
             wire = body
             counts["post"] += 1
         counts["queries"] += 1
-        query = dns.message.from_wire(wire)
-        name = query.question[0].name.to_text()
-        response = dns.message.make_response(query)
-        if name == "www.example.":
-            response.answer.append(dns.rrset.from_text(name, 60, "IN", "A", "192.0.2.1"))
-        else:
-            response.set_rcode(dns.rcode.NXDOMAIN)
-        out = response.to_wire()
+        name = dns.message.from_wire(wire).question[0].name.to_text()
+        out = answer(wire)
         status, content_type = b"200", b"application/dns-message"
         if name.endswith("status503.example."):
             status, out = b"503", b"busy"
@@ -97,28 +77,4 @@ class Doh3Server(QuicConnectionProtocol):
         self.transmit()
 
 
-async def main():
-    config = QuicConfiguration(is_client=False, alpn_protocols=H3_ALPN, max_datagram_frame_size=None)
-    config.load_cert_chain(cert, key)
-    config.idle_timeout = 1.0
-    server = await serve(
-        address,
-        int(port),
-        configuration=config,
-        create_protocol=Doh3Server,
-        session_ticket_fetcher=fetch_ticket,
-        session_ticket_handler=store_ticket,
-        retry=False,
-    )
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    with open(ready, "w") as f:
-        f.write("ready\n")
-    await stop.wait()
-    server.close()
-    print(json.dumps(counts), flush=True)
-
-
-asyncio.run(main())
+asyncio.run(run(sys.argv, H3_ALPN, Doh3Server, counts))

@@ -225,6 +225,23 @@ pub(crate) fn integer(block: &[u8], pos: &mut usize, n: u32) -> Result<usize, Hp
     Err(HpackError)
 }
 
+/// Appends an integer with an `n`-bit prefix after the bits of `first` (§5.1; QPACK's are the
+/// same).
+pub(crate) fn put_integer(b: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
+    let max = (1usize << n) - 1;
+    if value < max {
+        b.push(first | value as u8);
+        return;
+    }
+    b.push(first | max as u8);
+    value -= max;
+    while value >= 128 {
+        b.push((value % 128 + 128) as u8);
+        value /= 128;
+    }
+    b.push(value as u8);
+}
+
 /// A string literal at `block[*pos]` (§5.2): where it is in the block, or, when Huffman
 /// coded, where it was decoded to in `scratch`.
 fn string(block: &[u8], pos: &mut usize, scratch: &mut Vec<u8>) -> Result<Str, HpackError> {

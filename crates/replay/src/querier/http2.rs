@@ -13,6 +13,7 @@
 //! and bodies above 65,535 bytes are errors, header blocks are capped, and every buffer is
 //! given back when the connection has nothing in flight.
 
+use super::hpack::put_integer;
 use std::collections::VecDeque;
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -681,25 +682,9 @@ pub(crate) fn request_headers(post: bool, authority: &str, path: &str, body_len:
 /// A literal field without indexing whose name is static table entry `name` (RFC 7541
 /// §6.2.2), its value not Huffman coded.
 fn literal(b: &mut Vec<u8>, name: usize, value: &[u8]) {
-    integer(b, 0x00, 4, name);
-    integer(b, 0x00, 7, value.len());
+    put_integer(b, 0x00, 4, name);
+    put_integer(b, 0x00, 7, value.len());
     b.extend_from_slice(value);
-}
-
-/// An HPACK integer with an `n`-bit prefix after the bits of `first` (RFC 7541 §5.1).
-fn integer(b: &mut Vec<u8>, first: u8, n: u32, mut value: usize) {
-    let max = (1usize << n) - 1;
-    if value < max {
-        b.push(first | value as u8);
-        return;
-    }
-    b.push(first | max as u8);
-    value -= max;
-    while value >= 128 {
-        b.push((value % 128 + 128) as u8);
-        value /= 128;
-    }
-    b.push(value as u8);
 }
 
 /// Drives a client with requests and arbitrary server bytes, checking what must hold whatever
@@ -1051,10 +1036,10 @@ mod tests {
     fn hpack_integers_follow_rfc_7541_examples() {
         // C.1.2: 1337 with a 5-bit prefix.
         let mut b = Vec::new();
-        integer(&mut b, 0, 5, 1337);
+        put_integer(&mut b, 0, 5, 1337);
         assert_eq!(b, [31, 154, 10]);
         let mut b = Vec::new();
-        integer(&mut b, 0, 5, 10);
+        put_integer(&mut b, 0, 5, 10);
         assert_eq!(b, [10]);
     }
 }

@@ -6,7 +6,7 @@
 //! reference or a literal. Requests are built from static references and literals alike.
 
 use super::wire::{self, Reader};
-use crate::querier::hpack::integer;
+use crate::querier::hpack::{integer, put_integer};
 use httlib_huffman::DecoderSpeed;
 
 /// The client's control stream (RFC 9114 §6.2.1): its type, then an empty SETTINGS frame (a
@@ -150,31 +150,15 @@ const ACCEPT_DNS: usize = 30;
 const CONTENT_TYPE_DNS: usize = 44;
 const CONTENT_LENGTH: usize = 4;
 
-/// Appends an integer with an `n`-bit prefix whose high bits are `flags` (RFC 7541 §5.1).
-fn put_int(out: &mut Vec<u8>, flags: u8, n: u32, mut v: usize) {
-    let max = (1usize << n) - 1;
-    if v < max {
-        out.push(flags | v as u8);
-        return;
-    }
-    out.push(flags | max as u8);
-    v -= max;
-    while v >= 0x80 {
-        out.push((v as u8 & 0x7f) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
 /// An indexed field line, static table (RFC 9204 §4.5.2).
 fn indexed(out: &mut Vec<u8>, index: usize) {
-    put_int(out, 0xc0, 6, index);
+    put_integer(out, 0xc0, 6, index);
 }
 
 /// A literal field line with a static name reference, not Huffman coded (§4.5.4).
 fn literal(out: &mut Vec<u8>, name: usize, value: &[u8]) {
-    put_int(out, 0x50, 4, name);
-    put_int(out, 0x00, 7, value.len());
+    put_integer(out, 0x50, 4, name);
+    put_integer(out, 0x00, 7, value.len());
     out.extend_from_slice(value);
 }
 

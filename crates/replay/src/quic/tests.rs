@@ -313,11 +313,22 @@ impl Sim {
 }
 
 fn connect(tls: &Arc<rustls::ClientConfig>, now: i64, zero_rtt: bool) -> Connection {
+    connect_to(tls, "localhost", 30_000 * MS, now, zero_rtt)
+}
+
+/// A DoQ connection to `name` whose own idle timeout is `idle_ns`.
+fn connect_to(
+    tls: &Arc<rustls::ClientConfig>,
+    name: &'static str,
+    idle_ns: i64,
+    now: i64,
+    zero_rtt: bool,
+) -> Connection {
     Connection::new(
         Config {
             tls: tls.clone(),
-            server_name: "localhost".try_into().unwrap(),
-            idle_timeout_ns: 30_000 * MS,
+            server_name: name.try_into().unwrap(),
+            idle_timeout_ns: idle_ns,
             zero_rtt,
             h3: false,
         },
@@ -522,17 +533,7 @@ fn a_server_that_never_answers_times_the_handshake_out() {
     let (cert, key, tls) = identity();
     let mut sim = Sim::new(Server::new(cert, key, Duration::from_secs(30)));
     sim.lose = Box::new(|_| true);
-    let mut client = Connection::new(
-        Config {
-            tls,
-            server_name: "localhost".try_into().unwrap(),
-            idle_timeout_ns: 2_000 * MS,
-            zero_rtt: true,
-            h3: false,
-        },
-        sim.now,
-    )
-    .unwrap();
+    let mut client = connect_to(&tls, "localhost", 2_000 * MS, sim.now, true);
     client.open_stream(query(0));
     sim.run(&mut client, sim.now + 60_000 * MS, |_, c| {
         c.closed().is_some()
@@ -546,17 +547,7 @@ fn a_server_that_never_answers_times_the_handshake_out() {
 fn a_certificate_for_another_name_fails_as_tls() {
     let (cert, key, tls) = identity();
     let mut sim = Sim::new(Server::new(cert, key, Duration::from_secs(30)));
-    let mut client = Connection::new(
-        Config {
-            tls,
-            server_name: "not-localhost".try_into().unwrap(),
-            idle_timeout_ns: 2_000 * MS,
-            zero_rtt: true,
-            h3: false,
-        },
-        sim.now,
-    )
-    .unwrap();
+    let mut client = connect_to(&tls, "not-localhost", 2_000 * MS, sim.now, true);
     client.open_stream(query(0));
     sim.run(&mut client, sim.now + 1_000 * MS, |_, c| {
         c.closed().is_some()
