@@ -545,7 +545,10 @@ impl Driver {
             .chain(c.conn.next_timeout())
             .min()
             .unwrap_or(i64::MAX);
-        if next != c.armed && next != i64::MAX {
+        // Only an earlier deadline needs a new entry: a later one (an idle timeout pushed
+        // back by traffic) waits for the entry already there, which re-arms when it fires.
+        // The heap so holds about one entry per connection, not one per packet.
+        if next < c.armed {
             c.armed = next;
             self.timers.push(Reverse((next, idx, c.epoch)));
         }

@@ -671,6 +671,7 @@ impl Connection {
     /// Takes one received datagram (decrypted in place).
     pub fn handle(&mut self, now: i64, datagram: &mut [u8]) {
         let mut at = 0;
+        let mut server_cid: Option<Vec<u8>> = None;
         while at < datagram.len() && self.closed.is_none() {
             let Ok(parsed) = wire::parse_header(&datagram[at..], LOCAL_CID_LEN) else {
                 return;
@@ -708,10 +709,10 @@ impl Connection {
                             continue;
                         }
                     };
-                    if space == INITIAL && !self.heard_server && self.spaces[INITIAL].keys.is_some()
-                    {
-                        // The server's own connection ID, used from now on.
-                        self.dcid = scid.to_vec();
+                    if space == INITIAL && !self.heard_server {
+                        // The server's own connection ID, used from now on if the packet
+                        // proves to be the server's (it decrypts).
+                        server_cid = Some(scid.to_vec());
                     }
                     space
                 }
@@ -723,7 +724,7 @@ impl Connection {
                 }
             };
             let packet = &mut datagram[at..at + len];
-            self.on_packet(now, space, packet, pn_offset);
+            self.on_packet(now, space, packet, pn_offset, server_cid.take());
             at += len;
         }
     }
@@ -759,7 +760,14 @@ impl Connection {
     }
 
     /// Removes header protection, decrypts and processes one packet.
-    fn on_packet(&mut self, now: i64, space: usize, packet: &mut [u8], pn_offset: usize) {
+    fn on_packet(
+        &mut self,
+        now: i64,
+        space: usize,
+        packet: &mut [u8],
+        pn_offset: usize,
+        server_cid: Option<Vec<u8>>,
+    ) {
         if packet.len() < pn_offset + 4 + 16 {
             return;
         }
@@ -808,6 +816,9 @@ impl Connection {
             }
             return;
         };
+        if let Some(cid) = server_cid {
+            self.dcid = cid;
+        }
         let payload = &packet[header_len..header_len + plain_len];
         self.on_plaintext(now, space, pn, payload);
     }
