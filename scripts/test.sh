@@ -54,6 +54,8 @@ command -v ldns-signzone >/dev/null 2>&1 || packages+=(ldnsutils)
 [ -x /usr/sbin/kresd ] || packages+=(knot-resolver)
 [ -x /usr/sbin/named ] || packages+=(bind9)
 [ -x /usr/sbin/pdns_recursor ] || packages+=(pdns-recursor)
+# The clock of a validating resolver that has no date option of its own (lab --time).
+command -v faketime >/dev/null 2>&1 || packages+=(faketime)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)

@@ -379,6 +379,15 @@ pub struct LabArgs {
     /// Print nothing but errors (and the answers, without --answers).
     #[arg(short, long, conflicts_with = "json")]
     pub quiet: bool,
+    /// Validate DNSSEC with this trust anchor for the root: a file of DS or DNSKEY records, or
+    /// `auto` for the key-signing keys of the emulated root zone.
+    #[arg(long, value_name = "FILE|auto")]
+    pub trust_anchor: Option<String>,
+    /// With --trust-anchor: the moment the resolver validates at (RFC 3339, Unix seconds, or
+    /// YYYYMMDDHHMMSS as in RRSIGs), e.g. the capture's time, when the recorded signatures have
+    /// expired since. Unbound takes it as an option; the other resolvers run under faketime.
+    #[arg(long, value_name = "TIME", requires = "trust_anchor")]
+    pub time: Option<String>,
     /// Capture the resolver's upstream traffic (the link between the namespaces) to this pcap.
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,

@@ -51,6 +51,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             capture: None,
             work_dir: work_dir.path().to_path_buf(),
             encrypted: false,
+            validation: None,
         },
         &exe,
     )?;

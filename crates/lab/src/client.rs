@@ -19,16 +19,21 @@ pub struct Resolved {
     pub question: String,
     /// The response code of the header (its four bits), e.g. `NOERROR`.
     pub rcode: Rcode,
+    /// The resolver said the answer is authentic: it validated it (the AD flag).
+    pub ad: bool,
     /// The answer section, one record per line in presentation format, TTLs left out (they
     /// differ between runs), sorted.
     pub answer: Vec<String>,
 }
 
 impl Resolved {
-    /// One line: `question rcode record; record; ...` (no trailing space when the answer
-    /// section is empty).
+    /// One line: `question rcode [AD] record; record; ...` (`AD` when the resolver validated
+    /// the answer; no trailing space when the answer section is empty).
     pub fn line(&self) -> String {
         let mut line = format!("{} {}", self.question, self.rcode);
+        if self.ad {
+            line.push_str(" AD");
+        }
         if !self.answer.is_empty() {
             line.push(' ');
             line.push_str(&self.answer.join("; "));
@@ -50,6 +55,9 @@ pub fn resolve(
         .map_err(|_| LabError::Input(format!("not a domain name: {name:?}")))?;
     let mut b = MessageBuilder::new_vec();
     b.header_mut().set_rd(true);
+    // RFC 6840 §5.7: AD in a query asks a validating resolver to say whether it validated the
+    // answer (without DO, so no signatures come back to compare).
+    b.header_mut().set_ad(true);
     // Any ID will do (one query per socket); the clock's low bits vary per query.
     let id = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -121,6 +129,7 @@ fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
     Ok(Resolved {
         question: format!("{name} {qtype}"),
         rcode: Rcode::from_parts(msg.header().rcode().to_int(), 0),
+        ad: msg.header().ad(),
         answer,
     })
 }

@@ -40,6 +40,7 @@ pub mod authoritative;
 pub mod client;
 pub mod netns;
 pub mod resolver;
+pub mod validation;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -119,6 +120,8 @@ pub struct LabConfig {
     /// The resolver also answers stubs over DNS over TLS (127.0.0.1:853) and DNS over HTTPS
     /// (127.0.0.1:443, `/dns-query`), with a certificate made in the work directory.
     pub encrypted: bool,
+    /// The resolver validates DNSSEC with this trust anchor, at this moment.
+    pub validation: Option<validation::Validation>,
 }
 
 /// The environment variable that tells a process it is the lab's server side, and where its
@@ -279,19 +282,25 @@ impl ResolverSide {
         netns::setup_resolver_side(pid)?;
         side.wait_for_nameservers(&server_log)?;
 
+        let views = || manifest.load().map_err(|e| LabError::Input(e.to_string()));
         let hints = match &config.hints {
             Some(h) => h.clone(),
             None => {
-                let views = manifest
-                    .load()
-                    .map_err(|e| LabError::Input(e.to_string()))?;
-                let text = root_hints(&views).ok_or_else(|| {
+                let text = root_hints(&views()?).ok_or_else(|| {
                     LabError::Input("no zone in the manifest is the root: give --hints".to_string())
                 })?;
                 let p = config.work_dir.join("root.hints");
                 std::fs::write(&p, text).map_err(LabError::Io)?;
                 p
             }
+        };
+        let anchor = match &config.validation {
+            Some(v) => Some(validation::anchor_file(
+                &v.anchor,
+                &views()?,
+                &config.work_dir,
+            )?),
+            None => None,
         };
         if let Some(pcap) = &config.capture {
             side.tcpdump = Some((start_tcpdump(pcap, &config.work_dir)?, pcap.clone()));
@@ -311,6 +320,10 @@ impl ResolverSide {
             &hints,
             START_WAIT,
             tls.as_ref(),
+            anchor.as_deref().map(|anchor| resolver::Validating {
+                anchor,
+                time: config.validation.as_ref().and_then(|v| v.time),
+            }),
         )?);
         Ok(side)
     }

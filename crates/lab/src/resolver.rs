@@ -1,6 +1,7 @@
 //! Real recursive resolvers (Debian packages), configured to start from the emulated root: the
-//! lab's root hints, no DNSSEC validation (the emulated root's keys are not the Internet's
-//! trust anchor), listening on 127.0.0.1:53 of the resolver side, cold cache. Nameservers may
+//! lab's root hints, DNSSEC validation only when asked for with a trust anchor of the emulated
+//! root (the Internet's would not do) and optionally a moment to validate at, listening on
+//! 127.0.0.1:53 of the resolver side, cold cache. Nameservers may
 //! sit at loopback addresses other than 127.0.0.1 (recorded hierarchies use them; the lab
 //! routes them to the server side, see [`crate::netns`]), so unbound may query them.
 
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use ldplayer_dns::Rtype;
 
-use crate::{client, LabError};
+use crate::{client, validation, LabError};
 
 /// Which resolver runs in the lab.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,6 +45,21 @@ impl ResolverKind {
             ResolverKind::KnotResolver => "knot-resolver",
             ResolverKind::Bind9 => "bind9",
             ResolverKind::PdnsRecursor => "pdns-recursor",
+        }
+    }
+
+    /// Why this kind cannot validate at a moment other than now, if it cannot: unbound takes
+    /// the moment as an option and PowerDNS Recursor runs under libfaketime, but Debian's BIND
+    /// and Knot Resolver link jemalloc, which libfaketime cannot wrap (it returns errors from
+    /// `clock_gettime` during start-up and they never answer; libfaketime issue #130).
+    pub fn cannot_validate_at_another_time(self) -> Option<String> {
+        match self {
+            ResolverKind::Unbound | ResolverKind::PdnsRecursor => None,
+            ResolverKind::KnotResolver | ResolverKind::Bind9 => Some(format!(
+                "{self} cannot validate at another time (--time): Debian's {} links jemalloc, \
+                 which libfaketime cannot wrap; use unbound or pdns-recursor",
+                self.program()
+            )),
         }
     }
 
@@ -126,15 +142,27 @@ impl Drop for RunningResolver {
     }
 }
 
+/// How a started resolver validates: the anchor file (DS or DNSKEY records of `.`) and the
+/// moment (Unix seconds) it validates at, when not now.
+#[derive(Debug, Clone, Copy)]
+pub struct Validating<'a> {
+    /// DS or DNSKEY records of `.` in zone-file format.
+    pub anchor: &'a Path,
+    /// The resolver's clock (Unix seconds), when not now.
+    pub time: Option<i64>,
+}
+
 /// Writes `kind`'s configuration into `dir` (root hints from `hints`), starts it in the
 /// foreground on 127.0.0.1:53 (and with `tls`, DNS over TLS on 853 and DNS over HTTPS on 443
-/// with that certificate), and waits until it answers (up to `wait`).
+/// with that certificate; with `validating`, validating DNSSEC), and waits until it answers
+/// (up to `wait`).
 pub fn start(
     kind: ResolverKind,
     dir: &Path,
     hints: &Path,
     wait: Duration,
     tls: Option<&ldplayer_servers::TlsFiles>,
+    validating: Option<Validating<'_>>,
 ) -> Result<RunningResolver, LabError> {
     if tls.is_some() && kind == ResolverKind::PdnsRecursor {
         return Err(LabError::Input(
@@ -184,17 +212,55 @@ pub fn start(
     let d = dir.display();
     let h = hints.display();
     let log = dir.join(format!("{kind}.log"));
-    let mut cmd = Command::new(kind.program());
+    if let (Some(why), Some(_)) = (
+        kind.cannot_validate_at_another_time(),
+        validating.and_then(|v| v.time),
+    ) {
+        return Err(LabError::Input(why));
+    }
+    // Unbound takes the moment as an option; the others run under libfaketime.
+    let faketime = match validating.and_then(|v| v.time) {
+        Some(t) if kind != ResolverKind::Unbound => Some(validation::faketime_spec(t)?),
+        _ => None,
+    };
+    let mut cmd = match &faketime {
+        Some(spec) => {
+            let mut c = Command::new("faketime");
+            c.arg("-f").arg(spec).arg(kind.program());
+            // Only the calendar clock moves: the event loops (libuv in kresd, BIND's timers)
+            // keep a monotonic clock that runs as it does, or they stall.
+            c.env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+            c
+        }
+        None => Command::new(kind.program()),
+    };
     match kind {
         ResolverKind::Unbound => {
             let conf = dir.join("unbound.conf");
+            let dnssec = match validating {
+                None => "  module-config: \"iterator\"\n".to_string(),
+                Some(v) => {
+                    let mut c = format!(
+                        "  module-config: \"validator iterator\"\n  trust-anchor-file: \"{}\"\n  \
+                         val-log-level: 2\n",
+                        v.anchor.display()
+                    );
+                    if let Some(t) = v.time {
+                        c.push_str(&format!(
+                            "  val-override-date: \"{}\"\n",
+                            validation::unbound_date(t)?
+                        ));
+                    }
+                    c
+                }
+            };
             write(
                 &conf,
                 &format!(
                     "server:\n  interface: 127.0.0.1\n  port: 53\n  do-ip6: yes\n  root-hints: \"{h}\"\n\
                      \x20 username: \"\"\n  chroot: \"\"\n  directory: \"{d}\"\n  pidfile: \"\"\n\
                      \x20 use-syslog: no\n  logfile: \"{}\"\n  verbosity: 1\n  num-threads: 1\n\
-                     \x20 module-config: \"iterator\"\n  access-control: 127.0.0.0/8 allow\n\
+                     {dnssec}  access-control: 127.0.0.0/8 allow\n\
                      \x20 so-reuseport: no\n  harden-referral-path: no\n  prefetch: no\n\
                      \x20 do-not-query-localhost: no\n{encrypted}\
                      remote-control:\n  control-enable: no\n",
@@ -206,12 +272,19 @@ pub fn start(
         ResolverKind::KnotResolver => {
             let conf = dir.join("kresd.conf");
             let hints_lua = hints_to_lua(hints)?;
+            let anchors = match validating {
+                None => "trust_anchors.remove('.')\n".to_string(),
+                Some(v) => format!(
+                    "trust_anchors.remove('.')\ntrust_anchors.add_file('{}', true)\n",
+                    v.anchor.display()
+                ),
+            };
             write(
                 &conf,
                 &format!(
                     "net.listen('127.0.0.1', 53, {{ kind = 'dns' }})\n\
                      modules.unload('ta_signal_query')\nmodules.unload('priming')\n\
-                     modules.unload('detect_time_skew')\ntrust_anchors.remove('.')\n\
+                     modules.unload('detect_time_skew')\n{anchors}\
                      modules.load('hints > iterate')\nhints.root({{ {hints_lua} }})\n\
                      cache.size = 10 * MB\n{encrypted}"
                 ),
@@ -220,12 +293,16 @@ pub fn start(
         }
         ResolverKind::Bind9 => {
             let conf = dir.join("named.conf");
+            let (dnssec, anchors) = match validating {
+                None => ("no", String::new()),
+                Some(v) => ("yes", validation::bind_trust_anchors(v.anchor)?),
+            };
             write(
                 &conf,
                 &format!(
-                    "{before}options {{\n  directory \"{d}\";\n  listen-on port 53 {{ 127.0.0.1; }};\n{encrypted}\
+                    "{before}{anchors}options {{\n  directory \"{d}\";\n  listen-on port 53 {{ 127.0.0.1; }};\n{encrypted}\
                      \x20 listen-on-v6 {{ none; }};\n  recursion yes;\n  allow-query {{ any; }};\n\
-                     \x20 dnssec-validation no;\n  pid-file none;\n  qname-minimization relaxed;\n}};\n\
+                     \x20 dnssec-validation {dnssec};\n  pid-file none;\n  qname-minimization relaxed;\n}};\n\
                      zone \".\" {{ type hint; file \"{h}\"; }};\n"
                 ),
             )?;
@@ -238,7 +315,6 @@ pub fn start(
                 .args([
                     "--local-address=127.0.0.1",
                     "--local-port=53",
-                    "--dnssec=off",
                     "--daemon=no",
                     "--write-pid=no",
                     "--threads=1",
@@ -249,6 +325,18 @@ pub fn start(
                     "--dont-query=",
                     "--query-local-address=0.0.0.0, ::",
                 ]);
+            match validating {
+                None => {
+                    cmd.arg("--dnssec=off");
+                }
+                Some(v) => {
+                    // Its trust anchors are DS records, set in its Lua configuration.
+                    let lua = dir.join("recursor.lua");
+                    write(&lua, &validation::pdns_trust_anchors(v.anchor)?)?;
+                    cmd.arg("--dnssec=validate")
+                        .arg(format!("--lua-config-file={}", lua.display()));
+                }
+            }
             write(&dir.join("recursor.conf"), "")?;
         }
     }
@@ -260,10 +348,16 @@ pub fn start(
         .stderr(err_file)
         .spawn()
         .map_err(|e| {
-            LabError::Spawn(
-                format!("{} (apt-get install {})", kind.program(), kind.package()),
-                e,
-            )
+            let program = if faketime.is_some() {
+                format!(
+                    "faketime {} (apt-get install faketime {})",
+                    kind.program(),
+                    kind.package()
+                )
+            } else {
+                format!("{} (apt-get install {})", kind.program(), kind.package())
+            };
+            LabError::Spawn(program, e)
         })?;
     let mut r = RunningResolver {
         child,

@@ -53,6 +53,14 @@ fn host(args: LabArgs) -> Result<()> {
     {
         refuse_same_file(output, inputs.iter().copied())?;
     }
+    if args.time.is_some() {
+        if let Some(why) = args.resolver.kind().cannot_validate_at_another_time() {
+            bail!("{why}");
+        }
+    }
+    if let Some(t) = &args.time {
+        parse_validation_time(t)?;
+    }
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
     // The same command line again; the lab tells the new process it is the resolver side.
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -94,8 +102,24 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
         && !(args.proto == Transport::Keep
             && population.is_none()
             && resolver == ldplayer_lab::ResolverKind::PdnsRecursor);
+    let validation = match &args.trust_anchor {
+        None => None,
+        Some(a) => Some(ldplayer_lab::validation::Validation {
+            anchor: if a == "auto" {
+                ldplayer_lab::validation::TrustAnchor::Auto
+            } else {
+                ldplayer_lab::validation::TrustAnchor::File(absolute(Path::new(a))?)
+            },
+            time: args
+                .time
+                .as_deref()
+                .map(parse_validation_time)
+                .transpose()?,
+        }),
+    };
     let config = LabConfig {
         encrypted,
+        validation,
         manifest: absolute(&args.manifest)?,
         nameservers: args.nameservers.kind(),
         hints: args.hints.as_deref().map(absolute).transpose()?,
@@ -232,4 +256,32 @@ pub fn server_side(config: &ServerSideConfig) -> Result<()> {
         eprintln!("ldplayer lab: meta-server: {}", super::serve::describe(&s));
     }
     Ok(())
+}
+
+/// Reads `--time`: RFC 3339 (any offset), Unix seconds, or `YYYYMMDDHHMMSS` (UTC, as RRSIG
+/// validity times are written).
+fn parse_validation_time(s: &str) -> Result<i64> {
+    let s = s.trim();
+    if s.len() == 14 && s.bytes().all(|b| b.is_ascii_digit()) {
+        let t = format!(
+            "{}-{}-{}T{}:{}:{}Z",
+            &s[..4],
+            &s[4..6],
+            &s[6..8],
+            &s[8..10],
+            &s[10..12],
+            &s[12..]
+        );
+        let t: jiff::Timestamp = t
+            .parse()
+            .with_context(|| format!("--time {s}: not a date"))?;
+        return Ok(t.as_second());
+    }
+    if let Ok(secs) = s.parse::<i64>() {
+        return Ok(secs);
+    }
+    let t: jiff::Timestamp = s.parse().with_context(|| {
+        format!("--time {s}: give RFC 3339 (2026-11-24T01:00:00Z), Unix seconds or YYYYMMDDHHMMSS")
+    })?;
+    Ok(t.as_second())
 }
