@@ -388,6 +388,10 @@ pub struct LabArgs {
     /// expired since. Unbound takes it as an option; the other resolvers run under faketime.
     #[arg(long, value_name = "TIME", requires = "trust_anchor")]
     pub time: Option<String>,
+    /// With --trust-anchor: a domain not to validate (a negative trust anchor; repeat for
+    /// several), as Deckard's `domain-insecure`.
+    #[arg(long, value_name = "DOMAIN", requires = "trust_anchor")]
+    pub insecure: Vec<String>,
     /// Capture the resolver's upstream traffic (the link between the namespaces) to this pcap.
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
@@ -438,6 +442,11 @@ pub struct ZonesDeckardArgs {
     /// Print the expected answers of the CHECK_ANSWER steps instead of the queries.
     #[arg(long)]
     pub expected: bool,
+    /// Also write the `ldplayer lab` arguments the scenario's CONFIG asks for here, one per
+    /// line (`--trust-anchor FILE.anchor` with its trust anchors, `--time` its
+    /// val-override-date), for `ldplayer lab ... $(cat FILE)`.
+    #[arg(long, value_name = "FILE")]
+    pub lab_options: Option<PathBuf>,
     /// Write here instead of standard output.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,

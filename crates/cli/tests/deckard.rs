@@ -3,10 +3,13 @@
 //!
 //! For each scenario: `ldplayer zones build` imports every nameserver address's recorded
 //! answers as zones; `ldplayer zones deckard-queries` writes the scenario's queries as a names
-//! file and the answers its CHECK_ANSWER steps expect; `ldplayer lab` runs a real unbound in
-//! the lab's network namespaces against the meta-server serving the rebuilt zones and resolves
-//! the names; the answers it prints must equal the expected ones, line for line (question,
-//! rcode and answer section; TTLs left out, RRSIGs left out since the lab asks without DO).
+//! file, the answers its CHECK_ANSWER steps expect, and the lab options its CONFIG asks for
+//! (its trust anchor, its val-override-date, its insecure domains: DNSSEC validation at the
+//! time of the recording); `ldplayer lab` runs a real unbound in the lab's network namespaces
+//! against the meta-server serving the rebuilt zones and resolves the names; the answers it
+//! prints must equal the expected ones, line for line (question, rcode, the AD flag where the
+//! check compares flags, and answer section; TTLs left out, RRSIGs left out since the lab
+//! asks without DO). A recorded signature altered gives SERVFAIL and fails the comparison.
 //!
 //! deckard_iter_minim_a.rpl puts the root at 127.0.0.10: the lab routes 127/8 (but 127.0.0.1)
 //! from the resolver side to the server side, and the capture of the link shows the resolver's
@@ -66,8 +69,17 @@ fn run_scenario(rpl: &Path, dir: &Path, capture: Option<&Path>) -> Outcome {
     let names = dir.join("names");
     let expected = dir.join("expected");
     let answers = dir.join("answers");
+    let options = dir.join("lab-options");
     let build = ldplayer(&["zones", "build", &s(rpl), "-o", &s(&zones)]);
-    ldplayer(&["zones", "deckard-queries", &s(rpl), "-o", &s(&names)]);
+    ldplayer(&[
+        "zones",
+        "deckard-queries",
+        &s(rpl),
+        "-o",
+        &s(&names),
+        "--lab-options",
+        &s(&options),
+    ]);
     ldplayer(&[
         "zones",
         "deckard-queries",
@@ -85,6 +97,8 @@ fn run_scenario(rpl: &Path, dir: &Path, capture: Option<&Path>) -> Outcome {
         .arg(&answers)
         .arg("--work-dir")
         .arg(dir.join("lab"));
+    let options = std::fs::read_to_string(&options).expect("lab options");
+    lab.args(options.lines());
     if let Some(pcap) = capture {
         lab.arg("--capture").arg(pcap);
     }
@@ -166,14 +180,67 @@ fn iter_minim_a_resolves_to_its_recorded_answers_with_the_root_at_127_0_0_10() {
     );
 }
 
+/// Validated at the recording's time with its trust anchor: the second query (with DO) gets AD,
+/// as the scenario expects, the first (without) does not.
 #[test]
 fn world_cz_vutbr_www_resolves_to_its_recorded_answers() {
-    resolves_to_recorded_answers("deckard_world_cz_vutbr_www.rpl", false);
+    let Some(dir) = resolves_to_recorded_answers("deckard_world_cz_vutbr_www.rpl", false) else {
+        return;
+    };
+    let options = std::fs::read_to_string(dir.path().join("lab-options")).expect("options");
+    assert!(options.contains("--trust-anchor\n"), "{options}");
+    assert!(options.contains("--time\n20170124180319\n"), "{options}");
+    let answers = std::fs::read_to_string(dir.path().join("answers")).expect("answers");
+    let ad: Vec<bool> = answers
+        .lines()
+        .map(|l| l.contains(" NOERROR AD "))
+        .collect();
+    assert_eq!(ad, [false, true], "{answers}");
 }
 
+/// Validated with its insecure `net.` and idnes.cz proven unsigned by the NSEC3 records the
+/// recording carried (the rebuilt cz zone has no NSEC3PARAM).
 #[test]
 fn world_cz_lidovky_www_resolves_to_its_recorded_answers() {
     resolves_to_recorded_answers("deckard_world_cz_lidovky_www.rpl", false);
+}
+
+/// A signature of the recording altered (the RRSIG over www.vutbr.cz's CNAME, in the answer
+/// of vutbr.cz's nameserver, not in the expected answer): the validating resolver answers
+/// SERVFAIL and the comparison fails.
+#[test]
+fn an_altered_signature_gives_servfail_and_is_caught() {
+    if !lab_prerequisites() {
+        return;
+    }
+    let Some(scenario) = scenario("deckard_world_cz_vutbr_www.rpl") else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let original = std::fs::read_to_string(scenario).expect("scenario");
+    let needle = "RRSIG\tCNAME 5 3 300 20170216060902 20170117060902 39756 vutbr.cz. ";
+    let at = original
+        .find(needle)
+        .unwrap_or_else(|| panic!("the scenario changed: no {needle:?}"));
+    let sig = at + needle.len();
+    let mut altered = original.clone();
+    let swapped = if &original[sig..sig + 1] == "A" {
+        "B"
+    } else {
+        "A"
+    };
+    altered.replace_range(sig..sig + 1, swapped);
+    let rpl = dir.path().join("altered.rpl");
+    std::fs::write(&rpl, altered).expect("write");
+    let o = run_scenario(&rpl, dir.path(), None);
+    let diffs = o.differences();
+    assert!(!diffs.is_empty(), "the altered signature went unnoticed");
+    assert!(
+        o.got.iter().any(|l| l.contains(" SERVFAIL")),
+        "{:?}\n{}",
+        o.got,
+        o.log
+    );
 }
 
 /// The comparison can fail: the same scenario with one recorded address altered in the

@@ -42,12 +42,13 @@ impl Resolved {
     }
 }
 
-/// Sends one recursive query for `name`/`qtype` (EDNS, 1232-byte payload) over UDP to `server`
-/// and waits up to `timeout` for its answer.
+/// Sends one recursive query for `name`/`qtype` (EDNS, 1232-byte payload; with `ad`, the AD
+/// bit) over UDP to `server` and waits up to `timeout` for its answer.
 pub fn resolve(
     server: SocketAddr,
     name: &str,
     qtype: Rtype,
+    ad: bool,
     timeout: Duration,
 ) -> Result<Resolved, LabError> {
     let qname: Name<Vec<u8>> = name
@@ -57,7 +58,7 @@ pub fn resolve(
     b.header_mut().set_rd(true);
     // RFC 6840 §5.7: AD in a query asks a validating resolver to say whether it validated the
     // answer (without DO, so no signatures come back to compare).
-    b.header_mut().set_ad(true);
+    b.header_mut().set_ad(ad);
     // Any ID will do (one query per socket); the clock's low bits vary per query.
     let id = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

@@ -323,6 +323,10 @@ impl ResolverSide {
             anchor.as_deref().map(|anchor| resolver::Validating {
                 anchor,
                 time: config.validation.as_ref().and_then(|v| v.time),
+                insecure: config
+                    .validation
+                    .as_ref()
+                    .map_or(&[][..], |v| &v.insecure[..]),
             }),
         )?);
         Ok(side)
@@ -356,7 +360,7 @@ impl ResolverSide {
                 });
             }
             let addr = SocketAddr::new(first, 53);
-            if client::resolve(addr, ".", Rtype::SOA, Duration::from_millis(200)).is_ok() {
+            if client::resolve(addr, ".", Rtype::SOA, false, Duration::from_millis(200)).is_ok() {
                 return Ok(());
             }
             if start.elapsed() > START_WAIT {

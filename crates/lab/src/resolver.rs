@@ -150,6 +150,8 @@ pub struct Validating<'a> {
     pub anchor: &'a Path,
     /// The resolver's clock (Unix seconds), when not now.
     pub time: Option<i64>,
+    /// Domains not validated (negative trust anchors), with their final dots.
+    pub insecure: &'a [String],
 }
 
 /// Writes `kind`'s configuration into `dir` (root hints from `hints`), starts it in the
@@ -251,6 +253,9 @@ pub fn start(
                             validation::unbound_date(t)?
                         ));
                     }
+                    for d in v.insecure {
+                        c.push_str(&format!("  domain-insecure: \"{d}\"\n"));
+                    }
                     c
                 }
             };
@@ -274,10 +279,21 @@ pub fn start(
             let hints_lua = hints_to_lua(hints)?;
             let anchors = match validating {
                 None => "trust_anchors.remove('.')\n".to_string(),
-                Some(v) => format!(
-                    "trust_anchors.remove('.')\ntrust_anchors.add_file('{}', true)\n",
-                    v.anchor.display()
-                ),
+                Some(v) => {
+                    let mut c = format!(
+                        "trust_anchors.remove('.')\ntrust_anchors.add_file('{}', true)\n",
+                        v.anchor.display()
+                    );
+                    if !v.insecure.is_empty() {
+                        let list: Vec<String> =
+                            v.insecure.iter().map(|d| format!("'{d}'")).collect();
+                        c.push_str(&format!(
+                            "trust_anchors.set_insecure({{ {} }})\n",
+                            list.join(", ")
+                        ));
+                    }
+                    c
+                }
             };
             write(
                 &conf,
@@ -293,16 +309,25 @@ pub fn start(
         }
         ResolverKind::Bind9 => {
             let conf = dir.join("named.conf");
-            let (dnssec, anchors) = match validating {
-                None => ("no", String::new()),
-                Some(v) => ("yes", validation::bind_trust_anchors(v.anchor)?),
+            let (dnssec, anchors, except) = match validating {
+                None => ("no", String::new(), String::new()),
+                Some(v) => {
+                    let except = if v.insecure.is_empty() {
+                        String::new()
+                    } else {
+                        let list: Vec<String> =
+                            v.insecure.iter().map(|d| format!("\"{d}\"; ")).collect();
+                        format!("  validate-except {{ {}}};\n", list.concat())
+                    };
+                    ("yes", validation::bind_trust_anchors(v.anchor)?, except)
+                }
             };
             write(
                 &conf,
                 &format!(
                     "{before}{anchors}options {{\n  directory \"{d}\";\n  listen-on port 53 {{ 127.0.0.1; }};\n{encrypted}\
                      \x20 listen-on-v6 {{ none; }};\n  recursion yes;\n  allow-query {{ any; }};\n\
-                     \x20 dnssec-validation {dnssec};\n  pid-file none;\n  qname-minimization relaxed;\n}};\n\
+                     \x20 dnssec-validation {dnssec};\n{except}  pid-file none;\n  qname-minimization relaxed;\n}};\n\
                      zone \".\" {{ type hint; file \"{h}\"; }};\n"
                 ),
             )?;
@@ -332,7 +357,11 @@ pub fn start(
                 Some(v) => {
                     // Its trust anchors are DS records, set in its Lua configuration.
                     let lua = dir.join("recursor.lua");
-                    write(&lua, &validation::pdns_trust_anchors(v.anchor)?)?;
+                    let mut text = validation::pdns_trust_anchors(v.anchor)?;
+                    for d in v.insecure {
+                        text.push_str(&format!("addNTA('{d}')\n"));
+                    }
+                    write(&lua, &text)?;
                     cmd.arg("--dnssec=validate")
                         .arg(format!("--lua-config-file={}", lua.display()));
                 }
@@ -385,7 +414,14 @@ pub fn start(
             })
         });
         if encrypted_up
-            && client::resolve(r.addr, "localhost.", Rtype::A, Duration::from_millis(200)).is_ok()
+            && client::resolve(
+                r.addr,
+                "localhost.",
+                Rtype::A,
+                false,
+                Duration::from_millis(200),
+            )
+            .is_ok()
         {
             return Ok(r);
         }

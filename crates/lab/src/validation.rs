@@ -21,6 +21,9 @@ pub struct Validation {
     pub anchor: TrustAnchor,
     /// The resolver's clock (Unix seconds), when not now.
     pub time: Option<i64>,
+    /// Domains not validated (negative trust anchors, RFC 7646): answers below them are
+    /// insecure whatever their signatures say.
+    pub insecure: Vec<String>,
 }
 
 /// Where the root's trust anchor comes from.
@@ -123,6 +126,25 @@ pub fn bind_trust_anchors(anchor: &Path) -> Result<String, LabError> {
     }
     out.push_str("};\n");
     Ok(out)
+}
+
+/// A domain name as the resolvers' configurations take it: with its final dot, and only the
+/// characters of a host name (it goes into configuration files between quotes).
+pub fn domain(name: &str) -> Result<String, LabError> {
+    let ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.' || b == b'_');
+    if !ok {
+        return Err(LabError::Input(format!(
+            "--insecure {name:?}: not a domain name"
+        )));
+    }
+    Ok(if name.ends_with('.') {
+        name.to_string()
+    } else {
+        format!("{name}.")
+    })
 }
 
 /// The anchor file's records as PowerDNS Recursor's Lua trust anchors: its built-in root

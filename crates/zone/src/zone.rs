@@ -224,7 +224,7 @@ pub struct Zone {
     pub index: FxHashMap<Box<[u8]>, u32>,
     /// Nodes owning an NSEC RRset, in canonical order, with their canonical keys.
     pub nsec: Vec<(Box<[u8]>, u32)>,
-    /// The NSEC3 chain, if the apex has NSEC3PARAM.
+    /// The NSEC3 chain, if the apex has NSEC3PARAM (or, in a rebuilt zone, NSEC3 records).
     pub nsec3: Option<Nsec3Chain>,
     /// The SOA for negative answers: TTL = min(SOA TTL, MINIMUM) (RFC 2308 §3).
     pub soa_neg: RRset,
@@ -512,9 +512,19 @@ impl Zone {
             })
             .collect();
         nsec.sort();
-        // NSEC3 parameters from the apex NSEC3PARAM.
-        let nsec3 = nodes[0].rrset(Rtype::NSEC3PARAM).and_then(|p| {
-            let rd = p.first_rdata();
+        // NSEC3 parameters from the apex NSEC3PARAM, or else from the NSEC3 records: a zone
+        // rebuilt from captured responses has the NSEC3 records the answers carried but not
+        // the NSEC3PARAM, which resolvers never ask for (the same algorithm, iterations and
+        // salt are in every NSEC3 of the chain, RFC 5155 §4).
+        let params: Option<Vec<u8>> = nodes[0]
+            .rrset(Rtype::NSEC3PARAM)
+            .map(|p| p.first_rdata().to_vec())
+            .or_else(|| {
+                nsec3_entries
+                    .first()
+                    .map(|e| e.rrset.first_rdata().to_vec())
+            });
+        let nsec3 = params.and_then(|rd| {
             if rd.len() < 5 || rd.len() < 5 + rd[4] as usize {
                 return None;
             }

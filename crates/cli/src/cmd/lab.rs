@@ -115,6 +115,11 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
                 .as_deref()
                 .map(parse_validation_time)
                 .transpose()?,
+            insecure: args
+                .insecure
+                .iter()
+                .map(|d| ldplayer_lab::validation::domain(d))
+                .collect::<Result<_, _>>()?,
         }),
     };
     let config = LabConfig {
@@ -172,18 +177,27 @@ fn workload(
             let line = line.split('#').next().unwrap_or("").trim();
             let mut f = line.split_whitespace();
             let Some(name) = f.next() else { continue };
-            let qtype = match f.next() {
-                Some(t) => t.parse().map_err(|_| {
-                    anyhow::anyhow!("{}:{}: unknown type {t:?}", names.display(), n + 1)
-                })?,
-                None => Rtype::A,
-            };
+            let mut qtype = Rtype::A;
+            // AD in the query unless the line says `+noad` (a validating resolver then says
+            // whether it validated the answer).
+            let mut ad = true;
+            for token in f {
+                match token {
+                    "+ad" => ad = true,
+                    "+noad" => ad = false,
+                    t => {
+                        qtype = t.parse().map_err(|_| {
+                            anyhow::anyhow!("{}:{}: unknown type {t:?}", names.display(), n + 1)
+                        })?
+                    }
+                }
+            }
             let name = if name.ends_with('.') {
                 name.to_string()
             } else {
                 format!("{name}.")
             };
-            match client::resolve(resolver, &name, qtype, Duration::from_secs(10)) {
+            match client::resolve(resolver, &name, qtype, ad, Duration::from_secs(10)) {
                 Ok(r) => {
                     ok += 1;
                     writeln!(out, "{}", r.line())?;

@@ -91,10 +91,13 @@ fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
             }
         }
     } else {
+        let checks = s.checks();
         for q in s.queries() {
             match q.entry.as_ref().and_then(|e| e.question.as_ref()) {
                 Some(question) => {
-                    text.push_str(&format!("{}  # STEP {}\n", question.text(), q.id));
+                    let ad = checks.iter().any(|c| c.query.id == q.id && c.asks_ad());
+                    let flag = if ad { "+ad" } else { "+noad" };
+                    text.push_str(&format!("{} {flag}  # STEP {}\n", question.text(), q.id));
                 }
                 None => note(format!(
                     "ldplayer: {}:{}: STEP {} QUERY has no question; left out",
@@ -109,7 +112,59 @@ fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
     let mut out = Output::create(path)?;
     out.write_all(text.as_bytes())
         .with_context(|| format!("cannot write {}", path.display()))?;
-    out.close()
+    out.close()?;
+    if let Some(options) = &args.lab_options {
+        refuse_same_file(options, [args.scenario.as_path()])?;
+        lab_options(&s, &args.scenario, options, &note)?;
+    }
+    Ok(())
+}
+
+/// Writes the `ldplayer lab` arguments a scenario's CONFIG asks for, one per line (for
+/// `$(cat FILE)`): its `trust-anchor` records go to FILE.anchor (`--trust-anchor`), its
+/// `val-override-date` becomes `--time`. What the lab cannot honour is noted.
+fn lab_options(
+    s: &ldplayer_zonebuild::deckard::Scenario,
+    scenario: &Path,
+    options: &Path,
+    note: &dyn Fn(String),
+) -> Result<()> {
+    let mut anchors = String::new();
+    let mut args = String::new();
+    for item in &s.config {
+        let value = item.value.trim().trim_matches('"');
+        match item.key.as_str() {
+            "trust-anchor" => {
+                anchors.push_str(value);
+                anchors.push('\n');
+            }
+            "val-override-date" => args.push_str(&format!("--time\n{value}\n")),
+            "domain-insecure" => args.push_str(&format!("--insecure\n{value}\n")),
+            // Used by `zones build` (the root hints).
+            "stub-addr" => {}
+            other => note(format!(
+                "ldplayer: {}:{}: CONFIG {other}: not honoured by the lab",
+                scenario.display(),
+                item.line
+            )),
+        }
+    }
+    if !anchors.is_empty() {
+        let mut anchor = options.as_os_str().to_owned();
+        anchor.push(".anchor");
+        let anchor = std::path::PathBuf::from(anchor);
+        std::fs::write(&anchor, anchors)
+            .with_context(|| format!("cannot write {}", anchor.display()))?;
+        let anchor = std::path::absolute(&anchor).unwrap_or(anchor);
+        args = format!("--trust-anchor\n{}\n{args}", anchor.display());
+    } else if !args.is_empty() {
+        note(format!(
+            "ldplayer: {}: val-override-date without a trust-anchor: the lab does not validate",
+            scenario.display()
+        ));
+        args.clear();
+    }
+    std::fs::write(options, args).with_context(|| format!("cannot write {}", options.display()))
 }
 
 /// A `--zone FILE[@ORIGIN]` argument split into its file and origin.

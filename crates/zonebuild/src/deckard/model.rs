@@ -65,6 +65,18 @@ impl Entry {
             .any(|m| m.eq_ignore_ascii_case("answer") || m.eq_ignore_ascii_case("all"))
     }
 
+    /// True when the entry compares the header's flags (`MATCH flags` or `MATCH all`).
+    pub fn matches_flags(&self) -> bool {
+        self.matches
+            .iter()
+            .any(|m| m.eq_ignore_ascii_case("flags") || m.eq_ignore_ascii_case("all"))
+    }
+
+    /// True when `REPLY` names `flag` (`AD`, `DO`, `CD`...).
+    pub fn has_flag(&self, flag: &str) -> bool {
+        self.reply.iter().any(|r| r.eq_ignore_ascii_case(flag))
+    }
+
     /// The answer section as `ldplayer lab` prints a resolver's answer: one record per item,
     /// in presentation format without its TTL, owner, class and type in lowercase (the data as
     /// written), sorted. RRSIG records are left out unless `rrsigs` is true.
@@ -149,12 +161,30 @@ impl Check<'_> {
         let q = self.question()?;
         let e = self.check.entry.as_ref()?;
         let mut line = format!("{} {}", q.text(), e.message.header().rcode());
+        // The lab prints AD when the resolver set it; the check says whether it must be.
+        if e.matches_flags() && e.has_flag("AD") {
+            line.push_str(" AD");
+        }
         let answer = e.answer_lines(q.qtype == Rtype::RRSIG);
         if !answer.is_empty() {
             line.push(' ');
             line.push_str(&answer.join("; "));
         }
         Some(line)
+    }
+
+    /// Whether the lab should ask with the AD bit: when the check compares flags and the query
+    /// asked for DNSSEC (AD or DO; a validating resolver then says whether it validated, RFC
+    /// 6840 §5.7). Otherwise the lab asks without it, so that AD is never printed where the
+    /// check does not expect it.
+    pub fn asks_ad(&self) -> bool {
+        let checked = self.check.entry.as_ref().is_some_and(Entry::matches_flags);
+        let asked = self
+            .query
+            .entry
+            .as_ref()
+            .is_some_and(|e| e.has_flag("AD") || e.has_flag("DO"));
+        checked && asked
     }
 
     /// True when the check's own question differs from the query's (by name, without case, or
