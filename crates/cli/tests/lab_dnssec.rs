@@ -188,6 +188,35 @@ fn every_resolver_validates_the_emulated_hierarchy_and_refuses_a_bogus_signature
         lines[0],
         "www.example. A NOERROR www.example. in a 192.0.2.80"
     );
+    // The meta-server counts the resolver's upstream queries by the level of the zone that
+    // answered: the root's referral and keys, example.'s (a TLD) answers and its NXDOMAIN.
+    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .current_dir(good.path())
+        .args(["lab", "--manifest", "manifest", "--names", "names"])
+        .args(["--trust-anchor", "auto", "--answers", "answers"])
+        .output()
+        .expect("ldplayer runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let levels = err
+        .split("by zone level: ")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no count by level: {err}"));
+    let numbers: Vec<u64> = levels
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|n| n.parse().ok())
+        .collect();
+    // root N (x NXDOMAIN), TLD N (1 NXDOMAIN), below 0 (0 NXDOMAIN)
+    assert!(numbers.len() >= 6, "{levels}");
+    assert!(
+        numbers[0] >= 2,
+        "root: the referral and its DNSKEY: {levels}"
+    );
+    assert!(
+        numbers[2] >= 2,
+        "TLD: www.example. and nope.example.: {levels}"
+    );
+    assert_eq!(numbers[3], 1, "one NXDOMAIN from example.: {levels}");
+    assert_eq!((numbers[4], numbers[5]), (0, 0), "nothing below: {levels}");
 }
 
 /// Signatures valid in January 2023 only: SERVFAIL now, AD at `--time` inside their window,

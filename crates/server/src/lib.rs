@@ -100,7 +100,9 @@ use thiserror::Error;
 
 pub use doh::{DohConfig, DEFAULT_DOH_PATH, DNS_MESSAGE, DOH_PORT};
 pub use doq::{DoqConfig, DOQ_ALPN, DOQ_PORT};
-pub use stats::{DohErrors, DoqErrors, KindCounts, RcodeCounts, ServerStats, RCODE_SLOTS};
+pub use stats::{
+    DohErrors, DoqErrors, KindCounts, LevelCounts, RcodeCounts, ServerStats, RCODE_SLOTS,
+};
 pub use tls::{TlsConfig, TlsIdentity, DOT_PORT};
 
 use stats::Counters;

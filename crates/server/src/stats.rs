@@ -98,6 +98,39 @@ impl RcodeCounts {
     }
 }
 
+/// Responses by the level of the zone that answered (the root, a TLD, or below) and their
+/// response code (NOERROR, NXDOMAIN, or another): a recursive resolver's upstream queries
+/// against an emulated hierarchy, as a root or TLD operator would count them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LevelCounts {
+    /// `counts[level][class]`: level 0 the root, 1 a TLD, 2 below; class 0 NOERROR, 1
+    /// NXDOMAIN, 2 any other code.
+    pub counts: [[u64; 3]; 3],
+}
+
+impl LevelCounts {
+    /// The names of the levels, as the JSON report has them.
+    pub const LEVELS: [&'static str; 3] = ["root", "tld", "below"];
+    /// The names of the response-code classes.
+    pub const CLASSES: [&'static str; 3] = ["NOERROR", "NXDOMAIN", "other"];
+
+    /// The slot (level × 3 + class) of a response, or `None` when no zone answered.
+    pub fn slot(o: &Outcome) -> Option<usize> {
+        let level = usize::from(o.zone_labels?).min(2);
+        let class = match o.rcode {
+            Rcode::NOERROR => 0,
+            Rcode::NXDOMAIN => 1,
+            _ => 2,
+        };
+        Some(level * 3 + class)
+    }
+
+    /// Responses from zones of one level.
+    pub fn level_total(&self, level: usize) -> u64 {
+        self.counts.get(level).map_or(0, |c| c.iter().sum())
+    }
+}
+
 /// A snapshot of the server's counters (summed over all threads).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ServerStats {
@@ -151,6 +184,8 @@ pub struct ServerStats {
     pub no_view: u64,
     /// Responses by response code.
     pub rcodes: RcodeCounts,
+    /// Responses by the level of the zone that answered, and response code.
+    pub levels: LevelCounts,
     /// Bytes of DNS messages received (UDP payloads, TCP messages without their length prefix,
     /// including those dropped).
     pub bytes_in: u64,
@@ -303,6 +338,11 @@ impl ServerStats {
         for (a, b) in self.rcodes.counts.iter_mut().zip(o.rcodes.counts) {
             *a += b;
         }
+        for (a, b) in self.levels.counts.iter_mut().zip(o.levels.counts) {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
         self.bytes_in += o.bytes_in;
         self.bytes_out += o.bytes_out;
         self.tcp_open += o.tcp_open;
@@ -380,6 +420,7 @@ pub(crate) struct Counters {
     pub tls_errors: AtomicU64,
     pub no_view: AtomicU64,
     pub rcodes: [AtomicU64; RCODE_SLOTS],
+    pub levels: [AtomicU64; 9],
     pub bytes_in: AtomicU64,
     pub bytes_out: AtomicU64,
     /// A gauge: connections open now (the TCP thread stores it).
@@ -465,6 +506,9 @@ impl Counters {
         }
         bump(&self.kinds[kind_index(o.kind)]);
         bump(&self.rcodes[RcodeCounts::slot(o.rcode)]);
+        if let Some(slot) = LevelCounts::slot(o) {
+            bump(&self.levels[slot]);
+        }
         add(&self.bytes_out, len as u64);
     }
 
@@ -544,6 +588,11 @@ impl Counters {
             rcodes: RcodeCounts {
                 counts: std::array::from_fn(|i| g(&self.rcodes[i])),
             },
+            levels: LevelCounts {
+                counts: std::array::from_fn(|l| {
+                    std::array::from_fn(|c| g(&self.levels[l * 3 + c]))
+                }),
+            },
             bytes_in: g(&self.bytes_in),
             bytes_out: g(&self.bytes_out),
             tcp_open: g(&self.tcp_open),
@@ -583,5 +632,32 @@ impl Counters {
                 refused_connections: q(DoqError::Refused),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_count_by_the_level_of_their_zone() {
+        let c = Counters::default();
+        let outcome = |labels: Option<u8>, rcode| Outcome {
+            rcode,
+            kind: Kind::Answer,
+            truncated: false,
+            zone_labels: labels,
+        };
+        c.response(&outcome(Some(0), Rcode::NOERROR), 10, Transport::Udp);
+        c.response(&outcome(Some(0), Rcode::NXDOMAIN), 10, Transport::Udp);
+        c.response(&outcome(Some(1), Rcode::NOERROR), 10, Transport::Udp);
+        c.response(&outcome(Some(4), Rcode::SERVFAIL), 10, Transport::Udp);
+        c.response(&outcome(None, Rcode::REFUSED), 10, Transport::Udp);
+        let s = c.snapshot();
+        assert_eq!(s.levels.counts, [[1, 1, 0], [1, 0, 0], [0, 0, 1]]);
+        assert_eq!(s.levels.level_total(0), 2);
+        let mut twice = s;
+        twice.add(&s);
+        assert_eq!(twice.levels.level_total(2), 2);
     }
 }

@@ -65,6 +65,9 @@ pub struct Outcome {
     pub kind: Kind,
     /// TC was set.
     pub truncated: bool,
+    /// How many labels the origin of the zone that answered has (0 the root, 1 a TLD);
+    /// `None` when no zone did. A recursive resolver's upstream queries count by level so.
+    pub zone_labels: Option<u8>,
 }
 
 /// A response with its bytes.
@@ -681,6 +684,7 @@ fn error_response(
         rcode,
         kind,
         truncated: false,
+        zone_labels: None,
     }
 }
 
@@ -778,6 +782,7 @@ impl ZoneSet {
                 out,
             ));
         };
+        let zone_labels = crate::name::label_count(&zone.origin).min(255) as u8;
         let dnssec = edns.is_some_and(|e| e.dnssec_ok());
         let mut limit = if opts.tcp {
             65535
@@ -892,6 +897,7 @@ impl ZoneSet {
             rcode,
             kind,
             truncated,
+            zone_labels: Some(zone_labels),
         })
     }
 

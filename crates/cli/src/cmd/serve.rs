@@ -268,6 +268,15 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
         };
         rcodes.insert(name, n.into());
     }
+    let mut levels = serde_json::Map::new();
+    for (l, name) in ldplayer_server::LevelCounts::LEVELS.iter().enumerate() {
+        let mut by_class = serde_json::Map::new();
+        by_class.insert("responses".into(), s.levels.level_total(l).into());
+        for (c, class) in ldplayer_server::LevelCounts::CLASSES.iter().enumerate() {
+            by_class.insert((*class).into(), s.levels.counts[l][c].into());
+        }
+        levels.insert((*name).into(), by_class.into());
+    }
     let k = &s.kinds;
     let mut json = serde_json::json!({
         "time": time,
@@ -280,6 +289,7 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
         "tcp_responses": s.tcp_responses,
         "truncated": s.truncated,
         "rcodes": rcodes,
+        "levels": levels,
         "kinds": {
             "answer": k.answer,
             "referral": k.referral,
@@ -440,6 +450,18 @@ pub fn describe(s: &ServerStats) -> String {
         "{} UDP and {} TCP queries, {} responses ({} answers, {} referrals, {} NXDOMAIN, {} NODATA, {} REFUSED, {} FORMERR), {} truncated, {} dropped, {} to addresses of no nameserver",
         s.udp_queries, s.tcp_queries, s.responses, k.answer, k.referral, k.nxdomain, k.nodata, k.refused, k.formerr, s.truncated, s.dropped, s.no_view
     );
+    let by_level = [0, 1, 2].map(|l| s.levels.level_total(l));
+    if by_level.iter().any(|&n| n > 0) {
+        line.push_str(&format!(
+            "; by zone level: root {} ({} NXDOMAIN), TLD {} ({} NXDOMAIN), below {} ({} NXDOMAIN)",
+            by_level[0],
+            s.levels.counts[0][1],
+            by_level[1],
+            s.levels.counts[1][1],
+            by_level[2],
+            s.levels.counts[2][1]
+        ));
+    }
     if s.tls_accepted > 0 {
         line.push_str(&format!(
             "; over TLS {} queries, {} connections, {} handshakes ({} resumed), {} TLS errors",
