@@ -746,6 +746,22 @@ fn recursive_servers_resolve_through_the_hierarchy_behind_them() {
         // Every name has an answer (kresd may fail one while it primes its cache).
         let noerror = rcodes["NOERROR"].as_u64().unwrap_or(0);
         assert!(noerror * 100 >= answered * 99, "{id}: {rcodes}");
+        // The hierarchy counted the resolver's upstream queries by level: the root (priming,
+        // the referral), example. for every new name (a TLD here, every name is new to the
+        // cache), nothing below; the same figures in the summary.
+        let upstream = &record["outputs"]["upstream"];
+        let tld = upstream["tld"]["queries"].as_u64().unwrap();
+        assert!(
+            upstream["root"]["queries"].as_u64().unwrap() >= 1,
+            "{id}: {upstream}"
+        );
+        assert!(tld * 10 >= sent * 9, "{id}: {upstream}, sent {sent}");
+        assert_eq!(upstream["below"]["queries"], 0, "{id}: {upstream}");
+        assert_eq!(
+            value(&rows, &id, "upstream_tld", "mean"),
+            tld as f64,
+            "{id}"
+        );
     }
 }
 

@@ -31,6 +31,7 @@ pub mod sampler;
 pub mod side;
 pub mod summary;
 pub mod topology;
+pub mod upstream;
 
 pub use error::ExperimentError;
 pub use experiment::{run_plan, Observer, Options, PlanReport, RunRecord, Silent, Status};

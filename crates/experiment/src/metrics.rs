@@ -47,6 +47,7 @@ pub fn summary_rows(
         duration_s: record.trace.duration_s(),
         nonbusy: Some(&nonbusy),
         model_connections: series,
+        upstream: outputs.upstream.as_ref(),
     };
     rows_for_run(&spec.id, &varied, &measurements)
         .map_err(|e| ExperimentError::Input(format!("summarising run {}: {e}", spec.id)))

@@ -72,6 +72,9 @@ pub struct RunOutputs {
     pub link: LinkCounters,
     /// Wall-clock seconds the run took.
     pub seconds: f64,
+    /// A recursive server's upstream queries, by level of the emulated hierarchy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<crate::upstream::UpstreamCounts>,
 }
 
 /// Runs one run in `inputs.dir`. `interrupted` ends it early (with
@@ -186,6 +189,10 @@ pub fn run(
         &std::fs::read(report_path).map_err(|e| ExperimentError::io(report_path, e))?,
     )
     .map_err(|e| ExperimentError::Input(format!("{}: {e}", report_path.display())))?;
+    // Written by the server side as it stopped, when a hierarchy was behind the server.
+    let upstream = std::fs::read(server_config.work_dir.join(crate::upstream::FILE))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok());
     Ok(RunOutputs {
         results: client_config.results,
         samples,
@@ -195,6 +202,7 @@ pub fn run(
         probe_queries,
         link: link_counters,
         seconds: began.elapsed().as_secs_f64(),
+        upstream,
     })
 }
 

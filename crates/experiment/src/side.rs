@@ -212,6 +212,14 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
     wait_for_stop(stop);
     server.stop()?;
     if let Some(meta) = meta {
+        // The resolver's upstream queries, as the emulated hierarchy counted them by level.
+        if let Some(stats) = meta.embedded_stats() {
+            let counts = crate::upstream::UpstreamCounts::from_levels(&stats.levels);
+            let path = c.work_dir.join(crate::upstream::FILE);
+            let json = serde_json::to_vec_pretty(&counts)
+                .map_err(|e| ExperimentError::Input(format!("upstream counts: {e}")))?;
+            std::fs::write(&path, json).map_err(|e| ExperimentError::io(&path, e))?;
+        }
         meta.stop()?;
     }
     if let Some(capture) = capture {

@@ -117,6 +117,7 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
             duration_s: DURATION_S,
             nonbusy,
             model_connections: tcp.then_some(model.as_slice()),
+            upstream: None,
         },
     )
     .unwrap();
@@ -148,6 +149,7 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
             probe_queries: 1,
             link: Default::default(),
             seconds: 12.0,
+            upstream: None,
         }),
         medians: rows
             .iter()

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 /// queries opened connections, `model_connections` only for connection-oriented runs. A run
 /// whose queries went over more than one transport (a population, `proto = "keep"`) also has
 /// `latency_ms_<transport>` rows after `latency_ms`, one per transport used
-/// ([`PER_TRANSPORT_LATENCY`]), in transport order.
+/// ([`PER_TRANSPORT_LATENCY`]), in transport order. A recursive server with an emulated
+/// hierarchy behind it also has the rows of [`crate::upstream::UpstreamCounts::rows`]
+/// (`upstream_root`, `upstream_tld`, `upstream_below` and their `_nxdomain`) at the end.
 pub const METRICS: [&str; 16] = [
     "latency_ms",
     "latency_ms_nonbusy",
@@ -62,6 +64,9 @@ pub struct RunMeasurements<'a> {
     /// The model's open connections at each second of the trace for this run's idle timeout;
     /// `None` for runs without connections.
     pub model_connections: Option<&'a [u64]>,
+    /// A recursive server's upstream queries by level of the hierarchy behind it (one value
+    /// per run, over the whole run, warm-up included: the cold cache is part of the story).
+    pub upstream: Option<&'a crate::upstream::UpstreamCounts>,
 }
 
 /// Why a run could not be summarised.
@@ -130,6 +135,11 @@ pub fn rows_for_run(
             .map(|(_, &n)| n as f64)
             .collect();
         metrics.push(("model_connections", Distribution::of(&values)));
+    }
+    if let Some(u) = m.upstream {
+        for (name, value) in u.rows() {
+            metrics.push((name, Distribution::of(&[value as f64])));
+        }
     }
     Ok(metrics
         .into_iter()
@@ -382,6 +392,7 @@ mod tests {
             duration_s: 5.0,
             nonbusy: Some(&nonbusy),
             model_connections: Some(&model),
+            upstream: None,
         };
         let rows = rows_for_run("001-proto=tcp-r1", &["tcp".to_string()], &m).unwrap();
         assert!(rows
@@ -427,6 +438,7 @@ mod tests {
             duration_s: 1.0,
             nonbusy: None,
             model_connections: None,
+            upstream: None,
         }
     }
 
