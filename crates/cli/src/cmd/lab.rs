@@ -273,7 +273,7 @@ pub fn server_side(config: &ServerSideConfig) -> Result<()> {
 }
 
 /// Reads `--time`: RFC 3339 (any offset), Unix seconds, or `YYYYMMDDHHMMSS` (UTC, as RRSIG
-/// validity times are written).
+/// validity times are written); in seconds.
 fn parse_validation_time(s: &str) -> Result<i64> {
     let s = s.trim();
     if s.len() == 14 && s.bytes().all(|b| b.is_ascii_digit()) {
@@ -286,16 +286,9 @@ fn parse_validation_time(s: &str) -> Result<i64> {
             &s[10..12],
             &s[12..]
         );
-        let t: jiff::Timestamp = t
-            .parse()
-            .with_context(|| format!("--time {s}: not a date"))?;
-        return Ok(t.as_second());
+        return Ok(super::replay::parse_instant_ns(&t, "--time")? / 1_000_000_000);
     }
-    if let Ok(secs) = s.parse::<i64>() {
-        return Ok(secs);
-    }
-    let t: jiff::Timestamp = s.parse().with_context(|| {
-        format!("--time {s}: give RFC 3339 (2026-11-24T01:00:00Z), Unix seconds or YYYYMMDDHHMMSS")
-    })?;
-    Ok(t.as_second())
+    let ns = super::replay::parse_instant_ns(s, "--time")
+        .context("--time also takes YYYYMMDDHHMMSS, as RRSIGs write their validity")?;
+    Ok(ns.div_euclid(1_000_000_000))
 }

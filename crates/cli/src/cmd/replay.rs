@@ -338,23 +338,23 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
         Some(s) => Some(ldplayer_replay::parse_shard(s).context("--shard")?),
     };
     if let Some(t) = &args.start_at {
-        c.start_ns = Some(parse_start(t)?);
+        c.start_ns = Some(parse_instant_ns(t, "--start-at")?);
         c.late_start = seconds(args.late_start, "--late-start")?;
     }
     c.validate().context("replay options")?;
     Ok(c)
 }
 
-/// Reads `--start-at`: RFC 3339 (with any offset) or Unix seconds.
-fn parse_start(s: &str) -> Result<i64> {
+/// Reads a moment given as `flag`: RFC 3339 (with any offset) or Unix seconds; in ns.
+pub(crate) fn parse_instant_ns(s: &str, flag: &str) -> Result<i64> {
     if let Ok(secs) = s.trim().parse::<f64>() {
         return ldplayer_trace::seconds_to_ns(secs)
-            .with_context(|| format!("--start-at {s}: not a usable Unix time"));
+            .with_context(|| format!("{flag} {s}: not a usable Unix time"));
     }
     let t: jiff::Timestamp = s.trim().parse().with_context(|| {
-        format!("--start-at {s}: give RFC 3339 (2026-11-24T01:00:00Z) or Unix seconds")
+        format!("{flag} {s}: give RFC 3339 (2026-11-24T01:00:00Z) or Unix seconds")
     })?;
-    i64::try_from(t.as_nanosecond()).with_context(|| format!("--start-at {s}: out of range"))
+    i64::try_from(t.as_nanosecond()).with_context(|| format!("{flag} {s}: out of range"))
 }
 
 /// What the results file says about this run: its shard, the shared start, this host's clock.

@@ -654,7 +654,7 @@ fn unpad(flags: u8, payload: &[u8]) -> Option<&[u8]> {
 }
 
 /// Whether a `content-type` value is `application/dns-message` (parameters allowed).
-fn is_dns_message(value: &[u8]) -> bool {
+pub(crate) fn is_dns_message(value: &[u8]) -> bool {
     let media = value.split(|&b| b == b';').next().unwrap_or_default();
     media
         .trim_ascii()

@@ -75,6 +75,7 @@ mod http2;
 
 pub(crate) use hpack::fuzz_block as fuzz_hpack_block;
 pub(crate) use http2::fuzz_server_bytes as fuzz_doh_server_bytes;
+pub(crate) use http2::is_dns_message;
 mod inflight;
 mod profile;
 mod send_times;

@@ -7,6 +7,7 @@
 
 use super::wire::{self, Reader};
 use crate::querier::hpack::{integer, put_integer};
+use crate::querier::is_dns_message;
 use httlib_huffman::DecoderSpeed;
 
 /// The client's control stream (RFC 9114 §6.2.1): its type, then an empty SETTINGS frame (a
@@ -319,14 +320,6 @@ fn parse_status(v: &[u8]) -> Result<u16, Failure> {
         .and_then(|s| s.parse().ok())
         .filter(|s| (100..1000).contains(s))
         .ok_or(Failure::Malformed("h3-bad-status"))
-}
-
-/// Whether a `content-type` value is `application/dns-message` (parameters allowed).
-fn is_dns_message(value: &[u8]) -> bool {
-    let media = value.split(|&b| b == b';').next().unwrap_or(value);
-    media
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"application/dns-message")
 }
 
 /// A string literal whose length has an `n`-bit prefix, the Huffman flag the bit above it.
