@@ -360,6 +360,8 @@ fn inputs_for(
             doh,
             doq,
             extra: s.server.extra.clone(),
+            validation: s.server.validation.clone(),
+            resolver: s.server.resolver,
             work_dir: run_dir.join("server"),
             capture: capture("server.pcap"),
         },

@@ -65,6 +65,12 @@ pub struct ServerSideConfig {
     pub doq: bool,
     /// Raw configuration lines appended to the server's configuration.
     pub extra: Vec<String>,
+    /// DNSSEC validation by a recursive server.
+    #[serde(default)]
+    pub validation: Option<ldplayer_servers::validation::Validation>,
+    /// Resolver behaviours of a recursive server.
+    #[serde(default)]
+    pub resolver: ldplayer_servers::ResolverOptions,
     /// Configuration, logs and the server's files go here.
     pub work_dir: PathBuf,
     /// Write what crosses the server side's end of the link to this pcap (tcpdump).
@@ -202,6 +208,8 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         max_tcp_clients: 60_000,
         work_dir: c.work_dir.clone(),
         extra: c.extra.clone(),
+        validation: c.validation.clone(),
+        resolver: c.resolver,
     };
     let server = ldplayer_servers::start(&setup)?;
     println!(

@@ -152,6 +152,16 @@ impl ServerKind {
     }
 }
 
+/// The executable `name` in `PATH` (or /usr/sbin, /usr/bin), if any.
+pub(crate) fn find_in_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let fallback = ["/usr/sbin", "/usr/bin"].map(PathBuf::from);
+    std::env::split_paths(&path)
+        .chain(fallback)
+        .map(|dir| dir.join(name))
+        .find(|candidate| is_executable(candidate))
+}
+
 /// A regular file with an execute bit.
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;

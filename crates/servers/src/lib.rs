@@ -42,10 +42,12 @@ mod error;
 mod hints;
 mod kind;
 mod kinds;
+mod options;
 mod probe;
 mod process;
 mod running;
 mod setup;
+pub mod validation;
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -53,6 +55,7 @@ use std::time::{Duration, Instant};
 pub use certificate::{make_certificate, TlsFiles};
 pub use error::ServerError;
 pub use kind::{ServerKind, UnknownKind};
+pub use options::ResolverOptions;
 pub use running::RunningServer;
 pub use setup::ServerSetup;
 
@@ -102,9 +105,13 @@ pub fn start_with_timeout(
         if let Some(check) = &launch.check {
             run_checker(&prepared, check, &launch.config)?;
         }
-        let command = process::command_line(&program, &launch.args);
+        let (program, args) = match &launch.faketime {
+            None => (program, launch.args),
+            Some(spec) => faketime(spec, &program, launch.args)?,
+        };
+        let command = process::command_line(&program, &args);
         embedded::append_to(&prepared.log, &format!("# {command}\n"));
-        let child = process::spawn(&program, &launch.args, &prepared.log, prepared.files)?;
+        let child = process::spawn(&program, &args, &prepared.log, prepared.files)?;
         running(
             &prepared,
             Process::External(child),
@@ -114,6 +121,33 @@ pub fn start_with_timeout(
         )
     };
     wait_ready(server, &prepared, ready)
+}
+
+/// `program` with `args` run by libfaketime from `spec` on: only the calendar clock moves (the
+/// event loops keep a monotonic clock that runs as it does, or they stall), set through
+/// `env` so that the server's own arguments stay as they are.
+fn faketime(
+    spec: &str,
+    program: &std::path::Path,
+    args: Vec<std::ffi::OsString>,
+) -> Result<(std::path::PathBuf, Vec<std::ffi::OsString>), ServerError> {
+    let env = kind::find_in_path("env").ok_or(ServerError::Missing {
+        program: "env",
+        package: "coreutils",
+    })?;
+    let faketime = kind::find_in_path("faketime").ok_or(ServerError::Missing {
+        program: "faketime",
+        package: "faketime",
+    })?;
+    let mut all: Vec<std::ffi::OsString> = vec![
+        "FAKETIME_DONT_FAKE_MONOTONIC=1".into(),
+        faketime.into(),
+        "-f".into(),
+        spec.into(),
+        program.into(),
+    ];
+    all.extend(args);
+    Ok((env, all))
 }
 
 fn running(

@@ -11,7 +11,8 @@ use ldplayer_dns::Rtype;
 use ldplayer_zone::reader::read_zone_file;
 use ldplayer_zone::{Manifest, Views};
 
-use crate::{make_certificate, ServerError, ServerKind, TlsFiles};
+use crate::validation::{self, TrustAnchor, Validation};
+use crate::{make_certificate, ResolverOptions, ServerError, ServerKind, TlsFiles};
 
 /// Everything needed to configure and start one server for one run (serializable, so that a
 /// run can record what it asked for).
@@ -63,6 +64,13 @@ pub struct ServerSetup {
     /// `server:` clause, Knot DNS `server:` section, BIND `options { }` block, the Knot Resolver
     /// Lua file, `recursor.conf`); not supported by `ldplayer`.
     pub extra: Vec<String>,
+    /// DNSSEC validation, for recursive kinds: `None` turns it off (the emulated root's keys
+    /// are not the Internet's, so a resolver's built-in anchor would fail every answer).
+    #[serde(default)]
+    pub validation: Option<Validation>,
+    /// Resolver behaviours to set (aggressive NSEC, QNAME minimisation), for recursive kinds.
+    #[serde(default)]
+    pub resolver: ResolverOptions,
 }
 
 impl ServerSetup {
@@ -85,6 +93,8 @@ impl ServerSetup {
             max_tcp_clients: 60_000,
             work_dir,
             extra: Vec::new(),
+            validation: None,
+            resolver: ResolverOptions::default(),
         }
     }
 }
@@ -135,6 +145,8 @@ pub(crate) struct Prepared<'a> {
     pub quic: Option<(u16, TlsFiles)>,
     /// Root hints for a resolver.
     pub root_hints: Option<PathBuf>,
+    /// The root's trust anchor file (DS or DNSKEY records), when the resolver validates.
+    pub trust_anchor: Option<PathBuf>,
     /// The server's log.
     pub log: PathBuf,
     /// How readiness is probed.
@@ -233,11 +245,42 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
     let tls = with_certificate(setup.tls_port);
     let https = with_certificate(setup.https_port);
     let quic = with_certificate(setup.quic_port);
-    let root_hints = match (&setup.root_hints, &setup.manifest) {
+    // A resolver's root hints, and with `auto` its trust anchor, come from the manifest's root.
+    let needs_views = kind.is_recursive()
+        && (setup.root_hints.is_none()
+            || setup
+                .validation
+                .as_ref()
+                .is_some_and(|v| v.anchor == TrustAnchor::Auto));
+    let views = match &setup.manifest {
+        Some(manifest) if needs_views => Some(
+            Manifest::from_file(manifest)
+                .and_then(|m| m.load())
+                .map_err(|e| setup_error(kind, format!("manifest: {e}")))?,
+        ),
+        _ => None,
+    };
+    let root_hints = match (&setup.root_hints, &views) {
         _ if !kind.is_recursive() => None,
         (Some(hints), _) => Some(absolute(hints)?),
-        (None, Some(manifest)) => Some(hints_from_manifest(kind, manifest, &setup.work_dir)?),
+        (None, Some(views)) => Some(write_root_hints(kind, views, &setup.work_dir)?),
         (None, None) => None,
+    };
+    let trust_anchor = match &setup.validation {
+        None => None,
+        Some(v) => Some(match (&v.anchor, &views) {
+            (TrustAnchor::File(f), _) => absolute(f)?,
+            (TrustAnchor::Auto, Some(views)) => {
+                validation::anchor_file(&v.anchor, views, &setup.work_dir)
+                    .map_err(|e| setup_error(kind, e.to_string()))?
+            }
+            (TrustAnchor::Auto, None) => {
+                return Err(setup_error(
+                    kind,
+                    "trust anchor auto needs the hierarchy's manifest".into(),
+                ))
+            }
+        }),
     };
     let probe = probe(setup, &zones);
     let (tcp_clients, files) = connection_budget(setup);
@@ -248,6 +291,7 @@ pub(crate) fn prepare(setup: &ServerSetup) -> Result<Prepared<'_>, ServerError> 
         https,
         quic,
         root_hints,
+        trust_anchor,
         log: setup.work_dir.join("server.log"),
         probe,
         tcp_clients,
@@ -303,6 +347,28 @@ fn validate(setup: &ServerSetup) -> Result<(), ServerError> {
     if kind == ServerKind::Kresd && setup.threads.is_some_and(|t| t > 1) {
         return Err(unsupported(
             "run several threads (one kresd process is single-threaded; run one)",
+        ));
+    }
+    if !kind.is_recursive() && (setup.validation.is_some() || setup.resolver.any()) {
+        return Err(unsupported(
+            "validate DNSSEC or take resolver options (it is not a resolver)",
+        ));
+    }
+    if let Some(v) = &setup.validation {
+        if v.time.is_some() && kind == ServerKind::Kresd {
+            return Err(unsupported(
+                "validate at another time: Debian's kresd links jemalloc, which libfaketime \
+                 cannot wrap; use unbound or pdns-recursor",
+            ));
+        }
+        for d in &v.insecure {
+            validation::domain(d).map_err(|e| config(e.to_string()))?;
+        }
+    }
+    if kind == ServerKind::Kresd && setup.resolver.aggressive_nsec == Some(false) {
+        return Err(unsupported(
+            "turn off aggressive use of NSEC (Knot Resolver 5 always answers from validated \
+             NSEC and NSEC3 ranges)",
         ));
     }
     if kind.is_embedded() && !setup.extra.is_empty() {
@@ -429,24 +495,21 @@ fn probe(setup: &ServerSetup, zones: &[ZoneFile]) -> Probe {
 }
 
 /// Root hints made from the root zone of a manifest's hierarchy, written into `dir`.
-fn hints_from_manifest(
-    kind: ServerKind,
-    manifest: &Path,
-    dir: &Path,
-) -> Result<PathBuf, ServerError> {
-    let config = |message: String| ServerError::Config { kind, message };
-    let views = Manifest::from_file(manifest)
-        .and_then(|m| m.load())
-        .map_err(|e| config(format!("manifest: {e}")))?;
-    let hints = crate::hints::root_hints(&views).ok_or_else(|| {
-        config(format!(
-            "the manifest {} has no root zone to make root hints from",
-            manifest.display()
-        ))
+fn write_root_hints(kind: ServerKind, views: &Views, dir: &Path) -> Result<PathBuf, ServerError> {
+    let hints = crate::hints::root_hints(views).ok_or_else(|| {
+        setup_error(
+            kind,
+            "the manifest has no root zone to make root hints from".into(),
+        )
     })?;
     let path = dir.join("root.hints");
     std::fs::write(&path, hints).map_err(ServerError::io("cannot write", &path))?;
     Ok(path)
+}
+
+/// A configuration error of `kind`.
+fn setup_error(kind: ServerKind, message: String) -> ServerError {
+    ServerError::Config { kind, message }
 }
 
 /// Loads a manifest's views for the embedded server.

@@ -14,7 +14,9 @@
 //!   qname_suffixes = [...], unique_names }`; `nonbusy_max_queries` (250).
 //! - `[server]`: `kind` (nsd, knot, bind, unbound, kresd, pdns-recursor, ldplayer), `zones = [...]`
 //!   or `manifest` (recursive kinds need a manifest), `threads`, `idle_timeout_s` (20), `tls`
-//!   (on when some run uses TLS), `extra = [...]` raw configuration lines.
+//!   (on when some run uses TLS), `extra = [...]` raw configuration lines; for recursive kinds
+//!   `trust_anchor` ("auto" or a file), `validation_time`, `insecure = [...]`,
+//!   `aggressive_nsec`, `qname_minimisation`.
 //! - `[network]`: `rtt_ms` (0, half each way), `loss` (0, each way), `loss_model`
 //!   ("bernoulli" | "gilbert-elliott"), `burst_len` (1), `jitter_ms` (0), `reorder` (false),
 //!   `bandwidth_mbps`, `queue_kb` (100 ms at the rate), `client_rtt = { dist = "fixed" |

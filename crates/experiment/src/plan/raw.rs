@@ -85,6 +85,11 @@ pub(super) struct RawServer {
     pub tls: Option<At<bool>>,
     #[serde(default)]
     pub extra: Vec<String>,
+    pub trust_anchor: Option<At<String>>,
+    pub validation_time: Option<At<toml::Value>>,
+    pub insecure: Option<At<Vec<At<String>>>>,
+    pub aggressive_nsec: Option<At<bool>>,
+    pub qname_minimisation: Option<At<bool>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

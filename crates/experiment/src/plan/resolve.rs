@@ -324,6 +324,13 @@ fn server_section(
         None => None,
     };
     let tls = s.tls.as_ref().map(|t| *t.get_ref());
+    let validation = validation(r, s)?;
+    r.remember("server.aggressive_nsec", &s.aggressive_nsec);
+    r.remember("server.qname_minimisation", &s.qname_minimisation);
+    let resolver = ldplayer_servers::ResolverOptions {
+        aggressive_nsec: s.aggressive_nsec.as_ref().map(|b| *b.get_ref()),
+        qname_minimisation: s.qname_minimisation.as_ref().map(|b| *b.get_ref()),
+    };
     Ok((
         ServerSettings {
             kind: *s.kind.get_ref(),
@@ -339,9 +346,79 @@ fn server_section(
                 .unwrap_or(DEFAULT_IDLE_TIMEOUT_S),
             tls: tls.unwrap_or(false),
             extra: s.extra.clone(),
+            validation,
+            resolver,
         },
         tls,
     ))
+}
+
+/// `trust_anchor` (`auto` or a file), `validation_time` (a TOML date-time or Unix seconds) and
+/// `insecure` domains; the last two only with the first.
+fn validation(
+    r: &mut Resolver,
+    s: &RawServer,
+) -> Checked<Option<ldplayer_servers::validation::Validation>> {
+    use ldplayer_servers::validation::{self, TrustAnchor, Validation};
+    r.remember("server.trust_anchor", &s.trust_anchor);
+    r.remember("server.validation_time", &s.validation_time);
+    r.remember("server.insecure", &s.insecure);
+    let Some(anchor) = &s.trust_anchor else {
+        for (key, span) in [
+            (
+                "server.validation_time",
+                s.validation_time.as_ref().map(At::span),
+            ),
+            ("server.insecure", s.insecure.as_ref().map(At::span)),
+        ] {
+            if let Some(span) = span {
+                return Err(r.loc.error(
+                    Some(span),
+                    key,
+                    "only a validating resolver takes it: give `trust_anchor` too",
+                ));
+            }
+        }
+        return Ok(None);
+    };
+    let anchor = if anchor.get_ref() == "auto" {
+        TrustAnchor::Auto
+    } else {
+        TrustAnchor::File(r.path(anchor, "server.trust_anchor")?)
+    };
+    let time = match &s.validation_time {
+        None => None,
+        Some(t) => Some(
+            unix_seconds(t.get_ref())
+                .map_err(|m| r.loc.error(Some(t.span()), "server.validation_time", m))?,
+        ),
+    };
+    let mut insecure = Vec::new();
+    for d in s.insecure.iter().flat_map(|l| l.get_ref()) {
+        insecure.push(validation::domain(d.get_ref()).map_err(|e| {
+            r.loc
+                .error(Some(d.span()), "server.insecure", e.to_string())
+        })?);
+    }
+    Ok(Some(Validation {
+        anchor,
+        time,
+        insecure,
+    }))
+}
+
+/// A moment as Unix seconds: a TOML date-time with its offset (`2017-08-21T12:00:00Z`) or an
+/// integer.
+fn unix_seconds(value: &toml::Value) -> Result<i64, String> {
+    match value {
+        toml::Value::Integer(i) => Ok(*i),
+        toml::Value::Datetime(d) if d.offset.is_some() && d.time.is_some() => d
+            .to_string()
+            .parse::<jiff::Timestamp>()
+            .map(|t| t.as_second())
+            .map_err(|e| e.to_string()),
+        _ => Err("a date-time with its offset (2017-08-21T12:00:00Z) or Unix seconds".to_string()),
+    }
 }
 
 fn network_section(r: &mut Resolver, n: &RawNetwork) -> Checked<NetworkSettings> {
@@ -690,6 +767,40 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             vec![VaryKey::Kind],
             "server.kind",
             format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`)"),
+        ));
+    }
+    let options = s.server.resolver;
+    if !kind.is_recursive() && (options.any() || s.server.validation.is_some()) {
+        let key = if s.server.validation.is_some() {
+            "server.trust_anchor"
+        } else if options.aggressive_nsec.is_some() {
+            "server.aggressive_nsec"
+        } else {
+            "server.qname_minimisation"
+        };
+        return Err((
+            vec![VaryKey::Kind, VaryKey::AggressiveNsec, VaryKey::QnameMinimisation],
+            key,
+            format!("{kind} is not a resolver: DNSSEC validation and resolver options are for unbound, kresd and pdns-recursor"),
+        ));
+    }
+    if kind == ServerKind::Kresd && options.aggressive_nsec == Some(false) {
+        return Err((
+            vec![VaryKey::Kind, VaryKey::AggressiveNsec],
+            "server.aggressive_nsec",
+            "Knot Resolver 5 always answers from validated NSEC and NSEC3 ranges: it cannot turn aggressive NSEC off".into(),
+        ));
+    }
+    if kind == ServerKind::Kresd
+        && s.server
+            .validation
+            .as_ref()
+            .is_some_and(|v| v.time.is_some())
+    {
+        return Err((
+            vec![VaryKey::Kind],
+            "server.validation_time",
+            "Debian's kresd links jemalloc, which libfaketime cannot wrap: it cannot validate at another time (use unbound or pdns-recursor)".into(),
         ));
     }
     // ldplayer's own server without zones serves the synthetic root of root-like traces.

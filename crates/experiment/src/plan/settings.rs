@@ -321,6 +321,13 @@ pub struct ServerSettings {
     pub tls: bool,
     /// Raw lines added to the server's configuration.
     pub extra: Vec<String>,
+    /// DNSSEC validation by a recursive kind: the root's trust anchor (a file, or `auto` for
+    /// the emulated root's keys), the moment and the insecure domains.
+    #[serde(default)]
+    pub validation: Option<ldplayer_servers::validation::Validation>,
+    /// Resolver behaviours (aggressive NSEC, QNAME minimisation) of a recursive kind.
+    #[serde(default)]
+    pub resolver: ldplayer_servers::ResolverOptions,
 }
 
 impl ServerSettings {

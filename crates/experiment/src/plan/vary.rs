@@ -37,11 +37,15 @@ pub enum VaryKey {
     Kind,
     /// `server.threads`.
     Threads,
+    /// `server.aggressive_nsec`: a validating resolver's aggressive use of NSEC (RFC 8198).
+    AggressiveNsec,
+    /// `server.qname_minimisation`: a resolver's QNAME minimisation (RFC 9156).
+    QnameMinimisation,
 }
 
 impl VaryKey {
     /// Every key, in the order the documentation lists them.
-    pub const ALL: [VaryKey; 13] = [
+    pub const ALL: [VaryKey; 15] = [
         VaryKey::Proto,
         VaryKey::IdleTimeoutS,
         VaryKey::RttMs,
@@ -55,6 +59,8 @@ impl VaryKey {
         VaryKey::RateScale,
         VaryKey::Kind,
         VaryKey::Threads,
+        VaryKey::AggressiveNsec,
+        VaryKey::QnameMinimisation,
     ];
 
     /// The key's name in `[vary]` and in `summary.csv`.
@@ -73,6 +79,8 @@ impl VaryKey {
             VaryKey::RateScale => "rate_scale",
             VaryKey::Kind => "kind",
             VaryKey::Threads => "threads",
+            VaryKey::AggressiveNsec => "aggressive_nsec",
+            VaryKey::QnameMinimisation => "qname_minimisation",
         }
     }
 
@@ -97,6 +105,8 @@ impl VaryKey {
             VaryKey::RateScale => "vary.rate_scale",
             VaryKey::Kind => "server.kind",
             VaryKey::Threads => "server.threads",
+            VaryKey::AggressiveNsec => "server.aggressive_nsec",
+            VaryKey::QnameMinimisation => "server.qname_minimisation",
         }
     }
 
@@ -125,6 +135,8 @@ impl VaryKey {
             VaryKey::RateScale => Setting::RateScale(check::positive(number(value)?)?),
             VaryKey::Kind => Setting::Kind(typed(value)?),
             VaryKey::Threads => Setting::Threads(check::at_least_one(typed::<u32>(value)?)?),
+            VaryKey::AggressiveNsec => Setting::AggressiveNsec(typed(value)?),
+            VaryKey::QnameMinimisation => Setting::QnameMinimisation(typed(value)?),
         })
     }
 }
@@ -165,6 +177,10 @@ pub enum Setting {
     Kind(ServerKind),
     /// See [`VaryKey::Threads`].
     Threads(u32),
+    /// See [`VaryKey::AggressiveNsec`].
+    AggressiveNsec(bool),
+    /// See [`VaryKey::QnameMinimisation`].
+    QnameMinimisation(bool),
 }
 
 impl Setting {
@@ -191,6 +207,10 @@ impl Setting {
             Setting::RateScale(k) => settings.trace.rate_scale = k,
             Setting::Kind(k) => settings.server.kind = k,
             Setting::Threads(n) => settings.server.threads = Some(n),
+            Setting::AggressiveNsec(on) => settings.server.resolver.aggressive_nsec = Some(on),
+            Setting::QnameMinimisation(on) => {
+                settings.server.resolver.qname_minimisation = Some(on)
+            }
         }
     }
 }

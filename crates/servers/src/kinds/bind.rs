@@ -109,6 +109,7 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
             args: args([&config]),
         }),
         config,
+        faketime: None,
     })
 }
 

@@ -60,5 +60,6 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
             args: args([&"-c", &config, &"conf-check"]),
         }),
         config,
+        faketime: None,
     })
 }

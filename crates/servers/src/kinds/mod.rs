@@ -24,6 +24,9 @@ pub(crate) struct Launch {
     pub args: Vec<OsString>,
     /// The checker to run on the configuration first, if the server has one.
     pub check: Option<Check>,
+    /// Run the program under libfaketime from this moment (`faketime -f` form), for a
+    /// resolver that validates at another time and has no option for it.
+    pub faketime: Option<String>,
 }
 
 /// A configuration checker (`nsd-checkconf`, `named-checkconf`, ...).

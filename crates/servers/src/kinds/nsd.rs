@@ -75,5 +75,6 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
             args: args([&config]),
         }),
         config,
+        faketime: None,
     })
 }

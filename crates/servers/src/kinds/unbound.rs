@@ -1,7 +1,10 @@
 //! Unbound 1.17 as a resolver of the emulated hierarchy: `unbound -d` (foreground) as root, no
-//! chroot, pid file in the work directory, log to standard error, the iterator alone (no
-//! validator, so no trust anchor), queries from any address, nameservers on loopback allowed,
-//! no rate limits, no control channel.
+//! chroot, pid file in the work directory, log to standard error, the iterator alone unless
+//! asked to validate (then the validator with the emulated root's trust anchor, and
+//! `val-override-date` for another time), queries from any address, nameservers on loopback
+//! allowed, no rate limits, no control channel.
+//!
+//! * resolver options: `aggressive-nsec`, `qname-minimisation`.
 //!
 //! * idle timeout: `tcp-idle-timeout` (milliseconds), also advertised with EDNS keepalive.
 //!   Unbound shortens it progressively once fewer than half of its TCP buffers are free.
@@ -16,7 +19,9 @@
 use std::fmt::Write as _;
 
 use super::{args, show, write_config, Check, Launch};
+use crate::options::yes_no;
 use crate::setup::Prepared;
+use crate::validation::unbound_date;
 use crate::ServerError;
 
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
@@ -62,13 +67,20 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
          \x20   num-threads: {threads}\n    so-reuseport: yes\n\
          \x20   incoming-num-tcp: {tcp}\n    tcp-idle-timeout: {idle}\n\
          \x20   edns-tcp-keepalive-timeout: {idle}\n\
-         \x20   module-config: \"iterator\"\n\
          \x20   access-control: 0.0.0.0/0 allow\n    access-control: ::/0 allow\n\
          \x20   ratelimit: 0\n    ip-ratelimit: 0\n\
          \x20   harden-referral-path: no\n    prefetch: no\n    do-not-query-localhost: no\n",
         hints = show(hints),
         tcp = p.tcp_clients_per(threads),
     );
+    conf.push_str(&dnssec(p)?);
+    let options = &setup.resolver;
+    if let Some(on) = options.aggressive_nsec {
+        let _ = writeln!(conf, "    aggressive-nsec: {}", yes_no(on));
+    }
+    if let Some(on) = options.qname_minimisation {
+        let _ = writeln!(conf, "    qname-minimisation: {}", yes_no(on));
+    }
     conf.push_str(&p.extra());
     conf.push_str("remote-control:\n    control-enable: no\n");
     let config = write_config(p, "unbound.conf", &conf)?;
@@ -79,5 +91,26 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
             args: args([&config]),
         }),
         config,
+        faketime: None,
     })
+}
+
+/// The modules and, when validating, the trust anchor, the moment and the insecure domains.
+fn dnssec(p: &Prepared) -> Result<String, ServerError> {
+    let (Some(v), Some(anchor)) = (&p.setup.validation, &p.trust_anchor) else {
+        return Ok("    module-config: \"iterator\"\n".into());
+    };
+    let mut conf = format!(
+        "    module-config: \"validator iterator\"\n    trust-anchor-file: \"{}\"\n\
+         \x20   val-log-level: 2\n",
+        show(anchor)
+    );
+    if let Some(t) = v.time {
+        let date = unbound_date(t).map_err(|e| p.config_error(e.to_string()))?;
+        let _ = writeln!(conf, "    val-override-date: \"{date}\"");
+    }
+    for d in &v.insecure {
+        let _ = writeln!(conf, "    domain-insecure: \"{d}\"");
+    }
+    Ok(conf)
 }
