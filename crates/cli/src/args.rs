@@ -433,6 +433,41 @@ pub enum ZonesCommand {
     /// Deckard's sets/resolver), the two files have their lines in the same order.
     #[command(verbatim_doc_comment)]
     DeckardQueries(ZonesDeckardArgs),
+    /// Write a synthetic hierarchy (root, TLDs, second-level zones with a wildcard) in the
+    /// layout of `zones build`: zone files, a manifest for `serve --manifest` and `lab`, root
+    /// hints, a BIND configuration; nameservers in 10.0.0.0/8; optionally DNSSEC-signed.
+    Synth(ZonesSynthArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ZonesSynthArgs {
+    /// Output directory (created if missing).
+    #[arg(short, long, value_name = "DIR")]
+    pub output: PathBuf,
+    /// TLDs under the root: the root-like workload's 30 first (com, net, arpa, ...), then
+    /// tld30, tld31, ...
+    #[arg(long, value_name = "N", default_value_t = 30)]
+    pub tlds: usize,
+    /// Second-level zones under each TLD (sld0, sld1, ...).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub slds: usize,
+    /// Nameserver addresses the second-level zones are shared among (round robin).
+    #[arg(long, value_name = "P", default_value_t = 16)]
+    pub providers: usize,
+    /// Sign the root and every TLD with ldnsutils (keys in DIR/keys); second-level zones stay
+    /// unsigned (insecure delegations).
+    #[arg(long)]
+    pub sign: bool,
+    /// Sign with NSEC3 (no salt, no extra iterations, no opt-out) instead of NSEC; implies
+    /// --sign.
+    #[arg(long)]
+    pub nsec3: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Print nothing but errors.
+    #[arg(short, long, conflicts_with = "json")]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]

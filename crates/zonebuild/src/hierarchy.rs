@@ -96,7 +96,7 @@ impl BuiltZone {
 }
 
 /// Seconds since 1970 (UTC) as YYYYMMDDHHmmSS.
-fn rrsig_time(t: u32) -> String {
+pub(crate) fn rrsig_time(t: u32) -> String {
     let c = ldplayer_trace::civil_time(i64::from(t));
     format!(
         "{:04}{:02}{:02}{:02}{:02}{:02}",

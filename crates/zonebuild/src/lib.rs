@@ -25,6 +25,10 @@
 //! [`from_files`] takes existing zone files as they are and finds the addresses of their
 //! nameservers in them (the root zone gives the root and its glue).
 //!
+//! [`synthetic`] makes a hierarchy of any size (root, TLDs, second-level zones) without a
+//! capture, and [`sign`] signs its root and TLDs with ldnsutils, for experiments and
+//! benchmarks.
+//!
 //! [`deckard`] reads Deckard scenarios (`.rpl`), recorded hierarchies given as each nameserver
 //! address's answers, and feeds their answers to the builder the same way.
 
@@ -33,6 +37,8 @@ pub mod deckard;
 mod exchange;
 pub mod from_files;
 mod hierarchy;
+pub mod sign;
+pub mod synthetic;
 
 pub use builder::ZoneBuilder;
 pub use exchange::{Exchange, Rdata, Rr, Unused};

@@ -1,7 +1,8 @@
 //! `ldplayer zones build INPUT... -o DIR [--json]` (captures, traces or Deckard scenarios) and
-//! `ldplayer zones deckard-queries FILE.rpl [--expected] [-o FILE]`.
+//! `ldplayer zones deckard-queries FILE.rpl [--expected] [-o FILE]` and
+//! `ldplayer zones synth -o DIR [--tlds N] [--slds N] [--providers P] [--sign] [--nsec3]`.
 
-use crate::args::{ZonesBuildArgs, ZonesCommand, ZonesDeckardArgs};
+use crate::args::{ZonesBuildArgs, ZonesCommand, ZonesDeckardArgs, ZonesSynthArgs};
 use crate::io::{open_input, refuse_same_file, Output};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
@@ -15,7 +16,93 @@ pub fn run(command: ZonesCommand) -> Result<()> {
     match command {
         ZonesCommand::Build(args) => build(args),
         ZonesCommand::DeckardQueries(args) => deckard_queries(args),
+        ZonesCommand::Synth(args) => synth(args),
     }
+}
+
+/// What `zones synth --json` prints.
+#[derive(serde::Serialize)]
+struct SynthSummary {
+    zones: usize,
+    tlds: usize,
+    slds: usize,
+    nameserver_addresses: usize,
+    records: u64,
+    /// `null`, `"nsec"` or `"nsec3"`.
+    signed: Option<&'static str>,
+    directory: String,
+    manifest: String,
+    root_hints: String,
+    named_conf: String,
+    /// The signing keys' directory, when signed.
+    keys: Option<String>,
+}
+
+/// Writes a synthetic hierarchy (signed if asked) in the layout of `zones build`.
+fn synth(args: ZonesSynthArgs) -> Result<()> {
+    use ldplayer_zonebuild::{sign, synthetic};
+    let shape = synthetic::Shape {
+        tlds: args.tlds,
+        slds: args.slds,
+        providers: args.providers,
+    };
+    let mut hierarchy = synthetic::hierarchy(&shape)?;
+    let signing = args.sign || args.nsec3;
+    let keys = args.output.join("keys");
+    if signing {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let options = sign::SignOptions::around(now, args.nsec3);
+        sign::sign_hierarchy(&mut hierarchy, &keys, &options).context("signing")?;
+    }
+    let written = hierarchy
+        .write(&args.output)
+        .with_context(|| format!("writing into {}", args.output.display()))?;
+    let directory = written
+        .manifest
+        .parent()
+        .unwrap_or(&args.output)
+        .to_path_buf();
+    let addresses: std::collections::BTreeSet<_> = hierarchy
+        .zones
+        .iter()
+        .flat_map(|z| z.servers.iter())
+        .collect();
+    let summary = SynthSummary {
+        zones: hierarchy.zones.len(),
+        tlds: shape.tlds,
+        slds: shape.tlds * shape.slds,
+        nameserver_addresses: addresses.len(),
+        records: hierarchy.report.records,
+        signed: signing.then_some(if args.nsec3 { "nsec3" } else { "nsec" }),
+        directory: directory.display().to_string(),
+        manifest: written.manifest.display().to_string(),
+        root_hints: written.root_hints.display().to_string(),
+        named_conf: written.named_conf.display().to_string(),
+        keys: signing.then(|| directory.join("keys").display().to_string()),
+    };
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else if !args.quiet {
+        println!(
+            "{} zones (the root, {} TLDs, {} second-level) on {} nameserver addresses, {} records, {}",
+            summary.zones,
+            summary.tlds,
+            summary.slds,
+            summary.nameserver_addresses,
+            summary.records,
+            match summary.signed {
+                Some(how) => format!("root and TLDs signed ({how}, keys in {})", keys.display()),
+                None => "unsigned".to_string(),
+            }
+        );
+        println!(
+            "written into {}\nmanifest: {}\nroot hints: {}\nBIND configuration: {}",
+            summary.directory, summary.manifest, summary.root_hints, summary.named_conf
+        );
+    }
+    Ok(())
 }
 
 /// Reads a Deckard scenario, noting on standard error (unless `quiet`) what was adapted or
