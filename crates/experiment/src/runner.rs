@@ -74,7 +74,7 @@ pub struct RunOutputs {
     pub seconds: f64,
     /// A recursive server's upstream queries, by level of the emulated hierarchy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<crate::upstream::UpstreamCounts>,
+    pub upstream: Option<crate::upstream::UpstreamRecord>,
 }
 
 /// Runs one run in `inputs.dir`. `interrupted` ends it early (with

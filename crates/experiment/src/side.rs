@@ -217,14 +217,34 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         server.version().replace('\n', " "),
         server.max_tcp_clients()
     );
-    wait_for_stop(stop);
+    // The resolver's upstream queries, as the emulated hierarchy counted them by level, and
+    // how they grew (for the counts after the warm-up).
+    let mut upstream = crate::upstream::UpstreamRecord::default();
+    let mut last_look = Instant::now();
+    wait_for_stop(stop, &mut || {
+        let Some(stats) = meta.as_ref().and_then(|m| m.embedded_stats()) else {
+            return;
+        };
+        if last_look.elapsed() < Duration::from_millis(crate::upstream::TIMELINE_STEP_MS) {
+            return;
+        }
+        last_look = Instant::now();
+        let counts = crate::upstream::UpstreamCounts::from_levels(&stats.levels);
+        let sample = counts.sample(crate::sampler::realtime_ns());
+        if upstream
+            .timeline
+            .last()
+            .is_none_or(|s| s[1..] != sample[1..])
+        {
+            upstream.timeline.push(sample);
+        }
+    });
     server.stop()?;
     if let Some(meta) = meta {
-        // The resolver's upstream queries, as the emulated hierarchy counted them by level.
         if let Some(stats) = meta.embedded_stats() {
-            let counts = crate::upstream::UpstreamCounts::from_levels(&stats.levels);
+            upstream.total = crate::upstream::UpstreamCounts::from_levels(&stats.levels);
             let path = c.work_dir.join(crate::upstream::FILE);
-            let json = serde_json::to_vec_pretty(&counts)
+            let json = serde_json::to_vec(&upstream)
                 .map_err(|e| ExperimentError::Input(format!("upstream counts: {e}")))?;
             std::fs::write(&path, json).map_err(|e| ExperimentError::io(&path, e))?;
         }
@@ -250,8 +270,9 @@ fn nameserver_addresses(manifest: &Path) -> Result<Vec<IpAddr>, ExperimentError>
     Ok(addresses)
 }
 
-/// Blocks until the orchestrator closes our input or a signal sets `stop`.
-fn wait_for_stop(stop: &Arc<AtomicBool>) {
+/// Returns when the orchestrator says stop (SIGTERM or the end of standard input), calling
+/// `tick` every 20 ms meanwhile.
+fn wait_for_stop(stop: &Arc<AtomicBool>, tick: &mut dyn FnMut()) {
     let closed = Arc::new(AtomicBool::new(false));
     {
         let closed = Arc::clone(&closed);
@@ -268,6 +289,7 @@ fn wait_for_stop(stop: &Arc<AtomicBool>) {
         });
     }
     while !stop.load(Ordering::Relaxed) && !closed.load(Ordering::Relaxed) {
+        tick();
         std::thread::sleep(Duration::from_millis(20));
     }
 }

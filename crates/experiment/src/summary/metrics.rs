@@ -65,8 +65,9 @@ pub struct RunMeasurements<'a> {
     /// `None` for runs without connections.
     pub model_connections: Option<&'a [u64]>,
     /// A recursive server's upstream queries by level of the hierarchy behind it (one value
-    /// per run, over the whole run, warm-up included: the cold cache is part of the story).
-    pub upstream: Option<&'a crate::upstream::UpstreamCounts>,
+    /// per run: over the whole run, warm-up included, as the cold cache is part of the story;
+    /// and after the warm-up, from a warm cache).
+    pub upstream: Option<&'a crate::upstream::UpstreamRecord>,
 }
 
 /// Why a run could not be summarised.
@@ -137,7 +138,8 @@ pub fn rows_for_run(
         metrics.push(("model_connections", Distribution::of(&values)));
     }
     if let Some(u) = m.upstream {
-        for (name, value) in u.rows() {
+        let warm_from = m.start_ns + (m.warmup_s * 1e9) as i64;
+        for (name, value) in u.total.rows().into_iter().chain(u.warm_rows(warm_from)) {
             metrics.push((name, Distribution::of(&[value as f64])));
         }
     }
