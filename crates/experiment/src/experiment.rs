@@ -236,7 +236,13 @@ fn run_one(
     std::fs::create_dir_all(run_dir).map_err(|e| ExperimentError::io(run_dir, e))?;
     let s = &spec.settings;
     let (trace_path, facts) = trace_for(s, dir)?;
-    let inputs = inputs_for(spec, run_dir, dir, &trace_path, &facts, options)?;
+    let mut inputs = inputs_for(spec, run_dir, dir, &trace_path, &facts, options)?;
+    if let Some(h) = &s.server.hierarchy {
+        inputs.server.manifest = Some(crate::hierarchy::prepare_hierarchy(
+            h,
+            &dir.join("hierarchies"),
+        )?);
+    }
     let outputs = runner::run(&inputs, interrupted, &mut |share| {
         observer.run_progress(share)
     })?;
@@ -337,6 +343,7 @@ fn inputs_for(
     let mut zones = s.server.zones.clone();
     if zones.is_empty()
         && s.server.manifest.is_none()
+        && s.server.hierarchy.is_none()
         && kind == ldplayer_servers::ServerKind::Ldplayer
     {
         let root = dir.join("synthetic-root.zone");

@@ -21,6 +21,7 @@ pub mod client;
 pub mod environment;
 pub mod error;
 pub mod experiment;
+pub mod hierarchy;
 pub mod metrics;
 pub mod model;
 pub mod overrides;

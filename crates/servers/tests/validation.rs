@@ -1,6 +1,7 @@
 //! Each resolver validating the emulated hierarchy with its root's own key (`auto`), really
 //! started in a fresh network namespace: a root and `example.` signed by ldns-signzone, served
-//! by ldplayer's meta-server on 127.0.0.2. Answers carry AD; a name the root proves absent is
+//! by ldplayer's meta-server on 10.53.0.2 and 10.53.0.3 (Knot Resolver ignores loopback
+//! addresses in glue). Answers carry AD; a name the root proves absent is
 //! NXDOMAIN with AD; aggressive NSEC on and off changes how often the resolver asks the root
 //! about absent names; and a resolver validates expired signatures at the moment it is given.
 
@@ -15,14 +16,16 @@ use ldplayer_servers::{start, ResolverOptions, RunningServer, ServerKind, Server
 use ldplayer_testbed::prerequisite;
 
 // The root's nameserver has a name in the root zone itself: under a signed child, its address
-// would need the child's DS, which needs the root's nameserver (Knot Resolver gives up).
+// would need the child's DS, which needs the root's nameserver (Knot Resolver gives up). The
+// root and `example.` have addresses of their own, as on the Internet (a resolver that asks
+// the root's address for a name under `example.` expects a referral).
 const ROOT_ZONE: &str = "$ORIGIN .
 $TTL 3600
 . SOA a.root. admin.example. 1 3600 600 86400 300
 . NS a.root.
-a.root. A 127.0.0.2
+a.root. A 10.53.0.2
 example. NS ns.example.
-ns.example. A 127.0.0.2
+ns.example. A 10.53.0.3
 net. NS ns.example.
 org. NS ns.example.
 ";
@@ -31,12 +34,16 @@ const EXAMPLE_ZONE: &str = "$ORIGIN example.
 $TTL 3600
 @ SOA ns admin 1 3600 600 86400 300
 @ NS ns
-ns A 127.0.0.2
+ns A 10.53.0.3
 www A 192.0.2.7
 ";
 
-/// The hierarchy's only nameserver address.
-const NAMESERVER: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 2);
+/// The root's nameserver address.
+const ROOT: Ipv4Addr = Ipv4Addr::new(10, 53, 0, 2);
+/// The namespace's addresses besides loopback.
+const ADDRESSES: &[&str] = &["10.53.0.2/32", "10.53.0.3/32"];
+/// `example.`'s nameserver address.
+const EXAMPLE: Ipv4Addr = Ipv4Addr::new(10, 53, 0, 3);
 
 /// Signatures valid from `inception` to `expiration` (YYYYMMDD), or from now for four weeks.
 type Validity<'a> = Option<(&'a str, &'a str)>;
@@ -65,18 +72,18 @@ fn sign(dir: &Path, origin: &str, file: &str, validity: Validity) -> (String, St
     (format!("{file}.signed"), ds)
 }
 
-/// The signed hierarchy and the meta-server serving it on [`NAMESERVER`].
+/// The signed hierarchy and the meta-server serving it on [`ROOT`] and [`EXAMPLE`].
 fn signed_hierarchy(dir: &Path, validity: Validity) -> (RunningServer, std::path::PathBuf) {
     std::fs::write(dir.join("example.zone"), EXAMPLE_ZONE).expect("write the TLD");
     let (example, ds) = sign(dir, "example.", "example.zone", validity);
     std::fs::write(dir.join("root.zone"), format!("{ROOT_ZONE}{ds}")).expect("write the root");
     let (root, _) = sign(dir, ".", "root.zone", validity);
     let manifest = dir.join("hierarchy.manifest");
-    std::fs::write(&manifest, format!("{NAMESERVER} {root} {example}\n"))
+    std::fs::write(&manifest, format!("{ROOT} {root}\n{EXAMPLE} {example}\n"))
         .expect("write the manifest");
     let mut setup = ServerSetup::new(
         ServerKind::Ldplayer,
-        vec![NAMESERVER.into()],
+        vec![ROOT.into(), EXAMPLE.into()],
         dir.join("meta"),
     );
     setup.manifest = Some(manifest.clone());
@@ -130,7 +137,7 @@ fn validates(kind: ServerKind) {
     let Some(kdig) = prerequisites(kind) else {
         return;
     };
-    common::in_fresh_namespace(&[], move || {
+    common::in_fresh_namespace(ADDRESSES, move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let (meta, manifest) = signed_hierarchy(work.path(), None);
         let r = resolver(
@@ -218,7 +225,7 @@ fn validates_at_another_time(kind: ServerKind) {
     if kind == ServerKind::PdnsRecursor && prerequisite::tool("faketime", "faketime").is_none() {
         return;
     }
-    common::in_fresh_namespace(&[], move || {
+    common::in_fresh_namespace(ADDRESSES, move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let (meta, manifest) = signed_hierarchy(work.path(), Some(("20200101", "20200201")));
         // 2020-01-15T00:00:00Z.
@@ -258,4 +265,92 @@ fn unbound_validates_at_another_time() {
 #[test]
 fn pdns_recursor_validates_at_another_time() {
     validates_at_another_time(ServerKind::PdnsRecursor);
+}
+
+/// QNAME minimisation on and off, with tcpdump as the witness of what the root was asked:
+/// without it, a resolver sends the root the whole name; with it, only the next label
+/// (`example.`).
+fn qname_minimisation(kind: ServerKind) {
+    let Some(kdig) = prerequisites(kind) else {
+        return;
+    };
+    if prerequisite::tool("tcpdump", "tcpdump").is_none()
+        || prerequisite::tool("tshark", "tshark").is_none()
+    {
+        return;
+    }
+    common::in_fresh_namespace(ADDRESSES, move || {
+        let work = tempfile::tempdir().expect("scratch directory");
+        let (meta, manifest) = signed_hierarchy(work.path(), None);
+        let mut whole_name_at_root = Vec::new();
+        for on in [false, true] {
+            let options = ResolverOptions {
+                aggressive_nsec: None,
+                qname_minimisation: Some(on),
+            };
+            let pcap = work.path().join(format!("root-{on}.pcap"));
+            let mut tcpdump = Command::new("tcpdump")
+                .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-w"])
+                .arg(&pcap)
+                .arg(format!("udp and dst host {ROOT} and dst port 53"))
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .expect("run tcpdump");
+            let start = std::time::Instant::now();
+            while !pcap.exists() && start.elapsed().as_secs() < 10 {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let r = resolver(kind, work.path(), &manifest, None, options);
+            let out = dig(&kdig, "a.b.c.d.www.example.");
+            assert!(
+                out.contains("status: NXDOMAIN") && out.contains(" ad"),
+                "{kind}:\n{out}\nlog:\n{}",
+                log(&r)
+            );
+            r.stop().expect("the resolver stops");
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            // SAFETY: signalling our own child.
+            unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) };
+            let _ = tcpdump.wait();
+            let names = common::run(
+                Path::new("tshark"),
+                [
+                    "-r",
+                    &pcap.display().to_string(),
+                    "-T",
+                    "fields",
+                    "-e",
+                    "dns.qry.name",
+                ],
+            );
+            assert!(
+                !names.trim().is_empty(),
+                "{kind}: the root was asked nothing"
+            );
+            whole_name_at_root.push(names.to_lowercase().contains("a.b.c.d.www.example"));
+        }
+        assert_eq!(
+            whole_name_at_root,
+            [true, false],
+            "{kind}: the root saw the whole name (minimisation off, on)"
+        );
+        meta.stop().expect("the meta-server stops");
+    });
+}
+
+#[test]
+fn unbound_minimises_qnames_when_asked() {
+    qname_minimisation(ServerKind::Unbound);
+}
+
+#[test]
+fn kresd_minimises_qnames_when_asked() {
+    qname_minimisation(ServerKind::Kresd);
+}
+
+#[test]
+fn pdns_recursor_minimises_qnames_when_asked() {
+    qname_minimisation(ServerKind::PdnsRecursor);
 }

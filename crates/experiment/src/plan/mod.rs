@@ -16,7 +16,9 @@
 //!   or `manifest` (recursive kinds need a manifest), `threads`, `idle_timeout_s` (20), `tls`
 //!   (on when some run uses TLS), `extra = [...]` raw configuration lines; for recursive kinds
 //!   `trust_anchor` ("auto" or a file), `validation_time`, `insecure = [...]`,
-//!   `aggressive_nsec`, `qname_minimisation`.
+//!   `aggressive_nsec`, `qname_minimisation`; `hierarchy = { tlds (30), slds (10),
+//!   providers (16), sign ("none" | "nsec" | "nsec3") }` a synthetic hierarchy instead of
+//!   `manifest`, made once per experiment.
 //! - `[network]`: `rtt_ms` (0, half each way), `loss` (0, each way), `loss_model`
 //!   ("bernoulli" | "gilbert-elliott"), `burst_len` (1), `jitter_ms` (0), `reorder` (false),
 //!   `bandwidth_mbps`, `queue_kb` (100 ms at the rate), `client_rtt = { dist = "fixed" |
@@ -51,8 +53,8 @@ pub use resolve::{
     DEFAULT_WARMUP_S,
 };
 pub use settings::{
-    read_population, ClientSettings, MutateSpec, RunSettings, ServerSettings, SynthSpec,
-    TraceSettings, TraceSource,
+    read_population, ClientSettings, MutateSpec, RunSettings, ServerSettings, SignChoice,
+    SynthHierarchy, SynthSpec, TraceSettings, TraceSource,
 };
 pub use vary::{Setting, VaryKey};
 

@@ -90,6 +90,16 @@ pub(super) struct RawServer {
     pub insecure: Option<At<Vec<At<String>>>>,
     pub aggressive_nsec: Option<At<bool>>,
     pub qname_minimisation: Option<At<bool>>,
+    pub hierarchy: Option<At<RawHierarchy>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawHierarchy {
+    pub tlds: Option<At<usize>>,
+    pub slds: Option<At<usize>>,
+    pub providers: Option<At<usize>>,
+    pub sign: Option<At<super::settings::SignChoice>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

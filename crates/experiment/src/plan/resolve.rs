@@ -7,7 +7,8 @@ use super::kinds::{ProtoChoice, ServerKind};
 use super::network::{ClientRtt, LossModelChoice, NetworkSettings, RttDistribution};
 use super::raw::{At, RawClient, RawMutate, RawNetwork, RawPlan, RawRun, RawServer, RawTrace};
 use super::settings::{
-    ClientSettings, MutateSpec, RunSettings, ServerSettings, SynthSpec, TraceSettings, TraceSource,
+    ClientSettings, MutateSpec, RunSettings, ServerSettings, SignChoice, SynthHierarchy, SynthSpec,
+    TraceSettings, TraceSource,
 };
 use super::vary::{label, Setting, VaryKey};
 use super::{Plan, VaryDimension, VaryValue};
@@ -324,6 +325,7 @@ fn server_section(
         None => None,
     };
     let tls = s.tls.as_ref().map(|t| *t.get_ref());
+    let hierarchy = hierarchy(r, s)?;
     let validation = validation(r, s)?;
     r.remember("server.aggressive_nsec", &s.aggressive_nsec);
     r.remember("server.qname_minimisation", &s.qname_minimisation);
@@ -348,9 +350,52 @@ fn server_section(
             extra: s.extra.clone(),
             validation,
             resolver,
+            hierarchy,
         },
         tls,
     ))
+}
+
+/// `hierarchy = { tlds, slds, providers, sign }`: a synthetic hierarchy instead of `manifest`
+/// or `zones`.
+fn hierarchy(r: &mut Resolver, s: &RawServer) -> Checked<Option<SynthHierarchy>> {
+    let Some(h) = &s.hierarchy else {
+        return Ok(None);
+    };
+    r.spans.insert("server.hierarchy", h.span());
+    if s.manifest.is_some() || s.zones.is_some() {
+        return Err(r.loc.error(
+            Some(h.span()),
+            "server.hierarchy",
+            "a synthetic hierarchy takes the place of `manifest` and `zones`: give one of them",
+        ));
+    }
+    let raw = h.get_ref();
+    let defaults = ldplayer_zonebuild::synthetic::Shape::default();
+    // One address each in a /16 for the TLDs and for the providers.
+    let addresses = |n: usize| {
+        let max = ldplayer_zonebuild::synthetic::MAX_ADDRESSES;
+        if (1..=max).contains(&n) {
+            Ok(n)
+        } else {
+            Err(format!("from 1 to {max}, not {n}"))
+        }
+    };
+    let tlds = r
+        .number(&raw.tlds, "server.hierarchy.tlds", addresses)?
+        .unwrap_or(defaults.tlds);
+    let slds = r
+        .number(&raw.slds, "server.hierarchy.slds", Ok)?
+        .unwrap_or(defaults.slds);
+    let providers = r
+        .number(&raw.providers, "server.hierarchy.providers", addresses)?
+        .unwrap_or(defaults.providers);
+    Ok(Some(SynthHierarchy {
+        tlds,
+        slds,
+        providers,
+        sign: raw.sign.as_ref().map_or(SignChoice::None, |s| *s.get_ref()),
+    }))
 }
 
 /// `trust_anchor` (`auto` or a file), `validation_time` (a TOML date-time or Unix seconds) and
@@ -363,7 +408,7 @@ fn validation(
     r.remember("server.trust_anchor", &s.trust_anchor);
     r.remember("server.validation_time", &s.validation_time);
     r.remember("server.insecure", &s.insecure);
-    let Some(anchor) = &s.trust_anchor else {
+    let Some(anchor_value) = &s.trust_anchor else {
         for (key, span) in [
             (
                 "server.validation_time",
@@ -381,10 +426,24 @@ fn validation(
         }
         return Ok(None);
     };
-    let anchor = if anchor.get_ref() == "auto" {
+    let anchor = if anchor_value.get_ref() == "auto" {
+        let unsigned = s.hierarchy.as_ref().is_some_and(|h| {
+            h.get_ref()
+                .sign
+                .as_ref()
+                .is_none_or(|s| *s.get_ref() == SignChoice::None)
+        });
+        if unsigned {
+            return Err(r.loc.error(
+                Some(anchor_value.span()),
+                "server.trust_anchor",
+                "`auto` takes the keys of the hierarchy's root, which is not signed: \
+                 give the hierarchy `sign = \"nsec\"` or `\"nsec3\"`",
+            ));
+        }
         TrustAnchor::Auto
     } else {
-        TrustAnchor::File(r.path(anchor, "server.trust_anchor")?)
+        TrustAnchor::File(r.path(anchor_value, "server.trust_anchor")?)
     };
     let time = match &s.validation_time {
         None => None,
@@ -762,11 +821,11 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             }
         }
     }
-    if kind.is_recursive() && s.server.manifest.is_none() {
+    if kind.is_recursive() && s.server.manifest.is_none() && s.server.hierarchy.is_none() {
         return Err((
             vec![VaryKey::Kind],
             "server.kind",
-            format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`)"),
+            format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`) or `hierarchy = {{ ... }}` (a synthetic one)"),
         ));
     }
     let options = s.server.resolver;
@@ -808,6 +867,7 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
         && kind != ServerKind::Ldplayer
         && s.server.zones.is_empty()
         && s.server.manifest.is_none()
+        && s.server.hierarchy.is_none()
     {
         return Err((
             vec![VaryKey::Kind],

@@ -328,6 +328,35 @@ pub struct ServerSettings {
     /// Resolver behaviours (aggressive NSEC, QNAME minimisation) of a recursive kind.
     #[serde(default)]
     pub resolver: ldplayer_servers::ResolverOptions,
+    /// A synthetic hierarchy to make (once per experiment) and use as the `manifest`.
+    #[serde(default)]
+    pub hierarchy: Option<SynthHierarchy>,
+}
+
+/// A synthetic hierarchy (`ldplayer zones synth`): a root, its TLDs (the root-like workload's
+/// first), their second-level zones, optionally signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SynthHierarchy {
+    /// TLDs under the root (30).
+    pub tlds: usize,
+    /// Second-level zones under each TLD (10).
+    pub slds: usize,
+    /// Addresses the second-level zones share (16).
+    pub providers: usize,
+    /// How the root and the TLDs are signed.
+    pub sign: SignChoice,
+}
+
+/// How a synthetic hierarchy's root and TLDs are signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignChoice {
+    /// Not signed.
+    None,
+    /// Signed, denial of existence with NSEC.
+    Nsec,
+    /// Signed, denial of existence with NSEC3.
+    Nsec3,
 }
 
 impl ServerSettings {

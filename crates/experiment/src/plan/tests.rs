@@ -661,3 +661,33 @@ fn resolver_options_that_cannot_be_had_are_refused() {
     let kresd_now = kresd_on.replace("validation_time = 2017-08-21T12:00:00Z\n", "");
     assert!(parse(&kresd_now).is_ok());
 }
+
+#[test]
+fn a_synthetic_hierarchy_takes_the_place_of_a_manifest() {
+    let synthetic = RESOLVER_PLAN
+        .replace(
+            "manifest = \"manifest\"",
+            "hierarchy = { tlds = 5, sign = \"nsec3\" }",
+        )
+        .replace("validation_time = 2017-08-21T12:00:00Z\n", "");
+    let plan = parse(&synthetic).unwrap();
+    assert_eq!(
+        plan.base.server.hierarchy,
+        Some(SynthHierarchy {
+            tlds: 5,
+            slds: 10,
+            providers: 16,
+            sign: SignChoice::Nsec3,
+        })
+    );
+    assert_eq!(plan.base.server.manifest, None);
+
+    let both = synthetic.replace("[server]\n", "[server]\nmanifest = \"manifest\"\n");
+    assert_eq!(refused(&both).0, "server.hierarchy");
+    let unsigned = synthetic.replace(", sign = \"nsec3\"", "");
+    let (key, _, message) = refused(&unsigned);
+    assert_eq!(key, "server.trust_anchor");
+    assert!(message.contains("not signed"), "{message}");
+    let too_many = synthetic.replace("tlds = 5", "tlds = 0");
+    assert_eq!(refused(&too_many).0, "server.hierarchy.tlds");
+}
