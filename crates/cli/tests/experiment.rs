@@ -833,6 +833,18 @@ fn aggressive_nsec_example_saves_root_queries() {
         assert!(nxdomain > noerror, "{kind}: {rcodes_on}");
         assert!(rcodes_on.get("SERVFAIL").is_none(), "{kind}: {rcodes_on}");
     }
+    // The report has the counts by level, a row per run.
+    let report = std::fs::read_to_string(out_dir.join("report.html")).expect("report.html");
+    let table = report
+        .find("upstream queries, as the emulated hierarchy counted them")
+        .map(|i| &report[i..])
+        .and_then(|t| t.split("</table>").next())
+        .expect("the upstream table");
+    assert_eq!(
+        table.matches("aggressive_nsec=").count(),
+        4,
+        "{table:.2000}"
+    );
     // The hierarchy was made once, signed, for all four runs.
     let made: Vec<_> = std::fs::read_dir(out_dir.join("hierarchies"))
         .unwrap()

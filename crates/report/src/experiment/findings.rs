@@ -48,7 +48,46 @@ pub(super) fn section(inputs: &Inputs<'_>) -> Section {
         "The runs shown (medians over the time after warm-up, from summary.csv)".into(),
         runs,
     ));
+    if let Some(table) = upstream_table(inputs) {
+        section.tables.push((
+            "A recursive server's upstream queries, as the emulated hierarchy counted them by \
+             the level of the zone that answered: over the whole run (from a cold cache) and \
+             after the warm-up (from summary.csv)"
+                .into(),
+            table,
+        ));
+    }
     section
+}
+
+/// The upstream queries of the runs that have them (recursive servers with a hierarchy), by
+/// level; `None` when no run has them.
+fn upstream_table(inputs: &Inputs<'_>) -> Option<crate::figure::Table> {
+    const COLUMNS: [(&str, &str); 8] = [
+        ("upstream_root", "root"),
+        ("upstream_root_nxdomain", "root NXDOMAIN"),
+        ("upstream_tld", "TLD"),
+        ("upstream_tld_nxdomain", "TLD NXDOMAIN"),
+        ("upstream_below", "below"),
+        ("upstream_root_warm", "root, warm"),
+        ("upstream_root_nxdomain_warm", "root NXDOMAIN, warm"),
+        ("upstream_tld_warm", "TLD, warm"),
+    ];
+    let mut table = inputs.run_table(&COLUMNS.map(|(_, label)| label));
+    let mut any = false;
+    for (input, run) in inputs.runs() {
+        if run.metric("upstream_root").is_none() {
+            continue;
+        }
+        any = true;
+        let mut cells = inputs.run_cells(input, run);
+        cells.extend(COLUMNS.iter().map(|(metric, _)| {
+            run.metric(metric)
+                .map_or_else(String::new, |d| format!("{:.0}", d.mean))
+        }));
+        table.push(cells);
+    }
+    any.then_some(table)
 }
 
 /// `label: ` when there are several inputs.
