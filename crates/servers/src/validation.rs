@@ -312,4 +312,21 @@ mod tests {
         assert!(bind_trust_anchors(&f).is_err());
         assert!(pdns_trust_anchors(&f).is_err());
     }
+
+    proptest::proptest! {
+        /// Whatever an anchor file holds, reading it gives anchors or an error, never a panic;
+        /// a DNSKEY line that is read gives a DS with the key's algorithm.
+        #[test]
+        fn any_anchor_file_is_read_or_refused(text in ".{0,400}", key in "[A-Za-z0-9+/]{0,88}") {
+            let dir = tempfile::tempdir().unwrap();
+            let f = dir.path().join("anchor");
+            std::fs::write(&f, &text).unwrap();
+            let _ = bind_trust_anchors(&f);
+            let _ = pdns_trust_anchors(&f);
+            std::fs::write(&f, format!(". IN DNSKEY 257 3 13 {key}\n{text}")).unwrap();
+            if let Ok(lua) = pdns_trust_anchors(&f) {
+                proptest::prop_assert!(lua.contains(" 13 2 "), "{}", lua);
+            }
+        }
+    }
 }
