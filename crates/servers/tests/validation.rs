@@ -289,14 +289,16 @@ fn qname_minimisation(kind: ServerKind) {
                 qname_minimisation: Some(on),
             };
             let pcap = work.path().join(format!("root-{on}.pcap"));
-            let mut tcpdump = Command::new("tcpdump")
-                .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-w"])
-                .arg(&pcap)
-                .arg(format!("udp and dst host {ROOT} and dst port 53"))
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .spawn()
-                .expect("run tcpdump");
+            let tcpdump = Witness(
+                Command::new("tcpdump")
+                    .args(["-i", "lo", "-n", "-U", "--immediate-mode", "-w"])
+                    .arg(&pcap)
+                    .arg(format!("udp and dst host {ROOT} and dst port 53"))
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .expect("run tcpdump"),
+            );
             let start = std::time::Instant::now();
             while !pcap.exists() && start.elapsed().as_secs() < 10 {
                 std::thread::sleep(std::time::Duration::from_millis(50));
@@ -311,9 +313,7 @@ fn qname_minimisation(kind: ServerKind) {
             );
             r.stop().expect("the resolver stops");
             std::thread::sleep(std::time::Duration::from_millis(300));
-            // SAFETY: signalling our own child.
-            unsafe { libc::kill(tcpdump.id() as i32, libc::SIGINT) };
-            let _ = tcpdump.wait();
+            drop(tcpdump);
             let names = common::run(
                 Path::new("tshark"),
                 [
@@ -338,6 +338,17 @@ fn qname_minimisation(kind: ServerKind) {
         );
         meta.stop().expect("the meta-server stops");
     });
+}
+
+/// tcpdump, stopped (and its capture flushed) when dropped, also when a test fails.
+struct Witness(std::process::Child);
+
+impl Drop for Witness {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+        let _ = self.0.wait();
+    }
 }
 
 #[test]
