@@ -1,7 +1,7 @@
 //! From nameservers' responses to zones: zone cuts from NS records, nameserver addresses from
 //! glue and answers, each response's records filed into the zone of the server that sent it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use bytes::Bytes;
@@ -9,7 +9,7 @@ use domain::base::iana::{Class, Rtype};
 use domain::base::{Name, Record, Serial, Ttl};
 use domain::rdata::{AllRecordData, Soa};
 use ldplayer_trace::{Record as TraceRecord, Sink, SinkError};
-use ldplayer_zone::name::{is_subdomain, label_count, parent};
+use ldplayer_zone::name::{is_subdomain, parent};
 
 use crate::exchange::{Exchange, Rr, Unused};
 use crate::hierarchy::{BuildReport, BuiltZone, Hierarchy};
@@ -29,10 +29,18 @@ fn set_type(rr: &Rr) -> (u16, u16) {
     }
 }
 
+/// A response taken: its bytes, parsed when the zones are built (on every core), or already
+/// parsed.
+#[derive(Debug)]
+enum Taken {
+    Wire(IpAddr, Bytes),
+    Parsed(Exchange),
+}
+
 /// Collects nameservers' responses and builds the zones they came from.
 #[derive(Debug, Default)]
 pub struct ZoneBuilder {
-    exchanges: Vec<Exchange>,
+    taken: Vec<Taken>,
     unused: BTreeMap<&'static str, u64>,
     queries: u64,
 }
@@ -44,20 +52,24 @@ impl ZoneBuilder {
     }
 
     /// Adds the response `wire` that nameserver `server` sent (a query, QR clear, is ignored).
+    /// What its header rules out is counted now; the rest is parsed by [`build`](Self::build)
+    /// (a response that does not parse is counted as malformed then).
     pub fn add_message(&mut self, server: IpAddr, wire: &[u8]) {
         if wire.len() >= 3 && wire[2] & 0x80 == 0 {
             self.queries += 1;
             return;
         }
-        match Exchange::parse(server, wire) {
-            Ok(e) => self.exchanges.push(e),
-            Err(why) => self.skip(why),
+        match Exchange::unused_by_header(wire) {
+            Some(why) => self.skip(why),
+            None => self
+                .taken
+                .push(Taken::Wire(server, Bytes::copy_from_slice(wire))),
         }
     }
 
     /// Adds an already parsed response.
     pub fn add_exchange(&mut self, exchange: Exchange) {
-        self.exchanges.push(exchange);
+        self.taken.push(Taken::Parsed(exchange));
     }
 
     fn skip(&mut self, why: Unused) {
@@ -66,13 +78,58 @@ impl ZoneBuilder {
 
     /// Responses taken so far.
     pub fn responses(&self) -> usize {
-        self.exchanges.len()
+        self.taken.len()
     }
 
     /// Rebuilds the zones.
-    pub fn build(self) -> Hierarchy {
-        Assembler::new(self).run()
+    pub fn build(mut self) -> Hierarchy {
+        let taken = std::mem::take(&mut self.taken);
+        let mut exchanges = Vec::with_capacity(taken.len());
+        for parsed in parse_all(taken) {
+            match parsed {
+                Ok(e) => exchanges.push(e),
+                Err(why) => self.skip(why),
+            }
+        }
+        Assembler::new(self, exchanges).run()
     }
+}
+
+/// Parses the responses taken, in their order, on as many threads as there are cores (a
+/// million responses take seconds on one).
+fn parse_all(taken: Vec<Taken>) -> Vec<Result<Exchange, Unused>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8);
+    let chunk = taken.len().div_ceil(threads).max(1);
+    let parse = |t: Taken| match t {
+        Taken::Wire(server, wire) => Exchange::parse_bytes(server, wire),
+        Taken::Parsed(e) => Ok(e),
+    };
+    if threads == 1 || taken.len() < 1024 {
+        return taken.into_iter().map(parse).collect();
+    }
+    let mut chunks: Vec<Vec<Taken>> = Vec::with_capacity(threads);
+    let mut rest = taken;
+    while rest.len() > chunk {
+        let tail = rest.split_off(chunk);
+        chunks.push(rest);
+        rest = tail;
+    }
+    chunks.push(rest);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = chunks
+            .into_iter()
+            .map(|c| scope.spawn(move || c.into_iter().map(parse).collect::<Vec<_>>()))
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| {
+                w.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    })
 }
 
 /// A capture's records go in as a [`Sink`]: responses are taken with their source address as
@@ -98,26 +155,27 @@ struct Assembler {
     exchanges: Vec<Exchange>,
     report: BuildReport,
     /// Zone apex → its NS names, from the first NS RRset seen for it anywhere.
-    delegations: BTreeMap<Key, (Name<Bytes>, Vec<Rr>)>,
+    delegations: HashMap<Key, (Name<Bytes>, Vec<Rr>)>,
     /// Name → its address records, from the first A/AAAA RRsets seen anywhere.
-    addresses: BTreeMap<Key, Vec<Rr>>,
-    zones: BTreeMap<Key, Draft>,
+    addresses: HashMap<Key, Vec<Rr>>,
+    /// The zones by apex (looked up for every record filed: hashed).
+    zones: HashMap<Key, Draft>,
 }
 
 impl Assembler {
-    fn new(b: ZoneBuilder) -> Assembler {
+    fn new(b: ZoneBuilder, exchanges: Vec<Exchange>) -> Assembler {
         let report = BuildReport {
-            responses_used: b.exchanges.len() as u64,
+            responses_used: exchanges.len() as u64,
             queries_seen: b.queries,
             responses_unused: b.unused.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
             ..BuildReport::default()
         };
         Assembler {
-            exchanges: b.exchanges,
+            exchanges,
             report,
-            delegations: BTreeMap::new(),
-            addresses: BTreeMap::new(),
-            zones: BTreeMap::new(),
+            delegations: HashMap::new(),
+            addresses: HashMap::new(),
+            zones: HashMap::new(),
         }
     }
 
@@ -128,7 +186,11 @@ impl Assembler {
         for e in &exchanges {
             self.file_records(e);
         }
+        // Freeing a million parsed responses takes a while: on another core, while the zones
+        // are completed.
+        let freeing = std::thread::spawn(move || drop(exchanges));
         self.complete_zones();
+        let _ = freeing.join();
         self.finish()
     }
 
@@ -141,23 +203,28 @@ impl Assembler {
                 if !trusted(i) {
                     continue;
                 }
-                for (k, set) in rrsets(section) {
+                // Only NS and address records matter here: the others are not grouped.
+                let wanted = |r: &Rr| match r.rtype() {
+                    Rtype::NS => i < 2,
+                    Rtype::A | Rtype::AAAA => true,
+                    _ => false,
+                };
+                if !section.iter().any(wanted) {
+                    continue;
+                }
+                for (k, set) in rrsets(section.iter().filter(|r| wanted(r))) {
                     match set[0].rtype() {
-                        Rtype::NS if i < 2 => {
+                        Rtype::NS => {
                             self.delegations
                                 .entry(k.0)
                                 .or_insert_with(|| (set[0].owner().clone(), set));
                         }
-                        Rtype::A | Rtype::AAAA => {
-                            self.addresses.entry(k.0).or_default();
-                            let v = self.addresses.get_mut(&key(set[0].owner()));
-                            if let Some(v) = v {
-                                if !v.iter().any(|r| r.rtype() == set[0].rtype()) {
-                                    v.extend(set);
-                                }
+                        _ => {
+                            let v = self.addresses.entry(k.0).or_default();
+                            if !v.iter().any(|r| r.rtype() == set[0].rtype()) {
+                                v.extend(set);
                             }
                         }
-                        _ => {}
                     }
                 }
             }
@@ -248,13 +315,6 @@ impl Assembler {
     /// and that contains the owner (a DS, or its RRSIG, at a zone's apex goes to the parent; an
     /// SOA, or its RRSIG, to the zone at its owner, if there is one).
     fn file_records(&mut self, e: &Exchange) {
-        let mut served: Vec<Key> = self
-            .zones
-            .iter()
-            .filter(|(_, z)| z.servers.contains(&e.server))
-            .map(|(k, _)| k.clone())
-            .collect();
-        served.sort_by_key(|k| std::cmp::Reverse(label_count(k)));
         let sections: [(&Vec<Rr>, bool); 3] = [
             (&e.answer, e.authoritative),
             (&e.authority, true),
@@ -265,7 +325,7 @@ impl Assembler {
                 self.report.records_not_authoritative += records.len() as u64;
                 continue;
             }
-            for ((owner, rtype, covered), set) in rrsets(records) {
+            for ((owner, rtype, covered), set) in rrsets(records.iter()) {
                 let wanted = match section {
                     1 => matches!(
                         Rtype::from_int(rtype),
@@ -296,12 +356,7 @@ impl Assembler {
                     // stand below the apex.
                     self.zones.contains_key(&owner).then(|| owner.clone())
                 } else {
-                    served
-                        .iter()
-                        .find(|z| {
-                            is_subdomain(&owner, z) && !(at_parent && owner == **z && z.len() > 1)
-                        })
-                        .cloned()
+                    self.served_zone(&owner, e.server, at_parent)
                 };
                 let Some(zone) = zone else {
                     self.report.records_out_of_zone += set.len() as u64;
@@ -322,11 +377,31 @@ impl Assembler {
         }
     }
 
+    /// The deepest zone that `server` serves and that contains `owner` (the owner itself
+    /// left out when `at_parent` and it is not the root): the owner's ancestors looked up one
+    /// by one, so the cost does not grow with the number of zones.
+    fn served_zone(&self, owner: &[u8], server: IpAddr, at_parent: bool) -> Option<Key> {
+        let mut cur = Some(owner);
+        while let Some(name) = cur {
+            let skip = at_parent && name.len() == owner.len() && name.len() > 1;
+            if !skip {
+                if let Some(z) = self.zones.get(name) {
+                    if z.servers.contains(&server) {
+                        return Some(name.to_vec());
+                    }
+                }
+            }
+            cur = parent(name);
+        }
+        None
+    }
+
     /// Every zone gets an SOA (synthesized when none was captured), its apex NS (from the
     /// parent's delegation when not captured at the apex), its parent the delegation, and every
     /// in-zone nameserver name its addresses where they are known.
     fn complete_zones(&mut self) {
-        let keys: Vec<Key> = self.zones.keys().cloned().collect();
+        let mut keys: Vec<Key> = self.zones.keys().cloned().collect();
+        keys.sort_unstable();
         for k in &keys {
             let ns_key = (k.clone(), Rtype::NS.to_int(), 0);
             let delegation = self.delegations.get(k).map(|(_, s)| s.clone());
@@ -416,7 +491,9 @@ impl Assembler {
 
     fn finish(mut self) -> Hierarchy {
         let mut zones = Vec::new();
-        for (_, d) in std::mem::take(&mut self.zones) {
+        let mut drafts: Vec<(Key, Draft)> = std::mem::take(&mut self.zones).into_iter().collect();
+        drafts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        for (_, d) in drafts {
             if d.servers.is_empty() {
                 self.report
                     .zones_without_servers
@@ -435,7 +512,7 @@ impl Assembler {
 }
 
 /// Groups a section's records into RRsets keyed by (owner, type, covered type), in order.
-fn rrsets(records: &[Rr]) -> Vec<((Key, u16, u16), Vec<Rr>)> {
+fn rrsets<'a>(records: impl IntoIterator<Item = &'a Rr>) -> Vec<((Key, u16, u16), Vec<Rr>)> {
     let mut out: Vec<((Key, u16, u16), Vec<Rr>)> = Vec::new();
     for r in records {
         let (t, c) = set_type(r);

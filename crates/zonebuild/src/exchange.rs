@@ -65,21 +65,40 @@ impl Unused {
 impl Exchange {
     /// Parses the response `wire` that `server` sent.
     pub fn parse(server: IpAddr, wire: &[u8]) -> Result<Exchange, Unused> {
-        let msg =
-            Message::from_octets(Bytes::copy_from_slice(wire)).map_err(|_| Unused::Malformed)?;
+        Exchange::parse_bytes(server, Bytes::copy_from_slice(wire))
+    }
+
+    /// What the header alone says against using the response `wire` (not a response, TC, RA
+    /// without AA, an RCODE other than NOERROR and NXDOMAIN): the checks of
+    /// [`parse`](Self::parse) that need no parsing.
+    pub fn unused_by_header(wire: &[u8]) -> Option<Unused> {
+        let (Some(&flags), Some(&flags2)) = (wire.get(2), wire.get(3)) else {
+            return Some(Unused::Malformed);
+        };
+        if wire.len() < 12 || flags & 0x80 == 0 {
+            return Some(Unused::Malformed);
+        }
+        if flags & 0x02 != 0 {
+            return Some(Unused::Truncated);
+        }
+        let (aa, ra) = (flags & 0x04 != 0, flags2 & 0x80 != 0);
+        if ra && !aa {
+            return Some(Unused::Recursive);
+        }
+        let rcode = flags2 & 0x0f;
+        if rcode != Rcode::NOERROR.to_int() && rcode != Rcode::NXDOMAIN.to_int() {
+            return Some(Unused::Rcode);
+        }
+        None
+    }
+
+    /// [`parse`](Self::parse) of a message already in its own buffer (no copy).
+    pub fn parse_bytes(server: IpAddr, wire: Bytes) -> Result<Exchange, Unused> {
+        if let Some(why) = Exchange::unused_by_header(&wire) {
+            return Err(why);
+        }
+        let msg = Message::from_octets(wire).map_err(|_| Unused::Malformed)?;
         let h = msg.header();
-        if !h.qr() {
-            return Err(Unused::Malformed);
-        }
-        if h.tc() {
-            return Err(Unused::Truncated);
-        }
-        if h.ra() && !h.aa() {
-            return Err(Unused::Recursive);
-        }
-        if h.rcode() != Rcode::NOERROR && h.rcode() != Rcode::NXDOMAIN {
-            return Err(Unused::Rcode);
-        }
         let q = msg.first_question().ok_or(Unused::NoQuestion)?;
         let qname: Name<Bytes> = q.qname().to_name();
         let mut sections: [Vec<Rr>; 3] = Default::default();

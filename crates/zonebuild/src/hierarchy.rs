@@ -239,7 +239,7 @@ impl Hierarchy {
     /// File names, one per zone: `root.zone`, else the apex without its final dot; characters
     /// that have no place in a file name become `_`.
     pub fn file_names(&self) -> Vec<String> {
-        let mut seen = BTreeSet::new();
+        let mut seen = std::collections::HashSet::with_capacity(self.zones.len());
         self.zones
             .iter()
             .map(|z| {
@@ -272,9 +272,13 @@ impl Hierarchy {
 
     /// The manifest: every nameserver address and the zone files it serves (in `dir`).
     pub fn manifest(&self, dir: &Path) -> Manifest {
-        let files = self.file_names();
+        self.manifest_of(dir, &self.file_names())
+    }
+
+    /// [`manifest`](Self::manifest) with the [`file_names`](Self::file_names) known.
+    fn manifest_of(&self, dir: &Path, files: &[String]) -> Manifest {
         let mut by_server: BTreeMap<IpAddr, Vec<PathBuf>> = BTreeMap::new();
-        for (z, f) in self.zones.iter().zip(&files) {
+        for (z, f) in self.zones.iter().zip(files) {
             for ip in &z.servers {
                 by_server.entry(*ip).or_default().push(dir.join(f));
             }
@@ -334,7 +338,11 @@ impl Hierarchy {
     /// nameserver addresses that serve the same zones (`match-destinations`), zone files in
     /// `dir`; queries to other addresses match no view and are refused.
     pub fn named_conf(&self, dir: &Path) -> String {
-        let files = self.file_names();
+        self.named_conf_of(dir, &self.file_names())
+    }
+
+    /// [`named_conf`](Self::named_conf) with the [`file_names`](Self::file_names) known.
+    fn named_conf_of(&self, dir: &Path, files: &[String]) -> String {
         let mut groups: BTreeMap<Vec<usize>, Vec<IpAddr>> = BTreeMap::new();
         let mut by_server: BTreeMap<IpAddr, Vec<usize>> = BTreeMap::new();
         for (i, z) in self.zones.iter().enumerate() {
@@ -385,20 +393,40 @@ impl Hierarchy {
     pub fn write(&self, dir: &Path) -> io::Result<Written> {
         std::fs::create_dir_all(dir)?;
         let dir = dir.canonicalize()?;
-        let mut zone_files = Vec::new();
-        for (z, f) in self.zones.iter().zip(self.file_names()) {
-            let p = dir.join(f);
-            std::fs::write(&p, z.to_text())?;
-            zone_files.push(p);
-        }
+        let names = self.file_names();
+        let zone_files: Vec<PathBuf> = names.iter().map(|f| dir.join(f)).collect();
+        // Formatting and creating a few hundred thousand files is most of a large build's
+        // time: the zones are written by as many threads as there are cores, each taking
+        // every n-th zone.
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .clamp(1, 8)
+            .min(self.zones.len().max(1));
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    let files = &zone_files;
+                    scope.spawn(move || -> io::Result<()> {
+                        for (z, p) in self.zones.iter().zip(files).skip(t).step_by(threads) {
+                            std::fs::write(p, z.to_text())?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers.into_iter().try_for_each(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(io::Error::other("a zone file writer panicked")))
+            })
+        })?;
         let manifest = dir.join("manifest");
         let mut m = Vec::new();
-        self.manifest(&dir).write(&mut m, &dir)?;
+        self.manifest_of(&dir, &names).write(&mut m, &dir)?;
         std::fs::write(&manifest, m)?;
         let root_hints = dir.join("root.hints");
         std::fs::write(&root_hints, self.root_hints())?;
         let named_conf = dir.join("named.conf");
-        std::fs::write(&named_conf, self.named_conf(&dir))?;
+        std::fs::write(&named_conf, self.named_conf_of(&dir, &names))?;
         Ok(Written {
             zone_files,
             manifest,
