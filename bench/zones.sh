@@ -22,7 +22,8 @@
 # Usage: bench/zones.sh [OUTDIR]
 # Environment: SIZE=full|small (small: 20 x 100, a few seconds), TLDS, SLDS, PROVIDERS, EXTRA
 #   (default 0), RATE (stub queries/s, default 3000), ROUNDS (default 3; 0 only captures),
-#   CACHE, BUILD_DIR (where zones build writes; default OUTDIR),
+#   CACHE, BUILD_DIR (where zones build writes; default OUTDIR), FIRST_PACKETS (build from the
+#   capture's first N packets only; needs editcap, from tshark's wireshark-common),
 #   LDPLAYER=/path/to/ldplayer (another build, e.g. before and after a change; no build then)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -85,6 +86,16 @@ if [ ! -s "$run/up.pcap" ] || [ ! -e "$run/done" ]; then
 fi
 responses=$(grep -o '"responses":[0-9]*' "$run/inspect.json" | head -1 | cut -d: -f2)
 echo "-- capture: $(du -m "$run/up.pcap" | cut -f1) MiB, $responses responses (ldplayer inspect)"
+input=$run/up.pcap
+# FIRST_PACKETS=N: time zones build on the capture's first N packets only (queries and
+# responses alternate: 2,000,000 packets hold about a million responses), e.g. to compare
+# shapes at the same number of responses.
+if [ -n "${FIRST_PACKETS:-}" ]; then
+  input=$run/first-$FIRST_PACKETS.pcap
+  [ -s "$input" ] || editcap -r "$run/up.pcap" "$input" "1-$FIRST_PACKETS"
+  responses=$("$bin" inspect "$input" --json | grep -o '"responses":[0-9]*' | head -1 | cut -d: -f2)
+  echo "   its first $FIRST_PACKETS packets: $responses responses"
+fi
 
 # ---------------------------------------------------------------------------------------------
 # Each round writes into a directory of its own, removed only at the end: ext4 avoids reusing
@@ -99,7 +110,7 @@ rm -f "$out/zones-rounds.txt"
 used=""
 for r in $(seq "$rounds"); do
   rebuilt=$build_dir/rebuilt-$r-$$
-  /usr/bin/time -v "$bin" zones build "$run/up.pcap" -o "$rebuilt" --json \
+  /usr/bin/time -v "$bin" zones build "$input" -o "$rebuilt" --json \
     > "$out/build.json" 2> "$out/time.txt"
   elapsed=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$out/time.txt")
   cpu=$(awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { print u + s }' "$out/time.txt")
