@@ -7,23 +7,7 @@ mod common;
 
 use common::{ldplayer, ldplayer_fails, s};
 use ldplayer_testbed::prerequisite;
-use std::path::Path;
 use std::process::Command;
-
-/// Runs a zone checker; fails the test with its output when it rejects.
-fn check(cmd: &str, args: &[&str], dir: &Path) {
-    let out = Command::new(cmd)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd} must be installed (scripts/test.sh installs it): {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} rejects the output: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 #[test]
 fn the_synthetic_hierarchy_passes_zone_checkers() {
@@ -53,7 +37,7 @@ fn the_synthetic_hierarchy_passes_zone_checkers() {
     assert_eq!(summary["nameserver_addresses"], 1 + 32 + 5, "{summary}");
     assert_eq!(summary["signed"], serde_json::Value::Null, "{summary}");
     // BIND loads every zone of its configuration; a few are checked one by one too.
-    check("named-checkconf", &["-z", "named.conf"], &out_dir);
+    common::checker_accepts("named-checkconf", &["-z", "named.conf"], &out_dir);
     for (zone, file) in [
         (".", "root.zone"),
         ("com", "com.zone"),
@@ -61,7 +45,7 @@ fn the_synthetic_hierarchy_passes_zone_checkers() {
         ("tld31", "tld31.zone"),
         ("sld2.tld31", "sld2.tld31.zone"),
     ] {
-        check("named-checkzone", &["-q", zone, file], &out_dir);
+        common::checker_accepts("named-checkzone", &["-q", zone, file], &out_dir);
     }
     let manifest = std::fs::read_to_string(out_dir.join("manifest")).unwrap();
     assert!(manifest.contains("\n10.0.0.1 root.zone\n"), "{manifest}");
@@ -205,8 +189,8 @@ fn validates_in_the_lab(sign: &str) {
     );
     let sld = std::fs::read_to_string(h.join("sld0.com.zone")).unwrap();
     assert!(!sld.contains("RRSIG"), "SLDs stay unsigned: {sld}");
-    check("kzonecheck", &["-o", ".", "-d", "on", "root.zone"], &h);
-    check("kzonecheck", &["-o", "com", "-d", "on", "com.zone"], &h);
+    common::checker_accepts("kzonecheck", &["-o", ".", "-d", "on", "root.zone"], &h);
+    common::checker_accepts("kzonecheck", &["-o", "com", "-d", "on", "com.zone"], &h);
     std::fs::write(
         d.join("names"),
         "www.sld0.com. A\nnonexistent-junk. A\ncom. SOA\nunique-7.sld4.net. A\n",

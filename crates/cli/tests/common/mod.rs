@@ -242,3 +242,19 @@ pub fn packets_in(pcap: &std::path::Path, filter: &str) -> usize {
     );
     String::from_utf8_lossy(&out.stdout).lines().count()
 }
+
+/// Runs the checker `cmd` (`named-checkzone`, `kzonecheck`, ...) in `dir`; fails the test with
+/// its output when it rejects what it checks.
+pub fn checker_accepts(cmd: &str, args: &[&str], dir: &std::path::Path) {
+    let out = Command::new(cmd)
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap_or_else(|e| panic!("{cmd} must be installed (scripts/test.sh installs it): {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?} rejects the output: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
