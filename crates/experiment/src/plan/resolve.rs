@@ -843,6 +843,13 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             format!("{kind} is not a resolver: DNSSEC validation and resolver options are for unbound, kresd and pdns-recursor"),
         ));
     }
+    if options.aggressive_nsec.is_some() && s.server.validation.is_none() {
+        return Err((
+            vec![VaryKey::AggressiveNsec],
+            "server.aggressive_nsec",
+            "aggressive NSEC answers from validated NSEC and NSEC3 records only: without `trust_anchor` the resolver does not validate and the option would change nothing".into(),
+        ));
+    }
     if kind == ServerKind::Kresd && options.aggressive_nsec == Some(false) {
         return Err((
             vec![VaryKey::Kind, VaryKey::AggressiveNsec],

@@ -646,6 +646,15 @@ fn resolver_options_that_cannot_be_had_are_refused() {
     assert_eq!(key, "server.trust_anchor");
     assert!(message.contains("not a resolver"), "{message}");
 
+    // Aggressive NSEC without validation would measure nothing.
+    let unvalidated = RESOLVER_PLAN
+        .replace("trust_anchor = \"auto\"\n", "")
+        .replace("validation_time = 2017-08-21T12:00:00Z\n", "")
+        .replace("insecure = [\"example.com\"]\n", "");
+    let (key, _, message) = refused(&unvalidated);
+    assert_eq!(key, "vary.aggressive_nsec[0]");
+    assert!(message.contains("trust_anchor"), "{message}");
+
     // Knot Resolver cannot turn aggressive NSEC off, nor validate at another time.
     let kresd = RESOLVER_PLAN.replace("kind = \"unbound\"", "kind = \"kresd\"");
     let (key, _, message) = refused(&kresd);
