@@ -222,13 +222,13 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
     let mut upstream = crate::upstream::UpstreamRecord::default();
     let mut last_look = Instant::now();
     wait_for_stop(stop, &mut || {
-        let Some(stats) = meta.as_ref().and_then(|m| m.embedded_stats()) else {
-            return;
-        };
         if last_look.elapsed() < Duration::from_millis(crate::upstream::TIMELINE_STEP_MS) {
             return;
         }
         last_look = Instant::now();
+        let Some(stats) = meta.as_ref().and_then(|m| m.embedded_stats()) else {
+            return;
+        };
         let counts = crate::upstream::UpstreamCounts::from_levels(&stats.levels);
         let sample = counts.sample(crate::sampler::realtime_ns());
         if upstream
