@@ -10,7 +10,7 @@ use crate::error::ExperimentError;
 use crate::plan::{SignChoice, SynthHierarchy};
 
 /// Writes the hierarchy `h` into a folder of `dir` named after its shape, unless an earlier
-/// run made it (its manifest is written last); returns the manifest.
+/// run made it (the manifest is written after the zone files); returns the manifest.
 pub fn prepare_hierarchy(h: &SynthHierarchy, dir: &Path) -> Result<PathBuf, ExperimentError> {
     let sign = match h.sign {
         SignChoice::None => "unsigned",
