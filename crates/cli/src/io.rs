@@ -1,12 +1,9 @@
 //! Opening inputs (any trace format, any compression) and outputs (any format, compression by
-//! file name suffix), safely: an output is never one of the inputs ([`refuse_same_file`]) and
-//! is written under a temporary name until it is complete ([`Output`], [`end_run`]).
+//! file name suffix), safely: every output goes through the output guard ([`ldplayer_output`]:
+//! never one of the inputs, see [`crate::guard`]) and is written under a temporary name until it
+//! is complete ([`Output`], [`end_run`]).
 
-mod atomic;
-mod same_file;
-
-pub use atomic::Destination;
-pub use same_file::{refuse_same_file, refuse_same_file_opt};
+use ldplayer_output::Destination;
 
 use crate::args::{OutFormat, ReadArgs};
 use crate::progress::Progress;
@@ -269,7 +266,7 @@ impl Output {
         let (raw, destination): (Box<dyn Write + Send>, _) = if path == Path::new("-") {
             (Box::new(io::stdout()), None)
         } else {
-            let destination = Destination::create(path)?;
+            let destination = ldplayer_output::create(path)?;
             (Box::new(destination.writer()?), Some(destination))
         };
         let buf = BufWriter::with_capacity(1 << 20, raw);
@@ -295,7 +292,7 @@ impl Output {
             stream.finish().context("finishing the output")?;
         }
         match self.destination.take() {
-            Some(d) => d.commit(),
+            Some(d) => Ok(d.commit()?),
             None => Ok(()),
         }
     }

@@ -6,6 +6,7 @@
 
 mod args;
 mod cmd;
+mod guard;
 mod io;
 mod progress;
 
@@ -34,6 +35,7 @@ fn main() {
         return;
     }
     let args = args::Cli::parse();
+    exit_on_error(guard::claim(&args.command));
     let result = match args.command {
         args::Command::Convert(a) => cmd::convert::run(a),
         args::Command::Inspect(a) => cmd::inspect::run(a),

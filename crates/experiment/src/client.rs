@@ -160,5 +160,5 @@ pub fn replay(
     };
     let text = serde_json::to_vec_pretty(&report)
         .map_err(|e| ExperimentError::Input(format!("replay report: {e}")))?;
-    std::fs::write(&c.stats, text).map_err(|e| ExperimentError::io(&c.stats, e))
+    ldplayer_output::write(&c.stats, text).map_err(|e| ExperimentError::io(&c.stats, e.into()))
 }

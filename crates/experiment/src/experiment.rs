@@ -127,12 +127,22 @@ pub fn run_plan(
     interrupted: &AtomicBool,
     observer: &mut dyn Observer,
 ) -> Result<PlanReport, ExperimentError> {
+    // The plan's copy is checked before anything is made: it may be the plan being read
+    // (`experiment DIR/plan.toml -o DIR`, a resumed study: then it is left as it is).
+    let plan_copy = options.dir.join("plan.toml");
+    let copied = std::fs::read(&plan_copy).ok().as_deref() == Some(plan_text.as_bytes());
+    if !copied {
+        ldplayer_output::check(&plan_copy)
+            .map_err(|e| ExperimentError::io(&plan_copy, e.into()))?;
+    }
     std::fs::create_dir_all(options.dir.join("runs"))
         .map_err(|e| ExperimentError::io(&options.dir, e))?;
     // The sides and the servers are told absolute paths: they do not share our idea of `.`.
     let dir =
         &std::fs::canonicalize(&options.dir).map_err(|e| ExperimentError::io(&options.dir, e))?;
-    write(&dir.join("plan.toml"), plan_text.as_bytes())?;
+    if !copied {
+        write(&dir.join("plan.toml"), plan_text.as_bytes())?;
+    }
     let environment = crate::environment::Environment::gather();
     write(
         &dir.join("environment.json"),
@@ -408,7 +418,7 @@ fn client_delay(rtt: crate::plan::ClientRtt, seed: u64) -> ldplayer_link::Addres
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
-    std::fs::write(path, bytes).map_err(|e| ExperimentError::io(path, e))
+    ldplayer_output::write(path, bytes).map_err(|e| ExperimentError::io(path, e.into()))
 }
 
 #[cfg(test)]

@@ -71,7 +71,8 @@ pub fn prepare_trace(
         std::fs::create_dir_all(dir).map_err(|e| ExperimentError::io(dir, e))?;
     }
     let partial = out.with_extension("partial");
-    let file = std::fs::File::create(&partial).map_err(|e| ExperimentError::io(&partial, e))?;
+    let file = ldplayer_output::create_direct(&partial)
+        .map_err(|e| ExperimentError::io(&partial, e.into()))?;
     let writer =
         BinaryWriter::new(BufWriter::new(file)).map_err(|e| ExperimentError::io(&partial, e))?;
     let mut facts_sink = Facts {
@@ -121,7 +122,8 @@ pub fn prepare_trace(
     }
     std::fs::rename(&partial, out).map_err(|e| ExperimentError::io(out, e))?;
     let text = serde_json::to_vec_pretty(&facts).unwrap_or_default();
-    std::fs::write(&facts_path, text).map_err(|e| ExperimentError::io(&facts_path, e))?;
+    ldplayer_output::write(&facts_path, text)
+        .map_err(|e| ExperimentError::io(&facts_path, e.into()))?;
     Ok(facts)
 }
 

@@ -137,7 +137,7 @@ impl SideConfig {
     pub fn write(&self, path: &Path) -> Result<(), ExperimentError> {
         let text = serde_json::to_vec_pretty(self)
             .map_err(|e| ExperimentError::Input(format!("side configuration: {e}")))?;
-        std::fs::write(path, text).map_err(|e| ExperimentError::io(path, e))
+        ldplayer_output::write(path, text).map_err(|e| ExperimentError::io(path, e.into()))
     }
 
     /// Runs the side to its end. Failures are also reported to the orchestrator as an `error`
@@ -246,7 +246,8 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
             let path = c.work_dir.join(crate::upstream::FILE);
             let json = serde_json::to_vec(&upstream)
                 .map_err(|e| ExperimentError::Input(format!("upstream counts: {e}")))?;
-            std::fs::write(&path, json).map_err(|e| ExperimentError::io(&path, e))?;
+            ldplayer_output::write(&path, json)
+                .map_err(|e| ExperimentError::io(&path, e.into()))?;
         }
         meta.stop()?;
     }

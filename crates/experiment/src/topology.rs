@@ -56,7 +56,8 @@ impl SideProcess {
         config: &Path,
         log: &Path,
     ) -> Result<SideProcess, ExperimentError> {
-        let log_file = std::fs::File::create(log).map_err(|e| ExperimentError::io(log, e))?;
+        let log_file =
+            ldplayer_output::create_direct(log).map_err(|e| ExperimentError::io(log, e.into()))?;
         let mut command = Command::new("unshare");
         command
             .args(["--net", "--pid", "--fork", "--kill-child", "--"])

@@ -60,7 +60,7 @@ impl Nameservers {
                 );
             }
             let path = d.join("nsd.conf");
-            std::fs::write(&path, conf).map_err(LabError::Io)?;
+            ldplayer_output::write(&path, conf).map_err(|e| LabError::Io(e.into()))?;
             let child = Command::new("nsd")
                 .arg("-d")
                 .arg("-c")

@@ -161,7 +161,7 @@ impl ServerSideConfig {
     pub fn write(&self, path: &Path) -> Result<(), LabError> {
         let text = serde_json::to_vec_pretty(self)
             .map_err(|e| LabError::Input(format!("the server side's configuration: {e}")))?;
-        std::fs::write(path, text).map_err(LabError::Io)
+        ldplayer_output::write(path, text).map_err(|e| LabError::Io(e.into()))
     }
 
     /// The server side's whole life, run inside its namespace (see [`server_side`]); returns
@@ -262,7 +262,8 @@ impl ResolverSide {
         }
         .write(&server_config)?;
         let server_log = config.work_dir.join("server-side.log");
-        let log = std::fs::File::create(&server_log).map_err(LabError::Io)?;
+        let log =
+            ldplayer_output::create_direct(&server_log).map_err(|e| LabError::Io(e.into()))?;
         // Inside the resolver side we are root (really, or in our user namespace).
         let server = netns::in_new_netns(true, exe)
             .env(SERVER_SIDE_ENV, &server_config)
@@ -290,7 +291,7 @@ impl ResolverSide {
                     LabError::Input("no zone in the manifest is the root: give --hints".to_string())
                 })?;
                 let p = config.work_dir.join("root.hints");
-                std::fs::write(&p, text).map_err(LabError::Io)?;
+                ldplayer_output::write(&p, text).map_err(|e| LabError::Io(e.into()))?;
                 p
             }
         };
@@ -439,7 +440,7 @@ fn wait_until_written(pcap: &Path) {
 /// because tcpdump insists on changing its user, which a user namespace forbids.
 fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
     let err_path = work_dir.join("tcpdump.log");
-    let err = std::fs::File::create(&err_path).map_err(LabError::Io)?;
+    let err = ldplayer_output::create_direct(&err_path).map_err(|e| LabError::Io(e.into()))?;
     let (program, ready, mut cmd) = if netns::in_user_namespace() {
         let mut cmd = Command::new("dumpcap");
         cmd.args([

@@ -369,7 +369,7 @@ pub fn start(
             write(&dir.join("recursor.conf"), "")?;
         }
     }
-    let log_file = std::fs::File::create(&log).map_err(LabError::Io)?;
+    let log_file = ldplayer_output::create_direct(&log).map_err(|e| LabError::Io(e.into()))?;
     let err_file = log_file.try_clone().map_err(LabError::Io)?;
     let child = cmd
         .stdin(Stdio::null())
@@ -433,7 +433,7 @@ pub fn start(
 }
 
 fn write(path: &Path, text: &str) -> Result<(), LabError> {
-    std::fs::write(path, text).map_err(LabError::Io)
+    ldplayer_output::write(path, text).map_err(|e| LabError::Io(e.into()))
 }
 
 /// Root hints (`named.root` format) as a Lua table for kresd: `['name.'] = { 'addr', ... }`.

@@ -338,9 +338,9 @@ fn check_ids(report: &Report) -> Result<(), ReportError> {
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
-    std::fs::write(path, bytes).map_err(|source| ReportError::Io {
+    ldplayer_output::write(path, bytes).map_err(|e| ReportError::Io {
         path: path.to_path_buf(),
-        source,
+        source: e.into(),
     })
 }
 

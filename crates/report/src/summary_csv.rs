@@ -21,6 +21,7 @@ pub struct SummaryTable {
 
 /// Reads the `summary.csv` at `path`; a line that is not a row names itself.
 pub fn read_summary(path: &Path) -> Result<SummaryTable, ReportError> {
+    ldplayer_output::protect_input(path);
     let text = std::fs::read_to_string(path).map_err(|source| ReportError::Io {
         path: path.to_path_buf(),
         source,

@@ -229,7 +229,7 @@ impl ResultsWriter<BufWriter<File>> {
     /// Like [`create`](Self::create), with what the file should say about its run in the header.
     pub fn create_with_run_info(path: impl AsRef<Path>, info: &RunInfo) -> io::Result<Self> {
         ResultsWriter::with_run_info(
-            BufWriter::with_capacity(1 << 18, File::create(path.as_ref())?),
+            BufWriter::with_capacity(1 << 18, ldplayer_output::create_direct(path.as_ref())?),
             info,
         )
     }

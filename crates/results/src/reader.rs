@@ -233,6 +233,7 @@ pub struct ResultsReader<R: Read> {
 impl ResultsReader<File> {
     /// Opens the results file at `path` and checks its header.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, ResultsError> {
+        ldplayer_output::protect_input(path.as_ref());
         ResultsReader::new(File::open(path.as_ref())?)
     }
 }

@@ -33,6 +33,16 @@ pub fn make_certificate(
     names: &[String],
 ) -> Result<TlsFiles, ServerError> {
     let bad = |e: rcgen::Error| ServerError::Certificate(e.to_string());
+    let files = TlsFiles {
+        cert: dir.join("server.pem"),
+        key: dir.join("server.key"),
+        ca: dir.join("ca.pem"),
+    };
+    // All three or none: a file the process reads under one of these names stops it first.
+    for path in [&files.ca, &files.cert, &files.key] {
+        ldplayer_output::check(path)
+            .map_err(|e| ServerError::io("cannot write", path)(e.into()))?;
+    }
     std::fs::create_dir_all(dir).map_err(ServerError::io("cannot create", dir))?;
 
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(bad)?;
@@ -64,11 +74,6 @@ pub fn make_certificate(
     let issuer = Issuer::new(ca, ca_key);
     let server_cert = server.signed_by(&server_key, &issuer).map_err(bad)?;
 
-    let files = TlsFiles {
-        cert: dir.join("server.pem"),
-        key: dir.join("server.key"),
-        ca: dir.join("ca.pem"),
-    };
     write(&files.ca, &ca_cert.pem())?;
     write(&files.cert, &server_cert.pem())?;
     write(&files.key, &server_key.serialize_pem())?;
@@ -81,7 +86,7 @@ fn validity(params: &mut CertificateParams) {
 }
 
 fn write(path: &Path, text: &str) -> Result<(), ServerError> {
-    std::fs::write(path, text).map_err(ServerError::io("cannot write", path))
+    ldplayer_output::write(path, text).map_err(|e| ServerError::io("cannot write", path)(e.into()))
 }
 
 #[cfg(test)]

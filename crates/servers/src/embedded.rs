@@ -118,9 +118,7 @@ pub(crate) fn start(p: &mut Prepared) -> Result<RunningServer, ServerError> {
 
 /// Appends a line to the log, best effort (the log is for people; the server runs without it).
 pub(crate) fn append_to(log: &Path, line: &str) {
-    let _ = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
+    let _ = ldplayer_output::open_append(log)
+        .map_err(std::io::Error::from)
         .and_then(|mut f| f.write_all(line.as_bytes()));
 }

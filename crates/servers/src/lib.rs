@@ -81,7 +81,8 @@ pub fn start_with_timeout(
     ready: Duration,
 ) -> Result<RunningServer, ServerError> {
     let mut prepared = setup::prepare(setup)?;
-    std::fs::write(&prepared.log, "").map_err(ServerError::io("cannot write", &prepared.log))?;
+    ldplayer_output::write(&prepared.log, "")
+        .map_err(|e| ServerError::io("cannot write", &prepared.log)(e.into()))?;
     if prepared.tcp_clients < setup.max_tcp_clients {
         let note = format!(
             "# max_tcp_clients {} lowered to {}: the file descriptor limit here is {} \

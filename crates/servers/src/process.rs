@@ -3,7 +3,6 @@
 //! stopped with SIGTERM, then SIGKILL for the whole group (servers such as NSD fork workers).
 
 use std::ffi::OsString;
-use std::fs::OpenOptions;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -32,11 +31,8 @@ pub(crate) fn spawn(
     log: &Path,
     files: u64,
 ) -> Result<Child, ServerError> {
-    let out = OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(log)
-        .map_err(ServerError::io("cannot open", log))?;
+    let out = ldplayer_output::open_append(log)
+        .map_err(|e| ServerError::io("cannot open", log)(e.into()))?;
     let err = out
         .try_clone()
         .map_err(ServerError::io("cannot open", log))?;

@@ -459,7 +459,7 @@ pub(crate) fn without_repeated_soa(zone: &ZoneFile, dest: &Path) -> Result<(), S
         out.push_str(line);
         out.push('\n');
     }
-    std::fs::write(dest, out).map_err(ServerError::io("cannot write", dest))
+    ldplayer_output::write(dest, out).map_err(|e| ServerError::io("cannot write", dest)(e.into()))
 }
 
 fn absolute(path: &Path) -> Result<PathBuf, ServerError> {
@@ -503,7 +503,8 @@ fn write_root_hints(kind: ServerKind, views: &Views, dir: &Path) -> Result<PathB
         )
     })?;
     let path = dir.join("root.hints");
-    std::fs::write(&path, hints).map_err(ServerError::io("cannot write", &path))?;
+    ldplayer_output::write(&path, hints)
+        .map_err(|e| ServerError::io("cannot write", &path)(e.into()))?;
     Ok(path)
 }
 

@@ -105,9 +105,9 @@ pub fn anchor_file(
         TrustAnchor::Auto => {
             let text = root_anchor(views).ok_or(ValidationError::UnsignedRoot)?;
             let path = dir.join("root.anchor");
-            std::fs::write(&path, text).map_err(|source| ValidationError::Io {
+            ldplayer_output::write(&path, text).map_err(|e| ValidationError::Io {
                 path: path.clone(),
-                source,
+                source: e.into(),
             })?;
             Ok(path)
         }

@@ -102,6 +102,7 @@ pub fn open(path: &Path, options: &ReadOptions) -> Result<Input, OpenError> {
     let (raw, len): (Box<dyn Read + Send>, _) = if path == Path::new("-") {
         (Box::new(io::stdin()), None)
     } else {
+        ldplayer_output::protect_input(path);
         let file = File::open(path).map_err(|source| OpenError::Open {
             input: path.to_path_buf(),
             source,

@@ -52,12 +52,18 @@ impl Manifest {
     pub fn from_file(path: impl AsRef<Path>) -> Result<Manifest, ZoneError> {
         let path = path.as_ref();
         let file = path.display().to_string();
+        ldplayer_output::protect_input(path);
         let text = std::fs::read_to_string(path).map_err(|source| ZoneError::Io {
             file: file.clone(),
             source,
         })?;
         let dir = path.parent().unwrap_or(Path::new(""));
-        Manifest::parse(&text, &file, dir)
+        let manifest = Manifest::parse(&text, &file, dir)?;
+        // Its zone files are inputs too: nothing may be written over them.
+        for zone in manifest.entries.iter().flat_map(|e| &e.zones) {
+            ldplayer_output::protect_input(zone);
+        }
+        Ok(manifest)
     }
 
     /// Parses manifest text; `file` names it in errors, relative zone paths are joined to `dir`.

@@ -77,6 +77,7 @@ pub fn parse_origin(origin: &str, file: &str) -> Result<Vec<u8>, ZoneError> {
 /// the file sets its own with `$ORIGIN`.
 pub fn read_zone_file(path: &Path, origin: Option<&[u8]>) -> Result<Vec<ZoneRecord>, ZoneError> {
     let file = path.display().to_string();
+    ldplayer_output::protect_input(path);
     let text = std::fs::read(path).map_err(|source| ZoneError::Io {
         file: file.clone(),
         source,
@@ -181,6 +182,7 @@ fn scan(
                 }
                 let p = PathBuf::from(path.to_string());
                 let p = if p.is_absolute() { p } else { dir.join(p) };
+                ldplayer_output::protect_input(&p);
                 let sub =
                     std::fs::read(&p).map_err(|e| at(format!("$INCLUDE {}: {e}", p.display())))?;
                 let o: Option<Vec<u8>> = match inc_origin {

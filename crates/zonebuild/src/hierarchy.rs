@@ -408,7 +408,7 @@ impl Hierarchy {
                     let files = &zone_files;
                     scope.spawn(move || -> io::Result<()> {
                         for (z, p) in self.zones.iter().zip(files).skip(t).step_by(threads) {
-                            std::fs::write(p, z.to_text())?;
+                            ldplayer_output::write(p, z.to_text())?;
                         }
                         Ok(())
                     })
@@ -422,11 +422,11 @@ impl Hierarchy {
         let manifest = dir.join("manifest");
         let mut m = Vec::new();
         self.manifest_of(&dir, &names).write(&mut m, &dir)?;
-        std::fs::write(&manifest, m)?;
+        ldplayer_output::write(&manifest, m)?;
         let root_hints = dir.join("root.hints");
-        std::fs::write(&root_hints, self.root_hints())?;
+        ldplayer_output::write(&root_hints, self.root_hints())?;
         let named_conf = dir.join("named.conf");
-        std::fs::write(&named_conf, self.named_conf_of(&dir, &names))?;
+        ldplayer_output::write(&named_conf, self.named_conf_of(&dir, &names))?;
         Ok(Written {
             zone_files,
             manifest,

@@ -147,7 +147,7 @@ pub fn sign_hierarchy(
         if is_root {
             text.push_str(&ds_records);
         }
-        std::fs::write(&file, text).map_err(io_error(&file))?;
+        ldplayer_output::write(&file, text).map_err(|e| io_error(&file)(e.into()))?;
         let key = tool(
             &keys_dir,
             "ldns-keygen",

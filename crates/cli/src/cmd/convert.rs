@@ -1,7 +1,7 @@
 //! `ldplayer convert INPUT [--to text|binary|pcap] -o OUTPUT [--json | -q]`
 
 use crate::args::ConvertArgs;
-use crate::io::{create_output, end_run, open_input, refuse_same_file, strict_format_from_name};
+use crate::io::{create_output, end_run, open_input, strict_format_from_name};
 use crate::progress::{Progress, Watch};
 use anyhow::Result;
 
@@ -12,7 +12,6 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         None => strict_format_from_name(output)?,
     };
     args.write.check_json()?;
-    refuse_same_file(output, [args.input.as_path()])?;
     let progress = Progress::new(args.write.silent());
     let mut input = open_input(&args.input, &args.read, &progress)?;
     let mut writer = create_output(output, to)?;

@@ -341,7 +341,7 @@ fn replay_against_embedded_server(
     report: &mut Report,
 ) -> Result<()> {
     let zone_file = dir.join("root.zone");
-    std::fs::write(&zone_file, ldplayer_synth::synthetic_root_zone())
+    ldplayer_output::write(&zone_file, ldplayer_synth::synthetic_root_zone())
         .context("writing the demo root zone")?;
     let zones = super::serve::load_zones(&[&zone_file])?;
     let config = ldplayer_server::ServerConfig::new(vec!["127.0.0.1:0".parse()?]);

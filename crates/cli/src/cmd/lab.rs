@@ -7,7 +7,7 @@
 //! replay engine.
 
 use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs, Transport};
-use crate::io::{refuse_same_file, Output};
+use crate::io::Output;
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
 use ldplayer_dns::Rtype;
@@ -40,18 +40,6 @@ fn host(args: LabArgs) -> Result<()> {
         bail!(
             "--json with --names prints on standard output: write the answers with --answers FILE"
         );
-    }
-    let inputs: Vec<&Path> = [&args.names, &args.trace, &args.hints]
-        .into_iter()
-        .flatten()
-        .map(|p| p.as_path())
-        .chain([args.manifest.as_path()])
-        .collect();
-    for output in [&args.answers, &args.capture, &args.results]
-        .into_iter()
-        .flatten()
-    {
-        refuse_same_file(output, inputs.iter().copied())?;
     }
     if args.time.is_some() {
         if let Some(why) = args.resolver.kind().cannot_validate_at_another_time() {

@@ -2,7 +2,7 @@
 
 use crate::args::MutateArgs;
 use crate::args::Transport;
-use crate::io::{create_output, end_run, format_from_name, open_input, refuse_same_file};
+use crate::io::{create_output, end_run, format_from_name, open_input};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
 use ldplayer_dns::Rtype;
@@ -125,7 +125,6 @@ pub fn run(args: MutateArgs) -> Result<()> {
     let format = args.to.unwrap_or_else(|| format_from_name(output));
     args.write.check_json()?;
     let config = config(&args)?;
-    refuse_same_file(output, [args.input.as_path()])?;
     let progress = Progress::new(args.write.silent());
     let mut input = open_input(&args.input, &args.read, &progress)?;
     let mut writer = create_output(output, format)?;

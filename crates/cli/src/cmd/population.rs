@@ -1,7 +1,7 @@
 //! `ldplayer population fit TRACE -o pop.toml [--seed N] [--json]`
 
 use crate::args::{PopulationCommand, PopulationFitArgs};
-use crate::io::{open_input, refuse_same_file, Output, QrFilter};
+use crate::io::{open_input, Output, QrFilter};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
 use ldplayer_population::Fitter;
@@ -16,7 +16,6 @@ pub fn run(command: PopulationCommand) -> Result<()> {
 /// Measures the trace's clients and writes the population that resembles it, with what was
 /// measured as comments on top.
 fn fit(args: PopulationFitArgs) -> Result<()> {
-    refuse_same_file(&args.output, [args.input.as_path()])?;
     let progress = Progress::new(args.json);
     let mut input = open_input(&args.input, &args.read, &progress)?;
     let mut fitter = Fitter::new();

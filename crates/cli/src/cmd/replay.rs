@@ -81,7 +81,6 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
     let replay = Replay::new(config).context("replay")?;
     // The results file is written in place, not renamed at the end: a replay killed with
     // SIGKILL leaves its results readable up to the last block under the name asked for.
-    crate::io::refuse_same_file_opt(job.results, [job.trace])?;
     let writer = match job.results {
         Some(p) => Some(
             ResultsWriter::create_with_run_info(p, &run_info(replay.config()))

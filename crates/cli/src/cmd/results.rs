@@ -2,7 +2,7 @@
 //! , `ldplayer results summary FILE [--json]` and `ldplayer results merge FILE... -o FILE`
 
 use crate::args::{ExportArgs, MergeArgs, ReadArgs, ResultsCommand, ResultsSummaryArgs};
-use crate::io::{open_input, refuse_same_file, Output};
+use crate::io::{open_input, Output};
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use ldplayer_results::{
@@ -24,7 +24,6 @@ pub fn run(command: ResultsCommand) -> Result<()> {
 /// `results merge`: shards' results files into one, in trace order. The output appears only
 /// when the merge is complete (written under a temporary name, then renamed).
 fn merge_files(args: MergeArgs) -> Result<()> {
-    refuse_same_file(&args.output, args.files.iter().map(|f| f.as_path()))?;
     if args.output == Path::new("-") {
         bail!("results merge writes a results file: give -o FILE");
     }
@@ -108,9 +107,6 @@ fn export(args: ExportArgs) -> Result<()> {
         bail!("say --csv or --jsonl");
     }
     let output = args.output.as_deref().unwrap_or(Path::new("-"));
-    let mut inputs = vec![args.file.as_path()];
-    inputs.extend(args.with_trace.as_deref());
-    refuse_same_file(output, inputs)?;
     let mut reader = ResultsReader::open(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
     let mut out = WatchedOutput {

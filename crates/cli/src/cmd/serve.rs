@@ -77,7 +77,7 @@ pub fn run(args: ServeArgs) -> Result<()> {
     config.udp_workers = args.udp_workers;
     config.tcp = !args.no_tcp;
     config.tcp_idle_timeout =
-        Duration::try_from_secs_f64(args.tcp_idle_timeout).context("--tcp-idle-timeout")?;
+        Duration::try_from_secs_f64(args.tcp_idle_timeout).context("--idle-timeout")?;
     config.answer = AnswerOptions {
         minimal: args.minimal_responses,
         ..AnswerOptions::default()
@@ -392,8 +392,7 @@ struct StatsFile {
 
 impl StatsFile {
     fn create(path: &Path) -> Result<StatsFile> {
-        let file =
-            File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+        let file = ldplayer_output::create_direct(path)?;
         Ok(StatsFile {
             path: path.to_path_buf(),
             out: BufWriter::new(file),

@@ -3,7 +3,7 @@
 //! `ldplayer zones synth -o DIR [--tlds N] [--slds N] [--providers P] [--sign] [--nsec3]`.
 
 use crate::args::{ZonesBuildArgs, ZonesCommand, ZonesDeckardArgs, ZonesSynthArgs};
-use crate::io::{open_input, refuse_same_file, Output};
+use crate::io::{open_input, Output};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
 use ldplayer_zonebuild::deckard::{self, Scenario};
@@ -135,9 +135,6 @@ fn read_scenario(path: &Path, quiet: bool) -> Result<Scenario> {
 
 /// The names file of a scenario's queries, or its expected answers.
 fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
-    if let Some(p) = &args.output {
-        refuse_same_file(p, [args.scenario.as_path()])?;
-    }
     let s = read_scenario(&args.scenario, args.quiet)?;
     let note = |text: String| {
         if !args.quiet {
@@ -201,7 +198,6 @@ fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
         .with_context(|| format!("cannot write {}", path.display()))?;
     out.close()?;
     if let Some(options) = &args.lab_options {
-        refuse_same_file(options, [args.scenario.as_path()])?;
         lab_options(&s, &args.scenario, options, &note)?;
     }
     Ok(())
@@ -240,8 +236,7 @@ fn lab_options(
         let mut anchor = options.as_os_str().to_owned();
         anchor.push(".anchor");
         let anchor = std::path::PathBuf::from(anchor);
-        std::fs::write(&anchor, anchors)
-            .with_context(|| format!("cannot write {}", anchor.display()))?;
+        ldplayer_output::write(&anchor, anchors)?;
         let anchor = std::path::absolute(&anchor).unwrap_or(anchor);
         args = format!("--trust-anchor\n{}\n{args}", anchor.display());
     } else if !args.is_empty() {
@@ -251,11 +246,11 @@ fn lab_options(
         ));
         args.clear();
     }
-    std::fs::write(options, args).with_context(|| format!("cannot write {}", options.display()))
+    Ok(ldplayer_output::write(options, args)?)
 }
 
 /// A `--zone FILE[@ORIGIN]` argument split into its file and origin.
-fn zone_arg(arg: &str) -> (&Path, Option<&str>) {
+pub(crate) fn zone_arg(arg: &str) -> (&Path, Option<&str>) {
     match arg.rsplit_once('@') {
         Some((p, o)) if !Path::new(arg).exists() => (Path::new(p), Some(o)),
         _ => (Path::new(arg), None),
@@ -430,12 +425,6 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
 /// (a capture, a scenario or a `--zone` file): `zones build --zone hier/root.zone -o hier`
 /// would replace the user's zone file by the rebuilt one.
 fn refuse_overwriting_inputs(hierarchy: &Hierarchy, args: &ZonesBuildArgs) -> Result<()> {
-    let inputs: Vec<&Path> = args
-        .inputs
-        .iter()
-        .map(|p| p.as_path())
-        .chain(args.zone.iter().map(|z| zone_arg(z).0))
-        .collect();
     // Only a file that exists can be an input: DIR is listed once rather than every one of
     // (perhaps hundreds of thousands of) names looked up.
     let Ok(entries) = std::fs::read_dir(&args.output) else {
@@ -450,7 +439,7 @@ fn refuse_overwriting_inputs(hierarchy: &Hierarchy, args: &ZonesBuildArgs) -> Re
     let fixed = ["manifest", "root.hints", "named.conf"].map(String::from);
     for name in hierarchy.file_names().iter().chain(&fixed) {
         if existing.contains(std::ffi::OsStr::new(name)) {
-            refuse_same_file(&args.output.join(name), inputs.iter().copied())?;
+            ldplayer_output::check(&args.output.join(name))?;
         }
     }
     Ok(())

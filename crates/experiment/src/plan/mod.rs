@@ -104,6 +104,7 @@ pub struct VaryValue {
 impl Plan {
     /// Reads and checks the plan at `path`; its relative paths are taken from its folder.
     pub fn from_file(path: &Path) -> Result<Plan, PlanError> {
+        ldplayer_output::protect_input(path);
         let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
             path: path.to_path_buf(),
             source,

@@ -421,6 +421,7 @@ pub(crate) fn seconds(s: f64) -> Duration {
 
 /// A population file, read and checked.
 pub fn read_population(path: &std::path::Path) -> Result<ldplayer_population::Population, String> {
+    ldplayer_output::protect_input(path);
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     ldplayer_population::Population::from_toml(&text)
         .map_err(|e| format!("{}: {e}", path.display()))

@@ -2,7 +2,7 @@
 
 use super::Distribution;
 use serde::{Deserialize, Serialize};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
 use std::path::Path;
 
@@ -37,7 +37,7 @@ pub struct SummaryCsv {
 impl SummaryCsv {
     /// Creates (or truncates) the file at `path` and writes the header.
     pub fn create(path: &Path, varied_keys: &[String]) -> io::Result<SummaryCsv> {
-        let mut out = BufWriter::new(File::create(path)?);
+        let mut out = BufWriter::new(ldplayer_output::create_direct(path)?);
         writeln!(out, "{}", header(varied_keys))?;
         Ok(SummaryCsv {
             out,
@@ -58,7 +58,7 @@ impl SummaryCsv {
         match first {
             None => SummaryCsv::create(path, varied_keys),
             Some(line) if line == want => Ok(SummaryCsv {
-                out: BufWriter::new(OpenOptions::new().append(true).open(path)?),
+                out: BufWriter::new(ldplayer_output::open_append(path)?),
                 columns: varied_keys.len(),
             }),
             Some(line) => Err(io::Error::new(

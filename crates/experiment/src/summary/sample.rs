@@ -123,7 +123,7 @@ pub struct SamplesWriter<W: Write> {
 impl SamplesWriter<BufWriter<File>> {
     /// Creates (or truncates) the file at `path` and writes the header.
     pub fn create(path: &Path) -> io::Result<Self> {
-        SamplesWriter::new(BufWriter::new(File::create(path)?))
+        SamplesWriter::new(BufWriter::new(ldplayer_output::create_direct(path)?))
     }
 }
 

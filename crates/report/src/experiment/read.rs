@@ -79,6 +79,7 @@ pub(super) fn read(dir: &Path) -> Result<ExperimentData, ReportError> {
 /// `plan.toml` as a TOML table. It is not checked again as a plan: its relative paths were the
 /// original plan folder's, not this directory's.
 fn read_plan(path: &Path, notes: &mut Vec<String>) -> Option<toml::Table> {
+    ldplayer_output::protect_input(path);
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) => {
@@ -120,6 +121,7 @@ pub(super) fn value_label(value: &toml::Value) -> String {
 }
 
 fn read_environment(path: &Path, notes: &mut Vec<String>) -> Option<Environment> {
+    ldplayer_output::protect_input(path);
     let text = match std::fs::read(path) {
         Ok(text) => text,
         Err(e) => {
@@ -178,6 +180,7 @@ fn read_run(
         .file_name()
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let record_path = run_dir.join("run.json");
+    ldplayer_output::protect_input(&record_path);
     let text = match std::fs::read(&record_path) {
         Ok(text) => text,
         Err(_) => {

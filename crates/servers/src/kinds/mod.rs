@@ -85,7 +85,8 @@ pub(crate) fn version_line(kind: ServerKind, printed: &str) -> String {
 /// Writes `text` to `name` in the work directory; returns the path.
 fn write_config(p: &Prepared, name: &str, text: &str) -> Result<PathBuf, ServerError> {
     let path = p.dir().join(name);
-    std::fs::write(&path, text).map_err(ServerError::io("cannot write", &path))?;
+    ldplayer_output::write(&path, text)
+        .map_err(|e| ServerError::io("cannot write", &path)(e.into()))?;
     Ok(path)
 }
 

@@ -8,7 +8,7 @@
 //! An output that is a symbolic link is written where the link points (the link stays); one
 //! that is not a regular file (`/dev/null`, a named pipe) is written directly.
 
-use anyhow::{Context, Result};
+use crate::OutputError;
 use std::fs::{File, Permissions};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ pub struct AtomicFile {
 impl Destination {
     /// Prepares to write `path`: a temporary file beside it, or `path` itself when it exists and
     /// is not a regular file.
-    pub fn create(path: &Path) -> Result<Destination> {
+    pub fn create(path: &Path) -> Result<Destination, OutputError> {
         let target = match std::fs::symlink_metadata(path) {
             Ok(m) if m.file_type().is_symlink() => {
                 std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
@@ -41,12 +41,18 @@ impl Destination {
         let existing = std::fs::metadata(&target).ok();
         if existing.as_ref().is_some_and(|m| !m.is_file()) {
             let file =
-                File::create(&target).with_context(|| format!("cannot open {}", path.display()))?;
+                File::create(&target).map_err(|e| OutputError::io("cannot open", path, e))?;
             return Ok(Destination::Direct(file));
         }
         let name = target
             .file_name()
-            .with_context(|| format!("{} names no file", path.display()))?
+            .ok_or_else(|| {
+                OutputError::io(
+                    "cannot create",
+                    path,
+                    std::io::Error::new(std::io::ErrorKind::InvalidInput, "it names no file"),
+                )
+            })?
             .to_string_lossy()
             .into_owned();
         let dir = match target.parent() {
@@ -60,26 +66,31 @@ impl Destination {
             .suffix(".part")
             .permissions(Permissions::from_mode(0o666))
             .tempfile_in(&dir)
-            .with_context(|| format!("cannot create {}", path.display()))?;
+            .map_err(|e| OutputError::io("cannot create", path, e))?;
         if let Some(m) = existing {
             temp.as_file()
                 .set_permissions(m.permissions())
-                .with_context(|| format!("cannot create {}", path.display()))?;
+                .map_err(|e| OutputError::io("cannot create", path, e))?;
         }
         Ok(Destination::Atomic(AtomicFile { temp, target }))
     }
 
     /// A handle to write the bytes through.
-    pub fn writer(&self) -> Result<File> {
+    pub fn writer(&self) -> Result<File, OutputError> {
         match self {
-            Destination::Atomic(a) => a.temp.as_file().try_clone(),
-            Destination::Direct(f) => f.try_clone(),
+            Destination::Atomic(a) => a
+                .temp
+                .as_file()
+                .try_clone()
+                .map_err(|e| OutputError::io("cannot open", &a.target, e)),
+            Destination::Direct(f) => f
+                .try_clone()
+                .map_err(|e| OutputError::io("cannot open", Path::new("the output"), e)),
         }
-        .context("cannot open the output")
     }
 
     /// Puts the written bytes in place (a no-op for a direct output).
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(self) -> Result<(), OutputError> {
         match self {
             Destination::Atomic(a) => a.commit(),
             Destination::Direct(_) => Ok(()),
@@ -89,13 +100,12 @@ impl Destination {
 
 impl AtomicFile {
     /// Renames the temporary file over the target.
-    pub fn commit(self) -> Result<()> {
+    pub fn commit(self) -> Result<(), OutputError> {
         let target = self.target;
         self.temp
             .persist(&target)
             .map(drop)
-            .map_err(|e| e.error)
-            .with_context(|| format!("cannot rename the finished output to {}", target.display()))
+            .map_err(|e| OutputError::io("cannot rename the finished output to", &target, e.error))
     }
 }
 

@@ -1,0 +1,249 @@
+//! The registry of the process's inputs and claimed outputs, and the check every write makes.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Why an output was not written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// The output is one of the process's inputs.
+    #[error(
+        "refusing to write {}: it is the same file as the input {} (the same name, a hard link \
+         or a symbolic link), which writing would destroy; choose another output",
+        output.display(),
+        input.display()
+    )]
+    IsInput {
+        /// The output as named.
+        output: PathBuf,
+        /// The input as named.
+        input: PathBuf,
+    },
+    /// Two outputs of one command name the same file.
+    #[error(
+        "refusing to write {} as {second}: {first} names the same file, and one would overwrite \
+         the other; give them different files",
+        output.display()
+    )]
+    ClaimedTwice {
+        /// The output as named the second time.
+        output: PathBuf,
+        /// What claimed it first (an option, such as `--results`).
+        first: String,
+        /// What claimed it second.
+        second: String,
+    },
+    /// The file system refused.
+    #[error("{what} {}", path.display())]
+    Io {
+        /// What was being done (`cannot create`).
+        what: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl OutputError {
+    pub(crate) fn io(what: &'static str, path: &Path, source: std::io::Error) -> OutputError {
+        OutputError::Io {
+            what,
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+}
+
+/// For libraries whose errors carry an `io::Error` and the path themselves: a refusal becomes
+/// an error of kind `InvalidInput` that says why, a failure of the file system its own cause.
+impl From<OutputError> for std::io::Error {
+    fn from(e: OutputError) -> std::io::Error {
+        match e {
+            OutputError::Io { source, .. } => source,
+            refusal => std::io::Error::new(std::io::ErrorKind::InvalidInput, refusal),
+        }
+    }
+}
+
+/// A file as the guard knows it.
+#[derive(Debug)]
+struct Known {
+    /// Device and inode, when it exists as a regular file.
+    identity: Option<(u64, u64)>,
+    /// Its absolute path, symbolic links resolved.
+    resolved: PathBuf,
+    /// As the user named it, for messages.
+    shown: PathBuf,
+}
+
+impl Known {
+    fn new(path: &Path) -> Known {
+        Known {
+            identity: identity(path),
+            resolved: resolve(path),
+            shown: path.to_path_buf(),
+        }
+    }
+
+    fn same(&self, other: &Known) -> bool {
+        match (self.identity, other.identity) {
+            (Some(a), Some(b)) => a == b,
+            _ => self.resolved == other.resolved,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Registry {
+    inputs: Vec<Known>,
+    claims: Vec<(Known, String)>,
+}
+
+static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
+    inputs: Vec::new(),
+    claims: Vec::new(),
+});
+
+fn registry() -> MutexGuard<'static, Registry> {
+    // A panic elsewhere while holding the lock leaves the lists whole (each change is one push).
+    REGISTRY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Remembers `path` as an input of this process: no output may be written over it from now on.
+/// Standard input, directories and anything else that is not a regular file are ignored.
+pub fn protect_input(path: &Path) {
+    if exempt(path) || path.is_dir() {
+        return;
+    }
+    let known = Known::new(path);
+    let mut r = registry();
+    if !r.inputs.iter().any(|k| k.same(&known)) {
+        r.inputs.push(known);
+    }
+}
+
+/// Fails when writing `path` would overwrite an input of this process.
+pub fn check(path: &Path) -> Result<(), OutputError> {
+    if exempt(path) {
+        return Ok(());
+    }
+    let out = Known::new(path);
+    let r = registry();
+    match r.inputs.iter().find(|input| input.same(&out)) {
+        Some(input) => Err(OutputError::IsInput {
+            output: path.to_path_buf(),
+            input: input.shown.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Claims `path` as the output that `what` (an option, such as `--report`) names: fails when it
+/// is an input, or when another claim names the same file. Call it for every output named on
+/// the command line before anything is written.
+pub fn claim(path: &Path, what: &str) -> Result<(), OutputError> {
+    check(path)?;
+    if exempt(path) {
+        return Ok(());
+    }
+    let out = Known::new(path);
+    let mut r = registry();
+    if let Some((_, first)) = r.claims.iter().find(|(k, _)| k.same(&out)) {
+        return Err(OutputError::ClaimedTwice {
+            output: path.to_path_buf(),
+            first: first.clone(),
+            second: what.to_string(),
+        });
+    }
+    r.claims.push((out, what.to_string()));
+    Ok(())
+}
+
+/// Standard input or output, or an existing file that is not a regular file or a directory (a
+/// device, a pipe): never clashes.
+fn exempt(path: &Path) -> bool {
+    path == Path::new("-") || std::fs::metadata(path).is_ok_and(|m| !m.is_file() && !m.is_dir())
+}
+
+/// The identity (device, inode) of the regular file at `path`, symbolic links followed.
+fn identity(path: &Path) -> Option<(u64, u64)> {
+    let meta = std::fs::metadata(path).ok()?;
+    meta.is_file().then(|| (meta.dev(), meta.ino()))
+}
+
+/// `path` made absolute with every symbolic link resolved, also when the file (or the target of
+/// a dangling link) does not exist yet: its directory is resolved and its name kept.
+fn resolve(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let mut p = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    // A dangling link: follow it by hand (as the kernel would, up to its limit of 40).
+    for _ in 0..40 {
+        let Ok(target) = std::fs::read_link(&p) else {
+            break;
+        };
+        p = match p.parent() {
+            Some(dir) => dir.join(target),
+            None => target,
+        };
+    }
+    match (p.parent(), p.file_name()) {
+        (Some(dir), Some(name)) => std::fs::canonicalize(dir)
+            .unwrap_or_else(|_| dir.to_path_buf())
+            .join(name),
+        _ => p,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_input_is_refused_by_any_name_and_other_files_pass() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let a = dir.path().join("a.txt");
+        std::fs::write(&a, "a").expect("write");
+        let hard = dir.path().join("hard.txt");
+        std::fs::hard_link(&a, &hard).expect("hard link");
+        let soft = dir.path().join("soft.txt");
+        std::os::unix::fs::symlink(&a, &soft).expect("symlink");
+        let dotted = dir.path().join(".").join("a.txt");
+        protect_input(&soft);
+        for clash in [&a, &hard, &soft, &dotted] {
+            let e = check(clash).expect_err("an input");
+            let text = e.to_string();
+            assert!(
+                text.contains(&clash.display().to_string()) && text.contains("soft.txt"),
+                "{text}"
+            );
+        }
+        check(&dir.path().join("b.txt")).expect("another file");
+        check(Path::new("-")).expect("standard output");
+        check(Path::new("/dev/null")).expect("a device");
+    }
+
+    #[test]
+    fn two_claims_of_one_file_are_refused_also_before_it_exists() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let out = dir.path().join("run.res");
+        let link = dir.path().join("link.res");
+        std::os::unix::fs::symlink(&out, &link).expect("dangling symlink");
+        claim(&out, "--results").expect("first claim");
+        for again in [out.clone(), link, dir.path().join(".").join("run.res")] {
+            let e = claim(&again, "--report").expect_err("claimed");
+            let text = e.to_string();
+            assert!(
+                text.contains("--results") && text.contains("--report"),
+                "{text}"
+            );
+        }
+        claim(&dir.path().join("report.html"), "--report").expect("another file");
+    }
+}
