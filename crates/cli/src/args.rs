@@ -138,17 +138,17 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub doh_http3: bool,
     /// Scale the trace's timing: 2 replays twice as fast.
-    #[arg(long, value_name = "K", conflicts_with_all = ["rate", "fast"])]
+    #[arg(long, value_name = "K", conflicts_with_all = ["rate", "fast"], allow_negative_numbers = true, value_parser = crate::values::factor)]
     pub speed: Option<f64>,
     /// Pace queries evenly at this rate, ignoring the trace's times.
-    #[arg(long, value_name = "QPS", conflicts_with = "fast")]
+    #[arg(long, value_name = "QPS", conflicts_with = "fast", allow_negative_numbers = true, value_parser = crate::values::rate)]
     pub rate: Option<f64>,
     /// Send as fast as the server answers, with a bounded number of queries in flight.
     #[arg(long)]
     pub fast: bool,
     /// Queries in flight with --fast (at most; the window is topped up each time an eighth of
     /// it is answered).
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = crate::values::count)]
     pub max_in_flight: usize,
     /// Write every query's result to this file (read it with `ldplayer results export`).
     #[arg(long, value_name = "FILE")]
@@ -161,7 +161,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub json: bool,
     /// Querier threads (each original client always goes to the same one).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::values::count)]
     pub queriers: Option<usize>,
     /// Pin querier threads to these cores, e.g. 1 or 0,1; ldplayer's other threads (reader,
     /// result writer, progress) then keep off them, so each querier has its core to itself.
@@ -172,13 +172,13 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub realtime: bool,
     /// Seconds to wait for an answer.
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 2.0, allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
     pub timeout: f64,
     /// Retries of a UDP query that timed out.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     pub udp_retries: u32,
     /// Seconds a TCP/TLS connection may stay idle before it is closed (serve has the same flag).
-    #[arg(long, value_name = "SECONDS", default_value_t = 20.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 20.0, allow_negative_numbers = true, value_parser = crate::values::seconds)]
     pub idle_timeout: f64,
     /// Replay only shard I of N (from 0) of the trace's clients, every query of a client in
     /// the same shard; `auto` takes the shard from a Kubernetes Indexed Job, a Slurm array or
@@ -191,7 +191,7 @@ pub struct ReplayArgs {
     pub population: Option<PathBuf>,
     /// Run the replay as N shards in N child processes of this host (each with its own
     /// open-file limit and, with --pin, its own core) and merge their results into --results.
-    #[arg(long, value_name = "N", conflicts_with = "shard")]
+    #[arg(long, value_name = "N", conflicts_with = "shard", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
     pub processes: Option<u32>,
     /// The number of shards, for `--shard auto` in a Kubernetes Indexed Job (its completions;
     /// or set LDPLAYER_SHARDS).
@@ -204,7 +204,7 @@ pub struct ReplayArgs {
     pub start_at: Option<String>,
     /// With --start-at: how many seconds late a shard may still begin, keeping the shared
     /// schedule (its first queries then go out late, and it says by how much).
-    #[arg(long, value_name = "SECONDS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 10.0, allow_negative_numbers = true, value_parser = crate::values::seconds)]
     pub late_start: f64,
     /// Do not retry truncated (TC=1) UDP answers over TCP.
     #[arg(long)]
@@ -276,7 +276,7 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 53)]
     pub port: u16,
     /// UDP worker threads per listen address.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::values::count)]
     pub udp_workers: usize,
     /// Do not answer over TCP.
     #[arg(long)]
@@ -289,7 +289,9 @@ pub struct ServeArgs {
         long = "idle-timeout",
         visible_alias = "tcp-idle-timeout",
         value_name = "SECONDS",
-        default_value_t = ldplayer_server::DEFAULT_TCP_IDLE_TIMEOUT.as_secs_f64()
+        default_value_t = ldplayer_server::DEFAULT_TCP_IDLE_TIMEOUT.as_secs_f64(),
+        allow_negative_numbers = true,
+        value_parser = crate::values::seconds
     )]
     pub tcp_idle_timeout: f64,
     /// Write the counters every second to this file, one JSON object per line.
@@ -314,7 +316,7 @@ pub struct ServeArgs {
     pub doh_path: String,
     /// Most DNS-over-HTTPS connections, and most DNS-over-QUIC connections, open at once (each);
     /// more are closed as soon as accepted (DoH) or refused (DoQ).
-    #[arg(long, value_name = "N", default_value_t = 1024)]
+    #[arg(long, value_name = "N", default_value_t = 1024, allow_negative_numbers = true, value_parser = crate::values::count)]
     pub max_encrypted_connections: usize,
     /// The TLS certificate chain (PEM, the server's certificate first).
     #[arg(long, value_name = "FILE", requires = "tls_key")]
@@ -353,7 +355,7 @@ pub struct LabArgs {
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
     /// With --trace: pace queries evenly at this rate.
-    #[arg(long, value_name = "QPS")]
+    #[arg(long, value_name = "QPS", allow_negative_numbers = true, value_parser = crate::values::rate)]
     pub rate: Option<f64>,
     /// With --trace: replay results file.
     #[arg(long, value_name = "FILE")]
@@ -446,13 +448,13 @@ pub struct ZonesSynthArgs {
     pub output: PathBuf,
     /// TLDs under the root: the root-like workload's 30 first (com, net, arpa, ...), then
     /// tld30, tld31, ...
-    #[arg(long, value_name = "N", default_value_t = 30)]
+    #[arg(long, value_name = "N", default_value_t = 30, allow_negative_numbers = true, value_parser = crate::values::count_from_zero)]
     pub tlds: usize,
     /// Second-level zones under each TLD (sld0, sld1, ...).
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = crate::values::count_from_zero)]
     pub slds: usize,
     /// Nameserver addresses the second-level zones are shared among (round robin).
-    #[arg(long, value_name = "P", default_value_t = 16)]
+    #[arg(long, value_name = "P", default_value_t = 16, allow_negative_numbers = true, value_parser = crate::values::count)]
     pub providers: usize,
     /// Sign the root and every TLD with ldnsutils (keys in DIR/keys); second-level zones stay
     /// unsigned (insecure delegations).
@@ -812,16 +814,16 @@ pub struct SynthArgs {
     #[arg(long, value_enum, default_value_t = Workload::Fixed)]
     pub workload: Workload,
     /// Inter-arrival time of the fixed workload, seconds (syn-0..syn-4: 1, 0.1, 0.01, 0.001, 0.0001).
-    #[arg(long, default_value_t = 0.001)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 0.001, allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
     pub interval: f64,
     /// Queries per second of the Poisson and root workloads.
-    #[arg(long, default_value_t = 10_000.0)]
+    #[arg(long, value_name = "QPS", default_value_t = 10_000.0, allow_negative_numbers = true, value_parser = crate::values::rate)]
     pub rate: f64,
     /// Number of queries.
     #[arg(long, short = 'n', default_value_t = 10_000)]
     pub count: u64,
     /// Stop after this many seconds of trace time, if sooner than `--count`.
-    #[arg(long)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
     pub duration: Option<f64>,
     /// Random seed: the same seed gives the same trace.
     #[arg(long, default_value_t = 1)]
@@ -830,10 +832,10 @@ pub struct SynthArgs {
     #[arg(long)]
     pub clients: Option<u64>,
     /// Share of queries with the DO bit set (0..1).
-    #[arg(long)]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true, value_parser = crate::values::fraction)]
     pub do_share: Option<f64>,
     /// Share of clients that use TCP (0..1).
-    #[arg(long)]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true, value_parser = crate::values::fraction)]
     pub tcp_share: Option<f64>,
     /// Query type mix, e.g. `A=45,AAAA=20,NS=5` (weights).
     #[arg(long)]
@@ -845,7 +847,7 @@ pub struct SynthArgs {
     #[arg(long)]
     pub server: Option<std::net::SocketAddr>,
     /// Start time, seconds since the epoch.
-    #[arg(long)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::values::time)]
     pub start: Option<f64>,
     /// Set the RD bit (queries from stubs rather than from resolvers).
     #[arg(long)]
@@ -876,10 +878,16 @@ pub struct MutateArgs {
     #[arg(long, value_name = "PROTO", value_enum)]
     pub proto: Option<Transport>,
     /// Change the transport of only this fraction of clients (chosen per client).
-    #[arg(long, value_name = "FRACTION", requires = "proto")]
+    #[arg(long, value_name = "FRACTION", requires = "proto", allow_negative_numbers = true, value_parser = crate::values::fraction)]
     pub proto_fraction: Option<f64>,
     /// Set the DO bit, on all queries or on this fraction of them.
-    #[arg(long, value_name = "FRACTION", num_args = 0..=1, default_missing_value = "1")]
+    #[arg(
+        long,
+        value_name = "FRACTION",
+        num_args = 0..=1,
+        default_missing_value = "1",
+        allow_negative_numbers = true, value_parser = crate::values::fraction
+    )]
     pub set_do: Option<f64>,
     /// Clear the DO bit.
     #[arg(long, conflicts_with = "set_do")]
@@ -903,16 +911,16 @@ pub struct MutateArgs {
     #[arg(long, value_name = "PREFIX", num_args = 0..=1, default_missing_value = "ldp")]
     pub unique_names: Option<String>,
     /// Multiply time offsets from the trace start by K (2 = half the rate).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", allow_negative_numbers = true, value_parser = crate::values::factor)]
     pub time_scale: Option<f64>,
     /// Shift all times by this many seconds.
-    #[arg(long, value_name = "SECONDS", allow_hyphen_values = true)]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::values::shift)]
     pub time_shift: Option<f64>,
     /// Keep only messages at or after this many seconds from the trace start.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::values::time)]
     pub from: Option<f64>,
     /// Keep only messages before this many seconds from the trace start.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::values::time)]
     pub until: Option<f64>,
     /// Keep only clients in this prefix (repeat for several), e.g. 10.0.0.0/8.
     #[arg(long = "client", value_name = "CIDR")]
@@ -924,7 +932,7 @@ pub struct MutateArgs {
     #[arg(long = "qname-suffix", value_name = "NAME")]
     pub qname_suffixes: Vec<String>,
     /// Keep this fraction of clients (chosen per client).
-    #[arg(long, value_name = "FRACTION")]
+    #[arg(long, value_name = "FRACTION", allow_negative_numbers = true, value_parser = crate::values::fraction)]
     pub keep_clients: Option<f64>,
     /// Anonymize client addresses, prefix-preserving, keyed with KEY.
     #[arg(long, value_name = "KEY")]

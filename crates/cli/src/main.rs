@@ -9,6 +9,7 @@ mod cmd;
 mod guard;
 mod io;
 mod progress;
+mod values;
 
 use clap::Parser;
 

@@ -1,0 +1,170 @@
+//! The numbers options take, each checked where it is parsed, with the bound in the message.
+//!
+//! `replay --timeout -1` used to be read as an unknown option ("unexpected argument '-1'"), and
+//! `--timeout 1e30` was called "not a non-negative number" several steps later, in words of the
+//! code that failed. Every numeric option of the kinds below takes negative values as values
+//! (`allow_negative_numbers`) and one of these parsers, so clap says which option is wrong,
+//! what it was given and what it takes: `invalid value '-1' for '--timeout <SECONDS>':
+//! expected a number of seconds above 0, up to 10000000 (about 116 days)`. A value a parser accepts is used as
+//! written: none of them overflows a `Duration` or an `Instant` further on.
+
+/// The longest duration an option takes: about 116 days, far past any replay, yet small
+/// enough that a deadline this far ahead of now is always representable.
+pub const MAX_SECONDS: f64 = 1e7;
+
+/// The largest time an option takes, in seconds (of a trace, or since the Unix epoch): year
+/// 2286, past any capture.
+pub const MAX_TIME: f64 = 1e10;
+
+/// The slowest rate a replay is paced at: one query every 1000 s.
+pub const MIN_RATE: f64 = 1e-3;
+
+/// The fastest rate a replay or a synthetic trace is asked for: a billion queries per second.
+pub const MAX_RATE: f64 = 1e9;
+
+/// The smallest and largest factors of time (`--speed`, `--time-scale`).
+pub const FACTOR_RANGE: (f64, f64) = (1e-3, 1e6);
+
+/// A number, or what is wrong with it.
+fn number(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    if v.is_finite() {
+        Ok(v)
+    } else {
+        Err(format!("{s} is not a finite number"))
+    }
+}
+
+/// `v` when it is within `[low, high]` (or `(low, high]` when `open_low`), else `what`.
+fn within(v: f64, low: f64, high: f64, open_low: bool, what: &str) -> Result<f64, String> {
+    let above_low = if open_low { v > low } else { v >= low };
+    if above_low && v <= high {
+        Ok(v)
+    } else {
+        Err(format!("expected {what}"))
+    }
+}
+
+/// A number of seconds from 0 to [`MAX_SECONDS`].
+pub fn seconds(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        0.0,
+        MAX_SECONDS,
+        false,
+        "a number of seconds from 0 to 10000000 (about 116 days)",
+    )
+}
+
+/// A number of seconds above 0, up to [`MAX_SECONDS`].
+pub fn positive_seconds(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        0.0,
+        MAX_SECONDS,
+        true,
+        "a number of seconds above 0, up to 10000000 (about 116 days)",
+    )
+}
+
+/// A time in seconds from 0 to [`MAX_TIME`] (a trace offset, or seconds since the Unix
+/// epoch).
+pub fn time(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        0.0,
+        MAX_TIME,
+        false,
+        "a time in seconds from 0 to 10000000000",
+    )
+}
+
+/// A shift of time in seconds, either way, up to [`MAX_TIME`].
+pub fn shift(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        -MAX_TIME,
+        MAX_TIME,
+        false,
+        "a number of seconds from -10000000000 to 10000000000",
+    )
+}
+
+/// Queries per second, from [`MIN_RATE`] to [`MAX_RATE`].
+pub fn rate(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        MIN_RATE,
+        MAX_RATE,
+        false,
+        "queries per second from 0.001 (one every 1000 s) to 1000000000",
+    )
+}
+
+/// A factor of time within [`FACTOR_RANGE`].
+pub fn factor(s: &str) -> Result<f64, String> {
+    let (low, high) = FACTOR_RANGE;
+    within(
+        number(s)?,
+        low,
+        high,
+        false,
+        "a factor from 0.001 to 1000000",
+    )
+}
+
+/// A share from 0 to 1.
+pub fn fraction(s: &str) -> Result<f64, String> {
+    within(number(s)?, 0.0, 1.0, false, "a share from 0 to 1")
+}
+
+/// A count of at least one (queries in flight, threads, connections), up to a billion.
+pub fn count(s: &str) -> Result<usize, String> {
+    let v: i128 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a whole number"))?;
+    if (1..=1_000_000_000).contains(&v) {
+        Ok(v as usize)
+    } else {
+        Err("expected a whole number from 1 to 1000000000".into())
+    }
+}
+
+/// A count from zero, up to a billion.
+pub fn count_from_zero(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<i128>() {
+        Ok(0) => Ok(0),
+        _ => count(s).map_err(|_| "expected a whole number from 0 to 1000000000".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_parser_takes_its_range_and_says_it_otherwise() {
+        assert_eq!(seconds("0"), Ok(0.0));
+        assert_eq!(seconds("1e7"), Ok(1e7));
+        for bad in ["-1", "1e30", "nan", "inf", "x", ""] {
+            let e = seconds(bad).expect_err(bad);
+            assert!(e.contains("seconds") || e.contains("number"), "{bad}: {e}");
+        }
+        assert!(positive_seconds("0").is_err());
+        assert_eq!(positive_seconds("0.5"), Ok(0.5));
+        assert_eq!(rate("0.001"), Ok(0.001));
+        assert!(rate("1e-300").is_err() && rate("-5").is_err() && rate("1e30").is_err());
+        assert!(factor("0").is_err() && factor("-1").is_err() && factor("1e300").is_err());
+        assert_eq!(fraction("1"), Ok(1.0));
+        assert!(fraction("1.5").is_err() && fraction("-0.1").is_err());
+        assert_eq!(shift("-3600"), Ok(-3600.0));
+        assert!(time("-1").is_err());
+        assert_eq!(count("3"), Ok(3));
+        assert!(count("0").is_err() && count("-1").is_err() && count("1.5").is_err());
+        assert_eq!(count_from_zero("0"), Ok(0));
+    }
+}

@@ -1,0 +1,156 @@
+//! Numeric options refuse values out of their range where they are parsed: a negative value is
+//! a value (not "an unexpected argument"), a huge one is called too large (not "negative"), and
+//! the message names the option, the value and the range, in the tool's words, never Rust's.
+
+mod common;
+
+use common::{ldplayer, s};
+use std::process::Command;
+
+/// Runs `ldplayer ARGS` expecting clap's usage error (status 2) about `flag` and `value`,
+/// whose explanation contains `range`.
+fn refused(args: &[&str], flag: &str, value: &str, range: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(args)
+        .output()
+        .expect("ldplayer runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(
+        err.contains(&format!("invalid value '{value}' for '{flag}")),
+        "{args:?}: the message should name {flag} and {value}: {err}"
+    );
+    assert!(
+        err.contains(range),
+        "{args:?}: the message should say {range:?}: {err}"
+    );
+    for words in [
+        "unexpected argument",
+        "cannot convert",
+        "Duration",
+        "non-negative",
+    ] {
+        assert!(!err.contains(words), "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn replay_options_say_their_range_for_negative_and_huge_values() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    ldplayer(&["synth", "-n", "5", "-o", &s(&trace), "-q"]);
+    let t = s(&trace);
+    let replay = |extra: &[&str]| -> Vec<String> {
+        ["replay", &t, "--server", "127.0.0.1:9"]
+            .iter()
+            .chain(extra)
+            .map(|x| x.to_string())
+            .collect()
+    };
+    let cases: &[(&str, &str, &str)] = &[
+        ("--speed", "-1", "a factor from 0.001 to 1000000"),
+        ("--speed", "1e300", "a factor from 0.001 to 1000000"),
+        ("--timeout", "-1", "seconds above 0"),
+        ("--timeout", "1e30", "up to 10000000"),
+        ("--timeout", "nan", "not a finite number"),
+        ("--rate", "-5", "queries per second from 0.001"),
+        ("--rate", "1e-300", "queries per second from 0.001"),
+        ("--late-start", "-1", "seconds from 0 to 10000000"),
+        ("--idle-timeout", "1e30", "seconds from 0 to 10000000"),
+        ("--max-in-flight", "-3", "a whole number from 1"),
+        ("--udp-retries", "-1", "-1 is not in 0.."),
+    ];
+    for (flag, value, range) in cases {
+        let args = replay(&[flag, value]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        refused(&args, flag, value, range);
+    }
+}
+
+#[test]
+fn serve_synth_and_mutate_options_say_their_range() {
+    refused(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--idle-timeout",
+            "1e30",
+            "z.zone",
+        ],
+        "--idle-timeout",
+        "1e30",
+        "seconds from 0 to 10000000",
+    );
+    refused(
+        &[
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--tcp-idle-timeout",
+            "-1",
+            "z.zone",
+        ],
+        "--idle-timeout",
+        "-1",
+        "seconds from 0",
+    );
+    refused(
+        &["synth", "--rate", "-5", "-o", "/dev/null"],
+        "--rate",
+        "-5",
+        "queries per second",
+    );
+    refused(
+        &["synth", "--do-share", "1.5", "-o", "/dev/null"],
+        "--do-share",
+        "1.5",
+        "a share from 0 to 1",
+    );
+    refused(
+        &["mutate", "-", "--time-scale", "-2", "-o", "/dev/null"],
+        "--time-scale",
+        "-2",
+        "a factor from 0.001",
+    );
+    refused(
+        &["mutate", "-", "--from", "-1", "-o", "/dev/null"],
+        "--from",
+        "-1",
+        "a time in seconds from 0",
+    );
+}
+
+/// A negative shift is a value, and is applied.
+#[test]
+fn a_negative_time_shift_is_still_taken() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    ldplayer(&[
+        "synth",
+        "-n",
+        "5",
+        "--start",
+        "1000",
+        "-o",
+        &s(&trace),
+        "-q",
+    ]);
+    let shifted = dir.path().join("s.txt");
+    ldplayer(&[
+        "mutate",
+        &s(&trace),
+        "--time-shift",
+        "-100",
+        "-o",
+        &s(&shifted),
+        "-q",
+    ]);
+    let text = std::fs::read_to_string(&shifted).expect("text");
+    let first = text
+        .lines()
+        .find(|l| !l.starts_with('#') && !l.starts_with("time\t"))
+        .and_then(|l| l.split('\t').next())
+        .expect("a record");
+    assert!(first.starts_with("900."), "{first}");
+}
