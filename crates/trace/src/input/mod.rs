@@ -6,6 +6,10 @@
 //! [`SkipReason::TruncatedFile`] or [`SkipReason::CorruptFile`] (see [`cut_reason`]), and which
 //! [`Input::damage`] reports to the caller.
 
+mod position;
+
+pub use position::Position;
+
 use crate::skip::SkipReason;
 use std::fmt;
 use std::fs::File;
