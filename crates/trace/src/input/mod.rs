@@ -1,21 +1,28 @@
 //! Opening trace files: transparent decompression and format detection by content.
 //!
-//! A compressed trace that is cut short (a copy interrupted, a capture still being written) or
-//! corrupt keeps what came before the damage: the decompressed stream then ends with a
-//! [`StreamCut`] error, which every reader takes as the end of its input, counting
-//! [`SkipReason::TruncatedFile`] or [`SkipReason::CorruptFile`] (see [`cut_reason`]), and which
-//! [`Input::damage`] reports to the caller.
+//! Compressed files are decoded frame by frame (gzip members, xz streams, zstd frames: the
+//! units whose checks tell damage), and [`Input::damage`] tells how much of the
+//! content passed its frames' checks. A compressed trace that is cut short (a copy
+//! interrupted, a capture still being written) or corrupt keeps what came before the damage:
+//! the decompressed stream then ends with a [`StreamCut`] error, which every reader takes as
+//! the end of its input, counting [`SkipReason::TruncatedFile`] or [`SkipReason::CorruptFile`]
+//! (see [`cut_reason`]), and which [`Input::damage`] reports to the caller.
+//!
+//! [`SkipReason::TruncatedFile`]: crate::SkipReason::TruncatedFile
+//! [`SkipReason::CorruptFile`]: crate::SkipReason::CorruptFile
 
+mod cut;
+mod frames;
 mod position;
 
+pub use cut::{cut_reason, CorruptStream, Passed, StreamCut};
+pub use frames::Damage;
 pub use position::Position;
 
-use crate::skip::SkipReason;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 /// The trace formats ldplayer reads, told apart by their first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,122 +59,17 @@ impl fmt::Display for Compression {
     }
 }
 
-/// Where and how a compressed stream ended before its end: the error a [`StreamCut`] reader
-/// gives once its decompressor fails, and what [`Input::damage`] reports.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "the {compression} stream {} after {offset} bytes of content ({detail})",
-    if *.truncated { "ends early" } else { "is corrupt" }
-)]
-pub struct StreamCut {
-    /// The compression of the stream.
-    pub compression: Compression,
-    /// True when the stream was cut short, false when it is corrupt.
-    pub truncated: bool,
-    /// Decompressed bytes delivered before the damage.
-    pub offset: u64,
-    /// What the decompressor said.
-    pub detail: String,
-}
-
-impl StreamCut {
-    /// The reason a reader counts for it.
-    pub fn skip_reason(&self) -> SkipReason {
-        if self.truncated {
-            SkipReason::TruncatedFile
-        } else {
-            SkipReason::CorruptFile
+impl Compression {
+    /// What the compression calls the unit it checks: a gzip `member`, an xz `stream`, a zstd
+    /// `frame`.
+    pub fn frame_name(&self) -> &'static str {
+        match self {
+            Compression::Gzip => "member",
+            Compression::Xz => "stream",
+            Compression::Zstd => "frame",
+            Compression::None => "part",
         }
     }
-}
-
-/// The skip reason to count when a read error means that the input ends here because its
-/// compressed stream was cut short or is corrupt (a [`StreamCut`]); `None` for other errors,
-/// which stay errors. Readers call it on every read error and end their input without error
-/// when it says so.
-pub fn cut_reason(e: &io::Error) -> Option<SkipReason> {
-    e.get_ref()
-        .and_then(|inner| inner.downcast_ref::<StreamCut>())
-        .map(StreamCut::skip_reason)
-}
-
-/// A shared view of the damage a decompressed stream met, if any; see [`Input::damage`].
-#[derive(Debug, Clone, Default)]
-pub struct Damage(Arc<Mutex<Option<StreamCut>>>);
-
-impl Damage {
-    /// The damage met so far, if any.
-    pub fn get(&self) -> Option<StreamCut> {
-        self.0.lock().ok().and_then(|d| d.clone())
-    }
-
-    fn set(&self, cut: &StreamCut) {
-        if let Ok(mut d) = self.0.lock() {
-            d.get_or_insert_with(|| cut.clone());
-        }
-    }
-}
-
-/// Most bytes asked of a decompressor in one step. A decompressor that meets damage drops what
-/// it decoded in that step, so a corrupt stream loses at most this much before the damage.
-const GUARD_STEP: usize = 1024;
-
-/// A decompressor that turns its first failure into a [`StreamCut`] error, and gives that same
-/// error on every later read, so that a reader can never take the rest of a damaged stream for
-/// data nor loop on it. It asks the decompressor for [`GUARD_STEP`] bytes at a time and hands
-/// over what came before a failure before it reports the failure.
-struct Guarded<R> {
-    inner: R,
-    compression: Compression,
-    offset: u64,
-    cut: Option<StreamCut>,
-    damage: Damage,
-}
-
-impl<R: Read> Read for Guarded<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(cut) = &self.cut {
-            return Err(cut_error(cut));
-        }
-        let mut filled = 0;
-        while filled < buf.len() {
-            let end = buf.len().min(filled + GUARD_STEP);
-            match self.inner.read(&mut buf[filled..end]) {
-                Ok(0) => break,
-                Ok(n) => {
-                    filled += n;
-                    self.offset += n as u64;
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    let cut = StreamCut {
-                        compression: self.compression,
-                        truncated: e.kind() == io::ErrorKind::UnexpectedEof,
-                        offset: self.offset,
-                        detail: e.to_string(),
-                    };
-                    self.damage.set(&cut);
-                    let err = cut_error(&cut);
-                    self.cut = Some(cut);
-                    if filled > 0 {
-                        // The bytes before the damage first; the error on the next read.
-                        break;
-                    }
-                    return Err(err);
-                }
-            }
-        }
-        Ok(filled)
-    }
-}
-
-fn cut_error(cut: &StreamCut) -> io::Error {
-    let kind = if cut.truncated {
-        io::ErrorKind::UnexpectedEof
-    } else {
-        io::ErrorKind::InvalidData
-    };
-    io::Error::new(kind, cut.clone())
 }
 
 /// Tells the compression from the first bytes of a file.
@@ -211,7 +113,8 @@ pub struct Input {
     pub compression: Compression,
     /// The decompressed content, from its first byte.
     pub reader: Box<dyn BufRead + Send>,
-    /// Whether the compressed stream was found cut short or corrupt (known once read).
+    /// How much of the content passed its frames' checks, and whether the compressed stream
+    /// was found cut short or corrupt (known once read).
     pub damage: Damage,
 }
 
@@ -231,24 +134,12 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Input> {
     const BUF: usize = 1 << 20;
     let mut raw = BufReader::with_capacity(BUF, raw);
     let compression = sniff_compression(raw.fill_buf()?);
-    let damage = Damage::default();
-    let guard = |inner: Box<dyn Read + Send>| -> Box<dyn BufRead + Send> {
-        Box::new(BufReader::with_capacity(
-            BUF,
-            Guarded {
-                inner,
-                compression,
-                offset: 0,
-                cut: None,
-                damage: damage.clone(),
-            },
-        ))
-    };
-    let mut reader: Box<dyn BufRead + Send> = match compression {
-        Compression::None => Box::new(raw),
-        Compression::Gzip => guard(Box::new(flate2::bufread::MultiGzDecoder::new(raw))),
-        Compression::Xz => guard(Box::new(xz2::bufread::XzDecoder::new_multi_decoder(raw))),
-        Compression::Zstd => guard(Box::new(zstd::stream::read::Decoder::with_buffer(raw)?)),
+    let (mut reader, damage): (Box<dyn BufRead + Send>, _) = match compression {
+        Compression::None => (Box::new(raw), Damage::default()),
+        _ => {
+            let (frames, damage) = frames::FrameReader::open(Box::new(raw), compression)?;
+            (Box::new(BufReader::with_capacity(BUF, frames)), damage)
+        }
     };
     let head = reader.fill_buf()?;
     let format = sniff_format(head).ok_or_else(|| {
