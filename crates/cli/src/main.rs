@@ -59,9 +59,30 @@ fn main() {
 /// Reports an error and exits with status 1.
 fn exit_on_error(result: anyhow::Result<()>) {
     if let Err(e) = result {
-        eprintln!("ldplayer: {e:#}");
+        eprintln!("ldplayer: {}", error_chain(&e));
         std::process::exit(1);
     }
+}
+
+/// The error and its causes, `: `-separated as `{:#}` writes them, without the causes whose
+/// message the one before already says: an error type that puts its source into its own
+/// message (`#[error("{path}: {source}")]`) and also returns it from `source()` would otherwise
+/// print it twice (`t.bin: not a results file (bad magic): not a results file (bad magic)`).
+fn error_chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    let mut last: Option<String> = None;
+    for cause in e.chain() {
+        let message = cause.to_string();
+        if last.as_deref().is_some_and(|l| l.contains(&message)) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&message);
+        last = Some(message);
+    }
+    out
 }
 
 /// Lets a closed pipe end the process quietly, as it does `cat` or `awk`: `ldplayer results
@@ -72,5 +93,60 @@ fn restore_sigpipe() {
     // SAFETY: called first thing in main, before any thread starts; SIG_DFL is a valid handler.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::error_chain;
+
+    use std::fmt;
+
+    /// A results-file error as `report` met it: its message embeds its source, which it also
+    /// returns as its source.
+    #[derive(Debug)]
+    struct Embeds {
+        path: &'static str,
+        source: Inner,
+    }
+
+    impl fmt::Display for Embeds {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "{}: {}", self.path, self.source)
+        }
+    }
+
+    impl std::error::Error for Embeds {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            Some(&self.source)
+        }
+    }
+
+    #[derive(Debug)]
+    struct Inner;
+
+    impl fmt::Display for Inner {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("not an ldplayer results file (bad magic)")
+        }
+    }
+
+    impl std::error::Error for Inner {}
+
+    #[test]
+    fn a_cause_the_message_already_says_is_printed_once() {
+        let e = anyhow::Error::new(Embeds {
+            path: "t.bin",
+            source: Inner,
+        })
+        .context("reading the inputs");
+        assert_eq!(
+            error_chain(&e),
+            "reading the inputs: t.bin: not an ldplayer results file (bad magic)"
+        );
+        assert_eq!(format!("{e:#}").matches("bad magic").count(), 2);
+        // Causes the message does not say are all printed, as `{:#}` does.
+        let e = anyhow::anyhow!("bad magic").context("reading t.bin");
+        assert_eq!(error_chain(&e), format!("{e:#}"));
     }
 }

@@ -1,13 +1,15 @@
-//! Compressed traces that are cut short or corrupt keep what came before the damage, as a plain
-//! capture cut short does: real captures compressed with the real gzip, xz and zstd tools, cut
-//! at several points or with a byte changed. The witness of "what came before" is the tool
-//! itself: what `gzip -dc` (or `xz -dc`, `zstd -dc`) gets out of the damaged file, read by
+//! Compressed traces that are cut short keep what came before the cut, as a plain capture cut
+//! short does; corrupt ones keep the frames before the damaged one, none of what the damaged
+//! frame decoded to, and fail saying where: real captures (and the text and binary traces made
+//! of one) compressed with the real gzip, xz and zstd tools, in one frame and in 4 KiB frames,
+//! cut at several points or with bytes changed. The witness of "what came before" a cut is the
+//! tool itself: what `gzip -dc` (or `xz -dc`, `zstd -dc`) gets out of the cut file, read by
 //! ldplayer as a plain, truncated file, must give the very same messages.
 
 mod common;
 
 use common::{ldplayer, s, shared_data};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 /// The compressors: name, command to compress to stdout, command to decompress to stdout, suffix.
@@ -45,9 +47,16 @@ fn pipe(argv: &[&str], input: &[u8]) -> Vec<u8> {
 
 /// Compresses `plain` with `tool`, in frames (members) of `frame` bytes each so that the
 /// stream can be decoded bit by bit (a zstd block of a small file decodes only when whole):
-/// concatenated frames are one valid stream for every tool.
-fn compress(tool: &[&str], plain: &[u8], frame: usize) -> Vec<u8> {
-    plain.chunks(frame).flat_map(|c| pipe(tool, c)).collect()
+/// concatenated frames are one valid stream for every tool. Returns the stream and where each
+/// frame ends in it.
+fn compress_frames(tool: &[&str], plain: &[u8], frame: usize) -> (Vec<u8>, Vec<usize>) {
+    let mut out = Vec::new();
+    let mut ends = Vec::new();
+    for chunk in plain.chunks(frame) {
+        out.extend(pipe(tool, chunk));
+        ends.push(out.len());
+    }
+    (out, ends)
 }
 
 /// `ldplayer inspect --json` of a file: exit status success and the summary.
@@ -96,6 +105,10 @@ fn messages(path: &Path, scratch: &Path) -> Option<Vec<String>> {
 struct Case {
     name: String,
     compressed: Vec<u8>,
+    /// Where each frame (member) ends in `compressed`.
+    frames: Vec<usize>,
+    /// The plain bytes in each frame but the last.
+    frame_len: usize,
     decompress: &'static [&'static str],
     suffix: &'static str,
     plain_name: &'static str,
@@ -133,9 +146,12 @@ fn cases(dir: &Path) -> Option<Vec<Case>> {
                 } else {
                     "4 KiB frames"
                 };
+                let (compressed, frames) = compress_frames(compress_cmd, plain, frame);
                 cases.push(Case {
                     name: format!("{name} by {tool} in {framing}"),
-                    compressed: compress(compress_cmd, plain, frame),
+                    compressed,
+                    frames,
+                    frame_len: frame,
                     decompress,
                     suffix,
                     plain_name: plain_suffix,
@@ -201,60 +217,122 @@ fn cut_compressed_traces_keep_every_whole_message_before_the_cut() {
     );
 }
 
-/// What the decompressor decodes in one step and drops with it when that step meets the damage
-/// (ldplayer asks for at most 1 KiB at a time): a corrupt stream may lose that much before it.
-const STEP: usize = 1024;
+/// What a compressor calls the unit it checks: a gzip member, an xz stream, a zstd frame.
+fn unit(tool: &str) -> &'static str {
+    match tool {
+        "gzip" => "member",
+        "xz" => "stream",
+        _ => "frame",
+    }
+}
 
+/// The messages of `plain` (a trace of kind `plain_name`) that end within its first `len`
+/// bytes: all that may be kept when the frame after them is damaged.
+fn whole_messages_before(plain: &[u8], plain_name: &str, len: usize, scratch: &Path) -> usize {
+    if plain_name == "txt" {
+        // One message per line, after the tag and the column line.
+        let lines = plain[..len].iter().filter(|b| **b == b'\n').count();
+        return lines.saturating_sub(2);
+    }
+    let file = scratch.join(format!("before.{plain_name}"));
+    std::fs::write(&file, &plain[..len]).expect("write");
+    messages(&file, scratch).map_or(0, |m| m.len())
+}
+
+/// Flipping 16 bytes in the middle of a compressed trace (or its very last byte: gzip's size,
+/// xz's footer, zstd's checksum) is corruption the tools detect only at the end of the damaged
+/// frame, after handing out what it decoded to: ldplayer holds back the records of a frame
+/// until its check passes, so what it keeps is exactly the messages of the frames before the
+/// damaged one, none invented; it says which frame is corrupt and where, prints its summary
+/// and exits non-zero.
 #[test]
-fn corrupt_compressed_traces_keep_what_came_before_and_count_it() {
+fn corrupt_compressed_traces_drop_the_damaged_frame_say_where_and_fail() {
     let dir = tempfile::tempdir().expect("scratch");
-    let Some(capture) = shared_data("pcap/dnscap_dns.pcap") else {
+    let Some(cases) = cases(dir.path()) else {
         return;
     };
-    let full = messages(&capture, dir.path()).expect("the capture reads");
-    for (tool, compress_cmd, decompress, suffix) in TOOLS {
-        let compressed = compress(compress_cmd, &std::fs::read(&capture).expect("read"), 4096);
-        // A changed byte in the middle (the data) and in the last byte (gzip's size, xz's
-        // footer, zstd's checksum: the data itself is intact).
-        for at in [compressed.len() / 2, compressed.len() - 1] {
-            let mut bad = compressed.clone();
-            bad[at] ^= 0x55;
-            let file: PathBuf = dir.path().join(format!("bad.pcap.{suffix}"));
+    for case in cases
+        .iter()
+        .filter(|c| !c.name.starts_with("dnscap_") || c.name.starts_with("dnscap_dns.pcap"))
+    {
+        let plain = pipe(case.decompress, &case.compressed);
+        let full = {
+            let file = dir.path().join(format!("full.{}", case.plain_name));
+            std::fs::write(&file, &plain).expect("write");
+            messages(&file, dir.path()).expect("the plain trace reads")
+        };
+        let tool = case.decompress[0];
+        for (at, len) in [
+            (case.compressed.len() / 2, 16),
+            (case.compressed.len() - 1, 1),
+        ] {
+            let mut bad = case.compressed.clone();
+            for b in &mut bad[at..at + len] {
+                *b ^= 0xff;
+            }
+            // The frame holding the first changed byte, and the plain bytes before it.
+            let (frame, before) = match case.frames.iter().position(|end| at < *end) {
+                Some(k) => (k + 1, (k * case.frame_len).min(plain.len())),
+                None => unreachable!("the change is inside the file"),
+            };
+            let whole = whole_messages_before(&plain, case.plain_name, before, dir.path());
+            let label = format!("{}, bytes {at}..{} changed", case.name, at + len);
+            let file = dir
+                .path()
+                .join(format!("bad.{}.{}", case.plain_name, case.suffix));
             std::fs::write(&file, &bad).expect("write");
-            let label = format!("{tool}, byte {at} of {} changed", bad.len());
+
+            let out_file = dir.path().join("bad-out.txt");
+            let _ = std::fs::remove_file(&out_file);
+            let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+                .args(["convert", &s(&file), "--to", "text", "-o", &s(&out_file)])
+                .output()
+                .expect("ldplayer runs");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success(), "{label}: convert exit 0: {err}");
+            assert!(
+                err.contains(&format!("the {tool} stream is corrupt"))
+                    && err.contains(&format!("{} {frame} ", unit(tool)))
+                    && err.contains("at byte "),
+                "{label}: the error names the corrupt {} {frame} and where: {err}",
+                unit(tool)
+            );
+            let opened = !err.contains("cannot read");
+            if opened {
+                assert!(
+                    err.contains(&format!("ldplayer: {whole} messages from")),
+                    "{label}: the summary first ({whole} messages): {err}"
+                );
+            } else {
+                assert_eq!(whole, 0, "{label}: {err}");
+            }
+            let got: Vec<String> = std::fs::read_to_string(&out_file)
+                .map(|t| {
+                    t.lines()
+                        .filter(|l| !l.starts_with('#') && !l.starts_with("time\t"))
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            assert_eq!(
+                got.len(),
+                whole,
+                "{label}: the messages of the frames before"
+            );
+            assert_eq!(got[..], full[..got.len()], "{label}: none invented");
+
             let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
                 .args(["inspect", &s(&file), "--json"])
                 .output()
                 .expect("ldplayer runs");
             let err = String::from_utf8_lossy(&out.stderr);
-            assert!(out.status.success(), "{label}: {err}");
-            let summary: serde_json::Value =
-                serde_json::from_slice(&out.stdout).expect("one JSON object");
-            let counted = skipped(&summary, "file-corrupt") + skipped(&summary, "file-truncated");
-            assert_eq!(counted, 1, "{label}: {summary}");
-            assert!(
-                err.contains(&format!("the {tool} stream")) && err.contains("counted as file-"),
-                "{label}: {err}"
-            );
-            if at != compressed.len() - 1 {
-                continue;
+            assert!(!out.status.success(), "{label}: inspect exit 0: {err}");
+            if opened {
+                let summary: serde_json::Value = serde_json::from_slice(&out.stdout)
+                    .unwrap_or_else(|e| panic!("{label}: inspect prints its summary ({e}): {err}"));
+                assert_eq!(summary["messages"], whole, "{label}: {summary}");
+                assert_eq!(skipped(&summary, "file-corrupt"), 1, "{label}: {summary}");
             }
-            // Only the end is damaged: what ldplayer keeps is the trace's own beginning, and
-            // holds every message of what the tool recovers, less at most one step.
-            assert_eq!(skipped(&summary, "file-corrupt"), 1, "{label}: {summary}");
-            let got = messages(&file, dir.path()).expect("convert keeps what it read");
-            assert_eq!(got[..], full[..got.len()], "{label}");
-            let recovered = pipe(decompress, &bad);
-            let bound = dir.path().join("bound.pcap");
-            std::fs::write(&bound, &recovered[..recovered.len().saturating_sub(STEP)])
-                .expect("write");
-            let at_least = messages(&bound, dir.path()).expect("the tool recovers a capture");
-            assert!(
-                got.len() >= at_least.len() && !at_least.is_empty(),
-                "{label}: {} messages kept, {} in what {tool} recovers less {STEP} bytes",
-                got.len(),
-                at_least.len()
-            );
         }
     }
 }

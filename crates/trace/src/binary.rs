@@ -24,6 +24,7 @@
 //! ([`MappedTrace`]), and every record states its own length so that readers skip fields they do
 //! not know, which is how later versions extend the format.
 
+use crate::input::Position;
 use crate::record::{Proto, Record};
 use crate::sink::{drive, Sink, SinkError, Source, TraceError};
 use crate::skip::SkipReason;
@@ -125,12 +126,23 @@ fn decode(buf: &[u8]) -> Result<Record<'_>, BadRecord> {
     })
 }
 
-/// Checks the file header at the start of `head`; returns the header length to skip.
+/// The error for a file header cut short: `have` of its `len` bytes.
+fn header_cut(have: usize, len: usize) -> TraceError {
+    TraceError::Format(format!(
+        "binary trace header is cut short: {have} of its {len} bytes"
+    ))
+}
+
+/// Checks the file header at the start of `head` (the whole file, or at least its first
+/// [`FILE_HEADER_LEN`] bytes when it has them); returns the header length to skip.
 fn check_file_header(head: &[u8]) -> Result<usize, TraceError> {
-    if head.len() < FILE_HEADER_LEN || &head[..8] != MAGIC {
+    if !head.starts_with(MAGIC) {
         return Err(TraceError::Format(
             "not an ldplayer binary trace (bad magic)".into(),
         ));
+    }
+    if head.len() < FILE_HEADER_LEN {
+        return Err(header_cut(head.len(), FILE_HEADER_LEN));
     }
     let version = u16::from_le_bytes([head[8], head[9]]);
     if version != VERSION {
@@ -212,9 +224,12 @@ pub struct BinaryReader<R: Read> {
     buf: Vec<u8>,
     start: usize,
     end: usize,
+    /// Where `buf[0]` is in the input.
+    base: u64,
     eof: bool,
     /// Why the stream ended early, until it is reported.
     cut: Option<SkipReason>,
+    position: Position,
 }
 
 impl<R: Read> BinaryReader<R> {
@@ -225,14 +240,30 @@ impl<R: Read> BinaryReader<R> {
             buf: vec![0u8; 1 << 20],
             start: 0,
             end: 0,
+            base: 0,
             eof: false,
             cut: None,
+            position: Position::default(),
         };
         r.fill(FILE_HEADER_LEN)?;
         let skip = check_file_header(&r.buf[r.start..r.end])?;
         r.fill(skip)?;
-        r.start += skip.min(r.end - r.start);
+        if r.end - r.start < skip {
+            return Err(header_cut(r.end - r.start, skip));
+        }
+        r.start += skip;
+        r.position.set(r.offset());
         Ok(r)
+    }
+
+    /// Where the reader is: the end of the last record it took, as it reads.
+    pub fn position(&self) -> Position {
+        self.position.clone()
+    }
+
+    /// The offset in the input of the next byte to read.
+    fn offset(&self) -> u64 {
+        self.base + self.start as u64
     }
 
     /// Makes at least `want` bytes available from `start`, unless the stream ends first.
@@ -243,6 +274,7 @@ impl<R: Read> BinaryReader<R> {
         if self.start + want > self.buf.len() {
             self.buf.copy_within(self.start..self.end, 0);
             self.end -= self.start;
+            self.base += self.start as u64;
             self.start = 0;
             if want > self.buf.len() {
                 self.buf.resize(want.next_power_of_two(), 0);
@@ -290,7 +322,8 @@ impl<R: Read> BinaryReader<R> {
             || len > RECORD_HEADER_LEN + u16::MAX as usize + 8
         {
             return Err(TraceError::Format(format!(
-                "binary trace damaged: record length {len} is impossible"
+                "binary trace damaged at byte {}: record length {len} is impossible",
+                self.offset()
             )));
         }
         self.fill(len)?;
@@ -302,13 +335,15 @@ impl<R: Read> BinaryReader<R> {
                 .unwrap_or(SkipReason::TruncatedFile))));
         }
         let at = self.start;
+        let offset = self.offset();
         self.start += len;
+        self.position.set(self.offset());
         match decode(&self.buf[at..at + len]) {
             Ok(r) => Ok(Some(Ok(r))),
             Err(BadRecord::Proto) => Ok(Some(Err(SkipReason::BinaryRecord))),
-            Err(BadRecord::Length) => Err(TraceError::Format(
-                "binary trace damaged: message longer than its record".into(),
-            )),
+            Err(BadRecord::Length) => Err(TraceError::Format(format!(
+                "binary trace damaged at byte {offset}: message longer than its record"
+            ))),
         }
     }
 }
@@ -343,46 +378,81 @@ impl MappedTrace {
         // fault, which is the documented risk of memory maps that callers accept by choosing them.
         let map = unsafe { memmap2::Mmap::map(&file)? };
         let data_start = check_file_header(&map)?;
+        if data_start > map.len() {
+            return Err(header_cut(map.len(), data_start));
+        }
         Ok(MappedTrace { map, data_start })
     }
 
     /// Iterates over the records: `Err` items are skipped records; a damaged length ends the
-    /// iteration with one last `Err(TruncatedFile)` or `Err(BinaryRecord)`.
+    /// iteration with one last `Err(TruncatedFile)` or `Err(BinaryRecord)` ([`Source::run`]
+    /// ends with an error naming the damage and where it is instead).
     pub fn records(&self) -> impl Iterator<Item = Result<Record<'_>, SkipReason>> + '_ {
         let mut pos = self.data_start;
         let data: &[u8] = &self.map;
         std::iter::from_fn(move || {
-            if pos >= data.len() {
-                return None;
-            }
-            let rest = &data[pos..];
-            if rest.len() < RECORD_HEADER_LEN {
-                pos = data.len();
-                return Some(Err(SkipReason::TruncatedFile));
-            }
-            let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
-            if len < RECORD_HEADER_LEN || !len.is_multiple_of(8) {
-                pos = data.len();
-                return Some(Err(SkipReason::BinaryRecord));
-            }
-            if len > rest.len() {
-                pos = data.len();
-                return Some(Err(SkipReason::TruncatedFile));
-            }
-            pos += len;
-            Some(decode(&rest[..len]).map_err(|_| SkipReason::BinaryRecord))
+            mapped_record(data, &mut pos).map(|item| {
+                item.map_err(|fault| match fault {
+                    Fault::Skip(reason) => reason,
+                    Fault::Damaged(_) => SkipReason::BinaryRecord,
+                })
+            })
         })
     }
 }
 
+/// Why a mapped record is not read.
+enum Fault {
+    /// It is skipped for this reason (the last one, when the file ends in it).
+    Skip(SkipReason),
+    /// Its length is impossible: the rest of the file cannot be found.
+    Damaged(String),
+}
+
+/// The record at `*pos` of a mapped trace, `pos` moved past it (to the end after damage).
+fn mapped_record<'a>(data: &'a [u8], pos: &mut usize) -> Option<Result<Record<'a>, Fault>> {
+    if *pos >= data.len() {
+        return None;
+    }
+    let at = *pos;
+    let rest = &data[at..];
+    if rest.len() < RECORD_HEADER_LEN {
+        *pos = data.len();
+        return Some(Err(Fault::Skip(SkipReason::TruncatedFile)));
+    }
+    let len = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+    if len < RECORD_HEADER_LEN || !len.is_multiple_of(8) {
+        *pos = data.len();
+        return Some(Err(Fault::Damaged(format!(
+            "binary trace damaged at byte {at}: record length {len} is impossible"
+        ))));
+    }
+    if len > rest.len() {
+        *pos = data.len();
+        return Some(Err(Fault::Skip(SkipReason::TruncatedFile)));
+    }
+    *pos += len;
+    Some(match decode(&rest[..len]) {
+        Ok(r) => Ok(r),
+        Err(BadRecord::Proto) => Err(Fault::Skip(SkipReason::BinaryRecord)),
+        Err(BadRecord::Length) => Err(Fault::Damaged(format!(
+            "binary trace damaged at byte {at}: message longer than its record"
+        ))),
+    })
+}
+
 impl Source for MappedTrace {
     fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
-        let this = &*self;
+        let data: &[u8] = &self.map;
+        let mut pos = self.data_start;
         drive(sink, |sink| {
-            for (i, item) in this.records().enumerate() {
+            let mut n = 0u64;
+            while let Some(item) = mapped_record(data, &mut pos) {
+                n += 1;
                 match item {
                     Ok(r) => sink.record(&r)?,
-                    Err(reason) => sink.skipped(reason, i as u64 + 1),
+                    Err(Fault::Skip(reason)) => sink.skipped(reason, n),
+                    Err(Fault::Damaged(what)) => return Err(TraceError::Format(what)),
                 }
             }
             Ok(())
@@ -457,6 +527,64 @@ mod tests {
             prop_assert_eq!(got.records.len(), whole);
             prop_assert_eq!(got.skipped.get(SkipReason::TruncatedFile), u64::from(cut != FILE_HEADER_LEN && !ends.contains(&cut)));
         }
+    }
+
+    #[test]
+    fn a_cut_header_is_told_from_other_files() {
+        let mut header = file_header().to_vec();
+        header[10..12].copy_from_slice(&24u16.to_le_bytes());
+        for (bytes, want) in [
+            (
+                &header[..12],
+                "binary trace header is cut short: 12 of its 16 bytes",
+            ),
+            (
+                &header[..],
+                "binary trace header is cut short: 16 of its 24 bytes",
+            ),
+            (&b"LDPTRAC"[..], "not an ldplayer binary trace (bad magic)"),
+        ] {
+            let e = BinaryReader::new(bytes).err().expect("refused");
+            assert_eq!(e.to_string(), want);
+            let file = tempfile::NamedTempFile::new().unwrap();
+            std::fs::write(file.path(), bytes).unwrap();
+            let e = MappedTrace::open(file.path()).err().expect("refused");
+            assert_eq!(e.to_string(), want);
+        }
+    }
+
+    #[test]
+    fn damage_is_named_with_its_offset_by_both_readers() {
+        let mut w = BinaryWriter::new(Vec::new()).unwrap();
+        let r = crate::RecordBuf {
+            time_ns: 1,
+            src: "10.0.0.1:1".parse().unwrap(),
+            dst: "10.0.0.2:53".parse().unwrap(),
+            proto: Proto::Udp,
+            conn: 0,
+            wire: vec![0; 12],
+        };
+        for _ in 0..3 {
+            w.write(&r.as_record()).unwrap();
+        }
+        let mut bytes = w.into_inner().unwrap();
+        // The third record (at 16 + 2 * 80) says it is 12 bytes long.
+        bytes[176..180].copy_from_slice(&12u32.to_le_bytes());
+        let want = "binary trace damaged at byte 176: record length 12 is impossible";
+        let mut got = Collect::default();
+        let e = BinaryReader::new(&bytes[..])
+            .unwrap()
+            .run(&mut got)
+            .unwrap_err();
+        assert_eq!((e.to_string().as_str(), got.records.len()), (want, 2));
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), &bytes).unwrap();
+        let mut got = Collect::default();
+        let e = MappedTrace::open(file.path())
+            .unwrap()
+            .run(&mut got)
+            .unwrap_err();
+        assert_eq!((e.to_string().as_str(), got.records.len()), (want, 2));
     }
 
     #[test]

@@ -6,12 +6,19 @@
 //! and returns a ready [`Source`]: captures are decoded on the DNS ports asked for, text and
 //! binary traces are checked message by message, and malformed messages are kept or dropped as
 //! [`ReadOptions::drop_malformed`] says. What the reader has to tell beyond its records (a
-//! capture without DNS on the asked ports, unreadable text lines, a damaged compressed stream)
-//! goes to [`ReadOptions::notes`] once the source has run.
+//! capture without DNS on the asked ports, unreadable text lines, a compressed stream cut
+//! short) goes to [`ReadOptions::notes`] once the source has run.
+//!
+//! The records of a compressed file are held back until the frame they were read from passes
+//! its check (up to [`ReadOptions::hold_bytes`] of them): a corrupt frame can
+//! decode to wrong bytes before its check fails, and those would otherwise become records
+//! nobody sent. A corrupt stream ends the run with [`TraceError::Corrupt`], which says which
+//! frame it is, where, and what became of its records; what came before it is all passed on.
 
 mod notes;
 mod port_hint;
 mod report;
+mod verify;
 
 pub use notes::{Notes, ReadNote};
 pub use port_hint::PortHint;
@@ -21,10 +28,11 @@ use crate::capture::{CaptureOptions, CaptureReader};
 use crate::input::{self, Compression, Format};
 use crate::text::TextReader;
 use crate::{Checked, Source, TraceError};
-use report::{ReportDamage, ReportLines, ReportPorts};
+use report::{ReportLines, ReportPorts};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use verify::Verified;
 
 /// How to read a trace, whatever its format.
 #[derive(Debug, Clone)]
@@ -35,7 +43,17 @@ pub struct ReadOptions {
     pub drop_malformed: bool,
     /// Who is told what the reader noticed besides its records.
     pub notes: Notes,
+    /// How many bytes of records (messages and their fixed fields) read from a compressed
+    /// frame are held back until the frame's check passes; [`HOLD_BYTES`] by default. The
+    /// oldest records of a larger frame are passed on before their check (a corrupt frame's
+    /// error then says which they were).
+    pub hold_bytes: usize,
 }
+
+/// The default [`ReadOptions::hold_bytes`]: 16 MiB, some 100,000 records of typical queries
+/// and responses, far more than a frame of a few megabytes holds, and still a small part of
+/// the memory a replay uses.
+pub const HOLD_BYTES: usize = 16 << 20;
 
 impl Default for ReadOptions {
     /// DNS on the standard port, malformed messages kept, notes on standard error.
@@ -44,6 +62,7 @@ impl Default for ReadOptions {
             dns_ports: CaptureOptions::default().dns_ports,
             drop_malformed: false,
             notes: Notes::default(),
+            hold_bytes: HOLD_BYTES,
         }
     }
 }
@@ -131,7 +150,7 @@ pub fn open_reader(
         source,
     };
     let notes = &options.notes;
-    let source: Box<dyn Source + Send> = match opened.format {
+    let (source, position): (Box<dyn Source + Send>, _) = match opened.format {
         Format::Capture => {
             let capture = CaptureOptions {
                 dns_ports: options.dns_ports.clone(),
@@ -139,23 +158,43 @@ pub fn open_reader(
                 ..CaptureOptions::default()
             };
             let reader = CaptureReader::new(opened.reader, capture).map_err(header)?;
-            Box::new(ReportPorts::new(reader, &options.dns_ports, notes))
+            let position = reader.position();
+            (
+                Box::new(ReportPorts::new(reader, &options.dns_ports, notes)),
+                position,
+            )
         }
         // Captures decide about malformed messages as they frame them; traces are checked.
         Format::Text => {
             let reader = TextReader::new(opened.reader).map_err(header)?;
-            Box::new(Checked::new(
-                ReportLines::new(reader, notes),
-                options.drop_malformed,
-            ))
+            let position = reader.position();
+            (
+                Box::new(Checked::new(
+                    ReportLines::new(reader, notes),
+                    options.drop_malformed,
+                )),
+                position,
+            )
         }
         Format::Binary => {
             let reader = BinaryReader::new(opened.reader).map_err(header)?;
-            Box::new(Checked::new(reader, options.drop_malformed))
+            let position = reader.position();
+            (
+                Box::new(Checked::new(reader, options.drop_malformed)),
+                position,
+            )
         }
     };
+    let source = Verified::new(
+        source,
+        opened.damage,
+        position,
+        options.hold_bytes,
+        name,
+        notes,
+    );
     Ok(Input {
-        source: Box::new(ReportDamage::new(source, opened.damage, name, notes)),
+        source: Box::new(source),
         format: opened.format,
         compression: opened.compression,
         len: None,

@@ -1,3 +1,4 @@
+use crate::input::CorruptStream;
 use crate::record::{Record, RecordBuf};
 use crate::skip::{SkipCounts, SkipReason};
 use ldplayer_dns::DnsError;
@@ -31,6 +32,10 @@ pub enum TraceError {
     /// The sink failed.
     #[error(transparent)]
     Sink(SinkError),
+    /// The compressed stream is corrupt: what came before the damaged frame was read; the
+    /// records of that frame were dropped, or said to be suspect (see [`crate::open`]).
+    #[error("{0}")]
+    Corrupt(Box<CorruptStream>),
 }
 
 impl From<SinkError> for TraceError {

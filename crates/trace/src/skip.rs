@@ -29,8 +29,12 @@ pub enum SkipReason {
     /// A file that ends in the middle of a block or record, or whose compressed stream was cut
     /// short.
     TruncatedFile,
-    /// A compressed file whose stream is corrupt: what came before the damage was read.
+    /// A compressed file whose stream is corrupt (a frame's check failed, or its data did not
+    /// decode): counted once, where the damage showed.
     CorruptFile,
+    /// A record read from a compressed frame that then failed its check or did not decode:
+    /// dropped, as it may not be what was written (see [`crate::open`]).
+    CorruptFrame,
     /// A capture block that does not parse.
     BadBlock,
     /// A text-format line that does not parse.
@@ -54,6 +58,7 @@ impl SkipReason {
             SkipReason::TcpJunk => "tcp-junk",
             SkipReason::TruncatedFile => "file-truncated",
             SkipReason::CorruptFile => "file-corrupt",
+            SkipReason::CorruptFrame => "file-corrupt-frame",
             SkipReason::BadBlock => "capture-bad-block",
             SkipReason::TextLine => "text-bad-line",
             SkipReason::BinaryRecord => "binary-bad-record",

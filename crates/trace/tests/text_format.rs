@@ -250,7 +250,89 @@ fn bad_lines_are_skipped_and_explained() {
     assert_eq!(got.skipped.get(SkipReason::TextLine), 3);
     let lines: Vec<u64> = reader.errors().iter().map(|(l, _)| *l).collect();
     assert_eq!(lines, vec![3, 4, 5]);
-    assert_eq!(reader.errors()[2].1.column, "qtype");
+    assert_eq!(reader.errors()[2].1.column, Some("qtype"));
+}
+
+/// `line` cut to its first `n` tab-separated columns.
+fn first_columns(line: &str, n: usize) -> String {
+    line.split('\t').take(n).collect::<Vec<_>>().join("\t")
+}
+
+#[test]
+fn lines_with_fewer_columns_than_the_header_are_skipped_with_their_line_number() {
+    let text = to_text(&[
+        record(compressed_response()),
+        record(malformed_query()),
+        record(compressed_response()),
+    ]);
+    let lines: Vec<&str> = text.lines().collect();
+    // A line cut after `id` (8 columns) and one cut after `qname` (13): each would otherwise
+    // read as a message nobody sent (a header-only query, a response without its answer).
+    let damaged = format!(
+        "{}\n{}\n{}\n{}\n{}\n",
+        lines[0],
+        lines[1],
+        first_columns(lines[2], 8),
+        first_columns(lines[3], 13),
+        lines[4]
+    );
+    let mut reader = TextReader::new(damaged.as_bytes()).unwrap();
+    let mut got = Collect::default();
+    reader.run(&mut got).unwrap();
+    assert_eq!(got.records.len(), 1);
+    assert_eq!(got.records[0].wire, compressed_response());
+    assert_eq!(got.skipped.get(SkipReason::TextLine), 2);
+    let errors: Vec<(u64, String)> = reader
+        .errors()
+        .iter()
+        .map(|(l, e)| (*l, e.to_string()))
+        .collect();
+    assert_eq!(
+        errors,
+        [
+            (3, "has 8 columns, the header names 20".to_string()),
+            (4, "has 13 columns, the header names 20".to_string())
+        ]
+    );
+    // The header of version 1 names its columns after the tag.
+    let v1 = "#ldplayer-text/1\ttime\tsrc\tdst\tqtype\n1\t10.0.0.1\t192.0.2.1\n";
+    let mut reader = TextReader::new(v1.as_bytes()).unwrap();
+    reader.run(&mut Collect::default()).unwrap();
+    assert_eq!(
+        reader.errors()[0].1.to_string(),
+        "has 3 columns, the header names 4"
+    );
+}
+
+#[test]
+fn lines_that_are_not_utf8_are_skipped_with_their_line_number() {
+    let text = to_text(&[record(compressed_response()), record(compressed_response())]);
+    let mut bytes = text.into_bytes();
+    // A byte of the first data line's name (line 3) that is no UTF-8.
+    let third_line = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .nth(1)
+        .map(|(i, _)| i + 1)
+        .unwrap();
+    let at = third_line + 40;
+    bytes[at] = 0xff;
+    let mut reader = TextReader::new(&bytes[..]).unwrap();
+    let mut got = Collect::default();
+    reader.run(&mut got).unwrap();
+    assert_eq!(got.records.len(), 1);
+    assert_eq!(got.skipped.get(SkipReason::TextLine), 1);
+    let [(3, error)] = reader.errors() else {
+        panic!("line 3 is named: {:?}", reader.errors());
+    };
+    assert!(error.to_string().contains("not UTF-8"), "{error}");
+    // In the header it is an error, naming its line.
+    let e = TextReader::new(&b"#ldplayer-text/2\ntime\tsrc\xff\tdst\n"[..])
+        .err()
+        .expect("refused")
+        .to_string();
+    assert!(e.contains("line 2") && e.contains("UTF-8"), "{e}");
 }
 
 #[test]
@@ -271,12 +353,15 @@ fn rcodes_read_as_mnemonics_generic_forms_or_numbers() {
         .map(|r| Message::parse(&r.wire).unwrap().rcode())
         .collect();
     assert_eq!(rcodes, [Rcode::NXDOMAIN, Rcode::REFUSED, Rcode::SERVFAIL]);
-    let errors: Vec<(u64, &str)> = reader
+    let errors: Vec<(u64, Option<&str>)> = reader
         .errors()
         .iter()
         .map(|(l, e)| (*l, e.column))
         .collect();
-    assert_eq!(errors, [(5, "rcode"), (6, "rcode"), (7, "rcode")]);
+    assert_eq!(
+        errors,
+        [(5, Some("rcode")), (6, Some("rcode")), (7, Some("rcode"))]
+    );
 }
 
 #[test]

@@ -25,12 +25,17 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         watch.malformed,
     );
     let written = writer.written();
-    end_run(
+    // A damaged input: the summary of what was read, then the error saying where it stopped.
+    let read_error = super::is_read_error(&result);
+    let ended = end_run(
         writer,
         output,
         &format!("converting {}", args.input.display()),
         result,
-    )?;
+    );
+    if ended.is_err() && !read_error {
+        return ended;
+    }
     let secs = progress.elapsed();
     if args.write.json {
         println!(
@@ -60,5 +65,5 @@ pub fn run(args: ConvertArgs) -> Result<()> {
             super::skipped_list(&skipped)
         );
     }
-    Ok(())
+    ended
 }

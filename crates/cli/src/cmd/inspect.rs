@@ -61,7 +61,13 @@ pub fn run(args: InspectArgs) -> Result<()> {
     let mut watch = Watch::new(QrFilter::new(both, &args.read), &progress);
     let result = input.source.run(&mut watch);
     progress.finish();
-    result.with_context(|| format!("reading {}", args.input.display()))?;
+    // A damaged input: the summary of what was read, then the error saying where it stopped.
+    let result = if super::is_read_error(&result) {
+        result
+    } else {
+        result.with_context(|| format!("reading {}", args.input.display()))?;
+        Ok(())
+    };
     let summary = inspector.summary();
     let clients = fitter.stats();
     if args.json {
@@ -86,5 +92,10 @@ pub fn run(args: InspectArgs) -> Result<()> {
             println!("{:<28} {}", "client query gap", quantiles_text(g, "s"));
         }
     }
-    Ok(())
+    result.with_context(|| {
+        format!(
+            "reading {}: stopped at an error (the summary is of what came before it)",
+            args.input.display()
+        )
+    })
 }

@@ -18,6 +18,13 @@ pub mod zones;
 
 use ldplayer_trace::SkipCounts;
 
+/// True when a source's run ended at an error of its input (damage, a read error), as opposed
+/// to success, a stop asked for, or a sink that failed: the commands then print the summary of
+/// what was read before the error.
+pub fn is_read_error(result: &Result<(), ldplayer_trace::TraceError>) -> bool {
+    matches!(result, Err(e) if !matches!(e, ldplayer_trace::TraceError::Sink(_)))
+}
+
 /// `reason=count, ...` or `none`.
 pub fn skipped_list(skipped: &SkipCounts) -> String {
     if skipped.total() == 0 {

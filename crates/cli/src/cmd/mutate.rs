@@ -139,12 +139,17 @@ pub fn run(args: MutateArgs) -> Result<()> {
     );
     let stats = watch.inner().stats().clone();
     drop(watch);
-    end_run(
+    // A damaged input: the summary of what was read, then the error saying where it stopped.
+    let read_error = super::is_read_error(&result);
+    let ended = end_run(
         writer,
         output,
         &format!("mutating {}", args.input.display()),
         result,
-    )?;
+    );
+    if ended.is_err() && !read_error {
+        return ended;
+    }
     if args.write.json {
         println!(
             "{}",
@@ -186,5 +191,5 @@ pub fn run(args: MutateArgs) -> Result<()> {
             super::skipped_list(&skipped)
         );
     }
-    Ok(())
+    ended
 }

@@ -131,10 +131,12 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
     });
     let Finished { results, stats } = finished.context("replay")?;
     progress.finish();
-    match read_result {
-        Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => {}
-        Err(e) => return Err(e).with_context(|| format!("reading {}", job.trace.display())),
-    }
+    // A damaged trace: what was sent is recorded and summed up as usual, then the error says
+    // where reading stopped.
+    let read_error = match read_result {
+        Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => None,
+        Err(e) => Some(e),
+    };
     let (summary, written) = results.into_parts();
     // Closed before the report reads it, and marked complete: every result is in.
     drop(written);
@@ -170,7 +172,15 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
             println!("report: {}", html.display());
         }
     }
-    Ok(())
+    match read_error {
+        None => Ok(()),
+        Some(e) => Err(e).with_context(|| {
+            format!(
+                "reading {}: stopped at an error; the queries read before it were replayed",
+                job.trace.display()
+            )
+        }),
+    }
 }
 
 /// The engine's counters after the summary: failures by cause, connection work, what the

@@ -3,7 +3,8 @@
 use super::decoder::PacketDecoder;
 use super::options::CaptureOptions;
 use super::ports::PortCensus;
-use crate::{drive, input, Sink, SkipReason, Source, TraceError};
+use crate::input::{self, Position};
+use crate::{drive, Sink, SkipReason, Source, TraceError};
 use pcap_parser::pcapng::Block;
 use pcap_parser::traits::{PcapNGPacketBlock, PcapReaderIterator};
 use pcap_parser::{LegacyPcapReader, PcapBlockOwned, PcapError, PcapNGReader};
@@ -37,11 +38,14 @@ const PCAP_MAGICS: [u32; 5] = [
 /// Anything that cannot be used is skipped and reported to the sink with a [`SkipReason`]; a
 /// capture cut in the middle of its last block keeps what was read and reports
 /// [`SkipReason::TruncatedFile`]. Only input that is not a capture at all, a read error, or a
-/// block damaged so that the rest of the file cannot be found is an error.
+/// block damaged so that the rest of the file cannot be found is an error, which names the
+/// byte where the damaged block starts; the records read before it are all passed on (also
+/// those TCP reassembly still held).
 pub struct CaptureReader<R: Read> {
     opened: Option<Opened<R>>,
     options: CaptureOptions,
     census: PortCensus,
+    position: Position,
 }
 
 /// An input whose format is known, with the bytes read to recognize it.
@@ -63,7 +67,13 @@ impl<R: Read> CaptureReader<R> {
             opened: Some(open(input)?),
             options,
             census: PortCensus::default(),
+            position: Position::default(),
         })
+    }
+
+    /// Where the reader is: the end of the last block it took, as it reads.
+    pub fn position(&self) -> Position {
+        self.position.clone()
     }
 
     /// The UDP and TCP ports of the packets read (complete once [`Source::run`] returned): when
@@ -78,8 +88,9 @@ impl<R: Read> Source for CaptureReader<R> {
         let opened = self.opened.take();
         let options = &self.options;
         let census = &mut self.census;
+        let position = &self.position;
         drive(sink, |sink| match opened {
-            Some(opened) => read_opened(opened, options, sink, census),
+            Some(opened) => read_opened(opened, options, sink, census, position),
             None => Err(TraceError::Format("the capture was already read".into())),
         })
     }
@@ -93,7 +104,13 @@ pub fn read_capture_bytes(
     sink: &mut dyn Sink,
 ) -> Result<(), TraceError> {
     drive(sink, |sink| {
-        read_opened(open(data)?, options, sink, &mut PortCensus::default())
+        read_opened(
+            open(data)?,
+            options,
+            sink,
+            &mut PortCensus::default(),
+            &Position::default(),
+        )
     })
 }
 
@@ -195,12 +212,14 @@ fn open<R: Read>(mut input: R) -> Result<Opened<R>, TraceError> {
     })
 }
 
-/// Reads the capture; `census` gets the decoder's port census, also when reading fails.
+/// Reads the capture; `census` gets the decoder's port census, also when reading fails;
+/// `position` follows the blocks taken.
 fn read_opened<R: Read>(
     opened: Opened<R>,
     options: &CaptureOptions,
     sink: &mut dyn Sink,
     census: &mut PortCensus,
+    position: &Position,
 ) -> Result<(), TraceError> {
     let Opened {
         prefix,
@@ -219,6 +238,8 @@ fn read_opened<R: Read>(
         interfaces: Vec::new(),
         legacy: None,
         ng_big_endian: false,
+        offset: 0,
+        position: position.clone(),
     };
     let result = if ng {
         match PcapNGReader::new(capacity, stream) {
@@ -241,12 +262,18 @@ fn read_opened<R: Read>(
             Err(_) => Err(not_capture()),
         }
     };
-    let finished = result.and_then(|()| {
-        state
-            .decoder
-            .finish(state.packets, sink)
-            .map_err(TraceError::Sink)
-    });
+    // The messages still held (TCP streams, fragments) are passed on also when the capture
+    // is damaged further on; not when the sink failed.
+    let finished = match result {
+        Err(e @ TraceError::Sink(_)) => Err(e),
+        result => {
+            let flushed = state
+                .decoder
+                .finish(state.packets, sink)
+                .map_err(TraceError::Sink);
+            result.and(flushed)
+        }
+    };
     *census = state.decoder.census().clone();
     finished
 }
@@ -276,6 +303,9 @@ struct State {
     legacy: Option<LegacyHeader>,
     /// Byte order of the current pcapng section.
     ng_big_endian: bool,
+    /// Where the next block starts in the input.
+    offset: u64,
+    position: Position,
 }
 
 /// Converts a pcapng timestamp in units of `tsresol` to nanoseconds.
@@ -312,6 +342,8 @@ impl State {
         loop {
             match reader.next() {
                 Ok((used, block)) => {
+                    self.offset += used as u64;
+                    self.position.set(self.offset);
                     self.block(block, sink)?;
                     reader.consume(used);
                 }
@@ -328,12 +360,13 @@ impl State {
                     }
                     if reader.data().len() == before && !reader.reader_exhausted() {
                         // No room left: the block is larger than the buffer.
-                        capacity = grow(&mut reader, capacity, before + needed.max(1))?;
+                        capacity = grow(&mut reader, capacity, before + needed.max(1))
+                            .map_err(|e| self.damaged(&e))?;
                     }
                 }
                 Err(PcapError::BufferTooSmall) => {
                     let needed = self.block_size(reader.data()).unwrap_or(capacity * 2);
-                    capacity = grow(&mut reader, capacity, needed)?;
+                    capacity = grow(&mut reader, capacity, needed).map_err(|e| self.damaged(&e))?;
                     if reader.refill().is_err() {
                         return read_failed(error, sink, self.packets + 1);
                     }
@@ -349,14 +382,12 @@ impl State {
                     match skip {
                         Some(n) => {
                             sink.skipped(SkipReason::BadBlock, self.packets + 1);
+                            self.offset += n as u64;
                             reader.consume(n);
                         }
                         None => {
                             sink.skipped(SkipReason::BadBlock, self.packets + 1);
-                            return Err(TraceError::Format(format!(
-                                "damaged capture block after packet {}",
-                                self.packets
-                            )));
+                            return Err(self.damaged("a block that does not parse"));
                         }
                     }
                 }
@@ -429,6 +460,14 @@ impl State {
 }
 
 impl State {
+    /// The error for damage in the block that starts at [`State::offset`]: `what` it is.
+    fn damaged(&self, what: &str) -> TraceError {
+        TraceError::Format(format!(
+            "capture damaged at byte {} (after packet {}): {what}",
+            self.offset, self.packets
+        ))
+    }
+
     /// The size of the block at the start of `data`, as its header says.
     fn block_size(&self, data: &[u8]) -> Option<usize> {
         let u32_at = |at: usize, be: bool| -> Option<usize> {
@@ -484,17 +523,18 @@ fn block_len(data: &[u8]) -> Option<usize> {
     })
 }
 
-/// Grows the reader's buffer to hold at least `needed` bytes; fails past [`MAX_BLOCK`].
+/// Grows the reader's buffer to hold at least `needed` bytes; fails past [`MAX_BLOCK`],
+/// saying what is wrong.
 fn grow<P: PcapReaderIterator>(
     reader: &mut P,
     capacity: usize,
     needed: usize,
-) -> Result<usize, TraceError> {
+) -> Result<usize, String> {
     let new = (capacity * 2).max(needed.saturating_add(needed / 2));
     if needed > MAX_BLOCK || new > 2 * MAX_BLOCK || !reader.grow(new) {
-        return Err(TraceError::Format(format!(
-            "capture block of {needed} bytes is larger than the {MAX_BLOCK}-byte limit"
-        )));
+        return Err(format!(
+            "a block of {needed} bytes, larger than the {MAX_BLOCK}-byte limit"
+        ));
     }
     Ok(new)
 }

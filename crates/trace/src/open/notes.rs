@@ -20,8 +20,9 @@ pub enum ReadNote {
         /// What is wrong with the line.
         error: LineError,
     },
-    /// The compressed stream ended early or is corrupt; what came before was read, and the
-    /// damage was counted as [`StreamCut::skip_reason`].
+    /// The compressed stream was cut short: what came before the cut was read, and the cut
+    /// was counted as [`StreamCut::skip_reason`] (a corrupt stream is an error instead:
+    /// [`crate::TraceError::Corrupt`]).
     Damaged {
         /// The input, as it was named when opened.
         input: PathBuf,

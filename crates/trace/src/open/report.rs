@@ -2,11 +2,9 @@
 
 use super::{Notes, PortHint, ReadNote};
 use crate::capture::CaptureReader;
-use crate::input::Damage;
 use crate::text::TextReader;
 use crate::{Sink, Source, TraceError};
 use std::io::{BufRead, Read};
-use std::path::{Path, PathBuf};
 
 /// A capture reader that tells a [`PortHint`] when the capture held UDP or TCP packets but
 /// none on the DNS ports.
@@ -60,45 +58,6 @@ impl<R: BufRead> Source for ReportLines<R> {
             self.notes.tell(&ReadNote::LineSkipped {
                 line: *line,
                 error: error.clone(),
-            });
-        }
-        result
-    }
-}
-
-/// A source that tells when its compressed stream was cut short or corrupt (the reader counted
-/// it and kept what came before).
-pub(super) struct ReportDamage {
-    inner: Box<dyn Source + Send>,
-    damage: Damage,
-    input: PathBuf,
-    notes: Notes,
-}
-
-impl ReportDamage {
-    /// Wraps `inner`, which reads the stream `damage` watches, from `input`.
-    pub(super) fn new(
-        inner: Box<dyn Source + Send>,
-        damage: Damage,
-        input: &Path,
-        notes: &Notes,
-    ) -> Self {
-        ReportDamage {
-            inner,
-            damage,
-            input: input.to_path_buf(),
-            notes: notes.clone(),
-        }
-    }
-}
-
-impl Source for ReportDamage {
-    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
-        let result = self.inner.run(sink);
-        if let Some(cut) = self.damage.get() {
-            self.notes.tell(&ReadNote::Damaged {
-                input: self.input.clone(),
-                cut,
             });
         }
         result

@@ -18,14 +18,19 @@
 //! into the message (changing only those bytes), so `awk` can set `do` to 1 or `proto` to `tcp`
 //! and the rebuilt message follows. A line whose `wire` is `-` is built from the columns alone,
 //! so traces can also be written by hand. Columns may come in any order; unknown columns are
-//! ignored; missing DNS columns keep what `wire` says. A malformed message (one whose header
+//! ignored; DNS columns missing from the header keep what `wire` says. A line with fewer
+//! columns than the header names was cut short and is skipped ([`TextReader`]), as are lines
+//! that are not UTF-8. A malformed message (one whose header
 //! reads but whose body does not) shows its header columns and, when it reads, its question;
 //! the other DNS columns are `-`, and only the header columns can be edited. See
 //! docs/formats.md for every column.
 
+mod reader;
+
+pub use reader::{TextReader, KEPT_ERRORS, MAX_LINE};
+
 use crate::record::{Proto, Record, RecordBuf};
-use crate::sink::{drive, Sink, SinkError, Source, TraceError};
-use crate::skip::SkipReason;
+use crate::sink::{Sink, SinkError, TraceError};
 use crate::time::{format_time, parse_time};
 use base64::engine::general_purpose::STANDARD as BASE64;
 use base64::Engine;
@@ -35,7 +40,7 @@ use ldplayer_dns::{
     Question, Rcode, Rtype,
 };
 use std::fmt::Write as _;
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
 
 /// The first line of the text traces this version writes: format name and version.
@@ -251,17 +256,30 @@ impl<W: Write> Sink for TextWriter<W> {
 
 /// Why a text line could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("column `{column}`: {message}")]
+#[error(
+    "{}{message}",
+    .column.map(|c| format!("column `{c}`: ")).unwrap_or_default()
+)]
 pub struct LineError {
-    /// The column at fault.
-    pub column: &'static str,
+    /// The column at fault; `None` when the line as a whole is (too few columns, not UTF-8).
+    pub column: Option<&'static str>,
     /// What is wrong with it.
     pub message: String,
 }
 
+impl LineError {
+    /// An error of the line as a whole.
+    pub fn line(message: impl Into<String>) -> Self {
+        LineError {
+            column: None,
+            message: message.into(),
+        }
+    }
+}
+
 fn err(column: &'static str, message: impl Into<String>) -> LineError {
     LineError {
-        column,
+        column: Some(column),
         message: message.into(),
     }
 }
@@ -287,6 +305,8 @@ pub fn check_tag(tag: &str) -> Result<(), TraceError> {
 pub struct Layout {
     /// Position of each known column in a line, by [`COLUMNS`] index.
     positions: [Option<usize>; 20],
+    /// How many columns the header names (known or not): every line has at least as many.
+    columns: usize,
 }
 
 impl Layout {
@@ -303,10 +323,12 @@ impl Layout {
     pub fn from_columns(line: &str) -> Result<Layout, TraceError> {
         let line = line.trim_end_matches(['\n', '\r']);
         let mut positions = [None; 20];
+        let mut columns = 0;
         for (i, name) in line.split('\t').enumerate() {
             if let Some(c) = COLUMNS.iter().position(|c| *c == name) {
                 positions[c] = Some(i);
             }
+            columns = i + 1;
         }
         for required in [Col::Time, Col::Src, Col::Dst] {
             if positions[required as usize].is_none() {
@@ -316,7 +338,7 @@ impl Layout {
                 )));
             }
         }
-        Ok(Layout { positions })
+        Ok(Layout { positions, columns })
     }
 
     /// The layout of lines written by [`TextWriter`].
@@ -325,12 +347,25 @@ impl Layout {
         for (i, p) in positions.iter_mut().enumerate() {
             *p = Some(i);
         }
-        Layout { positions }
+        Layout {
+            positions,
+            columns: COLUMNS.len(),
+        }
     }
 
-    /// Parses one data line (without its newline) into a record.
+    /// Parses one data line (without its newline) into a record. A line with fewer columns
+    /// than the header names is an error: it was cut short (a file cut, an edit gone wrong),
+    /// and the columns it lacks would read as "as the message says" or build a message from
+    /// what is left, which nobody sent.
     pub fn parse_line(&self, line: &str) -> Result<RecordBuf, LineError> {
         let fields: Vec<&str> = line.split('\t').collect();
+        if fields.len() < self.columns {
+            return Err(LineError::line(format!(
+                "has {} columns, the header names {}",
+                fields.len(),
+                self.columns
+            )));
+        }
         let get = |c: Col| -> Option<&str> {
             self.positions[c as usize].and_then(|i| fields.get(i).copied())
         };
@@ -586,98 +621,4 @@ fn parse_flags(v: &str) -> Result<u16, LineError> {
         bits |= bit;
     }
     Ok(bits)
-}
-
-/// Reads a text trace.
-pub struct TextReader<R: BufRead> {
-    input: R,
-    layout: Layout,
-    line_no: u64,
-    errors: Vec<(u64, LineError)>,
-}
-
-/// How many line errors a reader keeps for the user to see (all are counted).
-pub const KEPT_ERRORS: usize = 20;
-
-impl<R: BufRead> TextReader<R> {
-    /// Reads the header: the tag line and, unless the tag line names the columns itself (as in
-    /// version 1), the column line, which is the next line that is neither empty nor a comment.
-    pub fn new(mut input: R) -> Result<Self, TraceError> {
-        let mut line = String::new();
-        input.read_line(&mut line)?;
-        let first = line.trim_end_matches(['\n', '\r']);
-        let mut line_no = 1;
-        let layout = match first.split_once('\t') {
-            Some(_) => Layout::from_header(first)?,
-            None => {
-                check_tag(first)?;
-                loop {
-                    line.clear();
-                    if input.read_line(&mut line)? == 0 {
-                        return Err(TraceError::Format(
-                            "text trace has no column line after its first line".into(),
-                        ));
-                    }
-                    line_no += 1;
-                    let text = line.trim_end_matches(['\n', '\r']);
-                    if !text.is_empty() && !text.starts_with('#') {
-                        break Layout::from_columns(text)?;
-                    }
-                }
-            }
-        };
-        Ok(TextReader {
-            input,
-            layout,
-            line_no,
-            errors: Vec::new(),
-        })
-    }
-
-    /// The first [`KEPT_ERRORS`] lines that could not be read, with their line numbers.
-    pub fn errors(&self) -> &[(u64, LineError)] {
-        &self.errors
-    }
-}
-
-impl<R: BufRead> Source for TextReader<R> {
-    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
-        let mut line = String::new();
-        drive(sink, |sink| loop {
-            line.clear();
-            let n = match self.input.read_line(&mut line) {
-                Ok(n) => n,
-                Err(e) => match crate::input::cut_reason(&e) {
-                    // A compressed stream cut short or corrupt: the partial line is dropped.
-                    Some(reason) => {
-                        sink.skipped(reason, self.line_no + 1);
-                        return Ok(());
-                    }
-                    None if e.kind() == io::ErrorKind::InvalidData => {
-                        self.line_no += 1;
-                        sink.skipped(SkipReason::TextLine, self.line_no);
-                        continue;
-                    }
-                    None => return Err(e.into()),
-                },
-            };
-            if n == 0 {
-                return Ok(());
-            }
-            self.line_no += 1;
-            let text = line.trim_end_matches(['\n', '\r']);
-            if text.is_empty() || text.starts_with('#') {
-                continue;
-            }
-            match self.layout.parse_line(text) {
-                Ok(r) => sink.record(&r.as_record())?,
-                Err(e) => {
-                    if self.errors.len() < KEPT_ERRORS {
-                        self.errors.push((self.line_no, e));
-                    }
-                    sink.skipped(SkipReason::TextLine, self.line_no);
-                }
-            }
-        })
-    }
 }
