@@ -4,6 +4,8 @@
 //! is complete ([`Output`], [`end_run`]).
 
 use ldplayer_output::Destination;
+use ldplayer_trace::compress::FramedEncoder;
+use ldplayer_trace::input::Compression;
 
 use crate::args::{OutFormat, ReadArgs};
 use crate::progress::Progress;
@@ -242,22 +244,14 @@ pub fn end_run(
 }
 
 /// A buffered output file or standard output, compressed when its name ends in `.gz`, `.xz` or
-/// `.zst`.
+/// `.zst` (in checked frames: [`ldplayer_trace::compress`]).
 ///
 /// A file is written under a temporary name beside it and renamed into place by
 /// [`Output::close`]; dropped without `close`, it leaves no trace (a file of that name keeps
 /// its old content). Standard output is completed on drop as well.
 pub struct Output {
-    stream: Option<Stream>,
+    stream: Option<FramedEncoder<BufWriter<Box<dyn Write + Send>>>>,
     destination: Option<Destination>,
-}
-
-/// The (possibly compressing) byte stream of an [`Output`].
-enum Stream {
-    Plain(BufWriter<Box<dyn Write + Send>>),
-    Gzip(flate2::write::GzEncoder<BufWriter<Box<dyn Write + Send>>>),
-    Xz(xz2::write::XzEncoder<BufWriter<Box<dyn Write + Send>>>),
-    Zstd(zstd::stream::write::Encoder<'static, BufWriter<Box<dyn Write + Send>>>),
 }
 
 impl Output {
@@ -270,16 +264,7 @@ impl Output {
             (Box::new(destination.writer()?), Some(destination))
         };
         let buf = BufWriter::with_capacity(1 << 20, raw);
-        let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase());
-        let stream = match ext.as_deref() {
-            Some("gz") => Stream::Gzip(flate2::write::GzEncoder::new(
-                buf,
-                flate2::Compression::default(),
-            )),
-            Some("xz") => Stream::Xz(xz2::write::XzEncoder::new(buf, 6)),
-            Some("zst") => Stream::Zstd(zstd::stream::write::Encoder::new(buf, 3)?),
-            _ => Stream::Plain(buf),
-        };
+        let stream = FramedEncoder::new(Compression::from_name(path), buf)?;
         Ok(Output {
             stream: Some(stream),
             destination,
@@ -289,7 +274,7 @@ impl Output {
     /// Completes the compressed stream, flushes, and puts the file in place.
     pub fn close(mut self) -> Result<()> {
         if let Some(stream) = self.stream.take() {
-            stream.finish().context("finishing the output")?;
+            finish(stream).context("finishing the output")?;
         }
         match self.destination.take() {
             Some(d) => Ok(d.commit()?),
@@ -299,26 +284,15 @@ impl Output {
 
     fn writer(&mut self) -> io::Result<&mut dyn Write> {
         match &mut self.stream {
-            Some(Stream::Plain(w)) => Ok(w),
-            Some(Stream::Gzip(w)) => Ok(w),
-            Some(Stream::Xz(w)) => Ok(w),
-            Some(Stream::Zstd(w)) => Ok(w),
+            Some(w) => Ok(w),
             None => Err(io::Error::other("the output is closed")),
         }
     }
 }
 
-impl Stream {
-    /// Writes the end of the compressed stream and flushes everything.
-    fn finish(self) -> io::Result<()> {
-        let mut buf = match self {
-            Stream::Plain(w) => w,
-            Stream::Gzip(w) => w.finish()?,
-            Stream::Xz(w) => w.finish()?,
-            Stream::Zstd(w) => w.finish()?,
-        };
-        buf.flush()
-    }
+/// Writes the end of the compressed stream and flushes everything.
+fn finish(stream: FramedEncoder<BufWriter<Box<dyn Write + Send>>>) -> io::Result<()> {
+    stream.finish()?.flush()
 }
 
 impl Write for Output {
@@ -341,7 +315,7 @@ impl Drop for Output {
             return;
         }
         if let Some(stream) = self.stream.take() {
-            if let Err(e) = stream.finish() {
+            if let Err(e) = finish(stream) {
                 eprintln!("ldplayer: finishing the output failed: {e}");
             }
         }

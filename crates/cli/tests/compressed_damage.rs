@@ -336,3 +336,45 @@ fn corrupt_compressed_traces_drop_the_damaged_frame_say_where_and_fail() {
         }
     }
 }
+
+/// What ldplayer writes compressed is cut into frames of 4 MiB of input, each with its own
+/// check: the tools read it whole, and damage in one frame loses that frame's records only,
+/// named and counted, where a single unchecked frame used to pass invented records on.
+#[test]
+fn compressed_outputs_are_written_in_checked_frames() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let bin = dir.path().join("t.bin");
+    // About 13 MB of text: four frames.
+    ldplayer(&["synth", "-n", "60000", "--seed", "4", "-o", &s(&bin), "-q"]);
+    for (suffix, tool) in [("zst", "zstd"), ("gz", "gzip"), ("xz", "xz")] {
+        let out = dir.path().join(format!("t.txt.{suffix}"));
+        ldplayer(&["convert", &s(&bin), "-o", &s(&out), "-q"]);
+        let status = Command::new(tool)
+            .args(["-t", &s(&out)])
+            .status()
+            .unwrap_or_else(|e| panic!("{tool} runs (Debian package: {tool}): {e}"));
+        assert!(status.success(), "{tool} -t {}", out.display());
+        let whole = inspect(&out).expect("inspect");
+        assert_eq!(whole["messages"], 60000, "{suffix}");
+        // Damage four fifths into the file: the records of one frame at most are lost.
+        let mut bytes = std::fs::read(&out).expect("read");
+        let at = bytes.len() * 4 / 5;
+        for b in &mut bytes[at..at + 16] {
+            *b ^= 0xff;
+        }
+        let bad = dir.path().join(format!("bad.txt.{suffix}"));
+        std::fs::write(&bad, &bytes).expect("write");
+        let run = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+            .args(["inspect", &s(&bad), "--json"])
+            .output()
+            .expect("ldplayer runs");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert!(!run.status.success(), "{suffix}: {err}");
+        let summary: serde_json::Value = serde_json::from_slice(&run.stdout).expect("summary");
+        let kept = summary["messages"].as_u64().expect("messages");
+        assert!(
+            (15_000..60_000).contains(&kept),
+            "{suffix}: {kept} messages kept of 60000: the frames before the damage: {err}"
+        );
+    }
+}

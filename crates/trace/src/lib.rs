@@ -16,6 +16,7 @@ pub mod binary;
 pub mod capture;
 mod check;
 mod client_hash;
+pub mod compress;
 pub mod input;
 pub mod open;
 mod record;
