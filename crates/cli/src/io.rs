@@ -32,6 +32,16 @@ pub struct Input {
 /// Opens a trace of any format, with a progress bar over the bytes read; what the reader
 /// notices besides its records goes to standard error once it has run.
 pub fn open_input(path: &Path, read: &ReadArgs, progress: &Progress) -> Result<Input> {
+    open_input_noting(path, read, progress, ldplayer_trace::open::Notes::stderr())
+}
+
+/// [`open_input`], with what the reader notices told to `notes`.
+pub fn open_input_noting(
+    path: &Path,
+    read: &ReadArgs,
+    progress: &Progress,
+    notes: ldplayer_trace::open::Notes,
+) -> Result<Input> {
     let raw: Box<dyn Read + Send> = if path == Path::new("-") {
         Box::new(io::stdin())
     } else {
@@ -41,7 +51,11 @@ pub fn open_input(path: &Path, read: &ReadArgs, progress: &Progress) -> Result<I
         }
         Box::new(progress.wrap_read(file))
     };
-    let opened = open::open_reader(raw, path, &ReadOptions::from(read))?;
+    let options = ReadOptions {
+        notes,
+        ..ReadOptions::from(read)
+    };
+    let opened = open::open_reader(raw, path, &options)?;
     Ok(Input {
         source: opened.source,
         format: opened.format,

@@ -3,7 +3,8 @@
 //! - [`CaptureReader`] is a [`Source`](crate::Source): it reads a pcap or pcapng
 //!   capture from any [`Read`](std::io::Read), decodes the link layer (Ethernet with VLAN
 //!   tags, Linux SLL and SLL2, raw IP, BSD loopback), IPv4 and IPv6 (extension headers,
-//!   fragment reassembly), and DNS over UDP and over TCP (full stream reassembly with the
+//!   fragment reassembly), the tunnels tshark looks inside (VXLAN, Geneve, GRE, IP in IP),
+//!   and DNS over UDP and over TCP (full stream reassembly with the
 //!   two-byte length framing, resynchronization after gaps and junk), and pushes one
 //!   [`Record`](crate::Record) per DNS message. Whatever it cannot use is reported to
 //!   the sink as a [`SkipReason`](crate::SkipReason); malformed messages whose header
@@ -23,6 +24,7 @@ mod options;
 mod ports;
 mod reader;
 mod tcp;
+mod tunnel;
 mod writer;
 
 pub use decoder::PacketDecoder;
@@ -30,4 +32,5 @@ pub use net::linktype;
 pub use options::{CaptureOptions, Keep};
 pub use ports::PortCensus;
 pub use reader::{read_capture_bytes, CaptureReader};
+pub use tunnel::{Tunnel, TunnelCounts};
 pub use writer::PcapWriter;

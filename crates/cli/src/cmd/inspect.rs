@@ -1,13 +1,16 @@
 //! `ldplayer inspect INPUT [--json | -q]`
 
 use crate::args::InspectArgs;
-use crate::io::{open_input, QrFilter};
+use crate::io::{open_input_noting, QrFilter};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
 use ldplayer_dns::DnsError;
 use ldplayer_inspect::Inspector;
 use ldplayer_population::{Fitter, Quantiles};
+use ldplayer_trace::capture::TunnelCounts;
+use ldplayer_trace::open::{Notes, ReadNote};
 use ldplayer_trace::{Record, Sink, SinkError, SkipReason};
+use std::sync::{Arc, Mutex};
 
 /// Feeds the inspector and the population fitter (per-client rates and gaps) in one pass.
 struct Both<'a> {
@@ -39,6 +42,8 @@ struct InspectJson<'a> {
     summary: &'a ldplayer_inspect::Summary,
     client_rate_qps: Option<Quantiles>,
     client_gap_s: Option<Quantiles>,
+    /// Packets taken out of each kind of tunnel (`vxlan`, `geneve`, `gre`, `ipip`).
+    tunnels: std::collections::BTreeMap<&'static str, u64>,
 }
 
 /// `p50 A, p90 B, p99 C` with `unit`.
@@ -51,7 +56,16 @@ fn quantiles_text(q: &Quantiles, unit: &str) -> String {
 
 pub fn run(args: InspectArgs) -> Result<()> {
     let progress = Progress::new(args.json || args.quiet);
-    let mut input = open_input(&args.input, &args.read, &progress)?;
+    // Tunnels go into the summary; other notes to standard error.
+    let tunnels = Arc::new(Mutex::new(TunnelCounts::default()));
+    let noted = tunnels.clone();
+    let notes = Notes::to(move |note| match note {
+        ReadNote::Tunneled(counts) => {
+            *noted.lock().unwrap_or_else(|e| e.into_inner()) = *counts;
+        }
+        other => eprintln!("ldplayer: {other}"),
+    });
+    let mut input = open_input_noting(&args.input, &args.read, &progress, notes)?;
     let mut inspector = Inspector::new();
     let mut fitter = Fitter::new();
     let both = Both {
@@ -70,11 +84,13 @@ pub fn run(args: InspectArgs) -> Result<()> {
     };
     let summary = inspector.summary();
     let clients = fitter.stats();
+    let tunnels = *tunnels.lock().unwrap_or_else(|e| e.into_inner());
     if args.json {
         let json = InspectJson {
             summary: &summary,
             client_rate_qps: clients.rate_qps,
             client_gap_s: clients.gap_s,
+            tunnels: tunnels.iter().map(|(t, n)| (t.name(), n)).collect(),
         };
         println!("{}", serde_json::to_string(&json)?);
     } else if !args.quiet {
@@ -90,6 +106,9 @@ pub fn run(args: InspectArgs) -> Result<()> {
         }
         if let Some(g) = &clients.gap_s {
             println!("{:<28} {}", "client query gap", quantiles_text(g, "s"));
+        }
+        if !tunnels.is_empty() {
+            println!("{:<28} {tunnels}", "inside tunnels");
         }
     }
     result.with_context(|| {

@@ -1,10 +1,11 @@
 //! From captured frames to DNS messages: link layer, IP (with fragment reassembly), UDP, TCP.
 
 use super::frag::{Defrag, FragKey, Fragment};
-use super::net::{link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
+use super::net::{ether_payload, link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
 use super::options::{CaptureOptions, Keep, PortSet};
 use super::ports::PortCensus;
 use super::tcp::{Out, TcpLimits, TcpTable};
+use super::tunnel::{self, Inner, Tunnel};
 use crate::{Proto, Sink, SinkError, SkipReason};
 use ldplayer_dns::Message;
 use std::net::{IpAddr, SocketAddr};
@@ -85,6 +86,17 @@ impl PacketDecoder {
                 return Ok(());
             }
         };
+        self.ip_packet(ip, time_ns, &mut out, 0)
+    }
+
+    /// Decodes an IP packet (`depth` tunnels deep).
+    fn ip_packet(
+        &mut self,
+        ip: &[u8],
+        time_ns: i64,
+        out: &mut Out<'_>,
+        depth: u8,
+    ) -> Result<(), SinkError> {
         let ip = match parse_ip(ip) {
             Ok(ip) => ip,
             Err(r) => {
@@ -99,7 +111,7 @@ impl PacketDecoder {
                 proto,
                 payload,
                 truncated,
-            } => self.transport(src, dst, proto, payload, truncated, time_ns, &mut out),
+            } => self.transport(src, dst, proto, payload, truncated, time_ns, out, depth),
             Ip::Fragment {
                 src,
                 dst,
@@ -112,7 +124,11 @@ impl PacketDecoder {
             } => {
                 // IPv6 may have more extension headers after the fragment header.
                 let v6_ext = src.is_ipv6() && matches!(proto, 0 | 43 | 51 | 60 | 135 | 139 | 140);
-                if proto != UDP && proto != TCP && !v6_ext {
+                let tunnel = matches!(
+                    proto,
+                    tunnel::PROTO_GRE | tunnel::PROTO_IPV4 | tunnel::PROTO_IPV6
+                );
+                if proto != UDP && proto != TCP && !v6_ext && !tunnel {
                     return Ok(());
                 }
                 if truncated {
@@ -144,7 +160,7 @@ impl PacketDecoder {
                 } else {
                     (proto, &data[..])
                 };
-                let r = self.transport(src, dst, proto, body, false, time_ns, &mut out);
+                let r = self.transport(src, dst, proto, body, false, time_ns, out, depth);
                 self.defrag.recycle(data);
                 r
             }
@@ -163,8 +179,19 @@ impl PacketDecoder {
         truncated: bool,
         time: i64,
         out: &mut Out<'_>,
+        depth: u8,
     ) -> Result<(), SinkError> {
         match proto {
+            tunnel::PROTO_GRE | tunnel::PROTO_IPV4 | tunnel::PROTO_IPV6 if !truncated => {
+                let inner = match proto {
+                    tunnel::PROTO_GRE => tunnel::gre(payload).map(|i| (Tunnel::Gre, i)),
+                    _ => Some((Tunnel::IpInIp, Inner::Ip(payload))),
+                };
+                match inner {
+                    Some((kind, inner)) => self.tunneled(kind, inner, time, out, depth),
+                    None => Ok(()),
+                }
+            }
             UDP => {
                 if payload.len() < 8 {
                     if payload.len() < 4
@@ -183,6 +210,19 @@ impl PacketDecoder {
                 }
                 let sport = u16::from_be_bytes([payload[0], payload[1]]);
                 let dport = u16::from_be_bytes([payload[2], payload[3]]);
+                if !self.is_dns(sport, dport) && !truncated {
+                    let body = &payload[8..];
+                    let inner = if dport == tunnel::VXLAN_PORT {
+                        tunnel::vxlan(body).map(|i| (Tunnel::Vxlan, i))
+                    } else if dport == tunnel::GENEVE_PORT {
+                        tunnel::geneve(body).map(|i| (Tunnel::Geneve, i))
+                    } else {
+                        None
+                    };
+                    if let Some((kind, inner)) = inner {
+                        return self.tunneled(kind, inner, time, out, depth);
+                    }
+                }
                 if !self.count_ports(sport, dport) {
                     return Ok(());
                 }
@@ -249,6 +289,40 @@ impl PacketDecoder {
             }
             _ => Ok(()),
         }
+    }
+
+    /// Decodes what a tunnel of `kind` carries, counted; tunnels nested deeper than
+    /// [`tunnel::MAX_DEPTH`] are left alone.
+    fn tunneled(
+        &mut self,
+        kind: Tunnel,
+        inner: Inner<'_>,
+        time: i64,
+        out: &mut Out<'_>,
+        depth: u8,
+    ) -> Result<(), SinkError> {
+        if depth >= tunnel::MAX_DEPTH {
+            return Ok(());
+        }
+        self.census.tunnel(kind);
+        let ip = match inner {
+            Inner::Ip(ip) => ip,
+            Inner::Ethernet(frame) => {
+                if frame.len() < 14 {
+                    out.skip(SkipReason::TruncatedPacket);
+                    return Ok(());
+                }
+                match ether_payload(u16::from_be_bytes([frame[12], frame[13]]), &frame[14..]) {
+                    Ok(Some(ip)) => ip,
+                    Ok(None) => return Ok(()),
+                    Err(r) => {
+                        out.skip(r);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        self.ip_packet(ip, time, out, depth + 1)
     }
 
     #[inline]

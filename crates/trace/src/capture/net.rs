@@ -86,8 +86,13 @@ pub(crate) fn link_payload(link: u32, frame: &[u8]) -> Result<Option<&[u8]>, Ski
     }
 }
 
+/// The IP packet of an Ethernet frame's payload, after its VLAN tags (`ethertype` is the
+/// frame's type field).
 #[inline]
-fn ether_payload(mut ethertype: u16, mut rest: &[u8]) -> Result<Option<&[u8]>, SkipReason> {
+pub(crate) fn ether_payload(
+    mut ethertype: u16,
+    mut rest: &[u8],
+) -> Result<Option<&[u8]>, SkipReason> {
     for _ in 0..8 {
         match ethertype {
             ETHERTYPE_IPV4 | ETHERTYPE_IPV6 => return Ok(Some(rest)),

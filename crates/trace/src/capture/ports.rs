@@ -4,6 +4,8 @@
 //! decodes to nothing; the census lets the user be told where the traffic went instead of a
 //! silent "0 messages".
 
+use super::tunnel::{Tunnel, TunnelCounts};
+
 /// Packets per UDP/TCP port among the packets that are not on the DNS ports, and how many packets
 /// were on them.
 ///
@@ -14,6 +16,7 @@ pub struct PortCensus {
     dns_packets: u64,
     other_packets: u64,
     counts: Option<Box<[u32]>>,
+    tunnels: TunnelCounts,
 }
 
 impl PortCensus {
@@ -34,6 +37,17 @@ impl PortCensus {
         if dport != sport {
             counts[dport as usize] = counts[dport as usize].saturating_add(1);
         }
+    }
+
+    /// Counts a packet found inside a tunnel.
+    #[inline]
+    pub(crate) fn tunnel(&mut self, kind: Tunnel) {
+        self.tunnels.add(kind);
+    }
+
+    /// The packets found inside tunnels, by kind of tunnel.
+    pub fn tunnels(&self) -> TunnelCounts {
+        self.tunnels
     }
 
     /// UDP and TCP packets with a DNS port (as source or destination).

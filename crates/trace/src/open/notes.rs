@@ -1,6 +1,7 @@
 //! What a reader noticed besides its records, and who is told.
 
 use super::PortHint;
+use crate::capture::TunnelCounts;
 use crate::input::StreamCut;
 use crate::text::LineError;
 use std::fmt;
@@ -13,6 +14,9 @@ pub enum ReadNote {
     /// A capture held UDP or TCP packets, but none on the DNS ports: a silent "0 messages"
     /// otherwise.
     NoDns(PortHint),
+    /// DNS was found inside tunnels (VXLAN, Geneve, GRE, IP in IP): the packets taken out of
+    /// each kind.
+    Tunneled(TunnelCounts),
     /// A line of a text trace could not be read; it was skipped and counted by its reason.
     LineSkipped {
         /// The line number, from 1.
@@ -35,6 +39,7 @@ impl fmt::Display for ReadNote {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ReadNote::NoDns(hint) => hint.fmt(f),
+            ReadNote::Tunneled(counts) => write!(f, "packets taken out of tunnels: {counts}"),
             ReadNote::LineSkipped { line, error } => write!(f, "line {line} skipped: {error}"),
             ReadNote::Damaged { input, cut } => write!(
                 f,

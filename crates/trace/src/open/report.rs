@@ -28,7 +28,11 @@ impl<R: Read> ReportPorts<R> {
 impl<R: Read> Source for ReportPorts<R> {
     fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
         let result = self.reader.run(sink);
-        if let Some(hint) = PortHint::from_census(self.reader.census(), &self.dns_ports) {
+        let census = self.reader.census();
+        if !census.tunnels().is_empty() {
+            self.notes.tell(&ReadNote::Tunneled(census.tunnels()));
+        }
+        if let Some(hint) = PortHint::from_census(census, &self.dns_ports) {
             self.notes.tell(&ReadNote::NoDns(hint));
         }
         result
