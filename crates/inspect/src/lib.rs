@@ -56,7 +56,11 @@ pub struct Inspector {
     gap_mean: f64,
     gap_m2: f64,
     last_query_ns: Option<i64>,
-    /// Queries per whole second since the epoch.
+    /// The time of the first query seen: the start of the one-second bins.
+    first_query_ns: Option<i64>,
+    /// The time of the latest query.
+    latest_query_ns: i64,
+    /// Queries per second of the trace, from its first query (bin 0 starts then).
     per_second: BTreeMap<i64, u64>,
     query_proto: [u64; 5],
     response_proto: [u64; 5],
@@ -140,9 +144,11 @@ impl Inspector {
             self.edns_queries += 1;
             self.do_queries += e.dnssec_ok() as u64;
         }
+        let t0 = *self.first_query_ns.get_or_insert(r.time_ns);
+        self.latest_query_ns = self.latest_query_ns.max(r.time_ns);
         *self
             .per_second
-            .entry(r.time_ns.div_euclid(1_000_000_000))
+            .entry((r.time_ns - t0).div_euclid(1_000_000_000))
             .or_insert(0) += 1;
         if let Some(prev) = self.last_query_ns {
             let gap = (r.time_ns - prev) as f64 / 1e9;
@@ -242,16 +248,18 @@ impl Inspector {
         }
     }
 
-    /// Queries per second over whole one-second bins, empty seconds included; the first and last
-    /// second are left out when the trace spans more than two, as they are only partly covered.
+    /// Queries per second over the trace's whole seconds, counted from its first query, empty
+    /// seconds included. The second that holds the last query is left out: the trace ends
+    /// inside it. `None` for a trace shorter than a second. (Bins on the clock's seconds, with
+    /// both ends left out, once said "0 / 0 / 0" of a capture whose queries were all in its
+    /// first and last second.)
     fn rate(&self) -> Option<Rate> {
-        let (&first, _) = self.per_second.first_key_value()?;
-        let (&last, _) = self.per_second.last_key_value()?;
-        let (lo, hi) = if last - first >= 2 {
-            (first + 1, last - 1)
-        } else {
-            (first, last)
-        };
+        let t0 = self.first_query_ns?;
+        let (&lo, _) = self.per_second.first_key_value()?;
+        let hi = (self.latest_query_ns - t0).div_euclid(1_000_000_000) - 1;
+        if hi < lo {
+            return None;
+        }
         let span = (hi - lo + 1) as u64;
         let mut counts: Vec<u64> = self.per_second.range(lo..=hi).map(|(_, c)| *c).collect();
         let empty = span - counts.len() as u64;

@@ -143,9 +143,11 @@ impl fmt::Display for Summary {
         row(
             f,
             "qps min/median/max (1 s)",
-            opt(self
-                .qps_1s
-                .map(|r| format!("{} / {} / {} over {} s", r.min, r.median, r.max, r.bins))),
+            match self.qps_1s {
+                Some(r) => format!("{} / {} / {} over {} s", r.min, r.median, r.max, r.bins),
+                None if self.queries > 0 => "- (no whole second after the first query)".into(),
+                None => "-".into(),
+            },
         )?;
         row(
             f,

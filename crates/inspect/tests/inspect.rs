@@ -101,7 +101,7 @@ fn counts_rates_shares_and_clients() {
     let rate = s.qps_1s.unwrap();
     assert_eq!(
         (rate.bins, rate.min, rate.median, rate.max),
-        (3, 100, 100, 100)
+        (4, 100, 100, 100)
     );
     assert_eq!(s.edns_share, 0.8);
     assert_eq!(s.do_share, 0.6);
@@ -144,8 +144,28 @@ fn empty_seconds_count_as_zero() {
         }
     }
     let r = ins.summary().qps_1s.unwrap();
-    // Seconds 1..=8 (edges left out): 1 and 5 have 3 queries, six are empty.
-    assert_eq!((r.bins, r.min, r.median, r.max), (8, 0, 0, 3));
+    // Seconds 0..=8 from the first query (the last, which holds the end, left out): 0, 1 and 5
+    // have 3 queries, six are empty.
+    assert_eq!((r.bins, r.min, r.median, r.max), (9, 0, 0, 3));
+}
+
+/// Queries in the first and the last second only: the first second is whole and counted.
+#[test]
+fn seconds_start_at_the_first_query() {
+    let mut ins = Inspector::new();
+    let q = query(Rtype::A, None);
+    // Two queries in the first second (from 10.5 s), one 7 s later.
+    for t in [10_500_000_000i64, 10_600_000_000, 17_700_000_000] {
+        feed(&mut ins, t, 1, Proto::Udp, &q, false);
+    }
+    let r = ins.summary().qps_1s.unwrap();
+    assert_eq!((r.bins, r.min, r.median, r.max), (7, 0, 0, 2));
+    // Shorter than a second: no whole second to count.
+    let mut short = Inspector::new();
+    for t in [0i64, 400_000_000] {
+        feed(&mut short, t, 1, Proto::Udp, &q, false);
+    }
+    assert!(short.summary().qps_1s.is_none());
 }
 
 #[test]
