@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ldplayer, shared_data, DEBIAN_PYTHON};
+use common::{ldplayer, s, shared_data, DEBIAN_PYTHON};
 use ldplayer_testbed::prerequisite;
 use std::path::Path;
 use std::process::Command;
@@ -140,4 +140,33 @@ fn pandas_reads_text_traces_as_they_are() {
         .expect("row")
         .iter()
         .all(|v| !v.is_null())));
+}
+
+/// The root workload's heavy tail as docs/cli.md states it: the share of the busiest 1% of the
+/// clients a trace shows, by the trace's length.
+#[test]
+fn root_workload_busiest_clients_share_is_as_documented() {
+    let dir = tempfile::tempdir().expect("scratch");
+    for (n, documented) in [(5_000, 0.25), (20_000, 0.40), (100_000, 0.55)] {
+        let trace = dir.path().join(format!("root-{n}.bin"));
+        ldplayer(&[
+            "synth",
+            "--workload",
+            "root",
+            "--rate",
+            "10000",
+            "-n",
+            &n.to_string(),
+            "-o",
+            &s(&trace),
+            "-q",
+        ]);
+        let out = ldplayer(&["inspect", &s(&trace), "--json"]);
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        let share = summary["busiest_1pct_share"].as_f64().expect("share");
+        assert!(
+            (share - documented).abs() < 0.03,
+            "{n} queries: the busiest 1% send {share}, docs/cli.md says about {documented}"
+        );
+    }
 }

@@ -8,8 +8,9 @@
 //! - [`Workload::Poisson`]: exponential inter-arrival times, unique names;
 //! - [`Workload::Clients`]: a client population, each client with its own Poisson rate and
 //!   transport;
-//! - [`Workload::RootLike`]: a root-server-like load with heavy-tailed clients (about 1% of them
-//!   send three quarters of the queries) asking for existing TLDs and junk.
+//! - [`Workload::RootLike`]: a root-server-like load with heavy-tailed clients (the busiest 1% of
+//!   the population draw three quarters of the queries; see [`RootLike`] for what a trace of a
+//!   given length shows) asking for existing TLDs and junk.
 //!
 //! Every random choice comes from a ChaCha8 generator seeded with [`SynthConfig::seed`] and is
 //! computed with integer arithmetic and portable floating-point functions only, so a seed gives
