@@ -96,6 +96,48 @@ pub enum Arrivals {
         /// The distribution of the clients' rates.
         rate: RateDist,
     },
+    /// Each client's rate drawn once from `rate`, its gaps drawn one by one from a log-normal
+    /// distribution with mean `1 / rate` and coefficient of variation `gap_cv` (a renewal
+    /// process). `gap_cv` 1 is as irregular as Poisson; more is bursty (short gaps in a burst,
+    /// long silences between), less is regular. `population fit` chooses it over Poisson when
+    /// the trace's clients are far from Poisson.
+    Renewal {
+        /// The distribution of the clients' rates.
+        rate: RateDist,
+        /// The standard deviation of a client's gaps over their mean.
+        gap_cv: f64,
+    },
+}
+
+impl Arrivals {
+    /// The distribution of the clients' rates, for arrivals that are generated.
+    pub fn rate(&self) -> Option<&RateDist> {
+        match self {
+            Arrivals::Trace => None,
+            Arrivals::Poisson { rate } | Arrivals::Renewal { rate, .. } => Some(rate),
+        }
+    }
+
+    /// The coefficient of variation of a client's gaps: 1 for Poisson arrivals.
+    pub fn gap_cv(&self) -> Option<f64> {
+        match self {
+            Arrivals::Trace => None,
+            Arrivals::Poisson { .. } => Some(1.0),
+            Arrivals::Renewal { gap_cv, .. } => Some(*gap_cv),
+        }
+    }
+}
+
+/// What each client of a population generates, for `synth --population`: one entry per client
+/// in each list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ClientMix {
+    /// Queries per second.
+    pub rates_qps: Vec<f64>,
+    /// Transports.
+    pub protos: Vec<Proto>,
+    /// The coefficient of variation of the client's gaps (1: Poisson).
+    pub gap_cvs: Vec<f64>,
 }
 
 /// A distribution of per-client query rates (queries per second).
@@ -244,8 +286,13 @@ impl Population {
             if g.timeout == Some(0.0) {
                 return Err(bad(g, "timeout must be positive".into()));
             }
-            if let Arrivals::Poisson { rate } = &g.arrivals {
+            if let Some(rate) = g.arrivals.rate() {
                 rate.check().map_err(|w| bad(g, w))?;
+            }
+            if let Arrivals::Renewal { gap_cv, .. } = g.arrivals {
+                if !(gap_cv.is_finite() && (0.01..=100.0).contains(&gap_cv)) {
+                    return Err(bad(g, "gap_cv must be from 0.01 to 100".into()));
+                }
             }
         }
         let total: f64 = self.groups.iter().map(|g| g.share).sum();
@@ -255,17 +302,16 @@ impl Population {
         Ok(())
     }
 
-    /// Each client's query rate (queries per second) and transport, for generating a trace of
-    /// clients at `addrs`: the client's group by [`group_of`](Self::group_of), its rate drawn
-    /// from the group's distribution with numbers seeded by the population's seed and the
-    /// client's address. Fails naming a group whose arrivals are the trace's (a trace to
-    /// generate has none).
-    pub fn client_mix(&self, addrs: &[IpAddr]) -> Result<(Vec<f64>, Vec<Proto>), PopulationError> {
-        let mut rates = Vec::with_capacity(addrs.len());
-        let mut protos = Vec::with_capacity(addrs.len());
+    /// Each client's query rate (queries per second), transport and gap variation (1 for
+    /// Poisson arrivals), for generating a trace of clients at `addrs`: the client's group by
+    /// [`group_of`](Self::group_of), its rate drawn from the group's distribution with numbers
+    /// seeded by the population's seed and the client's address. Fails naming a group whose
+    /// arrivals are the trace's (a trace to generate has none).
+    pub fn client_mix(&self, addrs: &[IpAddr]) -> Result<ClientMix, PopulationError> {
+        let mut mix = ClientMix::default();
         for &addr in addrs {
             let g = &self.groups[self.group_of(addr)];
-            let Arrivals::Poisson { rate } = &g.arrivals else {
+            let (Some(rate), Some(gap_cv)) = (g.arrivals.rate(), g.arrivals.gap_cv()) else {
                 return Err(PopulationError::Group {
                     group: g.name.clone(),
                     what: "its arrivals are the trace's (kind = \"trace\"): to generate a \
@@ -276,10 +322,11 @@ impl Population {
             let h = stable_hash(addr);
             let u1 = unit(h, self.seed ^ 0x7261_7465_5f75_3101);
             let u2 = unit(h, self.seed ^ 0x7261_7465_5f75_3202);
-            rates.push(rate.sample(1.0 - u1, u2));
-            protos.push(g.proto);
+            mix.rates_qps.push(rate.sample(1.0 - u1, u2));
+            mix.protos.push(g.proto);
+            mix.gap_cvs.push(gap_cv);
         }
-        Ok((rates, protos))
+        Ok(mix)
     }
 
     /// The group of client `addr`: a seeded, stable hash of its address, mapped to the groups'

@@ -15,7 +15,10 @@ pub(crate) fn is_response(wire: &[u8]) -> bool {
 /// What one client did.
 #[derive(Debug, Clone, Copy)]
 struct Client {
+    first_ns: i64,
     last_ns: i64,
+    /// The sum of the squares of its gaps, s².
+    gap_squares: f64,
     queries: u32,
     /// Queries per transport, in [`Proto::ALL`] order.
     by_proto: [u32; 5],
@@ -51,7 +54,16 @@ pub struct FitStats {
     pub lognormal_median_qps: Option<f64>,
     /// See [`lognormal_median_qps`](Self::lognormal_median_qps).
     pub lognormal_sigma: Option<f64>,
+    /// How irregular a client's gaps are: the standard deviation of its gaps over their mean,
+    /// over the clients with two gaps or more. 1 for Poisson arrivals; more for bursts and
+    /// silences; less for regular clients.
+    pub gap_cv: Option<f64>,
 }
+
+/// How far from 1 (Poisson) the gaps' coefficient of variation must be for `fit` to write
+/// renewal arrivals instead of Poisson ones: a Poisson trace of a few hundred gaps measures
+/// within a few hundredths of 1.
+pub const RENEWAL_CV_MARGIN: f64 = 0.25;
 
 /// A [`Sink`] that measures a trace's clients (queries only), for [`Fitter::stats`] and
 /// [`Fitter::population`]. Memory grows with the clients, and with a sample of at most
@@ -89,6 +101,7 @@ impl Sink for Fitter {
             Some(c) => {
                 let gap = (t - c.last_ns).max(0) as f64 / 1e9;
                 c.last_ns = t;
+                c.gap_squares += gap * gap;
                 c.queries = c.queries.saturating_add(1);
                 c.by_proto[proto] = c.by_proto[proto].saturating_add(1);
                 self.sample_gap(gap);
@@ -100,7 +113,9 @@ impl Sink for Fitter {
                     record.src.ip(),
                     Client {
                         queries: 1,
+                        first_ns: t,
                         last_ns: t,
+                        gap_squares: 0.0,
                         by_proto,
                     },
                 );
@@ -204,15 +219,43 @@ impl Fitter {
             gap_s: quantiles(self.gaps.clone()),
             lognormal_median_qps: median,
             lognormal_sigma: sigma,
+            gap_cv: self.gap_cv(),
         }
     }
 
+    /// The pooled coefficient of variation of the clients' gaps, each gap taken over its
+    /// client's mean gap (so that fast and slow clients compare); `None` without a client of
+    /// two gaps or more.
+    fn gap_cv(&self) -> Option<f64> {
+        let (mut ratio_squares, mut gaps) = (0.0f64, 0u64);
+        for c in self.clients.values().filter(|c| c.queries >= 3) {
+            let n = f64::from(c.queries - 1);
+            let mean = (c.last_ns - c.first_ns) as f64 / 1e9 / n;
+            if mean <= 0.0 {
+                continue;
+            }
+            ratio_squares += c.gap_squares / (mean * mean);
+            gaps += u64::from(c.queries - 1);
+        }
+        (gaps > 0).then(|| (ratio_squares / gaps as f64 - 1.0).max(0.0).sqrt())
+    }
+
     /// A population resembling the trace: one group per transport its clients used, with
-    /// their share of the clients, Poisson arrivals at log-normal rates fitted to the trace's
-    /// per-client rates, and as many clients. `None` for a trace without queries.
+    /// their share of the clients, log-normal rates fitted to the trace's per-client rates,
+    /// and as many clients. The arrivals are Poisson, unless the clients' gaps are far from it
+    /// ([`FitStats::gap_cv`] more than [`RENEWAL_CV_MARGIN`] from 1): then renewal arrivals
+    /// with the measured gap variation. `None` for a trace without queries.
     pub fn population(&self, seed: u64) -> Option<Population> {
         let stats = self.stats();
         let (median, sigma) = (stats.lognormal_median_qps?, stats.lognormal_sigma?);
+        let rate = RateDist::Lognormal { median, sigma };
+        let arrivals = match stats.gap_cv {
+            Some(cv) if (cv - 1.0).abs() > RENEWAL_CV_MARGIN => Arrivals::Renewal {
+                rate,
+                gap_cv: cv.clamp(0.01, 100.0),
+            },
+            _ => Arrivals::Poisson { rate },
+        };
         let total = stats.clients as f64;
         let mut groups: Vec<Group> = stats
             .clients_by_proto
@@ -227,9 +270,7 @@ impl Fitter {
                 doh_method: None,
                 timeout: None,
                 retries: None,
-                arrivals: Arrivals::Poisson {
-                    rate: RateDist::Lognormal { median, sigma },
-                },
+                arrivals: arrivals.clone(),
             })
             .collect();
         // Shares that add up to 1 exactly, whatever the rounding.
@@ -310,14 +351,71 @@ mod tests {
         assert_eq!(p.clients, Some(3));
         assert_eq!(p.groups.len(), 3);
         assert_eq!(p.groups[2].proto, Proto::Tls);
-        let Arrivals::Poisson {
-            rate: RateDist::Lognormal { median, .. },
-        } = p.groups[0].arrivals
-        else {
+        let Some(&RateDist::Lognormal { median, .. }) = p.groups[0].arrivals.rate() else {
             panic!("a log-normal fit");
         };
         // The geometric mean of 10/9, 2/9 and 1/9 queries per second.
         assert!((median - (20.0f64).cbrt() / 9.0).abs() < 1e-9, "{median}");
         assert!(Fitter::new().population(0).is_none());
+    }
+
+    /// One client per trace, its queries at the gaps given (seconds).
+    fn fitted(gaps: impl IntoIterator<Item = f64>) -> Fitter {
+        let mut f = Fitter::new();
+        let src: SocketAddr = "192.0.2.1:5353".parse().unwrap();
+        let dst: SocketAddr = "192.0.2.53:53".parse().unwrap();
+        let wire = query(1);
+        let mut t = 0.0;
+        for gap in std::iter::once(0.0).chain(gaps) {
+            t += gap;
+            let r = Record {
+                time_ns: (t * 1e9) as i64,
+                src,
+                dst,
+                proto: Proto::Udp,
+                conn: 0,
+                wire: &wire,
+            };
+            f.record(&r).unwrap();
+        }
+        f
+    }
+
+    /// A client whose queries come in bursts (a second apart) between long silences is fitted
+    /// with renewal arrivals of its gap variation; a Poisson client keeps Poisson arrivals.
+    #[test]
+    fn bursty_clients_get_renewal_arrivals_poisson_ones_poisson() {
+        // Bursts of 20 queries 1 s apart, then 120 s of silence, ten times.
+        let bursty: Vec<f64> = (0..10)
+            .flat_map(|_| std::iter::repeat_n(1.0, 19).chain([120.0]))
+            .collect();
+        let f = fitted(bursty.iter().copied());
+        let mean = bursty.iter().sum::<f64>() / bursty.len() as f64;
+        let var =
+            bursty.iter().map(|g| (g / mean - 1.0).powi(2)).sum::<f64>() / bursty.len() as f64;
+        let cv = f.stats().gap_cv.unwrap();
+        assert!(
+            (cv - var.sqrt()).abs() < 1e-6,
+            "{cv} against {}",
+            var.sqrt()
+        );
+        assert!(cv > 2.0, "{cv}");
+        let p = f.population(1).unwrap();
+        p.check().unwrap();
+        assert!(
+            matches!(p.groups[0].arrivals, Arrivals::Renewal { gap_cv, .. } if (gap_cv - cv).abs() < 1e-9),
+            "{:?}",
+            p.groups[0].arrivals
+        );
+        // Exponential gaps (a fixed sequence of quantiles): Poisson.
+        let n = 400;
+        let poisson = (1..=n).map(|i| -(1.0 - (i as f64 - 0.5) / n as f64).ln());
+        let f = fitted(poisson);
+        let cv = f.stats().gap_cv.unwrap();
+        assert!((cv - 1.0).abs() < 0.1, "{cv}");
+        assert!(matches!(
+            f.population(1).unwrap().groups[0].arrivals,
+            Arrivals::Poisson { .. }
+        ));
     }
 }

@@ -48,6 +48,10 @@ pub struct ClientMix {
     pub rates_qps: Vec<f64>,
     /// Each client's transport; every transport but UDP gets one connection per client.
     pub protos: Vec<ldplayer_trace::Proto>,
+    /// Each client's gap variation (the standard deviation of its gaps over their mean): 1 is
+    /// Poisson; other values give log-normal gaps of that variation (a renewal process, see
+    /// the `renewal` module). Empty: every client Poisson.
+    pub gap_cvs: Vec<f64>,
 }
 
 /// Parameters of the [`Workload::RootLike`] workload.

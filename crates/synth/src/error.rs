@@ -19,6 +19,11 @@ pub enum SynthError {
         /// Transports given.
         protos: usize,
     },
+    /// A gap variation out of range, or not one per client.
+    #[error(
+        "a client's gap variation must be from 0.01 to 100 (1 is Poisson), one per client: {0}"
+    )]
+    BadGapCv(String),
     /// A rate that is not a positive finite number.
     #[error("the query rate must be a positive number, not {0}")]
     BadRate(f64),

@@ -23,6 +23,7 @@ mod encode;
 mod error;
 mod fmath;
 mod names;
+mod renewal;
 mod rng;
 mod synth;
 

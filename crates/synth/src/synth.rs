@@ -5,6 +5,7 @@ use crate::config::{SynthConfig, Workload};
 use crate::encode;
 use crate::error::SynthError;
 use crate::names::{RootNames, UniqueNames};
+use crate::renewal::Schedule;
 use crate::rng::{self, below, exponential, mix64, Chance};
 use ldplayer_dns::Rtype;
 use ldplayer_trace::{drive, Proto, Record, Sink, Source, TraceError};
@@ -52,6 +53,8 @@ enum Clock {
     Fixed(u64),
     /// Exponential gaps with this mean, in nanoseconds.
     Exponential(f64),
+    /// Each client on its own clock ([`Schedule`]): the time gives the client.
+    PerClient,
 }
 
 impl Synth {
@@ -145,11 +148,29 @@ impl Synth {
                 if let Some(&r) = rates_qps.iter().find(|r| !(r.is_finite() && **r >= 0.0)) {
                     return Err(SynthError::BadRate(r));
                 }
+                let cvs = &mix.gap_cvs;
+                if !cvs.is_empty() && cvs.len() != n {
+                    return Err(SynthError::BadGapCv(format!(
+                        "{} values for {n} clients",
+                        cvs.len()
+                    )));
+                }
+                if let Some(cv) = cvs.iter().find(|c| !(0.01..=100.0).contains(*c)) {
+                    return Err(SynthError::BadGapCv(cv.to_string()));
+                }
                 let total: f64 = rates_qps.iter().sum();
+                let rate = rate(total)?;
+                // All Poisson: one exponential clock at the sum of the rates, each query's
+                // client drawn by its rate (the same queries as before gap variations existed).
+                let clock = if cvs.iter().all(|&c| c == 1.0) {
+                    Clock::Exponential(rate)
+                } else {
+                    Clock::PerClient
+                };
                 (
                     Picker::Weighted(Alias::new(rates_qps)),
                     Names::Unique(UniqueNames::new(&config.zone)?),
-                    Clock::Exponential(rate(total)?),
+                    clock,
                 )
             }
             Workload::RootLike(r) => {
@@ -215,6 +236,13 @@ impl Synth {
         let mut next_conn = 1u32;
         let mut wire = Vec::with_capacity(512);
         let mut elapsed = 0f64;
+        let mut schedule = match (&self.clock, &cfg.workload) {
+            (Clock::PerClient, Workload::Clients(mix)) => {
+                Some(Schedule::new(&mix.rates_qps, &mix.gap_cvs, &mut rng))
+            }
+            _ => None,
+        };
+        let mut scheduled_client = 0u32;
         for n in 0..cfg.count.unwrap_or(u64::MAX) {
             // The offset from the start; `None` past what a u64 holds.
             let offset = match self.clock {
@@ -223,6 +251,14 @@ impl Synth {
                     if n > 0 {
                         elapsed += exponential(&mut rng, mean);
                     }
+                    (elapsed < 1.8e19).then_some(elapsed as u64)
+                }
+                Clock::PerClient => {
+                    let Some((at, client)) = schedule.as_mut().and_then(|s| s.pop(&mut rng)) else {
+                        break;
+                    };
+                    elapsed = at;
+                    scheduled_client = client;
                     (elapsed < 1.8e19).then_some(elapsed as u64)
                 }
             };
@@ -237,7 +273,7 @@ impl Synth {
                 .ok_or_else(|| {
                     let offset_s = match self.clock {
                         Clock::Fixed(interval) => n as f64 * interval as f64 / 1e9,
-                        Clock::Exponential(_) => elapsed / 1e9,
+                        Clock::Exponential(_) | Clock::PerClient => elapsed / 1e9,
                     };
                     TraceError::Format(
                         SynthError::TimeOutOfRange {
@@ -249,6 +285,7 @@ impl Synth {
                     )
                 })?;
             let client = match &self.picker {
+                _ if matches!(self.clock, Clock::PerClient) => scheduled_client,
                 Picker::RoundRobin => (n % self.clients.count() as u64) as u32,
                 Picker::Uniform => below(&mut rng, self.clients.count() as u64) as u32,
                 Picker::Weighted(alias) => alias.sample(&mut rng),

@@ -562,3 +562,48 @@ fn times_that_do_not_fit_are_refused_not_cut_short() {
     assert!(err.to_string().contains("query 2 "), "{err}");
     assert_eq!(sink.records.len(), 1);
 }
+
+/// Clients with a gap variation send on their own clocks: each client's gaps have the asked
+/// mean (its rate) and variation, and the trace stays in time order.
+#[test]
+fn clients_with_a_gap_variation_keep_it() {
+    let clients = 40u32;
+    for cv in [0.2, 3.0] {
+        let config = SynthConfig {
+            clients,
+            count: Some(40_000),
+            seed: 9,
+            workload: Workload::Clients(Box::new(ldplayer_synth::ClientMix {
+                rates_qps: vec![2.0; clients as usize],
+                protos: vec![Proto::Udp; clients as usize],
+                gap_cvs: vec![cv; clients as usize],
+            })),
+            ..SynthConfig::default()
+        };
+        let mut times: HashMap<IpAddr, Vec<i64>> = HashMap::new();
+        let mut last = i64::MIN;
+        each(config, |r| {
+            assert!(r.time_ns >= last, "time order");
+            last = r.time_ns;
+            times.entry(r.src.ip()).or_default().push(r.time_ns);
+        });
+        assert_eq!(times.len(), clients as usize);
+        let (mut ratio_squares, mut n, mut mean_gaps) = (0.0, 0.0, 0.0);
+        for t in times.values() {
+            let gaps: Vec<f64> = t.windows(2).map(|w| (w[1] - w[0]) as f64 / 1e9).collect();
+            let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+            mean_gaps += mean / clients as f64;
+            ratio_squares += gaps.iter().map(|g| (g / mean).powi(2)).sum::<f64>();
+            n += gaps.len() as f64;
+        }
+        let measured = (ratio_squares / n - 1.0).sqrt();
+        assert!(
+            (measured - cv).abs() < cv * 0.25,
+            "gap variation {measured}, asked {cv}"
+        );
+        assert!(
+            (mean_gaps - 0.5).abs() < 0.1,
+            "mean gap {mean_gaps} s at 2 q/s"
+        );
+    }
+}

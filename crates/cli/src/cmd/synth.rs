@@ -69,11 +69,14 @@ pub fn config(args: &SynthArgs) -> Result<SynthConfig> {
             c.clients = u32::try_from(n).context("the population's clients are too many")?;
         }
         let addrs = ldplayer_synth::client_addresses(&c)?;
-        let (rates_qps, protos) = population
+        let mix = population
             .client_mix(&addrs)
             .with_context(|| path.display().to_string())?;
-        c.workload =
-            SynthWorkload::Clients(Box::new(ldplayer_synth::ClientMix { rates_qps, protos }));
+        c.workload = SynthWorkload::Clients(Box::new(ldplayer_synth::ClientMix {
+            rates_qps: mix.rates_qps,
+            protos: mix.protos,
+            gap_cvs: mix.gap_cvs,
+        }));
     }
     Ok(c)
 }
