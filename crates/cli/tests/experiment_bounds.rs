@@ -11,8 +11,13 @@ use common::{ldplayer, ldplayer_fails, s};
 use ldplayer_testbed::prerequisite;
 use std::path::Path;
 
+/// A trace of 3 s, for a run.
 const TRACE: &str =
     "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 3, seed = 1 }\n";
+
+/// A trace longer than the default warm-up, for plans that are otherwise fine.
+const LONGER: &str =
+    "[trace]\nsynth = { workload = \"root\", rate = 100, duration_s = 10, seed = 1 }\n";
 
 /// What `experiment --check` says on standard error of the plan `text` (written to `dir`); it
 /// must refuse it.
@@ -77,7 +82,7 @@ fn check_refuses_numbers_a_run_cannot_carry_with_their_bound_and_line() {
             "from 1 to 1024",
         ),
     ] {
-        let said = refusal(dir.path(), format!("{TRACE}{rest}").as_bytes());
+        let said = refusal(dir.path(), format!("{LONGER}{rest}").as_bytes());
         assert!(
             said.contains(&format!("line {line}, column"))
                 && said.contains(key)
@@ -86,7 +91,7 @@ fn check_refuses_numbers_a_run_cannot_carry_with_their_bound_and_line() {
         );
     }
     // A plan that is not UTF-8: refused at the line of the byte.
-    let mut text = format!("{TRACE}# caf").into_bytes();
+    let mut text = format!("{LONGER}# caf").into_bytes();
     text.push(0xE9);
     text.extend_from_slice(b"\n[server]\nkind = \"ldplayer\"\n");
     let said = refusal(dir.path(), &text);
