@@ -260,7 +260,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "ADDR:PORT")]
     pub listen: Vec<std::net::SocketAddr>,
     /// Zone files (plain mode: every zone on every listen address); each zone's origin comes
-    /// from `$ORIGIN` or its SOA.
+    /// from `$ORIGIN` or its SOA, or is given as `FILE@ORIGIN` (for a file whose names are
+    /// relative, `@` among them, and that sets no `$ORIGIN`, as nsd's `zone: name:` gives it).
     #[arg(
         value_name = "ZONEFILE",
         required_unless_present = "manifest",

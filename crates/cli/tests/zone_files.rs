@@ -2,7 +2,8 @@
 //! way: files BIND and nsd reject (the zone crate's `tests/data/not-one-zone`, where
 //! `named-checkzone` and `nsd-checkzone` witness it) are rejected by both commands with the same
 //! message, and a bad file gets the same file:line:column from both, right for lines that are
-//! not UTF-8, CR-LF files, records in parentheses, `$INCLUDE`d files and time units.
+//! not UTF-8, CR-LF files, records in parentheses, `$INCLUDE`d files and time units, and naming
+//! an unclosed parenthesis and a TTL out of range for what they are.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -120,12 +121,31 @@ const CASES: &[Case] = &[
         bind_line: Some(6),
     },
     Case {
-        // A byte that is not UTF-8 at the start of a line: this line, not the one before.
+        // Bytes that are not UTF-8 are taken as they are (as nsd and BIND take them), and
+        // counted as bytes in columns.
         name: "not-utf8",
-        body: b"www A 192.0.2.2\n\xe9x A 192.0.2.3\n",
-        at: "7:1",
-        message: "bad symbol: illegal UTF-8 sequence: byte 0xE9",
+        body: b"www A 192.0.2.2\n\xe9x A 192.0.2.300\n",
+        at: "7:6",
+        message: "expected IPv4 address",
+        bind_line: Some(7),
+    },
+    Case {
+        // Placed on the parenthesis nothing closes, not on the next line's "trailing tokens"
+        // (BIND names the end of the file: "unbalanced parentheses").
+        name: "unclosed-parenthesis",
+        body: b"www TXT ( \"a\"\nnext A 192.0.2.2\n",
+        at: "6:9",
+        message: "unclosed parenthesis: nothing closes this `(`",
         bind_line: None,
+    },
+    Case {
+        // A TTL past 32 bits is no record type (BIND: "unknown RR type"; knotd: "number is
+        // bigger than 32 bits").
+        name: "ttl-past-32-bits",
+        body: b"www 99999999999 A 192.0.2.2\n",
+        at: "6:5",
+        message: "TTL 99999999999 out of range: a TTL has 32 bits (at most 4294967295)",
+        bind_line: Some(6),
     },
     Case {
         name: "parentheses",

@@ -8,7 +8,8 @@
 //! source addresses; responses in the trace are left out, as the replay leaves them out.
 //! Memory is one entry per client plus one counter per second and timeout: each query either
 //! extends its client's open stretch or closes it and opens a new one, and the stretches are
-//! added up per second at the end.
+//! added up per second at the end. A close past the trace's last second is not kept, so a long
+//! timeout costs no memory.
 
 use ldplayer_results::join::is_response;
 use ldplayer_trace::open::{open, Notes, OpenError, ReadOptions};
@@ -260,16 +261,21 @@ impl ModelSink {
     }
 
     fn finish_model(mut self) -> ConnectionModel {
-        for &(last, _) in self.clients.values() {
-            for (diff, &(_, t)) in self.diffs.iter_mut().zip(&self.timeouts) {
-                Self::add(diff, last.saturating_add(t), -1);
-            }
-        }
         let seconds = if self.queries == 0 {
             0
         } else {
             (self.last_query / NS_PER_S) as usize + 1
         };
+        // The last closes: only those within the trace's seconds count (memory follows the
+        // trace's length, not the timeout's).
+        for &(last, _) in self.clients.values() {
+            for (diff, &(_, t)) in self.diffs.iter_mut().zip(&self.timeouts) {
+                let close = last.saturating_add(t);
+                if close / NS_PER_S < seconds as i64 {
+                    Self::add(diff, close, -1);
+                }
+            }
+        }
         let series = self
             .timeouts
             .iter()
@@ -442,6 +448,18 @@ mod tests {
         assert_eq!(indices, [0, 1, 2, 4], "every query, no response");
 
         assert_eq!(trace_duration_s(&path).unwrap(), 10.0);
+    }
+
+    #[test]
+    fn a_timeout_far_past_the_trace_costs_no_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.bin");
+        write_trace(&path, &[(0.0, 1, false), (2.0, 2, false)]);
+        // 1e10 s: a counter per second up to the last close would take 80 GB.
+        let long = Duration::from_secs(10_000_000_000);
+        let m = connection_model(&path, &[long, Duration::MAX]).unwrap();
+        assert_eq!(m.open(long).unwrap(), [1, 1, 2]);
+        assert_eq!(m.open(Duration::MAX).unwrap(), [1, 1, 2]);
     }
 
     #[test]

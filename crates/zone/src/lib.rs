@@ -27,11 +27,13 @@
 
 mod answer;
 mod check;
+mod entries;
 pub mod hints;
 pub mod manifest;
 pub mod name;
 pub mod reader;
 mod set;
+mod source;
 pub mod text;
 mod tokens;
 mod units;

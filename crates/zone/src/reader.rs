@@ -3,16 +3,26 @@
 //! One reader for every command that takes zone files (`serve`, `zones build --zone`), so that
 //! they accept the same files and place an error at the same file, line and column. It follows
 //! `$INCLUDE` (paths relative to the including file) and takes time values with units (`1h`).
-//! Positions are counted on the file as written, in bytes, so text that is not UTF-8 is placed
-//! right (the parser takes such bytes only as `\DDD` escapes, and says so): lines from 1,
-//! columns from 1 in bytes (a tab counts one), CR-LF line ends as one line end.
+//! Positions are counted on the file as written, in bytes: lines from 1, columns from 1 in bytes
+//! (a tab counts one), CR-LF line ends as one line end.
+//!
+//! The file is read as nsd and BIND read it where the parser alone would not
+//! ([`source`](crate::source), [`entries`](crate::entries)):
+//!
+//! * names and character-strings are bytes (RFC 1035 §5.1): a byte that is not printable ASCII
+//!   (UTF-8 or Latin-1 text in a TXT string, a tab inside quotes) is kept as it is;
+//! * `$TTL` and the last TTL given carry into an `$INCLUDE`d file and back out of it (only the
+//!   origin is the including file's own again after it);
+//! * a TTL with its most significant bit set (2147483648 and above) is taken as 0 (RFC 2181
+//!   §8), with a warning, as BIND does (knotd serves it as written, nsd 4.6 as 3600); one past 32
+//!   bits is refused as out of range.
 //!
 //! A record's position is where it starts: its owner, or its first token when it leaves the
 //! owner out (so a record spread over lines in parentheses is placed on its first line, as
 //! `named-checkzone` does). A parse error is placed on the token it is about, which can be on a
 //! later line of such a record: `domain`'s parser stops past the token it finds wrong (often at
 //! the start of the next line), and the tokens of the file, split by the same rules, tell which
-//! token that was.
+//! token that was. A parenthesis or quote that nothing closes is placed on itself.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -20,15 +30,23 @@ use std::sync::Arc;
 use domain::base::iana::Class;
 use domain::base::rdata::ComposeRecordData;
 use domain::base::ToName;
-use domain::zonefile::inplace::{Entry, Zonefile};
+use domain::zonefile::inplace::{Entry as Parsed, Zonefile};
 
+use crate::entries::{first_problem, Entries, Entry, Kind};
+use crate::source::{self, Source};
 use crate::tokens::{Lines, Token, Tokens};
-use crate::units::{self, Expanded};
+use crate::units::time_value;
 use crate::zone::ZoneError;
 use ldplayer_dns::Rtype;
 
 /// How deep `$INCLUDE`s may nest (a file including itself stops there).
 const MAX_INCLUDE_DEPTH: usize = 8;
+
+/// The TTL of a record that gives none, before any `$TTL` or TTL: the parser's, and nsd's.
+const DEFAULT_TTL: u32 = 3600;
+
+/// The largest TTL taken as written (RFC 2181 §8: the most significant bit is not set).
+const MAX_TTL: u32 = 0x7FFF_FFFF;
 
 /// One record of a zone file, in wire format, with the place where it starts.
 #[derive(Debug, Clone)]
@@ -61,6 +79,16 @@ impl ZoneRecord {
     }
 }
 
+/// A zone file's records, and what was taken otherwise than as written (a TTL of 2^31 or
+/// more, taken as 0), placed where it was written.
+#[derive(Debug, Default)]
+pub struct ZoneText {
+    /// The records, in file order (an `$INCLUDE`d file's where it is included).
+    pub records: Vec<ZoneRecord>,
+    /// Warnings, in file order.
+    pub warnings: Vec<ZoneError>,
+}
+
 /// The origin given for a zone file (presentation format, the final dot optional) in wire
 /// format; `file` names the file in the error.
 pub fn parse_origin(origin: &str, file: &str) -> Result<Vec<u8>, ZoneError> {
@@ -73,9 +101,27 @@ pub fn parse_origin(origin: &str, file: &str) -> Result<Vec<u8>, ZoneError> {
         .map_err(|e| ZoneError::at(file, 0, None, format!("bad origin {o:?}: {e}")))
 }
 
+/// A zone file argument, `FILE` or `FILE@ORIGIN` (for a file whose names are relative and that
+/// sets no `$ORIGIN`), split into the file and the origin. An argument naming a file that exists
+/// is that file, `@` or not.
+pub fn file_and_origin(arg: &Path) -> (PathBuf, Option<String>) {
+    if !arg.exists() {
+        if let Some((file, origin)) = arg.to_str().and_then(|a| a.rsplit_once('@')) {
+            return (PathBuf::from(file), Some(origin.to_string()));
+        }
+    }
+    (arg.to_path_buf(), None)
+}
+
 /// Reads a zone file's records; relative names are relative to `origin` (wire format) until
-/// the file sets its own with `$ORIGIN`.
+/// the file sets its own with `$ORIGIN`. Warnings are left out: see [`read_zone`].
 pub fn read_zone_file(path: &Path, origin: Option<&[u8]>) -> Result<Vec<ZoneRecord>, ZoneError> {
+    read_zone(path, origin).map(|z| z.records)
+}
+
+/// Reads a zone file's records and warnings; relative names are relative to `origin` (wire
+/// format) until the file sets its own with `$ORIGIN`.
+pub fn read_zone(path: &Path, origin: Option<&[u8]>) -> Result<ZoneText, ZoneError> {
     let file = path.display().to_string();
     ldplayer_output::protect_input(path);
     let text = std::fs::read(path).map_err(|source| ZoneError::Io {
@@ -83,27 +129,67 @@ pub fn read_zone_file(path: &Path, origin: Option<&[u8]>) -> Result<Vec<ZoneReco
         source,
     })?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    read_zone_text(&text, &file, &dir, origin)
+    read_zone_bytes(&text, &file, &dir, origin)
 }
 
 /// Reads a zone file's records from its text; `file` names it in errors and positions, and
-/// `$INCLUDE` paths are relative to `dir`.
+/// `$INCLUDE` paths are relative to `dir`. Warnings are left out: see [`read_zone_bytes`].
 pub fn read_zone_text(
     text: &[u8],
     file: &str,
     dir: &Path,
     origin: Option<&[u8]>,
 ) -> Result<Vec<ZoneRecord>, ZoneError> {
-    let mut records = Vec::new();
-    scan(text, file, dir, origin, 0, &mut records)?;
-    Ok(records)
+    read_zone_bytes(text, file, dir, origin).map(|z| z.records)
 }
 
-/// The first token of an entry that the parser hands back: a record or an `$INCLUDE` (it
-/// keeps `$ORIGIN` and `$TTL` to itself).
-fn returned_entry(t: &Token, text: &[u8]) -> bool {
-    t.starts_entry
-        && (!t.is_directive(text) || text[t.start..t.end].eq_ignore_ascii_case(b"$INCLUDE"))
+/// Reads a zone file's records and warnings from its text; `file` names it in errors and
+/// positions, and `$INCLUDE` paths are relative to `dir`.
+pub fn read_zone_bytes(
+    text: &[u8],
+    file: &str,
+    dir: &Path,
+    origin: Option<&[u8]>,
+) -> Result<ZoneText, ZoneError> {
+    let mut out = ZoneText::default();
+    let mut ttls = Ttls {
+        dollar: None,
+        last: DEFAULT_TTL,
+    };
+    scan(text, file, dir, origin, 0, &mut ttls, &mut out)?;
+    Ok(out)
+}
+
+/// The TTLs a record that gives none takes: `$TTL` once set, else the last TTL given (RFC
+/// 1035 §5.1, RFC 2308 §4). They carry across `$INCLUDE`, in and out, as BIND and nsd carry
+/// them.
+struct Ttls {
+    dollar: Option<u32>,
+    last: u32,
+}
+
+impl Ttls {
+    /// The TTL of a record that gives none.
+    fn default_ttl(&self) -> u32 {
+        self.dollar.unwrap_or(self.last)
+    }
+}
+
+/// A TTL as served: one with its most significant bit set is 0 (RFC 2181 §8), with a warning
+/// placed on the token that gave it.
+fn served_ttl(ttl: u32, token: &Token, file: &str, warnings: &mut Vec<ZoneError>) -> u32 {
+    if ttl <= MAX_TTL {
+        return ttl;
+    }
+    warnings.push(ZoneError::at(
+        file,
+        token.line,
+        Some(token.column),
+        format!(
+            "TTL {ttl} has its most significant bit set: taken as 0 (RFC 2181 §8; at most {MAX_TTL})"
+        ),
+    ));
+    0
 }
 
 fn scan(
@@ -112,10 +198,17 @@ fn scan(
     dir: &Path,
     origin: Option<&[u8]>,
     depth: usize,
-    out: &mut Vec<ZoneRecord>,
+    ttls: &mut Ttls,
+    out: &mut ZoneText,
 ) -> Result<(), ZoneError> {
-    let expanded = units::expand_mapped(text);
-    let mut zf = Zonefile::from(&expanded.text[..]);
+    let source = source::prepare(text);
+    // The parser reads up to the entry of the first problem it would misreport, so that an
+    // error before it comes first.
+    let problem = first_problem(text, file);
+    let parse_to = problem
+        .as_ref()
+        .map_or(source.text.len(), |(start, _)| source.parser_offset(*start));
+    let mut zf = Zonefile::from(&source.text[..parse_to]);
     if let Some(o) = origin {
         let n = domain::base::Name::from_octets(bytes::Bytes::copy_from_slice(o))
             .map_err(|e| ZoneError::at(file, 0, None, format!("bad origin: {e}")))?;
@@ -123,34 +216,33 @@ fn scan(
     }
     zf.set_default_class(Class::IN);
     let file_arc: Arc<str> = file.into();
-    // Where each entry the parser returns starts, in the same order.
-    let mut starts = Tokens::new(text)
-        .filter(|t| returned_entry(t, text))
-        .peekable();
+    // The entries as the tokens show them, in step with the parser's.
+    let mut entries = Entries::new(text);
     loop {
-        let entry = match zf.next_entry() {
+        let parsed = match zf.next_entry() {
             Ok(Some(e)) => e,
-            Ok(None) => return Ok(()),
-            Err(e) => return Err(parse_error(text, &expanded, file, &e.to_string())),
+            Ok(None) => return problem.map_or(Ok(()), |(_, e)| Err(e)),
+            Err(e) => return Err(parse_error(text, &source, file, &e.to_string())),
         };
-        let read_to = expanded.original_offset(zf.current_offset());
-        let (line, column) = match starts.next() {
-            Some(t) => {
+        let read_to = source.original_offset(zf.current_offset());
+        let entry = next_returned(&mut entries, text, file, ttls, &mut out.warnings);
+        let (line, column) = match &entry {
+            Some(e) => {
                 debug_assert!(
-                    t.start <= read_to && starts.peek().is_none_or(|n| n.start >= read_to),
+                    e.first.start <= read_to,
                     "{file}: the entry at {}:{} does not hold offset {read_to}",
-                    t.line,
-                    t.column
+                    e.first.line,
+                    e.first.column
                 );
-                (t.line, t.column)
+                (e.first.line, e.first.column)
             }
             // Not reached while the tokens follow the parser's rules; the line read up to is
             // the best known then.
             None => (Lines::new(text).position(read_to).0, 1),
         };
         let at = |msg: String| ZoneError::at(file, line, Some(column), msg);
-        match entry {
-            Entry::Record(rec) => {
+        match parsed {
+            Parsed::Record(rec) => {
                 if rec.class() != Class::IN {
                     return Err(at(format!("class {} not supported", rec.class())));
                 }
@@ -163,17 +255,26 @@ fn scan(
                 if rdata.len() > 65535 {
                     return Err(at("rdata too long".into()));
                 }
-                out.push(ZoneRecord {
+                let ttl = match entry.map(|e| e.kind) {
+                    Some(Kind::Record { ttl: Some(t) }) => {
+                        let ttl = served_ttl(rec.ttl().as_secs(), &t, file, &mut out.warnings);
+                        ttls.last = ttl;
+                        ttl
+                    }
+                    Some(Kind::Record { ttl: None }) => ttls.default_ttl(),
+                    _ => rec.ttl().as_secs(),
+                };
+                out.records.push(ZoneRecord {
                     file: file_arc.clone(),
                     line,
                     column,
                     owner,
                     rtype: Rtype(rec.rtype().to_int()),
-                    ttl: rec.ttl().as_secs(),
+                    ttl,
                     rdata,
                 });
             }
-            Entry::Include {
+            Parsed::Include {
                 path,
                 origin: inc_origin,
             } => {
@@ -196,6 +297,7 @@ fn scan(
                     &subdir,
                     o.as_deref(),
                     depth + 1,
+                    ttls,
                     out,
                 )?;
             }
@@ -203,9 +305,33 @@ fn scan(
     }
 }
 
+/// The next entry the parser hands back (a record or an `$INCLUDE`), following the `$TTL`s
+/// before it.
+fn next_returned(
+    entries: &mut Entries,
+    text: &[u8],
+    file: &str,
+    ttls: &mut Ttls,
+    warnings: &mut Vec<ZoneError>,
+) -> Option<Entry> {
+    for e in entries.by_ref() {
+        if e.returned() {
+            return Some(e);
+        }
+        if let Kind::Ttl(Some(t)) = e.kind {
+            // The parser took it: it fits 32 bits.
+            if let Some(ttl) = time_value(&text[t.start..t.end]).and_then(|v| u32::try_from(v).ok())
+            {
+                ttls.dollar = Some(served_ttl(ttl, &t, file, warnings));
+            }
+        }
+    }
+    None
+}
+
 /// The parser's error (`line:col: message`, where it stopped reading in the text it was
 /// given), placed on the token of the original text it is about.
-fn parse_error(text: &[u8], expanded: &Expanded, file: &str, err: &str) -> ZoneError {
+fn parse_error(text: &[u8], source: &Source, file: &str, err: &str) -> ZoneError {
     let mut parts = err.splitn(3, ':');
     let line = parts.next().and_then(|v| v.parse::<usize>().ok());
     let col = parts.next().and_then(|v| v.parse::<usize>().ok());
@@ -213,13 +339,13 @@ fn parse_error(text: &[u8], expanded: &Expanded, file: &str, err: &str) -> ZoneE
         return ZoneError::at(file, 0, None, err);
     };
     let msg = msg.trim();
-    let stop = Lines::new(&expanded.text).offset(line, col, expanded.text.len());
-    let offset = error_offset(text, expanded.original_offset(stop), msg);
+    let stop = Lines::new(&source.text).offset(line, col, source.text.len());
+    let offset = error_offset(text, source.original_offset(stop), msg);
     let (line, column) = Lines::new(text).position(offset);
-    let msg = match text.get(offset) {
-        Some(&b) if msg.contains("UTF-8") && !b.is_ascii() => format!(
-            "{msg}: byte 0x{b:02X} (bytes that are not UTF-8 are written as \\DDD, here \\{b:03})"
-        ),
+    let msg = match msg {
+        "missing origin" => "a relative name (or @) and no origin: the file sets no $ORIGIN; \
+                             give the zone's origin with the file, as FILE@ORIGIN"
+            .to_string(),
         _ => msg.to_string(),
     };
     ZoneError::at(file, line, Some(column), msg)
@@ -227,11 +353,11 @@ fn parse_error(text: &[u8], expanded: &Expanded, file: &str, err: &str) -> ZoneE
 
 /// Where in `text` an error is, given the offset where the parser stopped and its message.
 ///
-/// Inside a token: that token (the very byte for a character that is not UTF-8). At a token's
-/// start: that token when the error is about it (a bad character, a token too many, no owner
-/// to repeat), else the token before, which the parser had read when it found it wrong (its
-/// conversion errors stop at the next token). Between tokens or at the start of a line: the
-/// token before. At a parenthesis: the parenthesis.
+/// Inside a token: that token. At a token's start: that token when the error is about it (a
+/// bad character, a token too many, no owner to repeat), else the token before, which the
+/// parser had read when it found it wrong (its conversion errors stop at the next token).
+/// Between tokens or at the start of a line: the token before. At a parenthesis: the
+/// parenthesis.
 fn error_offset(text: &[u8], stop: usize, msg: &str) -> usize {
     if matches!(text.get(stop), Some(b'(' | b')')) {
         return stop;
@@ -256,7 +382,7 @@ fn error_offset(text: &[u8], stop: usize, msg: &str) -> usize {
             };
         }
         if stop < t.end {
-            return if msg.contains("UTF-8") { stop } else { t.start };
+            return t.start;
         }
         before = Some(t);
     }
@@ -334,17 +460,122 @@ mod tests {
     }
 
     #[test]
-    fn bytes_that_are_not_utf8_keep_their_line() {
-        // At the start of a line: this line, not the one before.
-        let mut text = format!("{HEAD}ns A 192.0.2.1\n").into_bytes();
-        text.extend_from_slice(b"\xe9x A 192.0.2.2\n");
-        assert_eq!(
-            error(&text),
-            "t.zone:6:1: bad symbol: illegal UTF-8 sequence: byte 0xE9 (bytes that are not UTF-8 are written as \\DDD, here \\233)"
-        );
+    fn bytes_that_are_not_printable_ascii_are_kept() {
         let mut text = HEAD.as_bytes().to_vec();
-        text.extend_from_slice(b"www TXT \"caf\xe9\"\n");
-        assert!(error(&text).starts_with("t.zone:5:13: bad symbol"));
+        text.extend_from_slice(b"caf\xe9 TXT \"caf\xe9\" \"caf\xc3\xa9\" \"a\tb\"\n");
+        let recs = read_zone_text(&text, "t.zone", Path::new("."), None).unwrap();
+        let r = recs.last().unwrap();
+        assert_eq!(r.owner, b"\x04caf\xe9\x07example\x00");
+        assert_eq!(r.rdata, b"\x04caf\xe9\x05caf\xc3\xa9\x03a\tb");
+        // Placed as written: a later error's column counts the bytes.
+        text.extend_from_slice(b"\xe9\xe9 A 192.0.2.300\n");
+        assert_eq!(error(&text), "t.zone:6:6: expected IPv4 address");
+    }
+
+    #[test]
+    fn what_is_left_open_is_named_where_it_opens() {
+        assert_eq!(
+            after_head("w TXT ( \"a\"\nx A 192.0.2.1\n"),
+            "t.zone:5:7: unclosed parenthesis: nothing closes this `(`, so its record runs to the end of the file"
+        );
+        // At the end of a file without a final line feed (the parser used to panic there).
+        assert!(after_head("w TXT ( \"a\"").starts_with("t.zone:5:7: unclosed parenthesis"));
+        assert!(after_head("w TXT \"a").starts_with("t.zone:5:7: unclosed quote"));
+        // An error before comes first.
+        assert_eq!(
+            after_head("w A 192.0.2.300\nx TXT ( \"a\"\n"),
+            "t.zone:5:5: expected IPv4 address"
+        );
+        let recs = read_zone_text(
+            format!("{HEAD}w TXT \"a\"").as_bytes(),
+            "t",
+            Path::new("."),
+            None,
+        )
+        .unwrap();
+        assert_eq!(recs.last().unwrap().rdata, b"\x01a");
+    }
+
+    #[test]
+    fn ttls_past_32_bits_are_out_of_range_and_past_31_taken_as_0() {
+        assert_eq!(
+            after_head("w 99999999999 A 192.0.2.1\n"),
+            "t.zone:5:3: TTL 99999999999 out of range: a TTL has 32 bits (at most 4294967295)"
+        );
+        assert!(
+            after_head("$TTL 4294967296\n").starts_with("t.zone:5:6: TTL 4294967296 out of range")
+        );
+        let text = format!(
+            "{HEAD}a 2147483647 A 192.0.2.1\nb IN 2147483648 A 192.0.2.2\nc A 192.0.2.3\n\
+             $TTL 4294967295\nd A 192.0.2.4\n"
+        );
+        let read = read_zone_bytes(text.as_bytes(), "t.zone", Path::new("."), None).unwrap();
+        let ttls: Vec<u32> = read.records.iter().map(|r| r.ttl).collect();
+        assert_eq!(ttls, [60, 60, 2147483647, 0, 60, 0]);
+        let warnings: Vec<String> = read.warnings.iter().map(|w| w.to_string()).collect();
+        assert_eq!(
+            warnings,
+            [
+                "t.zone:6:6: TTL 2147483648 has its most significant bit set: taken as 0 (RFC 2181 §8; at most 2147483647)",
+                "t.zone:8:6: TTL 4294967295 has its most significant bit set: taken as 0 (RFC 2181 §8; at most 2147483647)",
+            ]
+        );
+    }
+
+    #[test]
+    fn ttl_defaults_carry_into_included_files_and_back() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("inc"),
+            "i1 A 192.0.2.2\n$TTL 120\ni2 A 192.0.2.3\n",
+        )
+        .unwrap();
+        let text = format!("{HEAD}$INCLUDE inc\nafter A 192.0.2.4\n");
+        let recs = read_zone_text(text.as_bytes(), "t.zone", dir.path(), None).unwrap();
+        let ttls: Vec<u32> = recs.iter().map(|r| r.ttl).collect();
+        assert_eq!(ttls, [60, 60, 60, 120, 120], "as nsd and BIND read it");
+        // Without $TTL, the last TTL given (as BIND reads it).
+        std::fs::write(
+            dir.path().join("inc"),
+            "i1 A 192.0.2.2\ni2 77 A 192.0.2.3\n",
+        )
+        .unwrap();
+        let text = "$ORIGIN example.\n@ 300 SOA ns h 1 2 3 4 5\n$INCLUDE inc\nafter A 192.0.2.4\n";
+        let recs = read_zone_text(text.as_bytes(), "t.zone", dir.path(), None).unwrap();
+        let ttls: Vec<u32> = recs.iter().map(|r| r.ttl).collect();
+        assert_eq!(ttls, [300, 300, 77, 77]);
+    }
+
+    #[test]
+    fn an_at_sign_in_record_data_is_the_origin() {
+        let recs = read_zone_text(
+            format!("{HEAD}www CNAME @\nm MX 10 @\n$ORIGIN sub.example.\nw2 CNAME @\nt TXT @\n")
+                .as_bytes(),
+            "t.zone",
+            Path::new("."),
+            None,
+        )
+        .unwrap();
+        let rdata: Vec<&[u8]> = recs[2..].iter().map(|r| r.rdata.as_slice()).collect();
+        assert_eq!(
+            rdata,
+            [
+                b"\x07example\x00".as_slice(),
+                b"\x00\x0a\x07example\x00",
+                b"\x03sub\x07example\x00",
+                b"\x01@",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_missing_origin_says_how_to_give_one() {
+        let e = error(b"$TTL 60\n@ SOA ns h 1 2 3 4 5\n");
+        assert!(
+            e.starts_with("t.zone:2:1: a relative name (or @) and no origin")
+                && e.contains("FILE@ORIGIN"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -31,6 +31,15 @@ impl Token {
     }
 }
 
+/// What the end of a zone file's text leaves open: the text ran out inside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unclosed {
+    /// A quoted string, at the offset of its opening quote.
+    Quote(usize),
+    /// A parenthesis (the outermost one left open), at its offset.
+    Paren(usize),
+}
+
 /// The tokens of a zone file's text, in order.
 pub(crate) struct Tokens<'a> {
     text: &'a [u8],
@@ -38,6 +47,10 @@ pub(crate) struct Tokens<'a> {
     line: usize,
     line_start: usize,
     parens: usize,
+    /// Offset of the `(` that opened the current group, while one is open.
+    open_paren: Option<usize>,
+    /// Offset of the opening quote of a quoted string the text ended in.
+    open_quote: Option<usize>,
     new_entry: bool,
     blank: bool,
 }
@@ -51,8 +64,23 @@ impl<'a> Tokens<'a> {
             line: 1,
             line_start: 0,
             parens: 0,
+            open_paren: None,
+            open_quote: None,
             new_entry: true,
             blank: false,
+        }
+    }
+
+    /// What the text left open, once every token is read: a quoted string, else a
+    /// parenthesis. `None` before the end.
+    pub fn unclosed(&self) -> Option<Unclosed> {
+        if self.pos < self.text.len() {
+            return None;
+        }
+        match (self.open_quote, self.open_paren) {
+            (Some(q), _) => Some(Unclosed::Quote(q)),
+            (None, Some(p)) if self.parens > 0 => Some(Unclosed::Paren(p)),
+            _ => None,
         }
     }
 
@@ -76,11 +104,17 @@ impl Iterator for Tokens<'_> {
                     self.pos += 1;
                 }
                 b'(' => {
+                    if self.parens == 0 {
+                        self.open_paren = Some(self.pos);
+                    }
                     self.parens += 1;
                     self.pos += 1;
                 }
                 b')' => {
                     self.parens = self.parens.saturating_sub(1);
+                    if self.parens == 0 {
+                        self.open_paren = None;
+                    }
                     self.pos += 1;
                 }
                 b';' => {
@@ -111,14 +145,21 @@ impl Iterator for Tokens<'_> {
         self.blank = false;
         if first == b'"' {
             self.pos += 1;
+            let mut closed = false;
             while let Some(&c) = text.get(self.pos) {
                 self.pos += 1;
                 match c {
-                    b'"' => break,
+                    b'"' => {
+                        closed = true;
+                        break;
+                    }
                     b'\\' => self.pos += 1,
                     b'\n' => self.line_feed(),
                     _ => {}
                 }
+            }
+            if !closed {
+                self.open_quote = Some(token.start);
             }
         } else {
             while let Some(&c) = text.get(self.pos) {

@@ -12,23 +12,24 @@ use std::ops::Range;
 
 use crate::tokens::Tokens;
 
-/// Seconds of a BIND time value with units (`1w2d3h4m5s`, case-insensitive, the last pair may
-/// lack its unit); `None` for a plain number (nothing to rewrite) or anything else.
-pub(crate) fn seconds_with_units(token: &[u8]) -> Option<u32> {
+/// The seconds of a time value as written in a TTL position: plain seconds (`3600`) or BIND's
+/// number–unit pairs (`1w2d3h4m5s`, case-insensitive, the last pair may lack its unit),
+/// saturating at `u64::MAX`; `None` for a token of another form. Whether it fits 32 bits is
+/// the caller's question.
+pub(crate) fn time_value(token: &[u8]) -> Option<u64> {
+    if token.is_empty() {
+        return None;
+    }
     let mut total: u64 = 0;
     let mut number: Option<u64> = None;
-    let mut units = false;
     for &b in token {
         match b {
             b'0'..=b'9' => {
-                let n = number.unwrap_or(0) * 10 + u64::from(b - b'0');
-                if n > u64::from(u32::MAX) {
-                    return None;
-                }
-                number = Some(n);
+                let n = number.unwrap_or(0);
+                number = Some(n.saturating_mul(10).saturating_add(u64::from(b - b'0')));
             }
             _ => {
-                let scale = match b.to_ascii_lowercase() {
+                let scale: u64 = match b.to_ascii_lowercase() {
                     b's' => 1,
                     b'm' => 60,
                     b'h' => 3_600,
@@ -36,16 +37,21 @@ pub(crate) fn seconds_with_units(token: &[u8]) -> Option<u32> {
                     b'w' => 604_800,
                     _ => return None,
                 };
-                total += number.take()? * scale;
-                units = true;
+                total = total.saturating_add(number.take()?.saturating_mul(scale));
             }
         }
-        if total > u64::from(u32::MAX) {
-            return None;
-        }
     }
-    total += number.unwrap_or(0);
-    (units && total <= u64::from(u32::MAX)).then_some(total as u32)
+    Some(total.saturating_add(number.unwrap_or(0)))
+}
+
+/// Seconds of a BIND time value with units (`1w2d3h4m5s`, case-insensitive, the last pair may
+/// lack its unit); `None` for a plain number (nothing to rewrite), a value past 32 bits or
+/// anything else.
+pub(crate) fn seconds_with_units(token: &[u8]) -> Option<u32> {
+    if token.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    time_value(token).and_then(|s| u32::try_from(s).ok())
 }
 
 /// Where a token stands in the record being read.
@@ -61,49 +67,36 @@ enum State {
     TtlDirective,
 }
 
-/// A zone file's text with its time values in seconds, and where its bytes came from.
-pub(crate) struct Expanded<'a> {
-    /// The text as the parser is to read it.
-    pub text: Cow<'a, [u8]>,
-    /// Each rewritten token: its range in the original text and in the rewritten one, in order.
-    edits: Vec<(Range<usize>, Range<usize>)>,
-}
-
-impl Expanded<'_> {
-    /// The offset in the original text of an offset in the rewritten one (a rewritten token's
-    /// bytes map to its start).
-    pub fn original_offset(&self, offset: usize) -> usize {
-        let i = self.edits.partition_point(|(_, new)| new.start <= offset);
-        match i.checked_sub(1).map(|i| &self.edits[i]) {
-            None => offset,
-            Some((old, new)) if offset < new.end => old.start,
-            Some((old, new)) => offset - new.end + old.end,
-        }
-    }
-}
-
 /// The zone file text with every time value that has units (`$TTL 1h`, record TTLs, the SOA's
 /// timers) rewritten to seconds, for parsers that take only seconds; borrowed when there is none.
 pub fn expand(text: &[u8]) -> Cow<'_, [u8]> {
-    expand_mapped(text).text
+    let rewrites = rewrites(text);
+    if rewrites.is_empty() {
+        return Cow::Borrowed(text);
+    }
+    let mut out = Vec::with_capacity(text.len());
+    let mut copied = 0;
+    for (range, secs) in rewrites {
+        out.extend_from_slice(&text[copied..range.start]);
+        out.extend_from_slice(secs.to_string().as_bytes());
+        copied = range.end;
+    }
+    out.extend_from_slice(&text[copied..]);
+    Cow::Owned(out)
 }
 
-/// [`expand`], keeping where each rewritten token was.
-pub(crate) fn expand_mapped(text: &[u8]) -> Expanded<'_> {
+/// The time values with units of a zone file's text that a parser taking only seconds must
+/// see in seconds: each token's range and its seconds, in order.
+pub(crate) fn rewrites(text: &[u8]) -> Vec<(Range<usize>, u32)> {
+    let mut found = Vec::new();
     // Quick exit: no digit is followed by a unit letter anywhere.
     let has_candidate = text.windows(2).any(|w| {
         w[0].is_ascii_digit()
             && matches!(w[1].to_ascii_lowercase(), b's' | b'm' | b'h' | b'd' | b'w')
     });
-    let mut expanded = Expanded {
-        text: Cow::Borrowed(text),
-        edits: Vec::new(),
-    };
     if !has_candidate {
-        return expanded;
+        return found;
     }
-    let mut out: Vec<u8> = Vec::new();
-    let mut copied = 0; // text[..copied] is in `out`
     let mut state = State::Rest;
     for t in Tokens::new(text) {
         let token = &text[t.start..t.end];
@@ -154,22 +147,15 @@ pub(crate) fn expand_mapped(text: &[u8]) -> Expanded<'_> {
         };
         if rewrite {
             if let Some(secs) = seconds_with_units(token) {
-                out.extend_from_slice(&text[copied..t.start]);
-                let new_start = out.len();
-                out.extend_from_slice(secs.to_string().as_bytes());
-                expanded.edits.push((t.start..t.end, new_start..out.len()));
-                copied = t.end;
+                found.push((t.start..t.end, secs));
             }
         }
     }
-    if !expanded.edits.is_empty() {
-        out.extend_from_slice(&text[copied..]);
-        expanded.text = Cow::Owned(out);
-    }
-    expanded
+    found
 }
 
-fn is_class(token: &[u8]) -> bool {
+/// Whether a token names a class (`IN`, `CH`, `CS`, `HS`, `CLASS`n).
+pub(crate) fn is_class(token: &[u8]) -> bool {
     ["IN", "CH", "CS", "HS"]
         .iter()
         .any(|c| token.eq_ignore_ascii_case(c.as_bytes()))
@@ -208,14 +194,20 @@ mod tests {
     }
 
     #[test]
-    fn offsets_map_back_to_the_original_text() {
-        let e = expand_mapped(b"$TTL 1h\n@ 1d SOA ns h 1 2 3 4 5\n");
-        assert_eq!(&*e.text, b"$TTL 3600\n@ 86400 SOA ns h 1 2 3 4 5\n");
-        assert_eq!(e.original_offset(2), 2, "before any rewrite");
-        assert_eq!(e.original_offset(5), 5, "a rewritten token's start");
-        assert_eq!(e.original_offset(8), 5, "inside it");
-        assert_eq!(e.original_offset(9), 7, "the line feed after it");
-        assert_eq!(e.original_offset(18), 13, "SOA, after two rewrites");
+    fn time_values_in_ttl_positions() {
+        assert_eq!(time_value(b"3600"), Some(3_600));
+        assert_eq!(time_value(b"1h30"), Some(3_630));
+        assert_eq!(time_value(b"99999999999"), Some(99_999_999_999));
+        assert_eq!(time_value(b"99999999999999999999999w"), Some(u64::MAX));
+        assert_eq!(time_value(b"A"), None);
+        assert_eq!(time_value(b"h1"), None);
+        assert_eq!(time_value(b""), None);
+    }
+
+    #[test]
+    fn rewrites_say_where_each_value_was() {
+        let r = rewrites(b"$TTL 1h\n@ 1d SOA ns h 1 2 3 4 5\n");
+        assert_eq!(r, [(5..7, 3_600), (10..12, 86_400)]);
     }
 
     #[test]

@@ -7,7 +7,7 @@ use rustc_hash::FxHashMap;
 
 use crate::check::check_zone;
 use crate::name;
-use crate::reader::{parse_origin, read_zone_file, read_zone_text, ZoneRecord};
+use crate::reader::{parse_origin, read_zone, read_zone_bytes, ZoneRecord, ZoneText};
 use ldplayer_dns::{Class, Rtype};
 
 /// An error while loading a zone, naming the file and line.
@@ -234,6 +234,9 @@ pub struct Zone {
     pub record_count: usize,
     /// The file it was loaded from, as named in messages.
     pub file: String,
+    /// What was taken otherwise than as written (a TTL of 2^31 or more, taken as 0), placed
+    /// where it was written, for the loader to show.
+    pub warnings: Vec<ZoneError>,
 }
 
 fn syntax(file: &str, line: usize, msg: impl Into<String>) -> ZoneError {
@@ -320,26 +323,24 @@ impl Zone {
         let path = path.as_ref();
         let file = path.display().to_string();
         let origin = origin.map(|o| parse_origin(o, &file)).transpose()?;
-        let records = read_zone_file(path, origin.as_deref())?;
-        Self::from_records(records, origin.as_deref(), &file)
+        let read = read_zone(path, origin.as_deref())?;
+        Self::from_records(read, origin.as_deref(), &file)
     }
 
     /// Loads a zone from text; `file` names it in errors and `$INCLUDE` paths are relative to
     /// the current directory.
     pub fn from_text(text: &str, file: &str, origin: Option<&str>) -> Result<Zone, ZoneError> {
         let origin = origin.map(|o| parse_origin(o, file)).transpose()?;
-        let records = read_zone_text(text.as_bytes(), file, Path::new("."), origin.as_deref())?;
-        Self::from_records(records, origin.as_deref(), file)
+        let read = read_zone_bytes(text.as_bytes(), file, Path::new("."), origin.as_deref())?;
+        Self::from_records(read, origin.as_deref(), file)
     }
 
     /// The zone of records read from `file` (the apex is `origin`, wire format, when given).
-    fn from_records(
-        records: Vec<ZoneRecord>,
-        origin: Option<&[u8]>,
-        file: &str,
-    ) -> Result<Zone, ZoneError> {
-        let origin = check_zone(&records, origin, file)?;
-        Self::build(origin, records, file)
+    fn from_records(read: ZoneText, origin: Option<&[u8]>, file: &str) -> Result<Zone, ZoneError> {
+        let origin = check_zone(&read.records, origin, file)?;
+        let mut zone = Self::build(origin, read.records, file)?;
+        zone.warnings = read.warnings;
+        Ok(zone)
     }
 
     fn build(origin: Box<[u8]>, raws: Vec<ZoneRecord>, file: &str) -> Result<Zone, ZoneError> {
@@ -575,6 +576,7 @@ impl Zone {
             soa_sig_neg,
             record_count,
             file: file.to_string(),
+            warnings: Vec::new(),
         })
     }
 

@@ -16,8 +16,9 @@ pub fn side(config: ldplayer_experiment::SideConfig) -> Result<()> {
 }
 
 pub fn run(args: ExperimentArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.plan)
+    let bytes = std::fs::read(&args.plan)
         .with_context(|| format!("cannot read {}", args.plan.display()))?;
+    let text = ldplayer_experiment::plan::text_of(bytes).map_err(|e| plan_error(&args.plan, e))?;
     let text = ldplayer_experiment::overrides::apply(&text, &args.sets)?;
     let base = args.plan.parent().unwrap_or(Path::new("."));
     let plan = Plan::parse(&text, base).map_err(|e| plan_error(&args.plan, e))?;

@@ -21,15 +21,26 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Loads zone files into one set, one file per zone; errors name the file, line and column.
+/// Loads zone files into one set, one file per zone; each argument is a file, or
+/// `FILE@ORIGIN` for a file whose names are relative and that sets no `$ORIGIN`. Errors name
+/// the file, line and column; warnings (a TTL taken as 0) go to standard error.
 pub fn load_zones(files: &[impl AsRef<Path>]) -> Result<ZoneSet> {
     let mut set = ZoneSet::new();
     for f in files {
-        let zone = Zone::from_file(f.as_ref(), None).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let (file, origin) = ldplayer_zone::reader::file_and_origin(f.as_ref());
+        let zone = Zone::from_file(&file, origin.as_deref()).map_err(|e| anyhow::anyhow!("{e}"))?;
+        warn(&zone);
         set.insert_distinct(zone)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
     }
     Ok(set)
+}
+
+/// Shows a zone's load warnings on standard error.
+fn warn(zone: &Zone) {
+    for w in &zone.warnings {
+        eprintln!("ldplayer: warning: {w}");
+    }
 }
 
 pub fn run(args: ServeArgs) -> Result<()> {
@@ -38,6 +49,9 @@ pub fn run(args: ServeArgs) -> Result<()> {
         Some(path) => {
             let manifest = Manifest::from_file(path).map_err(|e| anyhow::anyhow!("{e}"))?;
             let views = manifest.load().map_err(|e| anyhow::anyhow!("{e}"))?;
+            let mut zones = views.zones();
+            zones.sort_by(|a, b| a.file.cmp(&b.file));
+            zones.iter().for_each(|z| warn(z));
             let listen = if args.listen.is_empty() {
                 vec![
                     SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), args.port),

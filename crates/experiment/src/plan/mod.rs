@@ -2,8 +2,10 @@
 //! vary and how often to repeat, read and checked into the list of runs to make.
 //!
 //! Everything wrong with a plan (an unknown key, a value of the wrong type or out of range,
-//! keys that contradict each other in some run) is a [`PlanError`] naming the key and its line
-//! and column in the file. The format is documented in `docs/experiments.md`; in short
+//! keys that contradict each other in some run, a number a run could not carry as written) is
+//! a [`PlanError`] naming the key and its line and column in the file. Every number has its
+//! bounds (the constants below, [`MAX_TIMEOUT_S`] and the rest), and each server kind its idle
+//! timeout's unit, so that a plan that passes runs as written. The format is documented in `docs/experiments.md`; in short
 //! (defaults in parentheses, paths relative to the plan's folder):
 //!
 //! - `[trace]`: `file = "trace.bin"` or `synth = { workload = "root" | "poisson" | "fixed",
@@ -29,18 +31,26 @@
 //!   the first key the outermost loop.
 //! - `[run]`: `repeat` (1, the innermost loop), `warmup_s` (5), `cooldown_s` (1), `seed` (0).
 
+#[cfg(test)]
+mod bounds_tests;
 mod check;
 mod error;
 mod expand;
+mod kind_limits;
 mod kinds;
 mod network;
 mod raw;
 mod resolve;
+mod runs;
 mod settings;
 #[cfg(test)]
 mod tests;
 mod vary;
 
+pub use check::{
+    BANDWIDTH_MBPS, MAX_DELAY_MS, MAX_RUNS, MAX_RUN_S, MAX_SLDS, MAX_SPIN_US, MAX_THREADS,
+    MAX_TIMEOUT_S, MAX_UDP_SOCKETS, QUEUE_KB, SCALE, SYNTH_RATE,
+};
 pub use error::{Place, PlanError};
 pub use expand::RunSpec;
 pub use kinds::{DohMethodChoice, ProtoChoice, ServerKind, WorkloadChoice};
@@ -60,6 +70,24 @@ pub use vary::{Setting, VaryKey};
 
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+
+/// The text of a plan file's bytes. TOML is UTF-8: a plan that is not is refused at the line
+/// and column of its first byte that is not.
+pub fn text_of(bytes: Vec<u8>) -> Result<String, PlanError> {
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let valid = std::str::from_utf8(&bytes[..at]).unwrap_or_default();
+        error::Locator::new(valid).error(
+            Some(at..at),
+            "plan",
+            format!(
+                "not UTF-8 from byte 0x{:02X}: a plan is TOML, which is UTF-8 text",
+                bytes[at]
+            ),
+        )
+    })
+}
 
 /// A checked plan: the settings every run starts from, the keys varied and how often each
 /// combination runs.
@@ -105,7 +133,7 @@ impl Plan {
     /// Reads and checks the plan at `path`; its relative paths are taken from its folder.
     pub fn from_file(path: &Path) -> Result<Plan, PlanError> {
         ldplayer_output::protect_input(path);
-        let text = std::fs::read_to_string(path).map_err(|source| PlanError::Read {
+        let bytes = std::fs::read(path).map_err(|source| PlanError::Read {
             path: path.to_path_buf(),
             source,
         })?;
@@ -113,7 +141,9 @@ impl Plan {
             Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        Plan::parse(&text, &dir).map_err(|e| e.in_file(path.to_path_buf()))
+        text_of(bytes)
+            .and_then(|text| Plan::parse(&text, &dir))
+            .map_err(|e| e.in_file(path.to_path_buf()))
     }
 
     /// Checks the plan `text`, taking its relative paths from `base_dir`.

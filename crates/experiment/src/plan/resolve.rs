@@ -3,7 +3,7 @@
 
 use super::check;
 use super::error::{Locator, PlanError};
-use super::kinds::{ProtoChoice, ServerKind};
+use super::kinds::ProtoChoice;
 use super::network::{ClientRtt, LossModelChoice, NetworkSettings, RttDistribution};
 use super::raw::{At, RawClient, RawMutate, RawNetwork, RawPlan, RawRun, RawServer, RawTrace};
 use super::settings::{
@@ -87,6 +87,7 @@ pub(super) fn resolve(raw: RawPlan, text: &str, dir: &Path) -> Checked<Plan> {
     let network = network_section(&mut r, &raw.network)?;
     let (client, client_idle_follows) = client_section(&mut r, &raw.client, &server)?;
     let vary = vary_section(&mut r, &raw)?;
+    super::runs::runs_within_bound(&r.loc, &raw, &vary, run.repeat)?;
     let mut base = RunSettings {
         trace,
         server,
@@ -113,7 +114,7 @@ pub(super) fn resolve(raw: RawPlan, text: &str, dir: &Path) -> Checked<Plan> {
         vary,
         repeat: run.repeat,
     };
-    check_runs(&r, &plan, &raw)?;
+    super::runs::check_runs(&r.loc, &r.spans, &plan, &raw)?;
     Ok(plan)
 }
 
@@ -130,10 +131,10 @@ fn run_section(r: &mut Resolver, raw: &RawRun) -> Checked<RunSection> {
             .number(&raw.repeat, "run.repeat", check::at_least_one)?
             .unwrap_or(1),
         warmup_s: r
-            .number(&raw.warmup_s, "run.warmup_s", check::non_negative)?
+            .number(&raw.warmup_s, "run.warmup_s", check::run_s)?
             .unwrap_or(DEFAULT_WARMUP_S),
         cooldown_s: r
-            .number(&raw.cooldown_s, "run.cooldown_s", check::non_negative)?
+            .number(&raw.cooldown_s, "run.cooldown_s", check::run_s)?
             .unwrap_or(DEFAULT_COOLDOWN_S),
         seed: raw.seed.unwrap_or(0),
     })
@@ -185,9 +186,9 @@ fn synth_spec(r: &mut Resolver, raw: &At<super::raw::RawSynth>, seed: u64) -> Ch
     let s = raw.get_ref();
     r.spans.insert("trace.synth", raw.span());
     let rate = r
-        .number(&Some(s.rate.clone()), "trace.synth.rate", check::positive)?
+        .number(&Some(s.rate.clone()), "trace.synth.rate", check::synth_rate)?
         .unwrap_or(1.0);
-    let duration_s = r.number(&s.duration_s, "trace.synth.duration_s", check::positive)?;
+    let duration_s = r.number(&s.duration_s, "trace.synth.duration_s", check::trace_s)?;
     let count = r.number(&s.count, "trace.synth.count", check::at_least_one)?;
     if duration_s.is_none() && count.is_none() {
         return Err(r.loc.error(
@@ -195,6 +196,22 @@ fn synth_spec(r: &mut Resolver, raw: &At<super::raw::RawSynth>, seed: u64) -> Ch
             "trace.synth",
             "give the trace's length: `duration_s` (seconds) or `count` (queries)",
         ));
+    }
+    if let (None, Some(n)) = (duration_s, count) {
+        // The trace lasts `count / rate`: as long as a `duration_s` may be.
+        let lasts = n as f64 / rate;
+        if lasts > check::MAX_RUN_S {
+            let span = s.count.as_ref().map(|c| c.span());
+            return Err(r.loc.error(
+                span,
+                "trace.synth.count",
+                format!(
+                    "{n} queries at {rate} queries/s last {lasts:.0} s: a trace lasts a week \
+                     ({} s) at most; give a `duration_s` too, or fewer queries",
+                    check::MAX_RUN_S
+                ),
+            ));
+        }
     }
     let qtypes = match &s.qtypes {
         None => None,
@@ -292,7 +309,7 @@ fn mutate_spec(r: &mut Resolver, m: &RawMutate) -> Checked<MutateSpec> {
         udp_size: m.udp_size.as_ref().map(|s| *s.get_ref()),
         rd: m.rd,
         time_scale: r
-            .number(&m.time_scale, "trace.mutate.time_scale", check::positive)?
+            .number(&m.time_scale, "trace.mutate.time_scale", check::scale)?
             .unwrap_or(1.0),
         keep_clients: r.number(&m.keep_clients, "trace.mutate.keep_clients", check::share)?,
         qtypes,
@@ -338,12 +355,12 @@ fn server_section(
             kind: *s.kind.get_ref(),
             zones,
             manifest,
-            threads: r.number(&s.threads, "server.threads", check::at_least_one)?,
+            threads: r.number(&s.threads, "server.threads", check::threads)?,
             idle_timeout_s: r
                 .number(
                     &s.idle_timeout_s,
                     "server.idle_timeout_s",
-                    check::non_negative,
+                    check::idle_timeout_s,
                 )?
                 .unwrap_or(DEFAULT_IDLE_TIMEOUT_S),
             tls: tls.unwrap_or(false),
@@ -385,7 +402,15 @@ fn hierarchy(r: &mut Resolver, s: &RawServer) -> Checked<Option<SynthHierarchy>>
         .number(&raw.tlds, "server.hierarchy.tlds", addresses)?
         .unwrap_or(defaults.tlds);
     let slds = r
-        .number(&raw.slds, "server.hierarchy.slds", Ok)?
+        .number(&raw.slds, "server.hierarchy.slds", |n: usize| {
+            match n.checked_mul(tlds).filter(|&all| all <= check::MAX_SLDS) {
+                Some(_) => Ok(n),
+                None => Err(format!(
+                    "{n} under each of {tlds} TLDs: {} second-level zones at most",
+                    check::MAX_SLDS
+                )),
+            }
+        })?
         .unwrap_or(defaults.slds);
     let providers = r
         .number(&raw.providers, "server.hierarchy.providers", addresses)?
@@ -493,7 +518,7 @@ fn network_section(r: &mut Resolver, n: &RawNetwork) -> Checked<NetworkSettings>
     };
     Ok(NetworkSettings {
         rtt_ms: r
-            .number(&n.rtt_ms, "network.rtt_ms", check::non_negative)?
+            .number(&n.rtt_ms, "network.rtt_ms", check::delay_ms)?
             .unwrap_or(0.0),
         loss: r
             .number(&n.loss, "network.loss", check::loss)?
@@ -501,14 +526,18 @@ fn network_section(r: &mut Resolver, n: &RawNetwork) -> Checked<NetworkSettings>
         loss_model,
         burst_len: burst_len.unwrap_or(1.0),
         jitter_ms: r
-            .number(&n.jitter_ms, "network.jitter_ms", check::non_negative)?
+            .number(&n.jitter_ms, "network.jitter_ms", check::delay_ms)?
             .unwrap_or(0.0),
         reorder: n.reorder,
         spin_us: r
-            .number(&n.spin_us, "network.spin_us", check::non_negative)?
+            .number(&n.spin_us, "network.spin_us", check::spin_us)?
             .unwrap_or(0.0),
-        bandwidth_mbps: r.number(&n.bandwidth_mbps, "network.bandwidth_mbps", check::positive)?,
-        queue_kb: r.number(&n.queue_kb, "network.queue_kb", check::positive)?,
+        bandwidth_mbps: r.number(
+            &n.bandwidth_mbps,
+            "network.bandwidth_mbps",
+            check::bandwidth_mbps,
+        )?,
+        queue_kb: r.number(&n.queue_kb, "network.queue_kb", check::queue_kb)?,
         client_rtt,
     })
 }
@@ -516,12 +545,12 @@ fn network_section(r: &mut Resolver, n: &RawNetwork) -> Checked<NetworkSettings>
 fn client_rtt(r: &mut Resolver, raw: &At<super::raw::RawClientRtt>) -> Checked<ClientRtt> {
     let c = raw.get_ref();
     let key = "network.client_rtt";
-    let min_ms = r.number(&c.min_ms, "network.client_rtt.min_ms", check::non_negative)?;
-    let max_ms = r.number(&c.max_ms, "network.client_rtt.max_ms", check::non_negative)?;
+    let min_ms = r.number(&c.min_ms, "network.client_rtt.min_ms", check::delay_ms)?;
+    let max_ms = r.number(&c.max_ms, "network.client_rtt.max_ms", check::delay_ms)?;
     let median_ms = r.number(
         &c.median_ms,
         "network.client_rtt.median_ms",
-        check::non_negative,
+        check::delay_ms,
     )?;
     let sigma = r.number(&c.sigma, "network.client_rtt.sigma", check::non_negative)?;
     let need = |what: &str| {
@@ -561,7 +590,7 @@ fn client_rtt(r: &mut Resolver, raw: &At<super::raw::RawClientRtt>) -> Checked<C
             ClientRtt {
                 dist: c.dist,
                 min_ms: min_ms.unwrap_or(0.0),
-                max_ms: max_ms.unwrap_or(60_000.0),
+                max_ms: max_ms.unwrap_or(check::MAX_DELAY_MS),
                 median_ms: median,
                 sigma,
             }
@@ -586,22 +615,14 @@ fn client_section(
     let idle = r.number(
         &c.idle_timeout_s,
         "client.idle_timeout_s",
-        check::non_negative,
+        check::idle_timeout_s,
     )?;
-    let queriers = r.number(&c.queriers, "client.queriers", |n: usize| {
-        if n >= 1 {
-            Ok(n)
-        } else {
-            Err("must be at least 1".to_string())
-        }
-    })?;
-    let max_udp_sockets = r.number(&c.max_udp_sockets, "client.max_udp_sockets", |n: usize| {
-        if n >= 1 {
-            Ok(n)
-        } else {
-            Err("must be at least 1".to_string())
-        }
-    })?;
+    let queriers = r.number(&c.queriers, "client.queriers", check::threads)?;
+    let max_udp_sockets = r.number(
+        &c.max_udp_sockets,
+        "client.max_udp_sockets",
+        check::udp_sockets,
+    )?;
     r.remember("client.population", &c.population);
     r.remember("client.doh_method", &c.doh_method);
     let population = match &c.population {
@@ -619,7 +640,7 @@ fn client_section(
             population,
             doh_method: c.doh_method.as_ref().map(|m| *m.get_ref()),
             timeout_s: r
-                .number(&c.timeout_s, "client.timeout_s", check::positive)?
+                .number(&c.timeout_s, "client.timeout_s", check::timeout_s)?
                 .unwrap_or(DEFAULT_TIMEOUT_S),
             idle_timeout_s: idle.unwrap_or(server.idle_timeout_s + 1.0),
             udp_retries: c.udp_retries.unwrap_or(0),
@@ -631,9 +652,6 @@ fn client_section(
         idle.is_none(),
     ))
 }
-
-/// Where each varied value stands in the file: per dimension, per value.
-pub(super) type VarySpans = Vec<(Range<usize>, Vec<Range<usize>>)>;
 
 fn vary_section(r: &mut Resolver, raw: &RawPlan) -> Checked<Vec<VaryDimension>> {
     let mut dims: Vec<VaryDimension> = Vec::new();
@@ -691,244 +709,4 @@ fn vary_section(r: &mut Resolver, raw: &RawPlan) -> Checked<Vec<VaryDimension>> 
         dims.push(dim);
     }
     Ok(dims)
-}
-
-/// The place of each dimension's key and values.
-fn vary_spans(raw: &RawPlan) -> VarySpans {
-    raw.vary
-        .0
-        .iter()
-        .map(|(k, vs)| (k.span(), vs.get_ref().iter().map(|v| v.span()).collect()))
-        .collect()
-}
-
-/// Checks every run's combination of values, and reports the first that does not hold
-/// together at the value most to blame.
-fn check_runs(r: &Resolver, plan: &Plan, raw: &RawPlan) -> Checked<()> {
-    let spans = vary_spans(raw);
-    let mut seen = std::collections::HashSet::new();
-    for run in plan.combinations() {
-        let settings = plan.settings_of(&run);
-        let Err((culprits, home, message)) = cross_check(&settings) else {
-            continue;
-        };
-        if !seen.insert(message.clone()) {
-            continue;
-        }
-        // The first culprit varied in this run takes the blame; otherwise the key in its
-        // section.
-        let varied = culprits.iter().find_map(|c| {
-            let d = plan.vary.iter().position(|d| d.key == *c)?;
-            Some((d, run[d]))
-        });
-        let (span, key) = match varied {
-            Some((d, i)) => (
-                Some(spans[d].1[i].clone()),
-                format!("vary.{}[{i}]", plan.vary[d].key),
-            ),
-            None => (r.spans.get(home).cloned(), home.to_string()),
-        };
-        let which = if plan.vary.is_empty() {
-            String::new()
-        } else {
-            format!("in the run with {}: ", plan.varied_text(&run, ", "))
-        };
-        return Err(r.loc.error(span, key, format!("{which}{message}")));
-    }
-    Ok(())
-}
-
-/// What does not hold together in one run: the varied keys to blame (first first), the key
-/// outside `[vary]` to point at when none of them is varied, and what is wrong.
-fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, String)> {
-    let kind = s.server.kind;
-    let tls = s.trace.mutate.proto == ProtoChoice::Tls;
-    let able = |can: fn(&ServerKind) -> bool| {
-        let kinds: Vec<_> = ServerKind::ALL
-            .into_iter()
-            .filter(can)
-            .map(ServerKind::name)
-            .collect();
-        kinds.join(", ")
-    };
-    if tls && !kind.supports_tls() {
-        return Err((
-            vec![VaryKey::Kind, VaryKey::Proto],
-            "server.kind",
-            format!(
-                "{kind} does not serve DNS over TLS here, so proto = \"tls\" cannot run against it (these do: {})",
-                able(|k| k.supports_tls())
-            ),
-        ));
-    }
-    if s.server.tls && !kind.supports_tls() {
-        return Err((
-            vec![VaryKey::Kind],
-            "server.tls",
-            format!("{kind} does not serve DNS over TLS here: remove `tls = true` from [server]"),
-        ));
-    }
-    if tls && !s.server.tls {
-        return Err((
-            vec![VaryKey::Proto],
-            "server.tls",
-            "proto = \"tls\" needs the server's TLS: remove `tls = false` from [server]".into(),
-        ));
-    }
-    let encrypted = [
-        (ProtoChoice::Doh, kind.supports_https(), "DNS over HTTPS"),
-        (ProtoChoice::Doq, kind.supports_quic(), "DNS over QUIC"),
-    ];
-    for (proto, supported, what) in encrypted {
-        if s.trace.mutate.proto == proto && !supported {
-            return Err((
-                vec![VaryKey::Kind, VaryKey::Proto],
-                "server.kind",
-                format!(
-                    "{kind} does not serve {what} here, so proto = \"{}\" cannot run against it (these do: {})",
-                    proto.as_str(),
-                    if proto == ProtoChoice::Doh {
-                        able(|k| k.supports_https())
-                    } else {
-                        able(|k| k.supports_quic())
-                    }
-                ),
-            ));
-        }
-    }
-    if s.client.population.is_some() && s.trace.mutate.proto != ProtoChoice::Keep {
-        return Err((
-            vec![VaryKey::Proto],
-            "client.population",
-            "a population gives each client its group's transport: it cannot go with `proto`"
-                .into(),
-        ));
-    }
-    if let Ok(Some(population)) = s.client.read_population() {
-        for proto in population.transports() {
-            let supported = match proto {
-                ldplayer_trace::Proto::Tls => kind.supports_tls(),
-                ldplayer_trace::Proto::Https => kind.supports_https(),
-                ldplayer_trace::Proto::Quic => kind.supports_quic(),
-                ldplayer_trace::Proto::Udp | ldplayer_trace::Proto::Tcp => true,
-            };
-            if !supported {
-                return Err((
-                    vec![VaryKey::Kind],
-                    "client.population",
-                    format!("the population has {proto} clients, and {kind} does not serve {proto} here"),
-                ));
-            }
-        }
-    }
-    if kind.is_recursive() && s.server.manifest.is_none() && s.server.hierarchy.is_none() {
-        return Err((
-            vec![VaryKey::Kind],
-            "server.kind",
-            format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`) or `hierarchy = {{ ... }}` (a synthetic one)"),
-        ));
-    }
-    let options = s.server.resolver;
-    if !kind.is_recursive() && (options.any() || s.server.validation.is_some()) {
-        let key = if s.server.validation.is_some() {
-            "server.trust_anchor"
-        } else if options.aggressive_nsec.is_some() {
-            "server.aggressive_nsec"
-        } else {
-            "server.qname_minimisation"
-        };
-        return Err((
-            vec![VaryKey::Kind, VaryKey::AggressiveNsec, VaryKey::QnameMinimisation],
-            key,
-            format!("{kind} is not a resolver: DNSSEC validation and resolver options are for unbound, kresd and pdns-recursor"),
-        ));
-    }
-    if options.aggressive_nsec.is_some() && s.server.validation.is_none() {
-        return Err((
-            vec![VaryKey::AggressiveNsec],
-            "server.aggressive_nsec",
-            "aggressive NSEC answers from validated NSEC and NSEC3 records only: without `trust_anchor` the resolver does not validate and the option would change nothing".into(),
-        ));
-    }
-    if kind == ServerKind::Kresd && options.aggressive_nsec == Some(false) {
-        return Err((
-            vec![VaryKey::Kind, VaryKey::AggressiveNsec],
-            "server.aggressive_nsec",
-            "Knot Resolver 5 always answers from validated NSEC and NSEC3 ranges: it cannot turn aggressive NSEC off".into(),
-        ));
-    }
-    if kind == ServerKind::Kresd
-        && s.server
-            .validation
-            .as_ref()
-            .is_some_and(|v| v.time.is_some())
-    {
-        return Err((
-            vec![VaryKey::Kind],
-            "server.validation_time",
-            "Debian's kresd links jemalloc, which libfaketime cannot wrap: it cannot validate at another time (use unbound or pdns-recursor)".into(),
-        ));
-    }
-    // ldplayer's own server without zones serves the synthetic root of root-like traces.
-    if !kind.is_recursive()
-        && kind != ServerKind::Ldplayer
-        && s.server.zones.is_empty()
-        && s.server.manifest.is_none()
-        && s.server.hierarchy.is_none()
-    {
-        return Err((
-            vec![VaryKey::Kind],
-            "server",
-            format!("{kind} needs something to serve: `zones = [...]` or `manifest`"),
-        ));
-    }
-    if s.trace.mutate.strip_edns && s.trace.mutate.do_share.is_some_and(|d| d > 0.0) {
-        return Err((
-            vec![VaryKey::DoShare, VaryKey::SetDo],
-            "trace.mutate",
-            "`strip_edns` removes the OPT record that carries DO: it cannot go with a DO share"
-                .into(),
-        ));
-    }
-    if s.network.queue_kb.is_some() && s.network.bandwidth_mbps.is_none() {
-        return Err((
-            vec![VaryKey::QueueKb, VaryKey::BandwidthMbps],
-            "network.queue_kb",
-            "a queue belongs to a rate limit: give `bandwidth_mbps` too".into(),
-        ));
-    }
-    if s.network.burst_len != 1.0 && s.network.loss_model != LossModelChoice::GilbertElliott {
-        return Err((
-            vec![VaryKey::BurstLen],
-            "network.burst_len",
-            "bursts need `loss_model = \"gilbert-elliott\"`".into(),
-        ));
-    }
-    if let Some(d) = s.trace.expected_duration_s() {
-        if s.warmup_s >= d {
-            return Err((
-                vec![VaryKey::RateScale],
-                "run.warmup_s",
-                format!(
-                    "the warm-up ({} s) is as long as the trace ({d:.3} s): nothing would be measured",
-                    s.warmup_s
-                ),
-            ));
-        }
-    }
-    for stage in s.trace.mutate_stages(s.seed) {
-        if let Err(e) = ldplayer_mutate::Mutator::new(stage, ldplayer_trace::Collect::default()) {
-            return Err((
-                vec![
-                    VaryKey::Proto,
-                    VaryKey::DoShare,
-                    VaryKey::SetDo,
-                    VaryKey::RateScale,
-                ],
-                "trace.mutate",
-                e.to_string(),
-            ));
-        }
-    }
-    Ok(())
 }

@@ -413,10 +413,16 @@ impl ClientSettings {
     }
 }
 
-/// A non-negative number of seconds as a duration (0 for anything a duration cannot hold; plans
-/// are checked before).
+/// A number of seconds of a checked plan as a duration, to the nearest nanosecond (so that
+/// `0.29` s is 290 ms, not 289.999999 ms). Plans bound every duration to a week at most, far
+/// within what this holds; anything else (never given) is 0.
 pub(crate) fn seconds(s: f64) -> Duration {
-    Duration::try_from_secs_f64(s).unwrap_or_default()
+    let ns = (s * 1e9).round();
+    if ns.is_finite() && (0.0..=u64::MAX as f64).contains(&ns) {
+        Duration::from_nanos(ns as u64)
+    } else {
+        Duration::ZERO
+    }
 }
 
 /// A population file, read and checked.

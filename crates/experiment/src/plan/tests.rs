@@ -7,7 +7,7 @@ use ldplayer_synth::Workload;
 use std::path::Path;
 
 /// A folder with a zone file and a trace file for plans to name.
-fn folder() -> tempfile::TempDir {
+pub(super) fn folder() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("root.zone"), "").unwrap();
     std::fs::write(dir.path().join("trace.bin"), "").unwrap();
@@ -15,7 +15,7 @@ fn folder() -> tempfile::TempDir {
     dir
 }
 
-const ISSUE_EXAMPLE: &str = r#"
+pub(super) const ISSUE_EXAMPLE: &str = r#"
 [trace]
 synth = { workload = "root", rate = 2000, duration_s = 30, seed = 1 }   # or: file = "trace.bin"
 mutate = { proto = "tcp", set_do = true }                               # optional
@@ -34,13 +34,13 @@ repeat = 1
 warmup_s = 5
 "#;
 
-fn parse(text: &str) -> Result<Plan, PlanError> {
+pub(super) fn parse(text: &str) -> Result<Plan, PlanError> {
     let dir = folder();
     Plan::parse(text, dir.path())
 }
 
 /// The error of `text`, with its key and line.
-fn refused(text: &str) -> (String, usize, String) {
+pub(super) fn refused(text: &str) -> (String, usize, String) {
     match parse(text) {
         Ok(plan) => panic!("accepted: {plan:?}"),
         Err(PlanError::Invalid {
@@ -53,7 +53,7 @@ fn refused(text: &str) -> (String, usize, String) {
 }
 
 /// The line of the first line of `text` that contains `needle`, from 1.
-fn line_of(text: &str, needle: &str) -> usize {
+pub(super) fn line_of(text: &str, needle: &str) -> usize {
     text.lines().position(|l| l.contains(needle)).unwrap() + 1
 }
 
@@ -534,7 +534,10 @@ fn the_mutate_flags_names_are_accepted_where_they_differ() {
 
 #[test]
 fn the_client_idle_timeout_follows_a_varied_server_timeout() {
-    let text = ISSUE_EXAMPLE.replace("rtt_ms = [0, 20, 160]", "idle_timeout_s = [5, 40.5]");
+    // ldplayer's server takes milliseconds (nsd whole seconds).
+    let text = ISSUE_EXAMPLE
+        .replace("rtt_ms = [0, 20, 160]", "idle_timeout_s = [5, 40.5]")
+        .replace("kind = \"nsd\"", "kind = \"ldplayer\"");
     let runs = parse(&text).unwrap().runs();
     let pairs: Vec<(f64, f64)> = runs
         .iter()

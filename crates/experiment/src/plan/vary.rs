@@ -123,18 +123,20 @@ impl VaryKey {
         let number = |v: &toml::Value| typed::<f64>(v);
         Ok(match self {
             VaryKey::Proto => Setting::Proto(typed(value)?),
-            VaryKey::IdleTimeoutS => Setting::IdleTimeoutS(check::non_negative(number(value)?)?),
-            VaryKey::RttMs => Setting::RttMs(check::non_negative(number(value)?)?),
+            VaryKey::IdleTimeoutS => Setting::IdleTimeoutS(check::idle_timeout_s(number(value)?)?),
+            VaryKey::RttMs => Setting::RttMs(check::delay_ms(number(value)?)?),
             VaryKey::Loss => Setting::Loss(check::loss(number(value)?)?),
-            VaryKey::JitterMs => Setting::JitterMs(check::non_negative(number(value)?)?),
-            VaryKey::BandwidthMbps => Setting::BandwidthMbps(check::positive(number(value)?)?),
-            VaryKey::QueueKb => Setting::QueueKb(check::positive(number(value)?)?),
+            VaryKey::JitterMs => Setting::JitterMs(check::delay_ms(number(value)?)?),
+            VaryKey::BandwidthMbps => {
+                Setting::BandwidthMbps(check::bandwidth_mbps(number(value)?)?)
+            }
+            VaryKey::QueueKb => Setting::QueueKb(check::queue_kb(number(value)?)?),
             VaryKey::BurstLen => Setting::BurstLen(check::burst_len(number(value)?)?),
             VaryKey::DoShare => Setting::DoShare(check::share(number(value)?)?),
             VaryKey::SetDo => Setting::SetDo(typed(value)?),
-            VaryKey::RateScale => Setting::RateScale(check::positive(number(value)?)?),
+            VaryKey::RateScale => Setting::RateScale(check::scale(number(value)?)?),
             VaryKey::Kind => Setting::Kind(typed(value)?),
-            VaryKey::Threads => Setting::Threads(check::at_least_one(typed::<u32>(value)?)?),
+            VaryKey::Threads => Setting::Threads(check::threads(typed::<u32>(value)?)?),
             VaryKey::AggressiveNsec => Setting::AggressiveNsec(typed(value)?),
             VaryKey::QnameMinimisation => Setting::QnameMinimisation(typed(value)?),
         })
