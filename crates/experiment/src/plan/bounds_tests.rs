@@ -246,12 +246,17 @@ fn each_kind_takes_the_idle_timeout_in_its_own_unit() {
         (
             "bind",
             "121",
-            "bind's idle timeout (`tcp-idle-timeout`) is from 0.1 to 120 s, not 121 s",
+            "bind's idle timeout (`tcp-idle-timeout`) is from 2.5 to 120 s, not 121 s",
         ),
         (
             "bind",
-            "0.25",
-            "bind takes its idle timeout (`tcp-idle-timeout`) in steps of 0.1 s: 0.25 s would run as 0.3 s",
+            "1",
+            "bind's idle timeout (`tcp-idle-timeout`) is from 2.5 to 120 s, not 1 s",
+        ),
+        (
+            "bind",
+            "3.25",
+            "bind takes its idle timeout (`tcp-idle-timeout`) in steps of 0.1 s: 3.25 s would run as 3.3 s",
         ),
     ] {
         let text = with(kind, idle);
@@ -263,7 +268,7 @@ fn each_kind_takes_the_idle_timeout_in_its_own_unit() {
     for (kind, idle) in [
         ("nsd", "1"),
         ("bind", "120"),
-        ("bind", "0.3"),
+        ("bind", "2.6"),
         ("ldplayer", "40.5"),
     ] {
         parse(&with(kind, idle)).unwrap_or_else(|e| panic!("{kind} {idle}: {e}"));
