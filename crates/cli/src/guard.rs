@@ -15,7 +15,7 @@ pub struct Files<'a> {
     pub inputs: Vec<&'a Path>,
     /// Files written, with the option that names them (`-o`, `--report`).
     pub outputs: Vec<(&'static str, &'a Path)>,
-    /// Files read, named as `FILE@ORIGIN` (the origin left out).
+    /// Files read, named as `FILE@ORIGIN` (the origin left out) or found in what was named.
     pub owned_inputs: Vec<PathBuf>,
 }
 
@@ -60,12 +60,15 @@ pub fn files(command: &Command) -> Files<'_> {
             .maybe_input(a.tls_ca.as_ref())
             .maybe_output("--results", a.results.as_ref())
             .maybe_output("--report", a.report.as_ref()),
-        Command::Serve(a) => f
-            .inputs(&a.zones)
-            .maybe_input(a.manifest.as_ref())
-            .maybe_input(a.tls_cert.as_ref())
-            .maybe_input(a.tls_key.as_ref())
-            .maybe_output("--stats", a.stats.as_ref()),
+        Command::Serve(a) => {
+            let mut f = f;
+            f.owned_inputs = a.zones.iter().map(|z| zone_file(z)).collect();
+            f
+        }
+        .maybe_input(a.manifest.as_ref())
+        .maybe_input(a.tls_cert.as_ref())
+        .maybe_input(a.tls_key.as_ref())
+        .maybe_output("--stats", a.stats.as_ref()),
         Command::Results(ResultsCommand::Export(a)) => f
             .input(&a.file)
             .maybe_input(a.with_trace.as_ref())
@@ -74,11 +77,7 @@ pub fn files(command: &Command) -> Files<'_> {
         Command::Results(ResultsCommand::Merge(a)) => f.inputs(&a.files).output("-o", &a.output),
         Command::Zones(ZonesCommand::Build(a)) => {
             let mut f = f.inputs(&a.inputs);
-            f.owned_inputs = a
-                .zone
-                .iter()
-                .map(|z| crate::cmd::zones::zone_arg(z).0.to_path_buf())
-                .collect();
+            f.owned_inputs = a.zone.iter().map(|z| zone_file(Path::new(z))).collect();
             f
         }
         Command::Zones(ZonesCommand::DeckardQueries(a)) => f
@@ -101,6 +100,11 @@ pub fn files(command: &Command) -> Files<'_> {
         Command::Compare(a) => f.input(&a.base).input(&a.new),
         Command::Population(PopulationCommand::Fit(a)) => f.input(&a.input).output("-o", &a.output),
     }
+}
+
+/// The file of a zone file argument (`FILE` or `FILE@ORIGIN`).
+fn zone_file(arg: &Path) -> PathBuf {
+    ldplayer_zone::reader::file_and_origin(arg).0
 }
 
 /// Protects `command`'s inputs and claims its outputs: fails, naming both, when an output is
