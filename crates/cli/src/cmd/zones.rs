@@ -406,6 +406,28 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
             .collect();
         println!("responses not used: {}", list.join(", "));
     }
+    if !r.records_left_out.is_empty() {
+        let list: Vec<String> = r
+            .records_left_out
+            .iter()
+            .map(|(why, n)| {
+                let examples = r
+                    .records_left_out_examples
+                    .get(why)
+                    .map(|e| e.join("; "))
+                    .unwrap_or_default();
+                format!("{n} {why} (e.g. {examples})")
+            })
+            .collect();
+        println!("records left out: {}", list.join(", "));
+    }
+    if r.ttls_restored > 0 {
+        println!(
+            "TTLs restored: {} signed RRsets recorded with TTLs counted down by a cache were given \
+             their signatures' original TTL",
+            r.ttls_restored
+        );
+    }
     for (what, list) in [
         ("missing addresses (glue)", &r.missing_addresses),
         ("zones with no known server", &r.zones_without_servers),
