@@ -343,7 +343,8 @@ pub struct LabArgs {
     /// The nameservers: ldplayer's meta-server, or one nsd per address (ground truth).
     #[arg(long, value_enum, default_value_t = Nameservers::Ldplayer)]
     pub nameservers: Nameservers,
-    /// Names to resolve one after the other: `name [type]` per line (type A by default).
+    /// Names to resolve one after the other: `name [type] [+flag]...` per line (type A by
+    /// default; flags +rd, +ad, +cd, +do, or +no before one: RD and AD unless turned off).
     #[arg(long, value_name = "FILE", required_unless_present_any = ["trace", "stage"], conflicts_with = "trace")]
     pub names: Option<PathBuf>,
     /// Write what the resolver answered for each name here (default: standard output).
@@ -413,20 +414,23 @@ pub enum ZonesCommand {
     /// Print a Deckard scenario's queries for `ldplayer lab --names`, or its expected answers.
     ///
     /// Without --expected: the names file for `ldplayer lab --names`, one line
-    /// `NAME TYPE  # STEP n` per QUERY step.
+    /// `NAME TYPE +rd|+nord +ad|+noad +cd|+nocd +do|+nodo  # STEP n` per QUERY step: the
+    /// query's flags as the scenario sends them (RD, AD, CD in the header, DO in EDNS).
     ///
     /// With --expected: one line per CHECK_ANSWER step, for the last QUERY step before it,
-    /// `NAME TYPE RCODE record; record; ...`: records in presentation format without TTL,
+    /// `NAME TYPE RCODE [AD] record; record; ...`: records in presentation format without TTL,
     /// owner, class and type in lowercase, sorted, exactly as the lab prints the resolver's
-    /// answer. RRSIG records are left out (unless the question is for RRSIG): the lab asks
-    /// without the DO bit, so resolvers do not return them.
+    /// answer; AD where the check compares flags and expects it. RRSIG records are left out
+    /// unless the query asks with DO (or for RRSIG): without DO, resolvers do not return them.
     ///
-    /// A scenario checks its hierarchy through the lab:
+    /// A scenario checks its hierarchy through the lab (--lab-options: the trust anchor, date
+    /// and insecure domains its CONFIG gives, without which a DNSSEC scenario is not
+    /// validated as recorded):
     ///
     ///   ldplayer zones build s.rpl -o zones
-    ///   ldplayer zones deckard-queries s.rpl > names
+    ///   ldplayer zones deckard-queries s.rpl --lab-options opts > names
     ///   ldplayer zones deckard-queries s.rpl --expected > expected
-    ///   ldplayer lab --manifest zones/manifest --names names --answers answers
+    ///   ldplayer lab --manifest zones/manifest --names names --answers answers $(cat opts)
     ///   diff expected answers
     ///
     /// When every QUERY step is followed by a CHECK_ANSWER step (as in the scenarios of
@@ -479,7 +483,7 @@ pub struct ZonesDeckardArgs {
     pub expected: bool,
     /// Also write the `ldplayer lab` arguments the scenario's CONFIG asks for here, one per
     /// line (`--trust-anchor FILE.anchor` with its trust anchors, `--time` its
-    /// val-override-date), for `ldplayer lab ... $(cat FILE)`.
+    /// val-override-date, `--insecure` its domain-insecure), for `ldplayer lab ... $(cat FILE)`.
     #[arg(long, value_name = "FILE")]
     pub lab_options: Option<PathBuf>,
     /// Write here instead of standard output.

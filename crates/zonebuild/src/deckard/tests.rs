@@ -281,3 +281,36 @@ fn the_roots_keys_recorded_from_a_cache_are_kept() {
     assert_eq!(h.report.records_out_of_zone, 0, "{:?}", h.report);
     assert!(h.report.zones_without_servers.is_empty(), "{:?}", h.report);
 }
+
+/// A query's flags are read from `REPLY` or its older name `FLAGS`; a query with DO expects
+/// the RRSIGs of its check's answer (resolvers return them then), one without does not.
+#[test]
+fn query_flags_and_the_rrsigs_a_do_query_expects() {
+    let steps = |flags: &str| {
+        MINI.replace(
+            "STEP 1 QUERY\nENTRY_BEGIN\nREPLY RD\n",
+            &format!("STEP 1 QUERY\nENTRY_BEGIN\n{flags}\n"),
+        )
+        .replace(
+            "www.example.com. IN CNAME ( www.next.com.\n  )\n",
+            "www.example.com. IN CNAME www.next.com.\n\
+             www.example.com. IN RRSIG CNAME 8 3 3600 20170201000000 20170111000000 1 example.com. AAAA\n",
+        )
+    };
+    let s = Scenario::parse(&steps("FLAGS RD CD DO")).expect("parses");
+    assert_eq!(s.skipped.get("keyword FLAGS"), None, "{:?}", s.skipped);
+    let c = s.checks()[0];
+    assert!(c.asks("RD") && c.asks("CD") && c.asks("DO") && !c.asks("AD"));
+    let line = c.expected_line().expect("line");
+    assert!(
+        line.contains("; www.example.com. in rrsig CNAME 8 3 3600 "),
+        "{line}"
+    );
+    let s = Scenario::parse(&steps("REPLY RD AD")).expect("parses");
+    let c = s.checks()[0];
+    assert!(c.asks("AD") && !c.asks("DO"));
+    assert_eq!(
+        c.expected_line().as_deref(),
+        Some("www.example.com. A NXDOMAIN www.example.com. in cname www.next.com.")
+    );
+}
