@@ -145,7 +145,8 @@ fn entry(matching: &str, reply: &str, question: &str, sections: &str) -> String 
     )
 }
 
-/// The scenario: the root at 198.41.0.4 known from `stub-addr` only, `example.` at
+/// The scenario: the root at 198.41.0.4 known from `stub-addr` only (and as a server of
+/// `net.`), `example.` at
 /// 10.0.0.53; `www.example. A` asked with DO (answered with AD), `bogus.example. A` with CD
 /// and DO (answered NOERROR, without AD). `extra` goes into example.'s range.
 fn scenario(z: &Signed, extra: &str) -> String {
@@ -158,6 +159,15 @@ fn scenario(z: &Signed, extra: &str) -> String {
         })
         .collect::<String>();
     let root = [
+        // The root's server serves net. too, which names it (as M.ROOT-SERVERS.NET. does in
+        // world_mx_nic_www.rpl); no NS RRset of the root names it.
+        entry(
+            "opcode qtype qname",
+            "QR AA NOERROR",
+            "net. IN NS",
+            "SECTION ANSWER\nnet. 3600 IN NS m.root-servers.net.\n\
+             SECTION ADDITIONAL\nm.root-servers.net. 3600 IN A 198.41.0.4\n",
+        ),
         entry(
             "opcode qtype qname",
             "QR AA DO NOERROR",
@@ -321,15 +331,15 @@ fn the_roots_keys_recorded_from_a_cache_validate_in_the_lab() {
     }
     let dir = written("");
     let o = through_the_lab(dir.path());
-    let root = std::fs::read_to_string(dir.path().join("zones/root.zone")).expect("root zone");
-    assert!(root.contains(". 86400 IN DNSKEY 257 3 13 "), "{root}");
     assert_eq!(o.expected.len(), 2, "{:?}", o.expected);
+    assert_eq!(o.got[0], o.expected[0], "{}", o.log);
     assert!(
         o.expected[0].starts_with("www.example. A NOERROR AD www.example. in a 192.0.2.80; "),
         "{:?}",
         o.expected
     );
-    assert_eq!(o.got[0], o.expected[0], "{}", o.log);
+    let root = std::fs::read_to_string(dir.path().join("zones/root.zone")).expect("root zone");
+    assert!(root.contains(". 86400 IN DNSKEY 257 3 13 "), "{root}");
 }
 
 /// The bogus name asked with CD (`REPLY RD CD DO`) goes to the lab with CD: the validating
