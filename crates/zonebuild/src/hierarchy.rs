@@ -147,8 +147,9 @@ pub struct BuildReport {
     pub delegations_added: u64,
     /// Address RRsets of nameserver names added from elsewhere in the capture.
     pub glue_added: u64,
-    /// Signed RRsets whose TTLs, counted down by a cache before they were recorded, were put
-    /// back to their signatures' original TTL (what the authoritative server served).
+    /// Signed RRsets recorded with TTLs below their signatures' original TTL (counted down by
+    /// a cache, or lowered to a negative answer's SOA MINIMUM) given that original TTL back:
+    /// the TTL their zone gives them.
     pub ttls_restored: u64,
     /// Nameserver names inside a zone whose addresses were never seen (missing glue).
     pub missing_addresses: Vec<String>,

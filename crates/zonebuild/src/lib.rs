@@ -17,8 +17,8 @@
 //! 3. Each zone is completed: an SOA is synthesized where none was captured, the apex NS set is
 //!    taken from the parent's referral where the zone's own was not seen, the parent gets the
 //!    delegation, and nameserver names inside a zone get their addresses (glue). DNSSEC
-//!    records are kept as captured (no signing); signed RRsets whose TTLs a cache counted down
-//!    get their signatures' original TTL back.
+//!    records are kept as captured (no signing); signed RRsets recorded with TTLs below their
+//!    signatures' original TTL (a cache's countdown) get it back.
 //!
 //! [`ZoneBuilder`] takes responses (also as a trace [`Sink`](ldplayer_trace::Sink), so any
 //! capture format of the trace pipeline can feed it); [`Hierarchy::write`] writes the zone files,

@@ -447,8 +447,8 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
     }
     if r.ttls_restored > 0 {
         println!(
-            "TTLs restored: {} signed RRsets recorded with TTLs counted down by a cache were given \
-             their signatures' original TTL",
+            "TTLs restored: {} signed RRsets recorded with TTLs below their signatures' original \
+             TTL (counted down by a cache, or a negative answer's SOA) were given it back",
             r.ttls_restored
         );
     }

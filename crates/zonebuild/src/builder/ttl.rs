@@ -1,4 +1,4 @@
-//! TTLs counted down by a cache, put back to what the authoritative server served.
+//! TTLs below what the signatures say the zone gives, put back to it.
 
 use domain::base::iana::Rtype;
 use domain::base::Ttl;
@@ -8,11 +8,12 @@ use super::Assembler;
 
 impl Assembler {
     /// Gives every signed RRset whose records (or signatures) have a TTL below the original TTL
-    /// its signatures carry (RFC 4034 §3.1.4: the TTL the authoritative server serves) that
-    /// original TTL again, signatures included; counted in `ttls_restored`. Answers recorded
-    /// from a cache (a Deckard scenario's `. 16567 IN DNSKEY ...`) have such counted-down TTLs.
-    /// Left as they are: unsigned RRsets (nothing tells their served TTL), and RRsets whose
-    /// signatures disagree on the original TTL.
+    /// its signatures carry (RFC 4034 §3.1.4: the TTL the zone gives it) that original TTL
+    /// again, signatures included; counted in `ttls_restored`. Answers recorded from a cache (a
+    /// Deckard scenario's `. 16567 IN DNSKEY ...`) have such counted-down TTLs, and the SOA of
+    /// a negative answer its MINIMUM when lower (RFC 2308 §3; the meta-server lowers it again
+    /// in its own negative answers). Left as they are: unsigned RRsets (nothing tells their
+    /// zone's TTL), and RRsets whose signatures disagree on the original TTL.
     pub(super) fn restore_signed_ttls(&mut self) {
         let rrsig = Rtype::RRSIG.to_int();
         let mut restored = 0;
