@@ -7,9 +7,9 @@
 //! 1. Every NS RRset seen marks a zone cut; A/AAAA records seen anywhere (answers and glue)
 //!    give the nameservers' addresses, so each zone gets the addresses of its servers, and the
 //!    root the root hints given ([`ZoneBuilder::add_root_server`]). A server whose responses
-//!    show it serving a zone it was not found serving this way (an authoritative answer in
-//!    that zone, a referral from it) is given that zone (and reported: its NS or glue was not
-//!    captured, or names it otherwise).
+//!    show it serving a zone it was not found serving this way (an authoritative answer at
+//!    that zone's apex or with its SOA, a referral from it) is given that zone (and reported:
+//!    its NS or glue was not captured, or names it otherwise).
 //! 2. Each response's RRsets go into the deepest zone that the responding server serves and
 //!    that contains the owner (a DS at a zone's apex goes to the parent, an SOA to the zone it
 //!    names); the answer section only from authoritative responses; the first RRset seen wins

@@ -1,7 +1,7 @@
 //! Which addresses serve which zone: the addresses of each zone's NS names, the root hints
 //! given, and what the responses themselves show (inferred, and reported).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::IpAddr;
 
 use domain::base::iana::Rtype;
@@ -34,14 +34,16 @@ impl Assembler {
         if let Some(root) = self.zones.get_mut(&[0u8][..]) {
             root.servers.extend(root_servers.iter().copied());
         }
-        let served: BTreeSet<IpAddr> = self
-            .zones
-            .values()
-            .flat_map(|z| z.servers.iter().copied())
-            .collect();
+        let mut zones_of: HashMap<IpAddr, Vec<&[u8]>> = HashMap::new();
+        for (k, z) in &self.zones {
+            for ip in &z.servers {
+                zones_of.entry(*ip).or_default().push(k);
+            }
+        }
         let mut inferred = BTreeSet::new();
         for e in &self.exchanges {
-            if let Some(z) = self.shown_zone(e, served.contains(&e.server)) {
+            let served = zones_of.get(&e.server).map_or(&[][..], Vec::as_slice);
+            if let Some(z) = self.shown_zone(e, served) {
                 inferred.insert((e.server, z));
             }
         }
@@ -56,28 +58,33 @@ impl Assembler {
     }
 
     /// The zone that response `e` shows its server serving, when the servers found so far do
-    /// not give it that zone (or a deeper one holding the question); `serves_some` tells
-    /// whether the server serves any zone yet.
+    /// not give it that zone (or a deeper one holding the question); `served` are the zones the
+    /// server serves so far.
     ///
     /// - A referral comes from a server of the zone above the child it delegates: the closest
-    ///   zone of the child's parent, unless the server already serves a zone above the child.
+    ///   zone of the child's parent, unless the server already serves a zone above the child,
+    ///   or serves the child or a zone below it (an upward referral, a lame server's answer).
     /// - An authoritative answer (AA) comes from a server of the zone holding the question: the
     ///   zone its SOA names (negative answers; some recordings put it in the answer section),
-    ///   else the closest zone of the question (of its
-    ///   parent for a DS question, which the parent answers), unless the server already serves
-    ///   that zone or a deeper one holding the question. So a server listed under another name
-    ///   than the zone's NS names (a root server named only by the resolver's hints, a
-    ///   nameserver serving a zone it is not listed for) keeps the answers it gave.
+    ///   else, for a question at a zone's apex, that zone (the parent's closest zone for a DS,
+    ///   which the parent answers), unless the server already serves that zone or a deeper one
+    ///   holding the question. So a server listed under another name than the zone's NS names
+    ///   (a root server named only by the resolver's hints, a nameserver serving a zone it is
+    ///   not listed for) keeps the answers it gave. Below an apex without an SOA, the zone is
+    ///   only a guess (a cut may not have been seen), taken for a server serving nothing yet
+    ///   (the closest zone of the question).
     /// - Any other response, from a server serving no zone at all: the closest zone of its
     ///   question.
-    fn shown_zone(&self, e: &Exchange, serves_some: bool) -> Option<Key> {
+    fn shown_zone(&self, e: &Exchange, served: &[&[u8]]) -> Option<Key> {
+        let serves_some = !served.is_empty();
         if e.is_referral() {
             let child = e
                 .authority
                 .iter()
                 .find(|r| r.rtype() == Rtype::NS)
                 .map(|r| key(r.owner()))?;
-            if serves_some && self.served_zone(&child, e.server, true).is_some() {
+            let upward = served.iter().any(|z| is_subdomain(z, &child));
+            if serves_some && (upward || self.served_zone(&child, e.server, true).is_some()) {
                 return None;
             }
             return self.closest_zone(parent(&child)?);
@@ -102,6 +109,9 @@ impl Assembler {
         let at_parent = ds && soa_zone.is_none();
         let zone = match soa_zone {
             Some(z) => z,
+            // Below a zone's apex without an SOA, the zone is a guess (a cut may not have been
+            // seen): taken only for a server that serves nothing yet.
+            None if serves_some && !self.zones.contains_key(&qname) => return None,
             None if at_parent => self.closest_zone(parent(&qname)?)?,
             None => self.closest_zone(&qname)?,
         };

@@ -154,8 +154,9 @@ fn an_authoritative_answer_gives_its_server_the_zone_it_shows() {
 }
 
 /// A server that serves `ro.child.net.` (its NS names' addresses say so) answers for
-/// `child.net.` too, whose NS names do not list it (Deckard's world_cz_vutbr_www: shark serves
-/// both): its answers for child.net. are kept, and it serves child.net.
+/// `child.net.` too, at its apex and below, whose NS names do not list it (Deckard's
+/// world_cz_vutbr_www: shark serves both): its answers for child.net. are kept, and it serves
+/// child.net.
 #[test]
 fn a_server_not_listed_for_a_zone_it_answers_for_keeps_its_answers() {
     let net = range(
@@ -190,6 +191,11 @@ fn a_server_not_listed_for_a_zone_it_answers_for_keeps_its_answers() {
                 "QR AA NOERROR",
                 "ro.child.net. IN NS",
                 "SECTION ANSWER\nro.child.net. NS shark.ro.child.net.\n",
+            ),
+            entry(
+                "QR AA NOERROR",
+                "child.net. IN NS",
+                "SECTION ANSWER\nchild.net. NS ns.child.net.\n",
             ),
             entry(
                 "QR AA NOERROR",
@@ -315,6 +321,13 @@ fn records_left_out_are_counted_by_reason() {
                  www.other.org. A 192.0.2.80\n\
                  SECTION ADDITIONAL\nns.other.org. A 192.0.2.9\n",
             ),
+            // Below org.'s apex, without an SOA: which zone holds it is a guess (a cut may not
+            // have been seen), so the server is not taken for org.'s.
+            entry(
+                "QR AA NOERROR",
+                "host.org. IN A",
+                "SECTION ANSWER\nhost.org. A 192.0.2.10\n",
+            ),
             // An address in the authority section.
             entry(
                 "QR AA NOERROR",
@@ -356,15 +369,19 @@ fn records_left_out_are_counted_by_reason() {
             ("conflict", 1),
             ("glue-out-of-zone", 1),
             ("not-authoritative", 1),
-            ("out-of-zone", 1),
+            ("out-of-zone", 2),
             ("unexpected-in-section", 1)
         ]
     );
-    assert_eq!((r.records_out_of_zone, r.records_not_authoritative), (2, 1));
+    assert_eq!((r.records_out_of_zone, r.records_not_authoritative), (3, 1));
     assert_eq!(
         r.records_left_out_examples["out-of-zone"],
-        ["www.other.org. A from 192.0.2.2"]
+        [
+            "www.other.org. A from 192.0.2.2",
+            "host.org. A from 192.0.2.2"
+        ]
     );
+    assert!(r.inferred_servers.is_empty(), "{:?}", r.inferred_servers);
     assert_eq!(
         r.records_left_out_examples["unexpected-in-section"],
         ["ns.example. AAAA from 192.0.2.2"]
