@@ -499,9 +499,10 @@ pub struct ZonesBuildArgs {
     /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary), or
     /// Deckard scenarios (.rpl, or any file with a CONFIG_END line): every RANGE entry is taken
     /// as a response from each ADDRESS of its range (an entry with answers but neither AA nor
-    /// RA is taken as authoritative). When the rebuilt root zone has no NS records, its NS set
-    /// is made from the scenarios' stub-addr (the resolver's root hints), named by a recorded
-    /// name with that address or stub-addr-N.deckard.invalid. (reported on standard error).
+    /// RA is taken as authoritative). The scenarios' stub-addr (the resolver's root hints)
+    /// serve the root from the start; when the rebuilt root zone has no NS records, its NS set
+    /// is made from them, named by a recorded name with that address or
+    /// stub-addr-N.deckard.invalid. (reported on standard error).
     #[arg(required_unless_present = "zone")]
     pub inputs: Vec<PathBuf>,
     /// An existing zone file, taken as it is (repeat for several; `FILE@ORIGIN` when its names
