@@ -346,7 +346,8 @@ pub struct LabArgs {
     /// The nameservers: ldplayer's meta-server, or one nsd per address (ground truth).
     #[arg(long, value_enum, default_value_t = Nameservers::Ldplayer)]
     pub nameservers: Nameservers,
-    /// Names to resolve one after the other: `name [type]` per line (type A by default).
+    /// Names to resolve one after the other: `name [type] [+flag]...` per line (type A by
+    /// default; flags +rd, +ad, +cd, +do, or +no before one: RD and AD unless turned off).
     #[arg(long, value_name = "FILE", required_unless_present_any = ["trace", "stage"], conflicts_with = "trace")]
     pub names: Option<PathBuf>,
     /// Write what the resolver answered for each name here (default: standard output).
@@ -416,20 +417,23 @@ pub enum ZonesCommand {
     /// Print a Deckard scenario's queries for `ldplayer lab --names`, or its expected answers.
     ///
     /// Without --expected: the names file for `ldplayer lab --names`, one line
-    /// `NAME TYPE  # STEP n` per QUERY step.
+    /// `NAME TYPE +rd|+nord +ad|+noad +cd|+nocd +do|+nodo  # STEP n` per QUERY step: the
+    /// query's flags as the scenario sends them (RD, AD, CD in the header, DO in EDNS).
     ///
     /// With --expected: one line per CHECK_ANSWER step, for the last QUERY step before it,
-    /// `NAME TYPE RCODE record; record; ...`: records in presentation format without TTL,
+    /// `NAME TYPE RCODE [AD] record; record; ...`: records in presentation format without TTL,
     /// owner, class and type in lowercase, sorted, exactly as the lab prints the resolver's
-    /// answer. RRSIG records are left out (unless the question is for RRSIG): the lab asks
-    /// without the DO bit, so resolvers do not return them.
+    /// answer; AD where the check compares flags and expects it. RRSIG records are left out
+    /// unless the query asks with DO (or for RRSIG): without DO, resolvers do not return them.
     ///
-    /// A scenario checks its hierarchy through the lab:
+    /// A scenario checks its hierarchy through the lab (--lab-options: the trust anchor, date
+    /// and insecure domains its CONFIG gives, without which a DNSSEC scenario is not
+    /// validated as recorded):
     ///
     ///   ldplayer zones build s.rpl -o zones
-    ///   ldplayer zones deckard-queries s.rpl > names
+    ///   ldplayer zones deckard-queries s.rpl --lab-options opts > names
     ///   ldplayer zones deckard-queries s.rpl --expected > expected
-    ///   ldplayer lab --manifest zones/manifest --names names --answers answers
+    ///   ldplayer lab --manifest zones/manifest --names names --answers answers $(cat opts)
     ///   diff expected answers
     ///
     /// When every QUERY step is followed by a CHECK_ANSWER step (as in the scenarios of
@@ -482,7 +486,7 @@ pub struct ZonesDeckardArgs {
     pub expected: bool,
     /// Also write the `ldplayer lab` arguments the scenario's CONFIG asks for here, one per
     /// line (`--trust-anchor FILE.anchor` with its trust anchors, `--time` its
-    /// val-override-date), for `ldplayer lab ... $(cat FILE)`.
+    /// val-override-date, `--insecure` its domain-insecure), for `ldplayer lab ... $(cat FILE)`.
     #[arg(long, value_name = "FILE")]
     pub lab_options: Option<PathBuf>,
     /// Write here instead of standard output.
@@ -498,9 +502,10 @@ pub struct ZonesBuildArgs {
     /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary), or
     /// Deckard scenarios (.rpl, or any file with a CONFIG_END line): every RANGE entry is taken
     /// as a response from each ADDRESS of its range (an entry with answers but neither AA nor
-    /// RA is taken as authoritative). When the rebuilt root zone has no NS records, its NS set
-    /// is made from the scenarios' stub-addr (the resolver's root hints), named by a recorded
-    /// name with that address or stub-addr-N.deckard.invalid. (reported on standard error).
+    /// RA is taken as authoritative). The scenarios' stub-addr (the resolver's root hints)
+    /// serve the root from the start; when the rebuilt root zone has no NS records, its NS set
+    /// is made from them, named by a recorded name with that address or
+    /// stub-addr-N.deckard.invalid. (reported on standard error).
     #[arg(required_unless_present = "zone")]
     pub inputs: Vec<PathBuf>,
     /// An existing zone file, taken as it is (repeat for several; `FILE@ORIGIN` when its names

@@ -219,6 +219,45 @@ fn every_resolver_validates_the_emulated_hierarchy_and_refuses_a_bogus_signature
     assert_eq!((numbers[4], numbers[5]), (0, 0), "nothing below: {levels}");
 }
 
+/// A query with CD (`+cd` in the names file) for the name whose signature was altered: each
+/// validating resolver answers NOERROR with the record (checking disabled, RFC 4035 §3.2.2),
+/// where the same query without CD gets SERVFAIL; with `+do` the bogus signature comes along.
+#[test]
+fn a_cd_query_for_a_bogus_name_gets_noerror() {
+    if !prerequisites() {
+        return;
+    }
+    let bogus = tempfile::tempdir().unwrap();
+    signed_hierarchy(bogus.path(), None, alter_www_signature);
+    std::fs::write(
+        bogus.path().join("names"),
+        "www.example. A +cd\nwww.example. A +nocd\nwww.example. A +cd +do +noad\n",
+    )
+    .unwrap();
+    for (resolver, _, _) in RESOLVERS {
+        let lines = answers(
+            &lab(bogus.path(), resolver, &["--trust-anchor", "auto"]),
+            resolver,
+        );
+        assert_eq!(lines.len(), 3, "{resolver}: {lines:?}");
+        assert_eq!(
+            lines[..2],
+            [
+                "www.example. A NOERROR www.example. in a 192.0.2.80",
+                "www.example. A SERVFAIL",
+            ],
+            "{resolver}"
+        );
+        assert!(
+            lines[2].starts_with(
+                "www.example. A NOERROR www.example. in a 192.0.2.80; www.example. in rrsig A "
+            ),
+            "{resolver}: {}",
+            lines[2]
+        );
+    }
+}
+
 /// Signatures valid in January 2023 only: SERVFAIL now, AD at `--time` inside their window,
 /// for the resolvers that can be given a moment; BIND and Knot Resolver are refused with the
 /// reason.

@@ -42,6 +42,69 @@ impl Resolved {
     }
 }
 
+/// The flags a stub query carries: RD, AD and CD in the header, DO in EDNS. A names file line
+/// gives them as `+rd`/`+nord`, `+ad`/`+noad`, `+cd`/`+nocd`, `+do`/`+nodo` (dig's spelling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueryFlags {
+    /// Recursion desired.
+    pub rd: bool,
+    /// AD in the query: asks a validating resolver to say whether it validated the answer (RFC
+    /// 6840 §5.7), without asking for signatures.
+    pub ad: bool,
+    /// Checking disabled: a validating resolver answers without validating (RFC 4035 §3.2.2),
+    /// so a bogus answer comes back instead of SERVFAIL.
+    pub cd: bool,
+    /// DNSSEC OK (EDNS): the answer carries the signatures (RFC 3225).
+    pub dnssec_ok: bool,
+}
+
+impl Default for QueryFlags {
+    /// What the lab asks when a line says nothing: RD and AD, without CD and DO.
+    fn default() -> QueryFlags {
+        QueryFlags {
+            rd: true,
+            ad: true,
+            cd: false,
+            dnssec_ok: false,
+        }
+    }
+}
+
+impl QueryFlags {
+    /// Applies one `+flag` or `+noflag` token (case-insensitive); false when it names no flag.
+    pub fn apply(&mut self, token: &str) -> bool {
+        let Some(word) = token.strip_prefix('+') else {
+            return false;
+        };
+        let word = word.to_ascii_lowercase();
+        let (on, name) = match word.strip_prefix("no") {
+            Some(name) => (false, name),
+            None => (true, word.as_str()),
+        };
+        let flag = match name {
+            "rd" => &mut self.rd,
+            "ad" => &mut self.ad,
+            "cd" => &mut self.cd,
+            "do" => &mut self.dnssec_ok,
+            _ => return false,
+        };
+        *flag = on;
+        true
+    }
+
+    /// Every flag as a token, in a names file's order: `+rd +ad +nocd +nodo`.
+    pub fn tokens(&self) -> String {
+        let t = |on: bool, name: &str| format!("+{}{name}", if on { "" } else { "no" });
+        [
+            t(self.rd, "rd"),
+            t(self.ad, "ad"),
+            t(self.cd, "cd"),
+            t(self.dnssec_ok, "do"),
+        ]
+        .join(" ")
+    }
+}
+
 /// Sends one recursive query for `name`/`qtype` (EDNS, 1232-byte payload; with `ad`, the AD
 /// bit) over UDP to `server` and waits up to `timeout` for its answer.
 pub fn resolve(
@@ -51,14 +114,43 @@ pub fn resolve(
     ad: bool,
     timeout: Duration,
 ) -> Result<Resolved, LabError> {
+    let flags = QueryFlags {
+        ad,
+        ..QueryFlags::default()
+    };
+    resolve_with(server, name, qtype, flags, timeout)
+}
+
+/// Sends one query for `name`/`qtype` with `flags` (EDNS, 1232-byte payload) over UDP to
+/// `server` and waits up to `timeout` for its answer; a truncated answer (TC, likelier with
+/// DO) is asked again over TCP within what is left of `timeout`.
+pub fn resolve_with(
+    server: SocketAddr,
+    name: &str,
+    qtype: Rtype,
+    flags: QueryFlags,
+    timeout: Duration,
+) -> Result<Resolved, LabError> {
+    let deadline = Instant::now() + timeout;
+    let query = query(name, qtype, flags)?;
+    let answer = over_udp(server, &query, deadline, name, qtype)?;
+    let tc = answer.get(2).is_some_and(|b| b & 0x02 != 0);
+    if tc {
+        let answer = over_tcp(server, &query, deadline, name, qtype)?;
+        return parse(&answer, name, qtype);
+    }
+    parse(&answer, name, qtype)
+}
+
+/// The query's wire form.
+fn query(name: &str, qtype: Rtype, flags: QueryFlags) -> Result<Vec<u8>, LabError> {
     let qname: Name<Vec<u8>> = name
         .parse()
         .map_err(|_| LabError::Input(format!("not a domain name: {name:?}")))?;
     let mut b = MessageBuilder::new_vec();
-    b.header_mut().set_rd(true);
-    // RFC 6840 §5.7: AD in a query asks a validating resolver to say whether it validated the
-    // answer (without DO, so no signatures come back to compare).
-    b.header_mut().set_ad(ad);
+    b.header_mut().set_rd(flags.rd);
+    b.header_mut().set_ad(flags.ad);
+    b.header_mut().set_cd(flags.cd);
     // Any ID will do (one query per socket); the clock's low bits vary per query.
     let id = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -75,10 +167,25 @@ pub fn resolve(
     let mut add = q.additional();
     add.opt(|o| {
         o.set_udp_payload_size(1232);
+        o.set_dnssec_ok(flags.dnssec_ok);
         Ok(())
     })
     .map_err(|_| LabError::Input("cannot add EDNS".into()))?;
-    let query = add.finish();
+    Ok(add.finish())
+}
+
+fn timed_out(server: SocketAddr, name: &str, qtype: Rtype) -> LabError {
+    LabError::Timeout(format!("{server} to answer {name} {qtype}"))
+}
+
+/// The answer to `query` over UDP.
+fn over_udp(
+    server: SocketAddr,
+    query: &[u8],
+    deadline: Instant,
+    name: &str,
+    qtype: Rtype,
+) -> Result<Vec<u8>, LabError> {
     let any: SocketAddr = if server.is_ipv4() {
         ([0, 0, 0, 0], 0).into()
     } else {
@@ -86,15 +193,12 @@ pub fn resolve(
     };
     let sock = UdpSocket::bind(any).map_err(LabError::Io)?;
     sock.connect(server).map_err(LabError::Io)?;
-    sock.send(&query).map_err(LabError::Io)?;
-    let deadline = Instant::now() + timeout;
+    sock.send(query).map_err(LabError::Io)?;
     let mut buf = vec![0u8; 65535];
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(LabError::Timeout(format!(
-                "{server} to answer {name} {qtype}"
-            )));
+            return Err(timed_out(server, name, qtype));
         }
         sock.set_read_timeout(Some(left)).map_err(LabError::Io)?;
         let n = match sock.recv(&mut buf) {
@@ -110,7 +214,48 @@ pub fn resolve(
         if n < 12 || buf[..2] != query[..2] {
             continue; // not ours
         }
-        return parse(&buf[..n], name, qtype);
+        buf.truncate(n);
+        return Ok(buf);
+    }
+}
+
+/// The answer to `query` over TCP (RFC 1035 §4.2.2: each message after its two-byte length).
+fn over_tcp(
+    server: SocketAddr,
+    query: &[u8],
+    deadline: Instant,
+    name: &str,
+    qtype: Rtype,
+) -> Result<Vec<u8>, LabError> {
+    use std::io::{Read, Write};
+    let left = || {
+        let d = deadline.saturating_duration_since(Instant::now());
+        (!d.is_zero()).then_some(d)
+    };
+    let io = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+            timed_out(server, name, qtype)
+        }
+        _ => LabError::Io(e),
+    };
+    let t = left().ok_or_else(|| timed_out(server, name, qtype))?;
+    let mut stream = std::net::TcpStream::connect_timeout(&server, t).map_err(io)?;
+    let len = u16::try_from(query.len())
+        .map_err(|_| LabError::Input("query too long".into()))?
+        .to_be_bytes();
+    stream.set_write_timeout(left()).map_err(io)?;
+    stream.write_all(&[&len[..], query].concat()).map_err(io)?;
+    loop {
+        stream
+            .set_read_timeout(Some(left().ok_or_else(|| timed_out(server, name, qtype))?))
+            .map_err(io)?;
+        let mut len = [0u8; 2];
+        stream.read_exact(&mut len).map_err(io)?;
+        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+        stream.read_exact(&mut buf).map_err(io)?;
+        if buf.len() >= 12 && buf[..2] == query[..2] {
+            return Ok(buf);
+        }
     }
 }
 
@@ -133,4 +278,52 @@ fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
         ad: msg.header().ad(),
         answer,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flag_tokens_read_and_write() {
+        let mut f = QueryFlags::default();
+        assert_eq!(f.tokens(), "+rd +ad +nocd +nodo");
+        for t in ["+CD", "+do", "+noad", "+nord"] {
+            assert!(f.apply(t), "{t}");
+        }
+        assert_eq!(
+            f,
+            QueryFlags {
+                rd: false,
+                ad: false,
+                cd: true,
+                dnssec_ok: true
+            }
+        );
+        assert_eq!(f.tokens(), "+nord +noad +cd +do");
+        for t in ["+tcp", "cd", "+no", "AAAA"] {
+            assert!(!f.apply(t), "{t}");
+        }
+    }
+
+    /// Each flag lands in the header or in the OPT record of the query sent.
+    #[test]
+    fn the_query_carries_the_flags() {
+        for (tokens, rd, ad, cd, dnssec_ok) in [
+            ("", true, true, false, false),
+            ("+nord +noad +cd +do", false, false, true, true),
+        ] {
+            let mut f = QueryFlags::default();
+            for t in tokens.split_whitespace() {
+                f.apply(t);
+            }
+            let wire = query("www.example.", Rtype::A, f).expect("query");
+            let msg = Message::from_octets(wire).expect("parses");
+            let h = msg.header();
+            assert_eq!((h.rd(), h.ad(), h.cd()), (rd, ad, cd), "{tokens}");
+            let opt = msg.opt().expect("EDNS");
+            assert_eq!(opt.dnssec_ok(), dnssec_ok, "{tokens}");
+            assert_eq!(opt.udp_payload_size(), 1232);
+        }
+    }
 }

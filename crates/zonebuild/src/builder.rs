@@ -13,6 +13,10 @@ use ldplayer_zone::name::{is_subdomain, parent};
 
 use crate::exchange::{Exchange, Rr, Unused};
 use crate::hierarchy::{BuildReport, BuiltZone, Hierarchy};
+use crate::left_out::LeftOut;
+
+mod servers;
+mod ttl;
 
 /// Lowercase wire form of a name: the key of zones, nodes and addresses.
 pub(crate) type Key = Vec<u8>;
@@ -41,6 +45,7 @@ enum Taken {
 #[derive(Debug, Default)]
 pub struct ZoneBuilder {
     taken: Vec<Taken>,
+    root_servers: BTreeSet<IpAddr>,
     unused: BTreeMap<&'static str, u64>,
     queries: u64,
 }
@@ -67,6 +72,14 @@ impl ZoneBuilder {
         }
     }
 
+    /// Gives `server` as an address of the root zone's nameservers, as a resolver's root hints
+    /// do (a Deckard scenario's `stub-addr`): known before any record is filed, so that the
+    /// root's records that address sends (its DNSKEY set, its referrals' DS records) are kept
+    /// even when no NS RRset of the root names it.
+    pub fn add_root_server(&mut self, server: IpAddr) {
+        self.root_servers.insert(server);
+    }
+
     /// Adds an already parsed response.
     pub fn add_exchange(&mut self, exchange: Exchange) {
         self.taken.push(Taken::Parsed(exchange));
@@ -91,7 +104,8 @@ impl ZoneBuilder {
                 Err(why) => self.skip(why),
             }
         }
-        Assembler::new(self, exchanges).run()
+        let root_servers = std::mem::take(&mut self.root_servers);
+        Assembler::new(self, exchanges).run(&root_servers)
     }
 }
 
@@ -179,9 +193,9 @@ impl Assembler {
         }
     }
 
-    fn run(mut self) -> Hierarchy {
+    fn run(mut self, root_servers: &BTreeSet<IpAddr>) -> Hierarchy {
         self.find_cuts_and_addresses();
-        self.assign_servers();
+        self.assign_servers(root_servers);
         let exchanges = std::mem::take(&mut self.exchanges);
         for e in &exchanges {
             self.file_records(e);
@@ -190,6 +204,7 @@ impl Assembler {
         // are completed.
         let freeing = std::thread::spawn(move || drop(exchanges));
         self.complete_zones();
+        self.restore_signed_ttls();
         let _ = freeing.join();
         self.finish()
     }
@@ -247,59 +262,6 @@ impl Assembler {
         }
     }
 
-    /// A zone's servers: the addresses of its NS names. A server that answered but serves no
-    /// known zone is given the zone its answers show (inferred, and reported).
-    fn assign_servers(&mut self) {
-        for (k, (_, ns)) in &self.delegations {
-            let Some(zone) = self.zones.get_mut(k) else {
-                continue;
-            };
-            for rr in ns {
-                if let AllRecordData::Ns(ns) = rr.data() {
-                    for a in self.addresses.get(&key(ns.nsdname())).into_iter().flatten() {
-                        if let Some(ip) = address(a) {
-                            zone.servers.insert(ip);
-                        }
-                    }
-                }
-            }
-        }
-        let served: BTreeSet<IpAddr> = self
-            .zones
-            .values()
-            .flat_map(|z| z.servers.iter().copied())
-            .collect();
-        let mut inferred = BTreeSet::new();
-        for e in &self.exchanges {
-            if served.contains(&e.server) {
-                continue;
-            }
-            // The zone the response comes from: the parent of a referral's child, else the
-            // closest zone of the question.
-            let name = if e.is_referral() {
-                e.authority
-                    .iter()
-                    .find(|r| r.rtype() == Rtype::NS)
-                    .map(|r| key(r.owner()))
-                    .and_then(|c| parent(&c).map(<[u8]>::to_vec))
-            } else {
-                Some(key(&e.qname))
-            };
-            let Some(name) = name else { continue };
-            if let Some(z) = self.closest_zone(&name) {
-                inferred.insert((e.server, z));
-            }
-        }
-        for (ip, z) in inferred {
-            if let Some(zone) = self.zones.get_mut(&z) {
-                zone.servers.insert(ip);
-                self.report
-                    .inferred_servers
-                    .push(format!("{ip} {}", zone.apex.fmt_with_dot()));
-            }
-        }
-    }
-
     /// The deepest zone containing `name` (the name itself included).
     fn closest_zone(&self, name: &[u8]) -> Option<Key> {
         let mut cur = name;
@@ -322,7 +284,10 @@ impl Assembler {
         ];
         for (section, (records, trusted)) in sections.iter().enumerate() {
             if !trusted {
-                self.report.records_not_authoritative += records.len() as u64;
+                for (_, set) in rrsets(records.iter()) {
+                    self.report
+                        .leave_out(LeftOut::NotAuthoritative, &set, e.server);
+                }
                 continue;
             }
             for ((owner, rtype, covered), set) in rrsets(records.iter()) {
@@ -347,6 +312,8 @@ impl Assembler {
                     _ => true,
                 };
                 if !wanted {
+                    self.report
+                        .leave_out(LeftOut::UnexpectedInSection, &set, e.server);
                     continue;
                 }
                 let at_parent = rtype == Rtype::DS.to_int() || covered == Rtype::DS.to_int();
@@ -354,13 +321,24 @@ impl Assembler {
                     // An SOA names its zone: the zone at its owner, whoever sent it (a Deckard
                     // range answers for several zones' servers), never a parent, where it would
                     // stand below the apex.
-                    self.zones.contains_key(&owner).then(|| owner.clone())
+                    self.zones
+                        .contains_key(&owner)
+                        .then(|| owner.clone())
+                        .ok_or(LeftOut::SoaWithoutZone)
                 } else {
                     self.served_zone(&owner, e.server, at_parent)
+                        .ok_or(if section == 2 {
+                            LeftOut::GlueOutOfZone
+                        } else {
+                            LeftOut::OutOfZone
+                        })
                 };
-                let Some(zone) = zone else {
-                    self.report.records_out_of_zone += set.len() as u64;
-                    continue;
+                let zone = match zone {
+                    Ok(zone) => zone,
+                    Err(why) => {
+                        self.report.leave_out(why, &set, e.server);
+                        continue;
+                    }
                 };
                 let Some(draft) = self.zones.get_mut(&zone) else {
                     continue;
@@ -370,7 +348,10 @@ impl Assembler {
                         self.report.records += set.len() as u64;
                         draft.sets.insert((owner, rtype, covered), set);
                     }
-                    Some(first) if !same_data(first, &set) => self.report.conflicts += 1,
+                    Some(first) if !same_data(first, &set) => {
+                        self.report.conflicts += 1;
+                        self.report.leave_out(LeftOut::Conflict, &set, e.server);
+                    }
                     Some(_) => {}
                 }
             }
@@ -575,80 +556,4 @@ fn synthesized_soa(apex: &Name<Bytes>, primary: Name<Bytes>) -> Rr {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use domain::base::iana::Rcode;
-    use domain::rdata::{Ns, A};
-
-    fn name(s: &str) -> Name<Bytes> {
-        s.parse().unwrap()
-    }
-
-    fn rr(owner: &str, data: AllRecordData<Bytes, Name<Bytes>>) -> Rr {
-        Record::new(name(owner), Class::IN, Ttl::from_secs(3600), data)
-    }
-
-    fn ns(owner: &str, target: &str) -> Rr {
-        rr(owner, AllRecordData::Ns(Ns::new(name(target))))
-    }
-
-    fn a(owner: &str, addr: [u8; 4]) -> Rr {
-        rr(
-            owner,
-            AllRecordData::A(A::from_octets(addr[0], addr[1], addr[2], addr[3])),
-        )
-    }
-
-    fn exchange(
-        server: [u8; 4],
-        aa: bool,
-        answer: Vec<Rr>,
-        authority: Vec<Rr>,
-        additional: Vec<Rr>,
-    ) -> Exchange {
-        Exchange {
-            server: IpAddr::from(server),
-            authoritative: aa,
-            qname: name("x.child.net."),
-            qtype: Rtype::A,
-            rcode: Rcode::NXDOMAIN,
-            answer,
-            authority,
-            additional,
-        }
-    }
-
-    #[test]
-    fn an_soa_goes_to_the_zone_it_names_not_to_the_parent() {
-        let net = [192, 0, 2, 1];
-        let child_soa = synthesized_soa(&name("child.net."), name("ns.child.net."));
-        let mut b = ZoneBuilder::new();
-        // net.'s server gives its NS set and delegates child.net.
-        b.add_exchange(exchange(
-            net,
-            true,
-            vec![ns("net.", "ns.net.")],
-            vec![],
-            vec![a("ns.net.", net)],
-        ));
-        b.add_exchange(exchange(
-            net,
-            false,
-            vec![],
-            vec![ns("child.net.", "ns.child.net.")],
-            vec![a("ns.child.net.", [192, 0, 2, 2])],
-        ));
-        // The same address answers with child.net.'s SOA (a Deckard range answering for both).
-        b.add_exchange(exchange(net, true, vec![], vec![child_soa], vec![]));
-        let h = b.build();
-        let text: Vec<(String, String)> = h.zones.iter().map(|z| (z.name(), z.to_text())).collect();
-        let (_, net_text) = text.iter().find(|(n, _)| n == "net.").unwrap();
-        assert!(!net_text.contains("child.net. 3600 IN SOA"), "{net_text}");
-        let child = h.zones.iter().find(|z| z.name() == "child.net.").unwrap();
-        assert!(!child.soa_synthesized, "the captured SOA is used");
-        // Every zone written loads and passes the zone checks.
-        for (n, t) in &text {
-            ldplayer_zone::Zone::from_text(t, n, None).unwrap_or_else(|e| panic!("{e}"));
-        }
-    }
-}
+mod tests;

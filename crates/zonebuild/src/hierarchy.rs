@@ -132,10 +132,25 @@ pub struct BuildReport {
     pub records_out_of_zone: u64,
     /// Answer-section records of non-authoritative responses (not used).
     pub records_not_authoritative: u64,
+    /// Every record of the responses used that no zone holds, by reason (see [`LeftOut`]:
+    /// `not-authoritative`, `out-of-zone`, `glue-out-of-zone`, `soa-without-zone`,
+    /// `unexpected-in-section`, `conflict`): each occurrence counts (a record repeated in
+    /// several responses, or a Deckard entry given by each address of its range, counts each
+    /// time). `records_not_authoritative` is the first, `records_out_of_zone` the next three
+    /// together.
+    ///
+    /// [`LeftOut`]: crate::LeftOut
+    pub records_left_out: BTreeMap<String, u64>,
+    /// The first few records left out for each reason, as `OWNER TYPE from SERVER`.
+    pub records_left_out_examples: BTreeMap<String, Vec<String>>,
     /// Delegations copied into a parent zone that had not been seen in its referrals.
     pub delegations_added: u64,
     /// Address RRsets of nameserver names added from elsewhere in the capture.
     pub glue_added: u64,
+    /// Signed RRsets recorded with TTLs below their signatures' original TTL (counted down by
+    /// a cache, or lowered to a negative answer's SOA MINIMUM) given that original TTL back:
+    /// the TTL their zone gives them.
+    pub ttls_restored: u64,
     /// Nameserver names inside a zone whose addresses were never seen (missing glue).
     pub missing_addresses: Vec<String>,
     /// Zones none of whose nameserver addresses is known (missing NS or glue).

@@ -5,9 +5,11 @@
 //!
 //! How (after the LDplayer paper, §3.2):
 //! 1. Every NS RRset seen marks a zone cut; A/AAAA records seen anywhere (answers and glue)
-//!    give the nameservers' addresses, so each zone gets the addresses of its servers. A server
-//!    that answered but serves no zone found this way is given the zone its answers show (and
-//!    reported: its NS or glue was not captured).
+//!    give the nameservers' addresses, so each zone gets the addresses of its servers, and the
+//!    root the root hints given ([`ZoneBuilder::add_root_server`]). A server whose responses
+//!    show it serving a zone it was not found serving this way (an authoritative answer at
+//!    that zone's apex or with its SOA, a referral from it) is given that zone (and reported:
+//!    its NS or glue was not captured, or names it otherwise).
 //! 2. Each response's RRsets go into the deepest zone that the responding server serves and
 //!    that contains the owner (a DS at a zone's apex goes to the parent, an SOA to the zone it
 //!    names); the answer section only from authoritative responses; the first RRset seen wins
@@ -15,12 +17,13 @@
 //! 3. Each zone is completed: an SOA is synthesized where none was captured, the apex NS set is
 //!    taken from the parent's referral where the zone's own was not seen, the parent gets the
 //!    delegation, and nameserver names inside a zone get their addresses (glue). DNSSEC
-//!    records are kept as captured (no signing).
+//!    records are kept as captured (no signing); signed RRsets recorded with TTLs below their
+//!    signatures' original TTL (a cache's countdown) get it back.
 //!
 //! [`ZoneBuilder`] takes responses (also as a trace [`Sink`](ldplayer_trace::Sink), so any
 //! capture format of the trace pipeline can feed it); [`Hierarchy::write`] writes the zone files,
 //! the manifest, root hints and a BIND configuration; [`BuildReport`] says what could not be
-//! rebuilt.
+//! rebuilt, every record left out counted by reason ([`LeftOut`]).
 //!
 //! [`from_files`] takes existing zone files as they are and finds the addresses of their
 //! nameservers in them (the root zone gives the root and its glue).
@@ -37,9 +40,11 @@ pub mod deckard;
 mod exchange;
 pub mod from_files;
 mod hierarchy;
+mod left_out;
 pub mod sign;
 pub mod synthetic;
 
 pub use builder::ZoneBuilder;
 pub use exchange::{Exchange, Rdata, Rr, Unused};
 pub use hierarchy::{BuildReport, BuiltZone, Hierarchy, Written};
+pub use left_out::LeftOut;

@@ -166,26 +166,30 @@ fn workload(
             let mut f = line.split_whitespace();
             let Some(name) = f.next() else { continue };
             let mut qtype = Rtype::A;
-            // AD in the query unless the line says `+noad` (a validating resolver then says
-            // whether it validated the answer).
-            let mut ad = true;
+            // RD and AD unless the line says otherwise (a validating resolver then says whether
+            // it validated the answer); CD and DO when it asks.
+            let mut flags = client::QueryFlags::default();
             for token in f {
-                match token {
-                    "+ad" => ad = true,
-                    "+noad" => ad = false,
-                    t => {
-                        qtype = t.parse().map_err(|_| {
-                            anyhow::anyhow!("{}:{}: unknown type {t:?}", names.display(), n + 1)
-                        })?
+                if token.starts_with('+') {
+                    if !flags.apply(token) {
+                        bail!(
+                            "{}:{}: unknown flag {token:?} (+rd, +ad, +cd, +do, or +no before one)",
+                            names.display(),
+                            n + 1
+                        );
                     }
+                    continue;
                 }
+                qtype = token.parse().map_err(|_| {
+                    anyhow::anyhow!("{}:{}: unknown type {token:?}", names.display(), n + 1)
+                })?;
             }
             let name = if name.ends_with('.') {
                 name.to_string()
             } else {
                 format!("{name}.")
             };
-            match client::resolve(resolver, &name, qtype, ad, Duration::from_secs(10)) {
+            match client::resolve_with(resolver, &name, qtype, flags, Duration::from_secs(10)) {
                 Ok(r) => {
                     ok += 1;
                     writeln!(out, "{}", r.line())?;

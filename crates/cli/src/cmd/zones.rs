@@ -152,6 +152,17 @@ fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
                     c.check.id
                 ));
             }
+            let validates = s.config_values("trust-anchor").next().is_some();
+            let checked = c.check.entry.as_ref().is_some_and(|e| e.matches_flags());
+            if validates && !checked && (c.asks("DO") || c.asks("AD")) {
+                note(format!(
+                    "ldplayer: {}:{}: STEP {} does not MATCH flags: its line has no AD, though the \
+                     validating resolver may set it (the query asks with DO or AD)",
+                    args.scenario.display(),
+                    c.check.line,
+                    c.check.id
+                ));
+            }
             if c.question_mismatch() {
                 note(format!(
                     "ldplayer: {}:{}: STEP {} checks another question than STEP {} asked",
@@ -175,13 +186,26 @@ fn deckard_queries(args: ZonesDeckardArgs) -> Result<()> {
             }
         }
     } else {
-        let checks = s.checks();
         for q in s.queries() {
-            match q.entry.as_ref().and_then(|e| e.question.as_ref()) {
-                Some(question) => {
-                    let ad = checks.iter().any(|c| c.query.id == q.id && c.asks_ad());
-                    let flag = if ad { "+ad" } else { "+noad" };
-                    text.push_str(&format!("{} {flag}  # STEP {}\n", question.text(), q.id));
+            match q
+                .entry
+                .as_ref()
+                .and_then(|e| Some((e, e.question.as_ref()?)))
+            {
+                Some((entry, question)) => {
+                    // The query's flags as the scenario sends them.
+                    let flags = ldplayer_lab::client::QueryFlags {
+                        rd: entry.has_flag("RD"),
+                        ad: entry.has_flag("AD"),
+                        cd: entry.has_flag("CD"),
+                        dnssec_ok: entry.has_flag("DO"),
+                    };
+                    text.push_str(&format!(
+                        "{} {}  # STEP {}\n",
+                        question.text(),
+                        flags.tokens(),
+                        q.id
+                    ));
                 }
                 None => note(format!(
                     "ldplayer: {}:{}: STEP {} QUERY has no question; left out",
@@ -400,6 +424,28 @@ fn build(args: ZonesBuildArgs) -> Result<()> {
             .map(|(k, v)| format!("{v} {k}"))
             .collect();
         println!("responses not used: {}", list.join(", "));
+    }
+    if !r.records_left_out.is_empty() {
+        let list: Vec<String> = r
+            .records_left_out
+            .iter()
+            .map(|(why, n)| {
+                let examples = r
+                    .records_left_out_examples
+                    .get(why)
+                    .map(|e| e.join("; "))
+                    .unwrap_or_default();
+                format!("{n} {why} (e.g. {examples})")
+            })
+            .collect();
+        println!("records left out: {}", list.join(", "));
+    }
+    if r.ttls_restored > 0 {
+        println!(
+            "TTLs restored: {} signed RRsets recorded with TTLs below their signatures' original \
+             TTL (counted down by a cache, or a negative answer's SOA) were given it back",
+            r.ttls_restored
+        );
     }
     for (what, list) in [
         ("missing addresses (glue)", &r.missing_addresses),

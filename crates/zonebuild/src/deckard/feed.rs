@@ -16,8 +16,14 @@ use crate::hierarchy::Hierarchy;
 
 impl Scenario {
     /// Gives every recorded response to `builder` as answered by its address, the way
-    /// captured responses are given; returns how many were given.
+    /// captured responses are given, and the scenario's `stub-addr` addresses as the root's
+    /// servers ([`ZoneBuilder::add_root_server`]: the resolver's root hints, so the root's
+    /// records they answer with are kept when no NS RRset of the root was recorded); returns
+    /// how many responses were given.
     pub fn feed(&self, builder: &mut ZoneBuilder) -> u64 {
+        for address in self.stub_addrs() {
+            builder.add_root_server(address);
+        }
         let mut n = 0;
         for (address, entry) in self.responses() {
             builder.add_message(address, entry.message.as_slice());

@@ -6,7 +6,7 @@
 //! 1. a configuration block of `key: value` lines up to `CONFIG_END` (`stub-addr` is the
 //!    address of the root's nameserver the resolver starts from);
 //! 2. `RANGE_BEGIN first last` blocks, each with `ADDRESS` lines and `ENTRY_BEGIN` ..
-//!    `ENTRY_END` answer templates (`MATCH`, `ADJUST`, `REPLY` flags and rcode, `SECTION
+//!    `ENTRY_END` answer templates (`MATCH`, `ADJUST`, `REPLY` (or `FLAGS`) flags and rcode, `SECTION
 //!    QUESTION/ANSWER/AUTHORITY/ADDITIONAL` with records in zone-file syntax);
 //! 3. `STEP id TYPE` lines: `QUERY` with an entry to send, `CHECK_ANSWER` with the expected
 //!    answer to the last query, and others (`TIME_PASSES`, `REPLY`, ...) that are kept but not

@@ -155,8 +155,8 @@ impl Check<'_> {
 
     /// The expected answer as the line `ldplayer lab --names` writes for the query:
     /// `name type rcode record; record; ...` (see [`Entry::answer_lines`]; RRSIGs only when
-    /// the question is for RRSIG, since the lab asks without DO). `None` when the query has no
-    /// question or the check no entry.
+    /// the query asks with DO, as the lab then does, or for RRSIG). `None` when the query has
+    /// no question or the check no entry.
     pub fn expected_line(&self) -> Option<String> {
         let q = self.question()?;
         let e = self.check.entry.as_ref()?;
@@ -165,7 +165,7 @@ impl Check<'_> {
         if e.matches_flags() && e.has_flag("AD") {
             line.push_str(" AD");
         }
-        let answer = e.answer_lines(q.qtype == Rtype::RRSIG);
+        let answer = e.answer_lines(q.qtype == Rtype::RRSIG || self.asks("DO"));
         if !answer.is_empty() {
             line.push(' ');
             line.push_str(&answer.join("; "));
@@ -173,18 +173,9 @@ impl Check<'_> {
         Some(line)
     }
 
-    /// Whether the lab should ask with the AD bit: when the check compares flags and the query
-    /// asked for DNSSEC (AD or DO; a validating resolver then says whether it validated, RFC
-    /// 6840 §5.7). Otherwise the lab asks without it, so that AD is never printed where the
-    /// check does not expect it.
-    pub fn asks_ad(&self) -> bool {
-        let checked = self.check.entry.as_ref().is_some_and(Entry::matches_flags);
-        let asked = self
-            .query
-            .entry
-            .as_ref()
-            .is_some_and(|e| e.has_flag("AD") || e.has_flag("DO"));
-        checked && asked
+    /// True when the query asks with `flag` (`RD`, `AD`, `CD`, `DO`) on its `REPLY` line.
+    pub fn asks(&self, flag: &str) -> bool {
+        self.query.entry.as_ref().is_some_and(|e| e.has_flag(flag))
     }
 
     /// True when the check's own question differs from the query's (by name, without case, or

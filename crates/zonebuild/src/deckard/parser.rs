@@ -465,7 +465,8 @@ impl<'t> Parser<'t> {
             "ENTRY_END" => return Ok(false),
             "MATCH" => e.matches.extend(list(words)),
             "ADJUST" => e.adjust.extend(list(words)),
-            "REPLY" => e.reply.extend(list(words)),
+            // FLAGS is Deckard's older name for REPLY.
+            "REPLY" | "FLAGS" => e.reply.extend(list(words)),
             // Matching and signing details with no bearing on the records.
             "MANDATORY" | "TSIG" | "EDNS" => skip(format!("entry {keyword}")),
             "SECTION" => {

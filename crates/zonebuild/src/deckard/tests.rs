@@ -212,3 +212,105 @@ fn unknown_keywords_and_raw_entries_are_counted() {
     assert_eq!(s.skipped.get("entry with raw data"), Some(&1));
     assert_eq!(s.ranges[0].entries.len(), 2);
 }
+
+/// The shape of Deckard's world_mx_nic_www.rpl: the root's server is known only from
+/// `stub-addr` (no NS RRset of the root in an authoritative answer), and answers the root's
+/// DNSKEY RRset with AA, DO, a question written with tabs and TTLs counted down by a cache.
+const ROOT_KEYS_FROM_A_CACHE: &str = "\
+stub-addr: 2001:db8::35
+CONFIG_END
+SCENARIO_BEGIN the root's keys recorded from a cache
+RANGE_BEGIN 0 100
+\tADDRESS 2001:db8::35
+ENTRY_BEGIN
+MATCH opcode qtype qname
+ADJUST copy_id
+REPLY QR AA NOERROR
+SECTION QUESTION
+net. IN NS
+SECTION ANSWER
+net. 3600 IN NS m.root-servers.net.
+SECTION ADDITIONAL
+m.root-servers.net. 3600 IN AAAA 2001:db8::35
+ENTRY_END
+ENTRY_BEGIN
+MATCH opcode qtype qname
+ADJUST copy_id
+REPLY QR AA DO NOERROR
+SECTION QUESTION
+.\t\tIN\tDNSKEY
+SECTION ANSWER
+.\t16567\tIN\tDNSKEY\t257 3 8 AwEAAagAIKlVZrpC6Ia7gEzahOR+9W29euxhJhVVLOyQbSEW0O8gcCjF
+.\t16567\tIN\tRRSIG\tDNSKEY 8 0 172800 20170201000000 20170111000000 19036 . Sh+EpofvZgk3J9szMD2B94Fx
+ENTRY_END
+ENTRY_BEGIN
+MATCH opcode subdomain
+ADJUST copy_id copy_query
+REPLY QR DO NOERROR
+SECTION QUESTION
+mx.\t\t\tIN\tNS
+SECTION AUTHORITY
+mx.\t\t172800\tIN\tNS\tc.mx-ns.mx.
+mx.\t\t86400\tIN\tDS\t55955 8 2 3d7f3313e86341ec23a02f8ed837572d62cf74bf175ac8b2f19b1e2b8930b0d5
+mx.\t\t86400\tIN\tRRSIG\tDS 8 1 86400 20170206050000 20170124040000 61045 . DYmv0z7EnlUOu081
+SECTION ADDITIONAL
+c.mx-ns.mx.\t172800\tIN\tA\t192.100.224.1
+ENTRY_END
+RANGE_END
+SCENARIO_END
+";
+
+/// Every record of that root server's answers goes into the root zone: its keys (with the
+/// TTL the signature says the root served) and the DS of its referral; none is left out.
+#[test]
+fn the_roots_keys_recorded_from_a_cache_are_kept() {
+    let s = Scenario::parse(ROOT_KEYS_FROM_A_CACHE).expect("parses");
+    let mut b = ZoneBuilder::new();
+    s.feed(&mut b);
+    let mut h = b.build();
+    complete_root(&mut h, &s.stub_addrs());
+    let root = h.zones.iter().find(|z| z.apex.is_root()).expect("root");
+    let text = root.to_text();
+    assert!(text.contains(". 172800 IN DNSKEY 257 3 8 "), "{text}");
+    assert!(
+        text.contains(". 172800 IN RRSIG DNSKEY 8 0 172800 "),
+        "{text}"
+    );
+    assert!(text.contains("mx. 86400 IN DS 55955 8 2 "), "{text}");
+    assert!(text.contains("mx. 86400 IN RRSIG DS 8 1 86400 "), "{text}");
+    assert_eq!(h.report.records_out_of_zone, 0, "{:?}", h.report);
+    assert!(h.report.zones_without_servers.is_empty(), "{:?}", h.report);
+}
+
+/// A query's flags are read from `REPLY` or its older name `FLAGS`; a query with DO expects
+/// the RRSIGs of its check's answer (resolvers return them then), one without does not.
+#[test]
+fn query_flags_and_the_rrsigs_a_do_query_expects() {
+    let steps = |flags: &str| {
+        MINI.replace(
+            "STEP 1 QUERY\nENTRY_BEGIN\nREPLY RD\n",
+            &format!("STEP 1 QUERY\nENTRY_BEGIN\n{flags}\n"),
+        )
+        .replace(
+            "www.example.com. IN CNAME ( www.next.com.\n  )\n",
+            "www.example.com. IN CNAME www.next.com.\n\
+             www.example.com. IN RRSIG CNAME 8 3 3600 20170201000000 20170111000000 1 example.com. AAAA\n",
+        )
+    };
+    let s = Scenario::parse(&steps("FLAGS RD CD DO")).expect("parses");
+    assert_eq!(s.skipped.get("keyword FLAGS"), None, "{:?}", s.skipped);
+    let c = s.checks()[0];
+    assert!(c.asks("RD") && c.asks("CD") && c.asks("DO") && !c.asks("AD"));
+    let line = c.expected_line().expect("line");
+    assert!(
+        line.contains("; www.example.com. in rrsig CNAME 8 3 3600 "),
+        "{line}"
+    );
+    let s = Scenario::parse(&steps("REPLY RD AD")).expect("parses");
+    let c = s.checks()[0];
+    assert!(c.asks("AD") && !c.asks("DO"));
+    assert_eq!(
+        c.expected_line().as_deref(),
+        Some("www.example.com. A NXDOMAIN www.example.com. in cname www.next.com.")
+    );
+}
