@@ -1000,8 +1000,9 @@ pub struct ReportArgs {
 /// `ldplayer demo`.
 #[derive(Debug, Args)]
 pub struct DemoArgs {
-    /// Directory for the demo's files (default: a new `ldplayer-demo-TIME` folder here for the
-    /// study, kept for its report; a temporary directory, removed afterwards, for --pipeline).
+    /// Directory for the demo's files (default: a new `ldplayer-demo-TIME` folder for the study,
+    /// kept for its report, in the Cargo target folder the program was built in, else here; a
+    /// temporary directory, removed afterwards, for --pipeline).
     #[arg(long)]
     pub dir: Option<PathBuf>,
     /// Run the trace pipeline (pcap, text and binary byte for byte, inspect) and a replay with

@@ -59,12 +59,19 @@ fn run_example(name: &str, dir: &Path, sets: &[&str]) -> PathBuf {
     run_example_with(name, dir, sets, &[])
 }
 
-/// [`run_example`] with more flags (`--capture`).
+/// [`run_example`] with more flags (`--capture`). The plan runs from a copy in a tree of its
+/// own with nothing beside it, as in a fresh clone without `../shared`: a shipped plan must
+/// not need anything outside the repository.
 fn run_example_with(name: &str, dir: &Path, sets: &[&str], flags: &[&str]) -> PathBuf {
+    let clone = dir.join("clone/examples");
+    let examples = example(name);
+    let examples = examples.parent().and_then(Path::parent).expect("examples/");
+    copy_tree(examples, &clone);
+    let plan = clone.join("experiments").join(name);
     let out_dir = dir.join("out");
     let mut args = vec![
         "experiment".to_string(),
-        s(&example(name)),
+        s(&plan),
         "-o".into(),
         s(&out_dir),
         "-q".into(),
@@ -79,10 +86,69 @@ fn run_example_with(name: &str, dir: &Path, sets: &[&str], flags: &[&str]) -> Pa
     out_dir
 }
 
+/// Copies the folder `from` into `to`, recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("list") {
+        let path = entry.expect("entry").path();
+        let dest = to.join(path.file_name().expect("name"));
+        if path.is_dir() {
+            copy_tree(&path, &dest);
+        } else {
+            std::fs::copy(&path, &dest).expect("copy");
+        }
+    }
+}
+
 /// Whether runs can be made here (root and network namespaces); false only when skipping is
 /// allowed.
 fn can_run(tools: &[(&str, &str)]) -> bool {
     prerequisite::netns() && common::tools(tools)
+}
+
+/// Every shipped plan names only files of `examples/` (no absolute path, nothing above it):
+/// a fresh clone runs each of them (the tests below run each at a tiny scale, from a copy of
+/// `examples/` with nothing beside it).
+#[test]
+fn shipped_plans_need_nothing_outside_the_repository() {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples")
+        .canonicalize()
+        .expect("examples");
+    let dir = examples.join("experiments");
+    let mut plans = 0;
+    for entry in std::fs::read_dir(&dir).expect("examples") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        plans += 1;
+        let text = std::fs::read_to_string(&path).expect("plan");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split('#').next().unwrap_or("");
+            // Every quoted string that looks like a path.
+            for quoted in code.split('"').skip(1).step_by(2) {
+                if !quoted.contains('/') && !quoted.ends_with(".zone") && !quoted.ends_with(".toml")
+                {
+                    continue;
+                }
+                let inside = dir
+                    .join(quoted)
+                    .canonicalize()
+                    .is_ok_and(|p| p.starts_with(&examples));
+                assert!(
+                    inside,
+                    "{}:{}: {quoted:?} is not a file of examples/: {line}",
+                    path.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+    assert_eq!(
+        plans, 8,
+        "the eight shipped plans, each run by a test of this file"
+    );
 }
 
 #[test]
@@ -371,9 +437,6 @@ fn all_tcp_example_follows_the_connection_model() {
     if !can_run(&[("nsd", "nsd")]) {
         return;
     }
-    let Some(_) = common::shared_data("zones/root-2018-03-12.zone") else {
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let out_dir = run_example(
         "all-tcp.toml",
@@ -543,9 +606,6 @@ fn dnssec_example_bandwidth_matches_the_answers_sizes() {
     if !can_run(&[("nsd", "nsd")]) {
         return;
     }
-    let Some(_) = common::shared_data("zones/root-signed-2017-08-21.zone") else {
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let out_dir = run_example(
         "dnssec.toml",
@@ -600,9 +660,6 @@ fn latency_example_follows_the_round_trip() {
     if !can_run(&[("nsd", "nsd")]) {
         return;
     }
-    let Some(_) = common::shared_data("zones/root-2018-03-12.zone") else {
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let out_dir = run_example(
         "latency-rtt.toml",
@@ -633,9 +690,6 @@ fn loss_example_runs() {
     if !can_run(&[("nsd", "nsd")]) {
         return;
     }
-    let Some(_) = common::shared_data("zones/root-2018-03-12.zone") else {
-        return;
-    };
     let dir = tempfile::tempdir().unwrap();
     let out_dir = run_example(
         "loss.toml",

@@ -309,15 +309,44 @@ fn the_demo_is_a_study_that_ends_with_its_report_and_findings() {
     if !prerequisite::netns() {
         return;
     }
-    let dir = tempfile::tempdir().expect("scratch");
-    let study = dir.path().join("demo");
-    // As README's first command runs it: the report's path, then three findings.
-    let out = ldplayer(&["demo", "--dir", &s(&study)]);
+    // As README's first command runs it, without --dir, from a folder that must stay empty:
+    // the study goes into the Cargo target folder the program was built in.
+    let cwd = tempfile::tempdir().expect("scratch");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .arg("demo")
+        .current_dir(cwd.path())
+        .output()
+        .expect("ldplayer runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_dir(cwd.path()).expect("list").count(),
+        0,
+        "the demo left files where it was run"
+    );
+    // The report's path, then three findings.
     let text = String::from_utf8_lossy(&out.stdout);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
-    let report = study.join("report.html");
-    assert_eq!(lines[0], format!("report: {}", report.display()));
+    let report = std::path::PathBuf::from(
+        lines[0]
+            .strip_prefix("report: ")
+            .unwrap_or_else(|| panic!("{text}")),
+    );
+    let study = report.parent().expect("the study's folder").to_path_buf();
+    let target = Path::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("the target folder");
+    assert_eq!(
+        study.parent().map(|p| p.canonicalize().expect("exists")),
+        Some(target.canonicalize().expect("exists")),
+        "{}",
+        study.display()
+    );
     assert!(report.is_file());
     for (line, proto) in lines[1..].iter().zip(["UDP", "TCP", "TLS"]) {
         assert!(line.starts_with(proto), "{line}");
@@ -326,4 +355,5 @@ fn the_demo_is_a_study_that_ends_with_its_report_and_findings() {
     for file in ["summary.csv", "plan.toml", "figures/exp-latency.svg"] {
         assert!(study.join(file).is_file(), "{file}");
     }
+    std::fs::remove_dir_all(&study).expect("the study is removed");
 }

@@ -248,10 +248,13 @@ fn run_one(
     let (trace_path, facts) = trace_for(s, dir)?;
     let mut inputs = inputs_for(spec, run_dir, dir, &trace_path, &facts, options)?;
     if let Some(h) = &s.server.hierarchy {
-        inputs.server.manifest = Some(crate::hierarchy::prepare_hierarchy(
-            h,
-            &dir.join("hierarchies"),
-        )?);
+        let manifest = crate::hierarchy::prepare_hierarchy(h, &dir.join("hierarchies"))?;
+        if s.server.kind.is_recursive() {
+            inputs.server.manifest = Some(manifest);
+        } else {
+            // An authoritative server serves the hierarchy's root, as a root server.
+            inputs.server.zones = vec![crate::hierarchy::root_zone(&manifest)];
+        }
     }
     let outputs = runner::run(&inputs, interrupted, &mut |share| {
         observer.run_progress(share)
@@ -351,11 +354,9 @@ fn inputs_for(
         None
     };
     let mut zones = s.server.zones.clone();
-    if zones.is_empty()
-        && s.server.manifest.is_none()
-        && s.server.hierarchy.is_none()
-        && kind == ldplayer_servers::ServerKind::Ldplayer
-    {
+    // An authoritative server given nothing to serve serves the synthetic root of root-like
+    // traces (the TLDs they ask for, delegated).
+    if zones.is_empty() && s.server.manifest.is_none() && s.server.hierarchy.is_none() {
         let root = dir.join("synthetic-root.zone");
         write(&root, ldplayer_synth::synthetic_root_zone().as_bytes())?;
         zones.push(root);

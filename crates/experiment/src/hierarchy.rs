@@ -9,6 +9,11 @@ use ldplayer_zonebuild::{sign, synthetic};
 use crate::error::ExperimentError;
 use crate::plan::{SignChoice, SynthHierarchy};
 
+/// The root zone file of the hierarchy whose manifest is `manifest` (`zones build`'s layout).
+pub fn root_zone(manifest: &Path) -> PathBuf {
+    manifest.with_file_name("root.zone")
+}
+
 /// Writes the hierarchy `h` into a folder of `dir` named after its shape, unless an earlier
 /// run made it (the manifest is written after the zone files); returns the manifest.
 pub fn prepare_hierarchy(h: &SynthHierarchy, dir: &Path) -> Result<PathBuf, ExperimentError> {

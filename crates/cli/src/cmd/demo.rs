@@ -31,6 +31,17 @@ pub fn run(args: DemoArgs) -> Result<()> {
     }
 }
 
+/// Where the demo's folder goes when none is given: the Cargo target folder the program was
+/// built in (`cargo run ... demo` leaves nothing in the source tree), else the current folder.
+fn default_parent() -> std::path::PathBuf {
+    let target = std::env::current_exe().ok().and_then(|exe| {
+        // target/release/ldplayer: Cargo marks its target folder with CACHEDIR.TAG.
+        let dir = exe.parent()?.parent()?.to_path_buf();
+        dir.join("CACHEDIR.TAG").is_file().then_some(dir)
+    });
+    target.unwrap_or_else(|| std::path::PathBuf::from("."))
+}
+
 /// The quick what-if study, its report, and what it found.
 fn study(args: DemoArgs) -> Result<()> {
     let dir = match &args.dir {
@@ -41,7 +52,7 @@ fn study(args: DemoArgs) -> Result<()> {
                     .duration_since(std::time::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64),
             );
-            std::path::PathBuf::from(format!(
+            default_parent().join(format!(
                 "ldplayer-demo-{:04}{:02}{:02}-{:02}{:02}{:02}",
                 now.year, now.month, now.day, now.hour, now.minute, now.second
             ))

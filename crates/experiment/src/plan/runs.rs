@@ -233,19 +233,6 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             "Debian's kresd links jemalloc, which libfaketime cannot wrap: it cannot validate at another time (use unbound or pdns-recursor)".into(),
         ));
     }
-    // ldplayer's own server without zones serves the synthetic root of root-like traces.
-    if !kind.is_recursive()
-        && kind != ServerKind::Ldplayer
-        && s.server.zones.is_empty()
-        && s.server.manifest.is_none()
-        && s.server.hierarchy.is_none()
-    {
-        return Err((
-            vec![VaryKey::Kind],
-            "server",
-            format!("{kind} needs something to serve: `zones = [...]` or `manifest`"),
-        ));
-    }
     if s.trace.mutate.strip_edns && s.trace.mutate.do_share.is_some_and(|d| d > 0.0) {
         return Err((
             vec![VaryKey::DoShare, VaryKey::SetDo],
