@@ -94,6 +94,10 @@ pub struct RunRecord {
     /// has a NaN median, which JSON writes as `null` and reads back as NaN.
     #[serde(default, deserialize_with = "medians_with_nulls")]
     pub medians: BTreeMap<String, f64>,
+    /// Why the measured window is not a steady state (a warm-up shorter than the idle
+    /// timeout, connections or memory still drifting): said next to the run's figures.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unsteady: Vec<String>,
 }
 
 /// Reads `medians`, a `null` (a NaN when written) as NaN.
@@ -190,6 +194,7 @@ pub fn run_plan(
                     trace: TraceFacts::default(),
                     outputs: None,
                     medians: BTreeMap::new(),
+                    unsteady: Vec::new(),
                 };
                 // A failed run's record goes beside its files under another name, so that
                 // `--resume` runs it again.
@@ -269,12 +274,29 @@ fn run_one(
         trace: facts,
         outputs: Some(outputs),
         medians: BTreeMap::new(),
+        unsteady: Vec::new(),
     };
     let rows = crate::metrics::summary_rows(spec, run_dir, &record)?;
     record.medians = rows
         .iter()
         .map(|r| (r.metric.clone(), r.dist.p50))
         .collect();
+    let trend = |metric: &str| {
+        record
+            .medians
+            .get(metric)
+            .copied()
+            .filter(|t| t.is_finite())
+    };
+    record.unsteady = crate::summary::steady::unsteady_notes(
+        s.is_connection_oriented(),
+        s.warmup_s,
+        s.closing_idle_timeout_s(),
+        &[
+            ("connections", trend("trend_tcp_established_pct")),
+            ("server memory", trend("trend_server_rss_pct")),
+        ],
+    );
     // Written last: its presence means the run finished.
     write(
         &run_dir.join("run.json"),
@@ -447,6 +469,7 @@ mod tests {
                 ("x".to_string(), f64::NAN),
             ]
             .into(),
+            unsteady: Vec::new(),
         };
         let json = serde_json::to_string(&record).unwrap();
         let back: RunRecord = serde_json::from_str(&json).unwrap();

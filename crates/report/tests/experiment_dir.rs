@@ -152,6 +152,7 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
             upstream: None,
         }),
         medians: rows
+        unsteady: Vec::new(),
             .iter()
             .map(|r| (r.metric.clone(), r.dist.p50))
             .collect(),
@@ -198,6 +199,7 @@ fn write_experiment(dir: &Path, plan: &str, nonbusy: bool) -> Vec<SummaryRow> {
         trace: TraceFacts::default(),
         outputs: None,
         medians: Default::default(),
+        unsteady: Vec::new(),
     };
     std::fs::write(
         failed_dir.join("failed.json"),

@@ -132,12 +132,18 @@ fn study(args: DemoArgs) -> Result<()> {
 
 /// Three sentences on what the study found, from each run's medians.
 fn findings(runs: &[ldplayer_experiment::RunRecord], rtt_ms: f64) -> Vec<String> {
-    let median = |proto: &str, metric: &str| -> Option<f64> {
+    let run = |proto: &str| {
         runs.iter()
-            .find(|r| r.varied.iter().any(|(k, v)| k == "proto" && v == proto))?
-            .medians
-            .get(metric)
-            .copied()
+            .find(|r| r.varied.iter().any(|(k, v)| k == "proto" && v == proto))
+    };
+    let median =
+        |proto: &str, metric: &str| -> Option<f64> { run(proto)?.medians.get(metric).copied() };
+    // A figure from a window that was not steady says so beside it.
+    let caveat = |proto: &str| match run(proto) {
+        Some(r) if !r.unsteady.is_empty() => {
+            format!(" (not steady: {})", r.unsteady.join("; "))
+        }
+        _ => String::new(),
     };
     let rtts = |ms: f64| {
         if rtt_ms > 0.0 {
@@ -149,8 +155,9 @@ fn findings(runs: &[ldplayer_experiment::RunRecord], rtt_ms: f64) -> Vec<String>
     let mut lines = Vec::new();
     if let Some(udp) = median("udp", "latency_ms") {
         lines.push(format!(
-            "UDP: median answer {udp:.1} ms over a {rtt_ms} ms round trip{}.",
-            rtts(udp)
+            "UDP: median answer {udp:.1} ms over a {rtt_ms} ms round trip{}{}.",
+            rtts(udp),
+            caveat("udp")
         ));
     }
     for proto in ["tcp", "tls"] {
@@ -167,9 +174,10 @@ fn findings(runs: &[ldplayer_experiment::RunRecord], rtt_ms: f64) -> Vec<String>
             _ => String::new(),
         };
         lines.push(format!(
-            "{}: median {all:.1} ms with connections reused; a new connection's first answer {fresh:.1} ms{}{memory}.",
+            "{}: median {all:.1} ms with connections reused; a new connection's first answer {fresh:.1} ms{}{memory}{}.",
             proto.to_uppercase(),
-            rtts(fresh)
+            rtts(fresh),
+            caveat(proto)
         ));
     }
     lines

@@ -22,8 +22,16 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
     let text = ldplayer_experiment::overrides::apply(&text, &args.sets)?;
     let base = args.plan.parent().unwrap_or(Path::new("."));
     let plan = Plan::parse(&text, base).map_err(|e| plan_error(&args.plan, e))?;
+    let warmup_notes: Vec<String> = plan
+        .runs()
+        .iter()
+        .filter_map(|r| Some(format!("{}: {}", r.id, r.settings.warmup_note()?)))
+        .collect();
     if args.check {
         print!("{}", plan.describe_runs());
+        for note in &warmup_notes {
+            println!("note: {note}");
+        }
         // A missing server program is named with its package, but the plan itself is fine.
         if let Err(e) = ldplayer_experiment::experiment::check_programs(&plan.runs()) {
             println!("to run it: {e}");
@@ -40,6 +48,11 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
         resume: args.resume,
         capture: args.capture,
     };
+    if !(args.quiet || args.json) {
+        for note in &warmup_notes {
+            eprintln!("experiment: note: {note}");
+        }
+    }
     let ctrl_c = interrupted();
     let started = Instant::now();
     let mut bar = Bar::new(args.quiet || args.json);

@@ -34,6 +34,25 @@ impl RunSettings {
         self.trace.mutate.proto.is_connection()
     }
 
+    /// The idle timeout that closes the run's connections first: the server's or the
+    /// client's.
+    pub fn closing_idle_timeout_s(&self) -> f64 {
+        self.server.idle_timeout_s.min(self.client.idle_timeout_s)
+    }
+
+    /// Why the run's measured window starts before a steady state, if it does: a run with
+    /// connections whose warm-up is shorter than the idle timeout that closes them.
+    pub fn warmup_note(&self) -> Option<String> {
+        crate::summary::steady::unsteady_notes(
+            self.is_connection_oriented(),
+            self.warmup_s,
+            self.closing_idle_timeout_s(),
+            &[],
+        )
+        .into_iter()
+        .next()
+    }
+
     /// The warm-up as a duration.
     pub fn warmup(&self) -> Duration {
         seconds(self.warmup_s)

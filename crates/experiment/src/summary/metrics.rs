@@ -128,6 +128,12 @@ pub fn rows_for_run(
     for (name, value) in per_sample {
         metrics.push((name, Distribution::of(&window.values(value))));
     }
+    // Whether the window is steady: the drift of connections and memory through it.
+    for (name, value) in TRENDS {
+        if let Some(t) = super::steady::trend_pct(&window.series(value)) {
+            metrics.push((name, Distribution::of(&[t])));
+        }
+    }
     if let Some(series) = m.model_connections {
         let values: Vec<f64> = series
             .iter()
@@ -156,6 +162,14 @@ pub fn rows_for_run(
 
 /// A metric's value in a sample that counts `dt` seconds.
 type SampleValue = fn(&Sample, f64) -> f64;
+
+/// The rows that say how much a quantity drifted over the measured window, in percent of its
+/// mean (a least-squares line: see [`super::steady::trend_pct`]); a row only where the
+/// quantity is not about zero. More than [`super::steady::STEADY_TREND_PCT`]: not steady.
+pub const TRENDS: [(&str, SampleValue); 2] = [
+    ("trend_tcp_established_pct", |s, _| s.tcp_established as f64),
+    ("trend_server_rss_pct", |s, _| s.rss_kib as f64 / 1024.0),
+];
 
 /// The rows of the run `run` (its id and varied values).
 pub fn rows_for_spec(
@@ -302,6 +316,14 @@ impl<'a> SampleWindow<'a> {
 
     fn values(&self, value: SampleValue) -> Vec<f64> {
         self.samples.iter().map(|&(s, dt)| value(s, dt)).collect()
+    }
+
+    /// `value` against the sample's time.
+    fn series(&self, value: SampleValue) -> Vec<(f64, f64)> {
+        self.samples
+            .iter()
+            .map(|&(s, dt)| (s.t_s, value(s, dt)))
+            .collect()
     }
 }
 

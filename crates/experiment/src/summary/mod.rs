@@ -10,6 +10,7 @@ mod csv;
 mod distribution;
 mod metrics;
 mod sample;
+pub mod steady;
 
 pub use self::csv::{header, SummaryCsv, SummaryRow};
 pub use distribution::{percentile, Distribution};

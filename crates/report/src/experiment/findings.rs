@@ -29,6 +29,7 @@ pub(super) fn section(inputs: &Inputs<'_>) -> Section {
         "memory p50 (MiB)",
         "server",
         "wall time (s)",
+        "steady state",
     ]);
     for (input, run) in inputs.runs() {
         let mut cells = inputs.run_cells(input, run);
@@ -41,6 +42,11 @@ pub(super) fn section(inputs: &Inputs<'_>) -> Section {
             median(run, "server_rss_mib"),
             outputs.map_or_else(String::new, |o| o.server_version.trim().to_string()),
             outputs.map_or_else(String::new, |o| format!("{:.0}", o.seconds)),
+            if run.record.unsteady.is_empty() {
+                "yes".into()
+            } else {
+                format!("no: {}", run.record.unsteady.join("; "))
+            },
         ]);
         runs.push(cells);
     }
@@ -160,7 +166,17 @@ fn findings(inputs: &Inputs<'_>, input: &Input<'_>) -> String {
         if facts.is_empty() {
             continue;
         }
-        text.push_str(&format!(" With {}: {}.", describe(run), facts.join(", ")));
+        // A figure from a window that was not steady says so beside it.
+        let caveat = if run.record.unsteady.is_empty() {
+            String::new()
+        } else {
+            format!(" (not steady: {})", run.record.unsteady.join("; "))
+        };
+        text.push_str(&format!(
+            " With {}: {}{caveat}.",
+            describe(run),
+            facts.join(", ")
+        ));
     }
     for (metric, what, unit) in [
         ("latency_ms", "median latency", " ms"),
