@@ -92,7 +92,10 @@ pub mod fuzzing {
         crate::querier::fuzz_hpack_block(block)
     }
 }
-pub use config::{ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Timing, TlsConfig};
+pub use config::{
+    ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Timing, TlsConfig, MAX_GAP_SECS,
+    MIN_RATE, MIN_SPEED,
+};
 pub use distributor::{stable_hash, Distributor, Schedule};
 pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;
