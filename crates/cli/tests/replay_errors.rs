@@ -285,3 +285,30 @@ fn a_rate_too_slow_to_schedule_is_refused_with_the_slowest_one() {
         );
     }
 }
+
+/// `--server '[::1:5300]'` is the valid address ::0.1.83.0, off this host; it is refused,
+/// naming the address meant, before anything is sent.
+#[test]
+fn an_ipv4_compatible_server_is_refused_with_the_address_meant() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = trace(dir.path(), 100);
+    for (server, says) in [
+        ("[::1:5300]", "did you mean [::1]:5300?"),
+        ("[::127.0.0.1]:53", "127.0.0.1:PORT"),
+    ] {
+        let (out, ended) = ldplayer_isolated(
+            &["replay", &trace, "--server", server, "--timeout", "0.1"],
+            std::time::Duration::from_secs(60),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            ended && !out.status.success() && err.contains(says) && err.contains("::/96"),
+            "{server}: {err}{stdout}"
+        );
+        assert!(
+            !stdout.contains("queries"),
+            "{server}: nothing replayed: {stdout}"
+        );
+    }
+}

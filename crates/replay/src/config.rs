@@ -264,7 +264,8 @@ impl ReplayConfig {
     }
 
     /// Checks the settings for values the engine cannot work with (a rate or speed slower than
-    /// [`MIN_RATE`] or [`MIN_SPEED`] among them).
+    /// [`MIN_RATE`] or [`MIN_SPEED`] among them) and for destinations it must not send to
+    /// ([`crate::check_destination`]).
     pub fn validate(&self) -> Result<(), ReplayError> {
         let bad = |m: &str| Err(ReplayError::Config(m.to_string()));
         match self.timing {
@@ -290,6 +291,17 @@ impl ReplayConfig {
             }
             Timing::Fast { max_in_flight: 0 } => return bad("max in flight must be at least 1"),
             _ => {}
+        }
+        let destinations = [
+            ("the server", Some(self.server)),
+            ("the TLS server", self.tls_server),
+            ("the HTTPS server", self.https_server),
+            ("the QUIC server", self.quic_server),
+        ];
+        for (which, addr) in destinations {
+            if let Some(Err(e)) = addr.map(crate::destination::check_destination) {
+                return bad(&format!("{which}: {e}"));
+            }
         }
         if self.queriers == 0 || self.queriers > 1024 {
             return bad("queriers must be between 1 and 1024");

@@ -1,6 +1,7 @@
 //! What the engine refuses before it sends anything: a rate or speed too slow to schedule (it
-//! used to send one query and then wait for ever, without a word). And a trace too long for its
-//! speed ends with an error rather than a wait.
+//! used to send one query and then wait for ever, without a word), and destinations in the
+//! deprecated IPv4-compatible range `::/96` (a slip for `[::1]:PORT` that sent a replay off
+//! this host). And a trace too long for its speed ends with an error rather than a wait.
 
 mod common;
 
@@ -8,7 +9,7 @@ use common::*;
 use ldplayer_dns::Rtype;
 use ldplayer_replay::{Replay, ReplayConfig, Timing};
 use ldplayer_trace::Proto;
-use std::net::UdpSocket;
+use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
 /// Why `Replay::new` refuses `config`, or `None` when it takes it.
@@ -88,4 +89,36 @@ fn a_trace_too_long_for_its_speed_ends_with_an_error_not_a_wait() {
     );
     assert_eq!(results.sorted().len(), 1);
     assert!(results.finished());
+}
+
+#[test]
+fn ipv4_compatible_destinations_are_refused_with_the_address_meant() {
+    let at = |s: &str| s.parse::<SocketAddr>().expect("address");
+    // `--server '[::1:5300]'`, meant as `[::1]:5300`.
+    let why = refusal(ReplayConfig::new(at("[::0.1.83.0]:53"))).unwrap_or_default();
+    assert!(
+        why.contains("::/96") && why.contains("did you mean [::1]:5300?"),
+        "{why:?}"
+    );
+    for (field, set) in [
+        (
+            "TLS",
+            (|c, a| c.tls_server = Some(a)) as fn(&mut ReplayConfig, SocketAddr),
+        ),
+        ("HTTPS", |c, a| c.https_server = Some(a)),
+        ("QUIC", |c, a| c.quic_server = Some(a)),
+    ] {
+        let mut cfg = ReplayConfig::new(at("[::1]:53"));
+        set(&mut cfg, at("[::0.1.83.83]:853"));
+        let why = refusal(cfg).unwrap_or_default();
+        assert!(why.contains(&format!("the {field} server")), "{why:?}");
+    }
+    for fine in [
+        "[::1]:5300",
+        "[::]:53",
+        "[::ffff:127.0.0.1]:53",
+        "127.0.0.1:53",
+    ] {
+        assert_eq!(refusal(ReplayConfig::new(at(fine))), None, "{fine}");
+    }
 }
