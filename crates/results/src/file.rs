@@ -91,7 +91,7 @@ pub enum ResultsError {
     Format(String),
 }
 
-pub use crate::reader::{read_all, Damage, ResultsReader, Tail};
+pub use crate::reader::{incomplete_warning, read_all, Damage, ResultsReader, Tail};
 
 pub(crate) fn file_header(info: &RunInfo) -> Vec<u8> {
     let extension = info.encode();
