@@ -98,8 +98,11 @@ impl Querier {
     /// forgotten first.
     pub(super) fn remember_late(&mut self, key: u64, until_ns: i64) {
         if self.late_order.len() >= LATE_MAX {
-            if let Some((_, old)) = self.late_order.pop_front() {
-                self.late.remove(&old);
+            if let Some((until, old)) = self.late_order.pop_front() {
+                // Unless it was remembered again since.
+                if self.late.get(&old) == Some(&until) {
+                    self.late.remove(&old);
+                }
             }
         }
         self.late.insert(key, until_ns);
