@@ -122,3 +122,32 @@ fn ipv4_compatible_destinations_are_refused_with_the_address_meant() {
         assert_eq!(refusal(ReplayConfig::new(at(fine))), None, "{fine}");
     }
 }
+
+/// A timeout past the end of the clock (`--timeout 1e12`, 31,700 years) is waited as asked:
+/// the answers come and the replay ends, where the deadline's sum overflowed and a querier
+/// thread panicked.
+#[test]
+fn a_timeout_past_the_clocks_end_is_waited_as_asked() {
+    let long = Duration::from_secs(1_000_000_000_000);
+    let knot = knot();
+    for proto in [Proto::Udp, Proto::Tcp] {
+        let mut cfg = ReplayConfig::new(knot.addr);
+        cfg.queriers = 1;
+        cfg.timeout = long;
+        let (stats, _) = replay_records(cfg, alternating_trace(6, 2, 1, proto));
+        assert_eq!(stats.answered, 6, "{proto:?}: {stats:?}");
+    }
+    let own = own_server(|config, identity| {
+        config.doq = Some(ldplayer_server::DoqConfig::new(
+            vec!["127.0.0.1:0".parse().expect("address")],
+            identity,
+        ));
+    });
+    let mut cfg = ReplayConfig::new(own.server.doq_local_addrs()[0]);
+    cfg.queriers = 1;
+    cfg.timeout = long;
+    cfg.proto_override = Some(Proto::Quic);
+    cfg.tls.ca_file = Some(own.ca.clone());
+    let (stats, _) = replay_records(cfg, alternating_trace(6, 2, 1, Proto::Udp));
+    assert_eq!(stats.answered, 6, "DoQ: {stats:?}");
+}

@@ -336,7 +336,7 @@ impl Querier {
             // Sleep until the next send (timerfd), the next timeout or housekeeping.
             let mut wait_ns = HOUSEKEEPING_NS;
             if let Some(&(d, ..)) = self.timeouts.front() {
-                wait_ns = wait_ns.min((d - now).max(0) + 1_000_000);
+                wait_ns = wait_ns.min(d.saturating_sub(now).max(0).saturating_add(1_000_000));
             }
             if let Some(w) = wake {
                 if w <= now {
@@ -562,7 +562,8 @@ impl Querier {
 
     /// When a query of `slot` sent now times out.
     fn deadline_of(&self, slot: u32, now: i64) -> i64 {
-        now + self.profile_of(self.slots[slot as usize].client).timeout_ns
+        // A timeout past the clock's end (`--timeout 1e12`) waits until then.
+        now.saturating_add(self.profile_of(self.slots[slot as usize].client).timeout_ns)
     }
 
     // ---- completion ----
