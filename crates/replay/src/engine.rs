@@ -430,10 +430,11 @@ impl<S: ResultSink> Sink for Running<S> {
         // the shards of one replay agree on each query's due time.
         let intended = self.schedule.next(record.time_ns);
         if intended == i64::MAX {
-            // Saturated: the trace is too long for its speed (a long trace at the slowest one).
+            // Saturated: the trace is too long for its speed or rate (a long trace at the
+            // slowest one).
             self.failed = Some(ReplayError::Config(format!(
                 "query {index} of the trace is due past the end of the clock (year 2262): the \
-                 speed stretches the trace too far"
+                 speed or rate stretches the trace too far"
             )));
             return Err(SinkError::Stopped);
         }
