@@ -1,7 +1,9 @@
 //! `ldplayer replay` says why queries failed: each failure is counted by kind and cause, and the
 //! first of each cause is printed with the way out. Real servers on loopback: nsd with a
 //! certificate made as `openssl req -x509` makes it (CA:TRUE), nsd with a CA-signed one asked
-//! for the wrong name; and local addresses that are not local.
+//! for the wrong name; and local addresses that are not local. What cannot be replayed is
+//! refused before anything is sent: a rate too slow to schedule, a server address nobody
+//! means.
 
 mod common;
 
@@ -210,6 +212,103 @@ fn bad_server_addresses_are_refused_before_anything_is_sent() {
         assert!(
             !out.status.success() && err.contains(says),
             "{server}: {err}"
+        );
+    }
+}
+
+/// Runs `ldplayer args` in a network namespace of its own with nothing in it (`unshare -n` as
+/// root, `unshare -rn` otherwise), so that whatever it sends stays there; kills it after
+/// `limit` and says so. Returns its output and whether it ended by itself.
+fn ldplayer_isolated(args: &[&str], limit: std::time::Duration) -> (std::process::Output, bool) {
+    let root = Command::new("unshare")
+        .args(["-n", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let child = Command::new("unshare")
+        .arg(if root { "-n" } else { "-rn" })
+        .arg("--")
+        .arg(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("unshare (util-linux) runs ldplayer");
+    let pid = child.id();
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let out = child.wait_with_output().expect("ldplayer output");
+        let _ = done_tx.send(());
+        out
+    });
+    let ended = done_rx.recv_timeout(limit).is_ok();
+    if !ended {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    (waiter.join().expect("waiter"), ended)
+}
+
+/// `--rate 1e-300` sent one query and then waited for ever without a word; it is refused up
+/// front, naming the slowest rate.
+#[test]
+fn a_rate_too_slow_to_schedule_is_refused_with_the_slowest_one() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = trace(dir.path(), 2);
+    // Nothing answers in the namespace of its own: the old engine waited for ever.
+    let server = "127.0.0.1:5300";
+    for (flag, value, says) in [
+        ("--rate", "1e-300", "one query a day"),
+        ("--speed", "1e-300", "one second of the trace a day"),
+    ] {
+        let (out, ended) = ldplayer_isolated(
+            &[
+                "replay",
+                &trace,
+                "--server",
+                server,
+                flag,
+                value,
+                "--timeout",
+                "0.1",
+            ],
+            std::time::Duration::from_secs(60),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            ended,
+            "{flag} {value}: still running after 60 s; stderr: {err}"
+        );
+        assert!(
+            !out.status.success() && err.contains(says),
+            "{flag} {value}: {err}"
+        );
+    }
+}
+
+/// `--server '[::1:5300]'` is the valid address ::0.1.83.0, off this host; it is refused,
+/// naming the address meant, before anything is sent.
+#[test]
+fn an_ipv4_compatible_server_is_refused_with_the_address_meant() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = trace(dir.path(), 100);
+    for (server, says) in [
+        ("[::1:5300]", "did you mean [::1]:5300?"),
+        ("[::127.0.0.1]:53", "127.0.0.1:PORT"),
+    ] {
+        let (out, ended) = ldplayer_isolated(
+            &["replay", &trace, "--server", server, "--timeout", "0.1"],
+            std::time::Duration::from_secs(60),
+        );
+        let err = String::from_utf8_lossy(&out.stderr);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            ended && !out.status.success() && err.contains(says) && err.contains("::/96"),
+            "{server}: {err}{stdout}"
+        );
+        assert!(
+            !stdout.contains("queries"),
+            "{server}: nothing replayed: {stdout}"
         );
     }
 }

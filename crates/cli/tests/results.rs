@@ -117,7 +117,7 @@ fn results_summary_prints_the_replay_summary_again() {
         .keys()
         .cloned()
         .collect();
-    want.push("file_damage".into());
+    want.extend(["file_damage", "complete", "warnings"].map(String::from));
     want.sort();
     let mut got: Vec<String> = from_file
         .as_object()
@@ -145,6 +145,9 @@ fn results_summary_prints_the_replay_summary_again() {
     }
     assert_eq!(from_file["rcodes"]["NXDOMAIN"], 1500);
     assert_eq!(from_file["file_damage"]["damaged_blocks"], 0);
+    // The replay finished: its file says so, and nothing is to be warned of.
+    assert_eq!(from_file["complete"], true);
+    assert_eq!(from_file["warnings"], serde_json::json!([]));
 }
 
 /// A byte flipped in the first block of a real results file costs that block only: export and

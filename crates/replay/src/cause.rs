@@ -49,6 +49,15 @@ pub(crate) enum Cause {
     Http3(&'static str),
     /// A DNS-over-QUIC connection or stream failed; the key names how.
     Quic(&'static str),
+    /// The message that came back with the query's ID (or on its stream) is not a response: QR
+    /// clear, or another opcode than the query's (a server that echoes queries back).
+    NotAResponse,
+    /// The response that came back with the query's ID (or on its stream) is for another
+    /// question.
+    QuestionMismatch,
+    /// A TCP or TLS connection carried something that is not a DNS response to a query in flight
+    /// on it (what, in words): its framing cannot be trusted any more, so it was closed.
+    StreamGarbage(String),
 }
 
 /// What the querier knows that makes a cause's description useful.
@@ -79,6 +88,9 @@ impl Cause {
             Cause::NoHttp2 => "no-http2",
             Cause::Http2(key) | Cause::Http3(key) => key,
             Cause::Quic(key) => key,
+            Cause::NotAResponse => "not-a-response",
+            Cause::QuestionMismatch => "question-mismatch",
+            Cause::StreamGarbage(_) => "stream-garbage",
         }
     }
 
@@ -147,6 +159,22 @@ impl Cause {
                     "quic-bad-response" => ": the answer was not one length-prefixed DNS message",
                     _ => "",
                 }
+            ),
+            Cause::NotAResponse => {
+                "the server sent back a message with the query's ID that is not a response (QR \
+                 clear, or another opcode): does it echo queries back, or is it a DNS server at \
+                 all?"
+                    .into()
+            }
+            Cause::QuestionMismatch => {
+                "the server answered with the query's ID but for another question (name, type \
+                 or class), and no answer to the query's own question came before the timeout"
+                    .into()
+            }
+            Cause::StreamGarbage(what) => format!(
+                "the server sent {what} on the connection, which is not a DNS response to a \
+                 query in flight: the replay closed the connection, failed its queries and \
+                 reconnects for the next ones (is it a DNS server on this port?)"
             ),
         }
     }

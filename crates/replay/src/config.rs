@@ -13,12 +13,12 @@ pub enum Timing {
     /// The trace's own timing: a query captured `d` after the first one is sent `d / speed` after
     /// the replay's start (speed 2.0 replays twice as fast).
     Original {
-        /// Speed factor; must be positive and finite.
+        /// Speed factor; must be finite and at least [`MIN_SPEED`].
         speed: f64,
     },
     /// Evenly paced at `qps` queries per second, ignoring the trace's times.
     Rate {
-        /// Queries per second over all queriers; must be positive and finite.
+        /// Queries per second over all queriers; must be finite and at least [`MIN_RATE`].
         qps: f64,
     },
     /// Closed loop: each querier sends as fast as answers come, with at most
@@ -28,6 +28,28 @@ pub enum Timing {
         /// Bound on outstanding queries over all queriers.
         max_in_flight: usize,
     },
+}
+
+/// The longest the schedule waits between two queries: one day. A rate or a speed that asks for
+/// longer gaps (`--rate 1e-300` asked for one query every 10²⁹² years, and the replay sent its
+/// first query and then waited in silence for a due time that had saturated at the end of
+/// time) is refused up front by [`ReplayConfig::validate`].
+pub const MAX_GAP_SECS: f64 = 86_400.0;
+
+/// The slowest rate [`Timing::Rate`] takes, in queries per second: one a day.
+pub const MIN_RATE: f64 = 1.0 / MAX_GAP_SECS;
+
+/// The slowest speed [`Timing::Original`] takes: one second of the trace a day.
+pub const MIN_SPEED: f64 = 1.0 / MAX_GAP_SECS;
+
+/// `secs` in words: days, or years when it is longer than one.
+fn span(secs: f64) -> String {
+    const YEAR: f64 = 365.25 * 86_400.0;
+    if secs >= YEAR {
+        format!("{:.3e} years", secs / YEAR)
+    } else {
+        format!("{:.1} days", secs / 86_400.0)
+    }
 }
 
 impl Default for Timing {
@@ -241,18 +263,45 @@ impl ReplayConfig {
         }
     }
 
-    /// Checks the settings for values the engine cannot work with.
+    /// Checks the settings for values the engine cannot work with (a rate or speed slower than
+    /// [`MIN_RATE`] or [`MIN_SPEED`] among them) and for destinations it must not send to
+    /// ([`crate::check_destination`]).
     pub fn validate(&self) -> Result<(), ReplayError> {
         let bad = |m: &str| Err(ReplayError::Config(m.to_string()));
         match self.timing {
             Timing::Original { speed } if !(speed.is_finite() && speed > 0.0) => {
                 return bad("speed must be positive and finite")
             }
+            Timing::Original { speed } if speed < MIN_SPEED => {
+                return bad(&format!(
+                    "speed {speed:e} makes one second of the trace last {}: the slowest speed is \
+                     {MIN_SPEED:.3e} (one second of the trace a day)",
+                    span(1.0 / speed)
+                ))
+            }
             Timing::Rate { qps } if !(qps.is_finite() && qps > 0.0) => {
                 return bad("rate must be positive and finite")
             }
+            Timing::Rate { qps } if qps < MIN_RATE => {
+                return bad(&format!(
+                    "rate {qps:e} per second is one query every {}: the slowest rate is \
+                     {MIN_RATE:.3e} per second (one query a day)",
+                    span(1.0 / qps)
+                ))
+            }
             Timing::Fast { max_in_flight: 0 } => return bad("max in flight must be at least 1"),
             _ => {}
+        }
+        let destinations = [
+            ("the server", Some(self.server)),
+            ("the TLS server", self.tls_server),
+            ("the HTTPS server", self.https_server),
+            ("the QUIC server", self.quic_server),
+        ];
+        for (which, addr) in destinations {
+            if let Some(Err(e)) = addr.map(crate::destination::check_destination) {
+                return bad(&format!("{which}: {e}"));
+            }
         }
         if self.queriers == 0 || self.queriers > 1024 {
             return bad("queriers must be between 1 and 1024");

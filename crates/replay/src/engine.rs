@@ -429,6 +429,15 @@ impl<S: ResultSink> Sink for Running<S> {
         // Every query takes its place in the schedule (a rate schedule counts them all), so that
         // the shards of one replay agree on each query's due time.
         let intended = self.schedule.next(record.time_ns);
+        if intended == i64::MAX {
+            // Saturated: the trace is too long for its speed or rate (a long trace at the
+            // slowest one).
+            self.failed = Some(ReplayError::Config(format!(
+                "query {index} of the trace is due past the end of the clock (year 2262): the \
+                 speed or rate stretches the trace too far"
+            )));
+            return Err(SinkError::Stopped);
+        }
         if let Some(shard) = self.config.shard {
             if crate::shard::shard_of(record.src.ip(), shard.count) != shard.index {
                 self.stats.other_shards += 1;

@@ -58,6 +58,7 @@ mod cause;
 mod clock;
 mod config;
 mod cpu;
+mod destination;
 mod distributor;
 mod engine;
 mod error;
@@ -92,7 +93,11 @@ pub mod fuzzing {
         crate::querier::fuzz_hpack_block(block)
     }
 }
-pub use config::{ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Timing, TlsConfig};
+pub use config::{
+    ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Timing, TlsConfig, MAX_GAP_SECS,
+    MIN_RATE, MIN_SPEED,
+};
+pub use destination::{check_destination, DestinationError};
 pub use distributor::{stable_hash, Distributor, Schedule};
 pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;

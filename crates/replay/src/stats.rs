@@ -81,7 +81,9 @@ pub struct ReplayStats {
     pub quic_zero_rtt: u64,
     /// Of those, the ones whose 0-RTT data the server accepted (the rest sent it again).
     pub quic_zero_rtt_accepted: u64,
-    /// Responses that matched no query in flight (late, duplicate, or wrong question).
+    /// Messages received that answered no query in flight: late or duplicate answers,
+    /// responses to another question, messages that are not responses, garbage on a connection
+    /// (the queries they failed are counted by cause in [`causes`](Self::causes)).
     pub unmatched_responses: u64,
     /// ICMP unreachable reports on UDP sockets (nothing listening at the server's address); the
     /// queries in flight then time out, and the next query on that socket fails as `refused`.

@@ -177,8 +177,9 @@ fn no_http2_and_a_certificate_mismatch_are_counted_by_kind() {
 }
 
 /// A DoH server that misbehaves by path, with h2 over tokio-rustls: `/500` answers 500,
-/// `/html` answers 200 with `text/html`, `/short` a DNS body shorter than a header, `/reset`
-/// resets the stream. Returns its address and CA; it serves until the test process ends.
+/// `/html` answers 200 with `text/html`, `/short` a DNS body shorter than a header, `/echo`
+/// the POSTed query itself, `/other` a response to another name, `/reset` resets the stream.
+/// Returns its address and CA; it serves until the test process ends.
 fn misbehaving_doh_server(dir: &std::path::Path) -> (SocketAddr, PathBuf) {
     let (tls, ca) = rustls_server(dir, b"h2", false);
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
@@ -206,6 +207,10 @@ fn misbehaving_doh_server(dir: &std::path::Path) -> (SocketAddr, PathBuf) {
                     };
                     while let Some(Ok((request, mut respond))) = conn.accept().await {
                         let path = request.uri().path().to_string();
+                        if path == "/echo" || path == "/other" {
+                            tokio::spawn(send_back(request, respond, path == "/other"));
+                            continue;
+                        }
                         let reply = |status: u16, kind: &str| {
                             http::Response::builder()
                                 .status(status)
@@ -239,6 +244,71 @@ fn misbehaving_doh_server(dir: &std::path::Path) -> (SocketAddr, PathBuf) {
         });
     });
     (addr, ca)
+}
+
+/// Answers a POSTed query with itself (`respond_to_other` false: QR clear) or with a response
+/// (QR set) to another name.
+async fn send_back(
+    request: http::Request<h2::RecvStream>,
+    mut respond: h2::server::SendResponse<bytes::Bytes>,
+    respond_to_other: bool,
+) {
+    let mut body = request.into_body();
+    let mut query = Vec::new();
+    while let Some(Ok(chunk)) = body.data().await {
+        let _ = body.flow_control().release_capacity(chunk.len());
+        query.extend_from_slice(&chunk);
+    }
+    if respond_to_other && query.len() > 14 {
+        query[2] |= 0x80;
+        query[14] ^= 0x01;
+    }
+    let head = http::Response::builder()
+        .status(200)
+        .header("content-type", "application/dns-message")
+        .body(())
+        .unwrap();
+    if let Ok(mut out) = respond.send_response(head, false) {
+        let _ = out.send_data(bytes::Bytes::from(query), true);
+    }
+}
+
+/// A DoH body that is a DNS message but not the stream's answer (the query itself, a response
+/// to another name) fails the query at once as a bad response with its cause; the connection
+/// goes on.
+#[test]
+fn doh_bodies_that_do_not_answer_the_query_fail_it_as_bad_responses() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, ca) = misbehaving_doh_server(dir.path());
+    for (path, cause) in [("/echo", "not-a-response"), ("/other", "question-mismatch")] {
+        let mut cfg = ReplayConfig::new(addr);
+        cfg.queriers = 1;
+        cfg.proto_override = Some(Proto::Https);
+        cfg.tls.ca_file = Some(ca.clone());
+        cfg.doh.path = path.into();
+        // Far longer than the run may take: the queries fail when the body comes.
+        cfg.timeout = Duration::from_secs(30);
+        let started = std::time::Instant::now();
+        let (stats, results) = replay_records(cfg, alternating_trace(6, 2, 1, Proto::Udp));
+        let rs = results.sorted();
+        assert_one_each(&rs, 6);
+        assert!(
+            rs.iter().all(|r| r.outcome.name() == "bad-response"),
+            "{path}: {rs:?}"
+        );
+        let got: Vec<_> = stats
+            .causes
+            .iter()
+            .map(|c| (c.kind.name(), c.cause, c.count))
+            .collect();
+        assert_eq!(got, [("bad-response", cause, 6)], "{path}: {stats:?}");
+        assert_eq!(stats.connections_opened, 2, "{path}: {stats:?}");
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "{path}: {:?}",
+            started.elapsed()
+        );
+    }
 }
 
 /// A DoH server answering 5xx, a content type that is not DNS, a body that is not a DNS

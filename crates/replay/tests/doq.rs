@@ -148,6 +148,8 @@ enum Misbehaviour {
     Reset,
     /// Finishes the stream with three bytes that are no DNS message.
     Short,
+    /// Sends the query back as it came (QR clear).
+    Echo,
 }
 
 /// A DoQ server (quinn, ALPN doq) that reads each query and misbehaves; its address and CA.
@@ -176,13 +178,17 @@ fn misbehaving_doq_server(dir: &std::path::Path, how: Misbehaviour) -> (SocketAd
                         return;
                     };
                     while let Ok((mut send, mut recv)) = conn.accept_bi().await {
-                        let _ = recv.read_to_end(1024).await;
+                        let query = recv.read_to_end(1024).await.unwrap_or_default();
                         match how {
                             Misbehaviour::Reset => {
                                 let _ = send.reset(quinn::VarInt::from_u32(5));
                             }
                             Misbehaviour::Short => {
                                 let _ = send.write_all(b"abc").await;
+                                let _ = send.finish();
+                            }
+                            Misbehaviour::Echo => {
+                                let _ = send.write_all(&query).await;
                                 let _ = send.finish();
                             }
                         }
@@ -222,4 +228,30 @@ fn doq_streams_closed_early_fail_by_kind_and_the_run_completes() {
             "{how:?}: {stats:?}"
         );
     }
+}
+
+/// A DoQ server that sends each query back on its stream: a DNS message, but not a response.
+/// Each query fails at once as a bad response, `not-a-response`, never as an answer.
+#[test]
+fn a_doq_server_echoing_the_queries_answers_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, ca) = misbehaving_doq_server(dir.path(), Misbehaviour::Echo);
+    let mut cfg = ReplayConfig::new(addr);
+    cfg.queriers = 1;
+    cfg.proto_override = Some(Proto::Quic);
+    cfg.tls.ca_file = Some(ca);
+    let (stats, results) = replay_records(cfg, alternating_trace(6, 2, 1, Proto::Udp));
+    let rs = results.sorted();
+    assert_one_each(&rs, 6);
+    assert!(
+        rs.iter().all(|r| r.outcome.name() == "bad-response"),
+        "{rs:?}"
+    );
+    let got: Vec<_> = stats
+        .causes
+        .iter()
+        .map(|c| (c.kind.name(), c.cause, c.count))
+        .collect();
+    assert_eq!(got, [("bad-response", "not-a-response", 6)], "{stats:?}");
+    assert_eq!(stats.answered, 0, "{stats:?}");
 }

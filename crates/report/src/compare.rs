@@ -267,6 +267,7 @@ pub fn read_input(path: &Path) -> Result<Measured, ReportError> {
     let mut measured = Measured::new(InputKind::Replay, path.to_path_buf());
     push_replay_metrics(&read.report, None, &mut measured);
     measured.traces.insert(String::new(), read.trace);
+    measured.notes.extend(read.incomplete);
     measured.notes.extend(read.damage);
     if read.trace.queries == 0 {
         measured

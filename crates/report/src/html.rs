@@ -20,6 +20,9 @@ pub struct Report {
     pub title: String,
     /// Facts shown first, as a two-column table: inputs, plan, versions, machine.
     pub header: Vec<(String, String)>,
+    /// What the reader must know before trusting any figure (an input whose run did not
+    /// finish), shown in a box under the title.
+    pub warnings: Vec<String>,
     /// The sections, in order.
     pub sections: Vec<Section>,
 }
@@ -73,6 +76,7 @@ figure.figure{margin:1.2rem 0 .4rem;break-inside:avoid;page-break-inside:avoid}
 figure.figure svg{display:block;max-width:100%;height:auto}
 figcaption{font-size:.9rem;margin-top:.3rem}
 caption{text-align:left;font-weight:bold;padding:.2rem 0;white-space:nowrap}
+p.warning{border:2px solid #b00;background:#fff0f0;color:#600;padding:.5rem .8rem;font-weight:bold}
 @media print{body{max-width:none;margin:0}nav.toc{display:none}h2{break-after:avoid;page-break-after:avoid}table{break-inside:auto}tr{break-inside:avoid}}
 ";
 
@@ -163,6 +167,13 @@ impl Report {
                 );
             }
             out.push_str("</tbody>\n</table>\n");
+        }
+        for warning in &self.warnings {
+            let _ = writeln!(
+                out,
+                "<p class=\"warning\" role=\"alert\">Warning: {}</p>",
+                escape(warning)
+            );
         }
         out.push_str("</header>\n");
         self.contents(&mut out);
@@ -362,6 +373,7 @@ mod tests {
                 ("plan".into(), "quick.toml".into()),
                 ("machine".into(), "2 cores <shared>".into()),
             ],
+            warnings: vec!["r.res is INCOMPLETE: <partial> & more".into()],
             sections: vec![
                 Section {
                     title: "Replay".into(),
@@ -391,6 +403,7 @@ mod tests {
         let order = [
             "<h1>ldplayer report: &lt;quick&gt; &amp; study</h1>",
             "<th scope=\"row\">machine</th><td>2 cores &lt;shared&gt;</td>",
+            "<p class=\"warning\" role=\"alert\">Warning: r.res is INCOMPLETE: &lt;partial&gt; &amp; more</p>",
             "<nav class=\"toc\">",
             "<a href=\"#fig-latency-ccdf\">Figure 1: Latency CCDF per transport</a>",
             "<a href=\"#fig-rcodes\">Figure 4: Rcodes over time</a>",

@@ -43,6 +43,15 @@ impl Input {
         }
     }
 
+    /// The warning that the run which wrote it did not finish, if it did not (replays only:
+    /// an experiment's unfinished runs are left out, and said so in its notes).
+    pub fn incomplete(&self) -> Option<&str> {
+        match self {
+            Input::Replay(r) => r.incomplete(),
+            Input::Experiment(_) => None,
+        }
+    }
+
     /// What could not be read, in sentences.
     pub fn notes(&self) -> &[String] {
         match self {
@@ -145,6 +154,10 @@ pub fn report(title: &str, inputs: &[Labelled]) -> Report {
     Report {
         title: title.to_string(),
         header,
+        warnings: inputs
+            .iter()
+            .filter_map(|i| i.input.incomplete().map(str::to_string))
+            .collect(),
         sections,
     }
 }

@@ -42,6 +42,8 @@ pub struct ReplayData {
     seconds: Seconds,
     interarrival: Interarrival,
     damage: Damage,
+    /// The warning that the run which wrote the file did not finish, if it did not.
+    incomplete: Option<String>,
     notes: Vec<String>,
 }
 
@@ -54,6 +56,7 @@ impl ReplayData {
             seconds: Seconds::default(),
             interarrival: Interarrival::new(REORDER_WINDOW),
             damage: Damage::default(),
+            incomplete: None,
             notes: Vec::new(),
         }
     }
@@ -93,6 +96,7 @@ impl ReplayData {
         while let Some(r) = reader.next_result().map_err(results_error)? {
             data.add(&r);
         }
+        data.incomplete = reader.incomplete_warning(path.display());
         data.finish(reader.damage());
         Ok(data)
     }
@@ -123,7 +127,9 @@ impl ReplayData {
     fn finish(&mut self, damage: Damage) {
         self.interarrival.finish();
         self.damage = damage;
-        self.notes = notes(self.summary.results(), &damage, &self.interarrival);
+        self.notes = self.incomplete.iter().cloned().collect();
+        self.notes
+            .extend(notes(self.summary.results(), &damage, &self.interarrival));
     }
 
     /// The relative rate error, in %, of every whole second of the run, sorted: (sent − due)
@@ -157,9 +163,15 @@ impl ReplayData {
     }
 
     /// What could not be read or drawn, as sentences for the report (empty when everything
-    /// was).
+    /// was); the warning of [`incomplete`](Self::incomplete) first.
     pub fn notes(&self) -> &[String] {
         &self.notes
+    }
+
+    /// The warning, for the top of the report, that the run which wrote the file did not
+    /// finish (killed, out of disk space, still running): its figures show part of a run.
+    pub fn incomplete(&self) -> Option<&str> {
+        self.incomplete.as_deref()
     }
 }
 
@@ -183,7 +195,14 @@ fn notes(results: u64, damage: &Damage, interarrival: &Interarrival) -> Vec<Stri
                 .to_string(),
         );
     }
-    if damage.results_lost > 0 || damage.skipped_bytes > 0 {
+    if let (n @ 1.., Some(at)) = (damage.trailing_garbage, damage.trailing_garbage_at) {
+        notes.push(format!(
+            "The file ends in {} of trailing garbage at offset {at}, after its last block: not \
+             results.",
+            plural(n, "byte", "bytes")
+        ));
+    }
+    if damage.results_lost > 0 || damage.skipped_bytes > damage.trailing_garbage {
         notes.push(format!(
             "{} lost and {} not read; the figures show the {} that could be read.",
             plural(damage.results_lost, "result", "results"),

@@ -118,6 +118,7 @@ fn report() -> Report {
             ("inputs".into(), "results.bin <original> & replayed".into()),
             ("machine".into(), "2 cores".into()),
         ],
+        warnings: vec![],
         sections: vec![
             Section {
                 title: "Replay".into(),
@@ -277,6 +278,7 @@ fn a_blank_figure_in_a_report_is_seen_blank() {
     let report = Report {
         title: "one figure, blanked".into(),
         header: vec![],
+        warnings: vec![],
         sections: vec![Section {
             title: "Blank".into(),
             figures: vec![figure("blank", "Blank", boxes(Scale::Linear))],

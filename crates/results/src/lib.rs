@@ -34,7 +34,9 @@ pub mod summary;
 mod tee;
 
 pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS, TRACE_COLUMNS};
-pub use file::{read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWriter, Tail};
+pub use file::{
+    incomplete_warning, read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWriter, Tail,
+};
 pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
 pub use merge::{merge, InputReport, MergeReport, MERGE_WINDOW};
 pub use result::{ErrorCounts, ErrorKind, Outcome, QueryResult, ResultSink};

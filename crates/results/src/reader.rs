@@ -54,8 +54,15 @@ pub struct Damage {
     pub unknown_results: u64,
     /// The file ends in a block cut short (a replay that was killed mid-write).
     pub cut_short: bool,
-    /// Bytes not read as results: damaged blocks, unreadable bytes, a last block cut short.
+    /// Bytes not read as results: damaged blocks, unreadable bytes, a last block cut short,
+    /// trailing garbage.
     pub skipped_bytes: u64,
+    /// Bytes after the last block that are neither a block nor the remains of one (no block
+    /// header, nothing shaped like results where a block's would be): something appended to the
+    /// file, not results lost. Counted in `skipped_bytes` too.
+    pub trailing_garbage: u64,
+    /// Where that garbage starts in the file (bytes from its start); `None` without any.
+    pub trailing_garbage_at: Option<u64>,
 }
 
 impl Damage {
@@ -70,6 +77,8 @@ impl Damage {
         self.unknown_results += o.unknown_results;
         self.cut_short |= o.cut_short;
         self.skipped_bytes += o.skipped_bytes;
+        self.trailing_garbage += o.trailing_garbage;
+        self.trailing_garbage_at = self.trailing_garbage_at.or(o.trailing_garbage_at);
     }
 }
 
@@ -79,6 +88,24 @@ impl fmt::Display for Damage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.is_clean() {
             return f.write_str("no damage");
+        }
+        let garbage = match self.trailing_garbage_at {
+            Some(at) if self.trailing_garbage > 0 => format!(
+                "{} byte{} of trailing garbage at offset {at}, after the last block (not results)",
+                self.trailing_garbage,
+                plural(self.trailing_garbage)
+            ),
+            _ => String::new(),
+        };
+        let only_garbage = Damage {
+            trailing_garbage: 0,
+            trailing_garbage_at: None,
+            skipped_bytes: self.skipped_bytes - self.trailing_garbage.min(self.skipped_bytes),
+            ..*self
+        }
+        .is_clean();
+        if only_garbage {
+            return f.write_str(&garbage);
         }
         let mut parts = Vec::new();
         if self.damaged_blocks > 0 {
@@ -102,6 +129,9 @@ impl fmt::Display for Damage {
             self.skipped_bytes,
             plural(self.skipped_bytes)
         ));
+        if !garbage.is_empty() {
+            line.push_str(&format!(" (among them {garbage})"));
+        }
         if self.unknown_results > 0 {
             line.push_str(&format!(
                 "; {} result{} of a kind this build does not know skipped",
@@ -142,15 +172,20 @@ struct Walk {
     /// A consistent header at `.0` claiming a block up to `.1` of `.2` results, not yet known
     /// to fit before the next valid block.
     claim: Option<(u64, u64, u64)>,
+    /// The stretch's first bytes are not the remains of a block (no results where a block's
+    /// would be, not the start of a block header): if nothing else is found up to the end of
+    /// the input, the stretch is trailing garbage, not results lost.
+    garbage_start: bool,
     damage: Damage,
 }
 
 impl Walk {
-    fn new(result_len: usize) -> Walk {
+    fn new(result_len: usize, garbage_start: bool) -> Walk {
         Walk {
             result_len: result_len as u64,
             from: 0,
             claim: None,
+            garbage_start,
             damage: Damage::default(),
         }
     }
@@ -202,10 +237,33 @@ impl Walk {
                 self.from = end;
             }
         }
+        if at_eof && self.from == 0 && self.garbage_start {
+            // Nothing in it was ever part of a block: appended, not lost.
+            self.damage.trailing_garbage = end;
+            self.from = end;
+        }
         self.unreadable(end);
         self.damage.skipped_bytes += end;
         self.damage
     }
+}
+
+/// Results looked at to tell the remains of a block from garbage.
+const LOOK_AT_RESULTS: usize = 8;
+
+/// Whether `bytes`, where no consistent block header is, could be the remains of a block: the
+/// start of a header cut short (at the end of the input), or results at their places after a
+/// header's room (any of the first few with known codes, flags and a zero reserved byte).
+/// Garbage appended to a file (text, random bytes) is neither.
+fn block_remains(bytes: &[u8], result_len: usize) -> bool {
+    if bytes.len() < BLOCK_HEADER_LEN {
+        let n = bytes.len().min(BLOCK_MAGIC.len());
+        return bytes[..n] == BLOCK_MAGIC[..n];
+    }
+    bytes[BLOCK_HEADER_LEN..]
+        .chunks_exact(result_len)
+        .take(LOOK_AT_RESULTS)
+        .any(|r| r[45] & !3 == 0 && r[47] == 0 && decode_result(r).is_ok())
 }
 
 /// Reads a results file, as an iterator of results, skipping (and counting) what is damaged.
@@ -218,6 +276,8 @@ pub struct ResultsReader<R: Read> {
     result_len: usize,
     /// Bytes read and not consumed are `buf[start..]`.
     buf: Vec<u8>,
+    /// Where `buf[0]` lies in the input (bytes from its start).
+    base: u64,
     start: usize,
     eof: bool,
     /// The current block's results not yet returned: `buf[pos..end]`.
@@ -292,6 +352,7 @@ impl<R: Read> ResultsReader<R> {
             input,
             result_len,
             buf: Vec::new(),
+            base: header_len as u64,
             start: 0,
             eof: false,
             pos: 0,
@@ -307,6 +368,26 @@ impl<R: Read> ResultsReader<R> {
     /// What the file's header says about its run (shard, start, clock), if it says anything.
     pub fn run_info(&self) -> Option<&RunInfo> {
         self.run_info.as_ref()
+    }
+
+    /// Whether the run that wrote the file finished, as far as the file tells: `Some(false)`
+    /// when its header says the run never marked it complete (killed, its disk full, or still
+    /// running: see [`crate::mark_complete`]) or when it ends in a block cut short;
+    /// `Some(true)` when its header says the run finished; `None` when the file does not say
+    /// (written without run info, by an older ldplayer or another program). Final once the
+    /// iterator has ended.
+    pub fn complete(&self) -> Option<bool> {
+        let flag = self.run_info.as_ref().and_then(|r| r.complete);
+        if self.damage.cut_short {
+            return Some(false);
+        }
+        flag
+    }
+
+    /// The warning every reader gives, once the iterator has ended, when the run that wrote
+    /// `file` did not finish ([`complete`](Self::complete) is `Some(false)`); `None` otherwise.
+    pub fn incomplete_warning(&self, file: impl std::fmt::Display) -> Option<String> {
+        (self.complete() == Some(false)).then(|| incomplete_warning(file, self.read_results))
     }
 
     /// How the file ended ([`Tail::Reading`] until the iterator has ended).
@@ -340,6 +421,7 @@ impl<R: Read> ResultsReader<R> {
         while self.buf.len() - self.start < need && !self.eof {
             if self.start > 0 {
                 // Only ever called once the current block's results are all returned.
+                self.base += self.start as u64;
                 self.buf.drain(..self.start);
                 self.pos = self.pos.saturating_sub(self.start);
                 self.end = self.end.saturating_sub(self.start);
@@ -394,7 +476,12 @@ impl<R: Read> ResultsReader<R> {
     /// Skips the damaged bytes at the read position, up to the next valid block or the end of
     /// the input, and counts what they held. Keeps at most one block in memory.
     fn skip_damage(&mut self) -> io::Result<()> {
-        let mut walk = Walk::new(self.result_len);
+        let look = BLOCK_HEADER_LEN + LOOK_AT_RESULTS * self.result_len;
+        let have = self.fill(look)?.min(look);
+        let garbage_start =
+            !block_remains(&self.buf[self.start..self.start + have], self.result_len);
+        let stretch_at = self.base + self.start as u64;
+        let mut walk = Walk::new(self.result_len, garbage_start);
         // Bytes of the stretch already dropped from the buffer.
         let mut dropped: u64 = 0;
         let mut at = 0usize;
@@ -428,8 +515,10 @@ impl<R: Read> ResultsReader<R> {
                     let len = unread.len();
                     let end = dropped + len as u64;
                     let mut damage = walk.end(end, true);
-                    if end < BLOCK_HEADER_LEN as u64 {
-                        // Less than a block header after the last block: cut short.
+                    if damage.trailing_garbage > 0 {
+                        damage.trailing_garbage_at = Some(stretch_at);
+                    } else if end < BLOCK_HEADER_LEN as u64 {
+                        // The start of a block header after the last block: cut short.
                         damage.cut_short = true;
                     }
                     self.tail = if damage.cut_short {
@@ -517,6 +606,16 @@ impl<R: Read> Iterator for ResultsReader<R> {
             }
         }
     }
+}
+
+/// The warning for a results file, `file`, whose run did not finish, holding `results` results.
+pub fn incomplete_warning(file: impl std::fmt::Display, results: u64) -> String {
+    format!(
+        "{file} is INCOMPLETE: the replay that wrote it did not finish (it was killed, ran out \
+         of disk space, or is still running); it holds the {results} result{} written before \
+         that, not the whole run",
+        plural(results)
+    )
 }
 
 /// Reads every result of a results file in memory (for tests and small files), skipping what

@@ -25,11 +25,15 @@ pub enum ErrorKind {
     /// A DNS-over-QUIC connection or stream failed (timed out, reset, closed by the server, an
     /// answer that is not one DNS message).
     Quic,
+    /// What came back for the query was not its answer: a message without QR set or of another
+    /// opcode (the query echoed back), a response to another question, or bytes on its TCP or
+    /// TLS connection that are not a DNS response (the connection is then closed).
+    BadResponse,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (the order of summaries).
-    pub const ALL: [ErrorKind; 8] = [
+    pub const ALL: [ErrorKind; 9] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Tls,
@@ -38,6 +42,7 @@ impl ErrorKind {
         ErrorKind::Stopped,
         ErrorKind::Http,
         ErrorKind::Quic,
+        ErrorKind::BadResponse,
     ];
 
     /// The kind's position in [`ALL`](Self::ALL), for tables indexed by kind.
@@ -61,6 +66,7 @@ impl ErrorKind {
             ErrorKind::Stopped => "stopped",
             ErrorKind::Http => "http",
             ErrorKind::Quic => "quic",
+            ErrorKind::BadResponse => "bad-response",
         }
     }
 }
@@ -235,7 +241,7 @@ mod tests {
         assert_eq!(a.total(), 10);
         assert_eq!(
             serde_json::to_string(&a).unwrap(),
-            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4,"http":0,"quic":0}"#
+            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4,"http":0,"quic":0,"bad-response":0}"#
         );
         assert_eq!(
             serde_json::to_string(&ErrorKind::BadQuery).unwrap(),

@@ -361,6 +361,68 @@ fn garbage_between_blocks_is_skipped() {
     assert_eq!((damage.damaged_blocks, damage.results_lost), (1, 3));
 }
 
+/// Bytes appended after the last block of a whole file (random bytes, text) are trailing
+/// garbage, said as such with where they start, not results lost; a last block whose header
+/// was destroyed still counts the results it held, and the start of a header cut short is
+/// still a block cut short.
+#[test]
+fn garbage_after_the_last_block_is_trailing_garbage_not_results_lost() {
+    let results: Vec<_> = (0..10).map(result).collect();
+    let bytes = write_file(&results, 4);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let random: Vec<u8> = (0..5000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let text = b"ldplayer results, appended by mistake\n".repeat(40);
+    for garbage in [&random[..], &text[..], b"junk!"] {
+        let mut bad = bytes.clone();
+        bad.extend_from_slice(garbage);
+        let (back, damage, tail) = read_with_damage(&bad);
+        assert_eq!(back, results);
+        assert_eq!(
+            damage,
+            Damage {
+                skipped_bytes: garbage.len() as u64,
+                trailing_garbage: garbage.len() as u64,
+                trailing_garbage_at: Some(bytes.len() as u64),
+                ..Damage::default()
+            },
+            "{} bytes",
+            garbage.len()
+        );
+        assert_eq!(tail, Tail::Corrupt);
+        let said = damage.to_string();
+        assert!(
+            said.contains(&format!(
+                "{} bytes of trailing garbage at offset {}",
+                garbage.len(),
+                bytes.len()
+            )) && !said.contains("lost"),
+            "{said}"
+        );
+    }
+    // The last block with its magic destroyed: its results are lost, not garbage.
+    let last = blocks_of(10, 4)[2].0;
+    let mut bad = bytes.clone();
+    bad[last] ^= 0xff;
+    let (_, damage, _) = read_with_damage(&bad);
+    assert_eq!((damage.results_lost, damage.trailing_garbage), (2, 0));
+    // Three bytes of a block header: the replay was killed writing it.
+    let mut cut = bytes.clone();
+    cut.extend_from_slice(b"RBL");
+    let (_, damage, tail) = read_with_damage(&cut);
+    assert!(
+        damage.cut_short && damage.trailing_garbage == 0,
+        "{damage:?}"
+    );
+    assert_eq!(tail, Tail::Truncated);
+}
+
 /// A damaged header that claims a longer block does not swallow the valid blocks after it.
 #[test]
 fn a_lying_header_does_not_hide_the_blocks_after_it() {

@@ -451,6 +451,11 @@ fn parse_server(s: &str, default_port: u16) -> Result<ServerArg> {
                 && tail.bytes().all(|b| b.is_ascii_digit())
                 && tail.parse::<u16>().is_ok_and(|p| p > 0);
             if could_be_port && head.parse::<std::net::Ipv6Addr>().is_ok() {
+                // `::1:5531` as an address is IPv4-compatible, which the engine refuses.
+                let whole = SocketAddr::new(IpAddr::V6(ip), default_port);
+                if ldplayer_replay::check_destination(whole).is_err() {
+                    bail!("--server {s}: write [{head}]:{tail} for port {tail} of {head}");
+                }
                 bail!(
                     "--server {s} is ambiguous: write [{head}]:{tail} for port {tail} of {head}, \
                      or [{s}] for the address {s} (port {default_port})"
@@ -576,12 +581,16 @@ mod tests {
         let err = |s: &str| format!("{:#}", server(s).unwrap_err());
         assert!(err("127.0.0.1:0").contains("port 0"));
         assert!(err("[::1]:0").contains("port 0"));
+        // As an address, ::1:5531 is IPv4-compatible (::0.1.85.49), which nobody means.
         let e = err("::1:5531");
+        assert!(e.contains("[::1]:5531") && !e.contains("[::1:5531]"), "{e}");
+        let e = err("2001:db8::1:53");
         assert!(
-            e.contains("ambiguous") && e.contains("[::1]:5531") && e.contains("[::1:5531]"),
+            e.contains("ambiguous")
+                && e.contains("[2001:db8::1]:53")
+                && e.contains("[2001:db8::1:53]"),
             "{e}"
         );
-        assert!(err("2001:db8::1:53").contains("[2001:db8::1]:53"));
         assert!(err("[::1").contains("without"));
         assert!(err("[::1]x").contains(":PORT"));
         assert!(err("127.0.0.1:http").contains("not a port"));

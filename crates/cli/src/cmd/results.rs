@@ -6,8 +6,8 @@ use crate::io::{open_input, Output};
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use ldplayer_results::{
-    export_csv, export_jsonl, merge, CsvWriter, JsonlWriter, MergeReport, ResultsReader,
-    ResultsWriter, ShardId, Summary, TraceJoin, MERGE_WINDOW,
+    export_csv, export_jsonl, mark_complete, merge, CsvWriter, JsonlWriter, MergeReport,
+    ResultsReader, ResultsWriter, RunInfo, ShardId, Summary, TraceJoin, MERGE_WINDOW,
 };
 use std::fs::File;
 use std::io::Write;
@@ -32,20 +32,32 @@ fn merge_files(args: MergeArgs) -> Result<()> {
         .iter()
         .map(|f| ResultsReader::open(f).with_context(|| format!("cannot read {}", f.display())))
         .collect::<Result<Vec<_>>>()?;
-    let mut out = ResultsWriter::new(Output::create(&args.output)?)?;
+    // The merged run is complete only when every input's was: marked so at the end.
+    let unfinished_run = RunInfo {
+        complete: Some(false),
+        ..RunInfo::default()
+    };
+    let mut out = ResultsWriter::with_run_info(Output::create(&args.output)?, &unfinished_run)?;
     let report = merge(readers, &mut out, MERGE_WINDOW)
         .with_context(|| format!("merging into {}", args.output.display()))?;
     out.into_inner()
         .with_context(|| format!("writing {}", args.output.display()))?
         .close()?;
+    let unfinished = |input: &ldplayer_results::InputReport| {
+        input.cut_short || input.run_info.as_ref().and_then(|r| r.complete) == Some(false)
+    };
+    if !report.inputs.iter().any(unfinished) {
+        mark_complete(&args.output)
+            .with_context(|| format!("marking {} complete", args.output.display()))?;
+    }
     for (file, input) in args.files.iter().zip(&report.inputs) {
-        let unfinished = input.run_info.as_ref().and_then(|r| r.complete) == Some(false);
-        if input.cut_short || unfinished {
+        if unfinished(input) {
             eprintln!(
                 "ldplayer: {} did not finish (its replay was killed or is still running): \
-                 merged the {} results it holds",
+                 merged the {} results it holds; {} is INCOMPLETE too",
                 file.display(),
-                input.results
+                input.results,
+                args.output.display()
             );
         } else if !input.damage.is_clean() {
             eprintln!("ldplayer: {}: {}", file.display(), input.damage);
@@ -134,6 +146,7 @@ fn export(args: ExportArgs) -> Result<()> {
         }
     }
     out.out.close()?;
+    let incomplete = reader.incomplete_warning(args.file.display());
     if args.json {
         println!(
             "{}",
@@ -142,9 +155,14 @@ fn export(args: ExportArgs) -> Result<()> {
                 "output": output.display().to_string(),
                 "ignored_bytes": reader.ignored_bytes(),
                 "file_damage": reader.damage(),
+                "complete": reader.complete(),
+                "warnings": incomplete.iter().collect::<Vec<_>>(),
             })
         );
     } else if !args.quiet {
+        if let Some(w) = &incomplete {
+            eprintln!("ldplayer: warning: {w}");
+        }
         report_damage(&args.file, &reader);
     }
     Ok(())
@@ -355,13 +373,26 @@ fn summary(args: ResultsSummaryArgs) -> Result<()> {
     let report = Summary::from_results(&mut reader)
         .with_context(|| format!("reading {}", args.file.display()))?
         .report();
+    // A run that did not finish is said first, where the summary is read.
+    let incomplete = reader.incomplete_warning(args.file.display());
     if args.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
             obj.insert("file_damage".into(), serde_json::to_value(reader.damage())?);
+            obj.insert("complete".into(), serde_json::to_value(reader.complete())?);
+            obj.insert(
+                "warnings".into(),
+                serde_json::to_value(incomplete.iter().collect::<Vec<_>>())?,
+            );
         }
         println!("{json}");
+        if let Some(w) = &incomplete {
+            eprintln!("ldplayer: warning: {w}");
+        }
     } else {
+        if let Some(w) = &incomplete {
+            println!("WARNING: {w}");
+        }
         print!("{report}");
     }
     report_damage(&args.file, &reader);

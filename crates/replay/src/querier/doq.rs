@@ -318,7 +318,12 @@ impl Driver {
     /// Takes a query: onto the client's connection, opened if it has none.
     fn query(&mut self, q: DoqQuery, next_epoch: &mut u64) -> Option<usize> {
         let now = clock::now_ns();
-        let forget_at = now + (self.setup.query_timeout + Duration::from_secs(1)).as_nanos() as i64;
+        // A timeout past the clock's end waits until then, not less (nor panics).
+        let wait = self
+            .setup
+            .query_timeout
+            .saturating_add(Duration::from_secs(1));
+        let forget_at = now.saturating_add(wait.as_nanos().min(i64::MAX as u128) as i64);
         let (idx, opened) = match self.by_client.get(&conn_key(&q)) {
             Some(&idx) => {
                 self.tell.tell(DoqEvent::Reused);

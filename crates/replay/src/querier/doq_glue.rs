@@ -1,8 +1,8 @@
 //! The querier's side of DNS over QUIC: queries handed to the DoQ thread ([`super::doq`]),
 //! its events turned into sends, answers and failures of the in-flight table.
 
+use super::answer;
 use super::doq::{Doq, DoqEvent, DoqQuery, DoqSetup, H3Query};
-use super::inflight::question_matches;
 use super::*;
 use crate::cause::Cause;
 use crate::config::DohMethod;
@@ -105,14 +105,17 @@ impl Querier {
                 }
                 DoqEvent::Answer { slot, gen, at, msg } => {
                     let s = &self.slots[slot as usize];
-                    if s.live
-                        && s.gen == gen
-                        && msg.len() >= HEADER_LEN
-                        && question_matches(&s.wire, s.qlen, &msg)
-                    {
-                        self.complete(slot, Outcome::Answered, Some((&msg, at)));
-                    } else {
+                    if !(s.live && s.gen == gen) {
                         self.stats.unmatched_responses += 1;
+                        continue;
+                    }
+                    // One response per stream: one that does not answer ends the query.
+                    match answer::check(&s.wire, s.qlen, &msg) {
+                        Ok(()) => self.complete(slot, Outcome::Answered, Some((&msg, at))),
+                        Err(m) => {
+                            self.stats.unmatched_responses += 1;
+                            self.fail(slot, ErrorKind::BadResponse, &m.cause());
+                        }
                     }
                 }
                 DoqEvent::Failed {

@@ -1,7 +1,14 @@
 //! Queries in flight: slots, DNS IDs per socket or connection, timeouts and completion.
 
+use super::answer::{self, Mismatch};
 use super::*;
 use crate::cause::{Cause, Context};
+
+/// Most keys of queries that timed out remembered per querier (see [`Querier::remember_late`]).
+const LATE_MAX: usize = 1 << 16;
+/// How long after its timeout an answer to a query is late rather than garbage: servers that
+/// resolve recursively take seconds, and 30 s is past any resolver's own limit.
+const LATE_NS: i64 = 30_000_000_000;
 
 /// One query from dispatch to its result: its times, where it went and the ID it carries there.
 pub(super) struct Slot {
@@ -21,6 +28,9 @@ pub(super) struct Slot {
     pub(super) id: u16,
     /// Length of the question section to compare with answers (0: no check).
     pub(super) qlen: u16,
+    /// A response for another question came with its key: if no answer comes, it fails as a
+    /// bad response rather than timing out.
+    pub(super) mismatch: bool,
     pub(super) retries_left: u32,
     pub(super) wire: Vec<u8>,
 }
@@ -43,68 +53,74 @@ pub(super) fn blank_result(m: &QueryMeta, proto: Proto, outcome: Outcome) -> Que
     }
 }
 
-/// Length of the first question (name, type, class) when it is uncompressed; 0 otherwise.
-pub(super) fn question_len(wire: &[u8]) -> u16 {
-    if wire.len() < HEADER_LEN || u16::from_be_bytes([wire[4], wire[5]]) == 0 {
-        return 0;
-    }
-    let mut p = HEADER_LEN;
-    loop {
-        let Some(&l) = wire.get(p) else { return 0 };
-        if l == 0 {
-            p += 1;
-            break;
-        }
-        if l & 0xC0 != 0 {
-            return 0;
-        }
-        p += 1 + l as usize;
-    }
-    if p + 4 > wire.len() {
-        return 0;
-    }
-    (p + 4 - HEADER_LEN) as u16
-}
-
-/// Whether a response repeats the query's question (its first `qlen` bytes after the header),
-/// ignoring case, and has a question at all; `qlen` 0 matches anything.
-pub(super) fn question_matches(query: &[u8], qlen: u16, resp: &[u8]) -> bool {
-    if qlen == 0 {
-        return true;
-    }
-    let end = HEADER_LEN + qlen as usize;
-    match (query.get(HEADER_LEN..end), resp.get(HEADER_LEN..end)) {
-        (Some(a), Some(b)) => resp[4..6] != [0, 0] && a.eq_ignore_ascii_case(b),
-        _ => false,
-    }
-}
-
 /// The in-flight table's key of DNS ID `id` on the socket or connection `uid`.
 pub(super) fn key(uid: u64, id: u16) -> u64 {
     (uid << 16) | id as u64
 }
 
-impl Querier {
-    /// The slot of the query that `msg`, received on socket or connection `uid`, answers:
-    /// the same ID in flight there and the same question. (Callers count the rest as
-    /// unmatched.)
-    pub(super) fn answered_slot(&self, uid: u64, msg: &[u8]) -> Option<u32> {
-        let id = u16::from_be_bytes([*msg.first()?, *msg.get(1)?]);
-        let slot = *self.ids.get(&key(uid, id))?;
-        let s = &self.slots[slot as usize];
-        (msg.len() >= HEADER_LEN && question_matches(&s.wire, s.qlen, msg)).then_some(slot)
-    }
+/// What a message received for a socket's or connection's key (DNS ID or stream) is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Reply {
+    /// The answer of the query in this slot.
+    Answer(u32),
+    /// Not the answer of the query in this slot, whose key it carries.
+    Mismatch(u32, Mismatch),
+    /// A late answer: a query that timed out a moment ago had its key (a response to another
+    /// question that reached the query now holding the key counts so too).
+    Late,
+    /// No query in flight has its key, and none had it lately.
+    Stray,
+}
 
-    /// The slot of the query that `msg`, received on connection `uid` with `key`, answers:
-    /// the same key in flight there and the same question. (Callers count the rest as
-    /// unmatched.)
-    pub(super) fn answered_stream_slot(&self, uid: u64, key: MatchKey, msg: &[u8]) -> Option<u32> {
+impl Querier {
+    /// What `msg`, received on socket or connection `uid` with `key`, is to the queries in
+    /// flight there (see [`answer::check`]).
+    pub(super) fn reply_of(&self, uid: u64, key: MatchKey, msg: &[u8]) -> Reply {
         let slot = match key {
-            MatchKey::Id(id) => *self.ids.get(&self::key(uid, id))?,
-            MatchKey::Stream(stream) => *self.streams.get(&(uid, stream))?,
+            MatchKey::Id(id) => self.ids.get(&self::key(uid, id)).copied(),
+            MatchKey::Stream(stream) => self.streams.get(&(uid, stream)).copied(),
+        };
+        let late =
+            || matches!(key, MatchKey::Id(id) if self.late.contains_key(&self::key(uid, id)));
+        let Some(slot) = slot else {
+            return if late() { Reply::Late } else { Reply::Stray };
         };
         let s = &self.slots[slot as usize];
-        (msg.len() >= HEADER_LEN && question_matches(&s.wire, s.qlen, msg)).then_some(slot)
+        match answer::check(&s.wire, s.qlen, msg) {
+            Ok(()) => Reply::Answer(slot),
+            Err(Mismatch::QuestionMismatch) if late() => Reply::Late,
+            Err(m) => Reply::Mismatch(slot, m),
+        }
+    }
+
+    /// Remembers that the query with DNS ID key `key` timed out, until `until_ns`: an answer
+    /// that comes later is late, not garbage. At most [`LATE_MAX`] are kept, the oldest
+    /// forgotten first.
+    pub(super) fn remember_late(&mut self, key: u64, until_ns: i64) {
+        if self.late_order.len() >= LATE_MAX {
+            if let Some((until, old)) = self.late_order.pop_front() {
+                // Unless it was remembered again since.
+                if self.late.get(&old) == Some(&until) {
+                    self.late.remove(&old);
+                }
+            }
+        }
+        self.late.insert(key, until_ns);
+        self.late_order.push_back((until_ns, key));
+    }
+
+    /// Forgets the late keys whose time is up.
+    pub(super) fn forget_late(&mut self, now: i64) {
+        while let Some(&(until, key)) = self.late_order.front() {
+            if until > now {
+                break;
+            }
+            self.late_order.pop_front();
+            // A key remembered again later keeps its newer time.
+            if self.late.get(&key).is_some_and(|&u| u <= now) {
+                self.late.remove(&key);
+            }
+        }
     }
 
     pub(super) fn alloc_slot(&mut self, m: &QueryMeta, proto: Proto) -> u32 {
@@ -126,6 +142,7 @@ impl Querier {
                     via: Via::None,
                     id: 0,
                     qlen: 0,
+                    mismatch: false,
                     retries_left: 0,
                     wire: Vec::new(),
                 });
@@ -150,7 +167,8 @@ impl Querier {
         s.wire.clear();
         s.wire.extend_from_slice(wire);
         s.id = u16::from_be_bytes([s.wire[0], s.wire[1]]);
-        s.qlen = question_len(&s.wire);
+        s.qlen = answer::question_len(&s.wire);
+        s.mismatch = false;
         idx
     }
 
@@ -331,30 +349,30 @@ impl Querier {
                     }
                 }
             }
-            if self.slots[slot as usize].sent_ns == 0 {
+            let s = &self.slots[slot as usize];
+            // An answer may still come for a query that was sent: late, not garbage, for a while.
+            let late_key = match s.via {
+                Via::Udp { uid, .. }
+                | Via::Stream {
+                    uid,
+                    key: MatchKey::Id(_),
+                    ..
+                } if s.sent_ns != 0 => Some(key(uid, s.id)),
+                _ => None,
+            };
+            let (mismatch, unsent) = (s.mismatch, s.sent_ns == 0);
+            if let Some(k) = late_key {
+                self.remember_late(k, deadline.saturating_add(LATE_NS));
+            }
+            if mismatch {
+                self.fail(slot, ErrorKind::BadResponse, &Cause::QuestionMismatch);
+                continue;
+            }
+            if unsent {
                 // Still queued behind a connect or TLS handshake that never finished.
                 self.stats.timeouts_unsent += 1;
             }
             self.complete(slot, Outcome::Timeout, None);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn question_length_and_match() {
-        let mut q = vec![0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0];
-        q.extend_from_slice(&[3, b'w', b'w', b'w', 0, 0, 1, 0, 1]);
-        assert_eq!(question_len(&q), 9);
-        let mut r = q.clone();
-        r[2] |= 0x80;
-        r[13] = b'W';
-        assert!(question_matches(&q, 9, &r));
-        r[14] = b'x';
-        assert!(!question_matches(&q, 9, &r));
-        assert_eq!(question_len(&q[..15]), 0);
     }
 }

@@ -67,6 +67,7 @@ enum Via {
 }
 
 mod ahead;
+mod answer;
 mod doh_framing;
 mod doq;
 mod doq_glue;
@@ -80,6 +81,7 @@ mod inflight;
 mod profile;
 mod send_times;
 mod stream;
+mod stream_replies;
 mod tcp_framing;
 mod tls_framing;
 mod transport;
@@ -193,6 +195,11 @@ struct Querier {
     next_uid: u64,
     /// IDs in flight per transport (socket or connection uid).
     id_use: FxHashMap<u64, u32>,
+    /// Keys (as `ids`) of queries that timed out lately, with when to forget them: an answer
+    /// with one of them is late, not garbage ([`Querier::remember_late`]).
+    late: FxHashMap<u64, i64>,
+    /// The same keys in the order they are to be forgotten.
+    late_order: VecDeque<(i64, u64)>,
     id_rng: u64,
 
     clients: FxHashMap<u32, Client>,
@@ -279,6 +286,8 @@ impl Querier {
             timeouts: VecDeque::new(),
             next_uid: 1,
             id_use: FxHashMap::default(),
+            late: FxHashMap::default(),
+            late_order: VecDeque::new(),
             id_rng: 0x9E37_79B9_7F4A_7C15,
             clients: FxHashMap::default(),
             udp: Vec::new(),
@@ -327,7 +336,7 @@ impl Querier {
             // Sleep until the next send (timerfd), the next timeout or housekeeping.
             let mut wait_ns = HOUSEKEEPING_NS;
             if let Some(&(d, ..)) = self.timeouts.front() {
-                wait_ns = wait_ns.min((d - now).max(0) + 1_000_000);
+                wait_ns = wait_ns.min(d.saturating_sub(now).max(0).saturating_add(1_000_000));
             }
             if let Some(w) = wake {
                 if w <= now {
@@ -553,7 +562,8 @@ impl Querier {
 
     /// When a query of `slot` sent now times out.
     fn deadline_of(&self, slot: u32, now: i64) -> i64 {
-        now + self.profile_of(self.slots[slot as usize].client).timeout_ns
+        // A timeout past the clock's end (`--timeout 1e12`) waits until then.
+        now.saturating_add(self.profile_of(self.slots[slot as usize].client).timeout_ns)
     }
 
     // ---- completion ----
@@ -577,10 +587,12 @@ impl Querier {
         let _ = self.results_tx.send(batch);
     }
 
-    /// Ends a query: one result, the slot freed, its ID released.
+    /// What is done every [`HOUSEKEEPING_NS`]: the live counts published, late keys forgotten,
+    /// idle connections closed.
     fn housekeeping(&mut self, now: i64) {
         self.last_housekeeping = now;
         self.publish_live();
+        self.forget_late(now);
         let mut idle = Vec::new();
         for (i, c) in self.conns.iter().enumerate() {
             if let Some(c) = c {

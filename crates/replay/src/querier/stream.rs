@@ -13,6 +13,7 @@
 //! ([`super::transport`]), which sees bytes only.
 
 use super::send_times::SendTimes;
+use super::stream_replies::{self, StreamReply};
 use super::transport::{
     DohFraming, MatchKey, StreamProtocol, StreamTransport, TcpFraming, TlsFraming,
 };
@@ -556,16 +557,30 @@ impl Querier {
             ),
             _ => return Ok(false),
         };
+        let by_id = protocol.matches_by_id();
         let mut keepalive = None;
         let mut unmatched = 0;
+        let mut garbage = None;
         let received = protocol.received(bytes, &mut |key, msg| {
             if handshaking {
                 // An answer: the handshake is over.
                 self.conn_ready(ci, at);
             }
-            let Some(slot) = self.answered_stream_slot(uid, key, msg) else {
-                unmatched += 1;
+            if garbage.is_some() {
+                // The connection is done for: what follows is not read.
                 return;
+            }
+            let slot = match self.stream_reply(uid, by_id, key, msg) {
+                StreamReply::Answer(slot) => slot,
+                StreamReply::Ignored => {
+                    unmatched += 1;
+                    return;
+                }
+                StreamReply::Garbage(what) => {
+                    unmatched += 1;
+                    garbage = Some(what);
+                    return;
+                }
             };
             if honor {
                 if let Ok(m) = Message::parse(msg) {
@@ -575,6 +590,15 @@ impl Querier {
             self.complete(slot, Outcome::Answered, Some((msg, at)));
         });
         self.stats.unmatched_responses += unmatched;
+        if let Ok(r) = &received {
+            self.stats.unmatched_responses += r.malformed;
+            if garbage.is_none() && r.malformed > 0 {
+                garbage = Some(stream_replies::short_frame(None));
+            }
+            if garbage.is_none() {
+                garbage = self.pending_garbage(uid, &protocol);
+            }
+        }
         let Some(Some(c)) = self.conns.get_mut(ci as usize) else {
             return Ok(false);
         };
@@ -583,16 +607,16 @@ impl Querier {
         if let Some(k) = keepalive {
             c.idle_ns = k;
         }
-        match received {
-            Ok(r) => {
-                self.stats.unmatched_responses += r.malformed;
+        match (received, garbage) {
+            (Ok(_), Some(what)) => Err((ErrorKind::BadResponse, Cause::StreamGarbage(what))),
+            (Ok(r), None) => {
                 if handshaking && !c.protocol.is_handshaking() {
                     self.conn_ready(ci, at);
                 }
                 self.conn_exchange_failures(ci);
                 Ok(r.peer_closed)
             }
-            Err(e) => {
+            (Err(e), _) => {
                 // Send the alert, if any, then give up.
                 write_out(&mut c.sock, &mut c.protocol);
                 Err((e.kind(), e.into_cause()))

@@ -56,6 +56,15 @@ fn deframe(buf: &[u8], message: &mut impl FnMut(MatchKey, &[u8])) -> (usize, u64
     (pos, malformed)
 }
 
+/// The frame begun in `partial` (what [`deframe`] left): its declared length and its bytes so
+/// far.
+fn pending(partial: &[u8]) -> Option<(usize, &[u8])> {
+    match partial {
+        [a, b, rest @ ..] => Some((u16::from_be_bytes([*a, *b]) as usize, rest)),
+        _ => None,
+    }
+}
+
 impl StreamProtocol for TcpFraming {
     fn matches_by_id(&self) -> bool {
         true
@@ -115,6 +124,10 @@ impl StreamProtocol for TcpFraming {
             peer_closed: false,
             malformed,
         })
+    }
+
+    fn pending_frame(&self) -> Option<(usize, &[u8])> {
+        pending(&self.partial)
     }
 
     /// Drops the queries not yet written: they fail with the connection.

@@ -96,6 +96,10 @@ impl StreamProtocol for TlsFraming {
         })
     }
 
+    fn pending_frame(&self) -> Option<(usize, &[u8])> {
+        self.framing.pending_frame()
+    }
+
     fn is_handshaking(&self) -> bool {
         self.session.is_handshaking()
     }

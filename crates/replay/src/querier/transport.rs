@@ -136,6 +136,13 @@ pub(crate) trait StreamProtocol {
         message: &mut impl FnMut(MatchKey, &[u8]),
     ) -> Result<Received, StreamError>;
 
+    /// The frame whose start has been received but not its end, if any: the length it declares
+    /// and its bytes so far (TCP and TLS), for the querier to judge its header before the rest
+    /// comes.
+    fn pending_frame(&self) -> Option<(usize, &[u8])> {
+        None
+    }
+
     /// Hands over the queries that failed on their own since the last call (DoH: an HTTP
     /// status other than 200, a reset stream), each with its key and why.
     fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
@@ -218,6 +225,9 @@ impl StreamProtocol for StreamTransport {
         message: &mut impl FnMut(MatchKey, &[u8]),
     ) -> Result<Received, StreamError> {
         each!(self, p => p.received(bytes, message))
+    }
+    fn pending_frame(&self) -> Option<(usize, &[u8])> {
+        each!(self, p => p.pending_frame())
     }
     fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
         each!(self, p => p.take_failures(failed))

@@ -1,7 +1,10 @@
 //! UDP: one connected socket per original client (least recently used closed past the limit),
 //! sends batched with `sendmmsg`, answers read with `recvmmsg`.
 
+use super::answer::Mismatch;
+use super::inflight::Reply;
 use super::send_times::SendTimes;
+use super::transport::MatchKey;
 use super::*;
 use crate::cause::{kind_of_io, Cause};
 
@@ -308,11 +311,31 @@ impl Querier {
                     self.stats.unmatched_responses += 1;
                     continue;
                 }
-                let Some(slot) = self.answered_slot(uid, data) else {
+                if data.len() < 2 {
                     self.stats.unmatched_responses += 1;
                     continue;
-                };
+                }
                 let id = u16::from_be_bytes([data[0], data[1]]);
+                let slot = match self.reply_of(uid, MatchKey::Id(id), data) {
+                    Reply::Answer(slot) => slot,
+                    Reply::Mismatch(slot, m) => {
+                        // A response to another question may be a late answer to an earlier
+                        // query: the query waits on for its own. A message that is no response
+                        // at all (the query echoed back) ends it.
+                        self.stats.unmatched_responses += 1;
+                        match m {
+                            Mismatch::NotAResponse => {
+                                self.fail(slot, ErrorKind::BadResponse, &m.cause())
+                            }
+                            Mismatch::QuestionMismatch => self.slots[slot as usize].mismatch = true,
+                        }
+                        continue;
+                    }
+                    Reply::Late | Reply::Stray => {
+                        self.stats.unmatched_responses += 1;
+                        continue;
+                    }
+                };
                 let tc = u16::from_be_bytes([data[2], data[3]]) & flag::TC != 0;
                 if tc && self.config.retry_truncated_over_tcp && !self.stopping {
                     self.release_id(uid, id);

@@ -68,6 +68,7 @@ pub fn read_experiment(dir: &Path) -> Result<Measured, ReportError> {
         };
         push_rcode_shares(&read.report, Some(&run), &mut measured);
         measured.traces.insert(run, read.trace);
+        measured.notes.extend(read.incomplete);
         measured.notes.extend(read.damage);
     }
     Ok(measured)

@@ -31,6 +31,8 @@ pub struct ReadResults {
     pub trace: TraceMark,
     /// Damage skipped while reading, in words, if any.
     pub damage: Option<String>,
+    /// The warning that the run which wrote the file did not finish, if it did not.
+    pub incomplete: Option<String>,
 }
 
 /// Reads a results file in one pass (bounded memory, as `ldplayer results summary`).
@@ -48,19 +50,8 @@ pub fn read_results(path: &Path) -> Result<ReadResults, ReportError> {
         summary.add(&result);
     }
     let damage = reader.damage();
-    let damage = (!damage.is_clean()).then(|| {
-        format!(
-            "{}: {} damaged block(s) skipped ({} results lost){}",
-            path.display(),
-            damage.damaged_blocks,
-            damage.results_lost,
-            if damage.cut_short {
-                ", the last block cut short"
-            } else {
-                ""
-            }
-        )
-    });
+    let damage = (!damage.is_clean()).then(|| format!("{}: {damage}", path.display()));
+    let incomplete = reader.incomplete_warning(path.display());
     Ok(ReadResults {
         trace: TraceMark {
             queries: summary.results(),
@@ -68,6 +59,7 @@ pub fn read_results(path: &Path) -> Result<ReadResults, ReportError> {
         },
         report: summary.report(),
         damage,
+        incomplete,
     })
 }
 
