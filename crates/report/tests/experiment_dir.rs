@@ -152,10 +152,10 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
             upstream: None,
         }),
         medians: rows
-        unsteady: Vec::new(),
             .iter()
             .map(|r| (r.metric.clone(), r.dist.p50))
             .collect(),
+        unsteady: Vec::new(),
     };
     std::fs::write(
         run_dir.join("run.json"),
