@@ -52,9 +52,7 @@ fn read_pcap(path: &Path) -> (u32, Vec<Frame>) {
 /// Writes Ethernet frames as a little-endian microsecond pcap.
 fn write_pcap(path: &Path, frames: &[Frame]) {
     let mut out = Vec::new();
-    for v in [0xa1b2_c3d4u32] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
+    out.extend_from_slice(&0xa1b2_c3d4u32.to_le_bytes());
     out.extend_from_slice(&2u16.to_le_bytes());
     out.extend_from_slice(&4u16.to_le_bytes());
     out.extend_from_slice(&[0; 8]);

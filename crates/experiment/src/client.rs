@@ -112,8 +112,13 @@ pub fn replay(
         },
     )
     .map_err(|e| ExperimentError::Trace(format!("{}: {e}", c.trace.display())))?;
-    let writer =
-        ResultsWriter::create(&c.results).map_err(|e| ExperimentError::io(&c.results, e))?;
+    // Marked complete at the end, so that a run killed half way reads as unfinished.
+    let unfinished = ldplayer_results::RunInfo {
+        complete: Some(false),
+        ..Default::default()
+    };
+    let writer = ResultsWriter::create_with_run_info(&c.results, &unfinished)
+        .map_err(|e| ExperimentError::io(&c.results, e))?;
     let mut running = replay
         .start(Tee::new(Summary::new(), writer))
         .map_err(|e| ExperimentError::Replay(e.to_string()))?;
@@ -151,6 +156,10 @@ pub fn replay(
         .into_inner()
         .and_then(|mut file| std::io::Write::flush(&mut file))
         .map_err(|e| ExperimentError::io(&c.results, e))?;
+    if !stop.load(Ordering::Relaxed) {
+        ldplayer_results::mark_complete(&c.results)
+            .map_err(|e| ExperimentError::io(&c.results, e))?;
+    }
     let report = ReplayReport {
         start_ns,
         interrupted: stop.load(Ordering::Relaxed),

@@ -90,11 +90,23 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
         .filter(|f| f.exists())
         .map(|f| ResultsReader::open(f).with_context(|| format!("reading {}", f.display())))
         .collect::<Result<Vec<_>>>()?;
-    let mut out = ResultsWriter::create(&merged)
+    // Complete only when every shard finished: marked so at the end, as a single replay is.
+    let unfinished_run = ldplayer_results::RunInfo {
+        complete: Some(false),
+        ..Default::default()
+    };
+    let mut out = ResultsWriter::create_with_run_info(&merged, &unfinished_run)
         .with_context(|| format!("cannot create {}", merged.display()))?;
     let report = merge(readers, &mut out, MERGE_WINDOW)?;
     out.into_inner()
         .with_context(|| format!("writing {}", merged.display()))?;
+    let unfinished = report.inputs.iter().any(|input| {
+        input.cut_short || input.run_info.as_ref().and_then(|r| r.complete) == Some(false)
+    });
+    if shards.failed == 0 && !unfinished {
+        ldplayer_results::mark_complete(&merged)
+            .with_context(|| format!("marking {} complete", merged.display()))?;
+    }
     let summary = Summary::from_results(
         ResultsReader::open(&merged).with_context(|| format!("reading {}", merged.display()))?,
     )?
