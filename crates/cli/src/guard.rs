@@ -110,6 +110,7 @@ fn zone_file(arg: &Path) -> PathBuf {
 /// Protects `command`'s inputs and claims its outputs: fails, naming both, when an output is
 /// one of the inputs or two options name the same output.
 pub fn claim(command: &Command) -> anyhow::Result<()> {
+    ldplayer_output::enable();
     let files = files(command);
     // The zone files a manifest lists are inputs too (the manifest's reader protects them); a
     // manifest that cannot be read is reported by the command itself.

@@ -25,23 +25,18 @@ pub const MAX_RATE: f64 = 1e9;
 /// The smallest and largest factors of time (`--speed`, `--time-scale`).
 pub const FACTOR_RANGE: (f64, f64) = (1e-3, 1e6);
 
-/// A number, or what is wrong with it.
+/// A number (perhaps not finite: the range says what is wanted), or what is wrong with it.
 fn number(s: &str) -> Result<f64, String> {
-    let v: f64 = s
-        .trim()
+    s.trim()
         .parse()
-        .map_err(|_| format!("{s:?} is not a number"))?;
-    if v.is_finite() {
-        Ok(v)
-    } else {
-        Err(format!("{s} is not a finite number"))
-    }
+        .map_err(|_| format!("{s:?} is not a number"))
 }
 
-/// `v` when it is within `[low, high]` (or `(low, high]` when `open_low`), else `what`.
+/// `v` when it is finite and within `[low, high]` (or `(low, high]` when `open_low`), else
+/// `what`.
 fn within(v: f64, low: f64, high: f64, open_low: bool, what: &str) -> Result<f64, String> {
     let above_low = if open_low { v > low } else { v >= low };
-    if above_low && v <= high {
+    if v.is_finite() && above_low && v <= high {
         Ok(v)
     } else {
         Err(format!("expected {what}"))

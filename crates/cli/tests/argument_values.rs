@@ -52,7 +52,7 @@ fn replay_options_say_their_range_for_negative_and_huge_values() {
         ("--speed", "1e300", "a factor from 0.001 to 1000000"),
         ("--timeout", "-1", "seconds above 0"),
         ("--timeout", "1e30", "up to 10000000"),
-        ("--timeout", "nan", "not a finite number"),
+        ("--timeout", "nan", "seconds above 0"),
         ("--rate", "-5", "queries per second from 0.001"),
         ("--rate", "1e-300", "queries per second from 0.001"),
         ("--late-start", "-1", "seconds from 0 to 10000000"),

@@ -73,7 +73,7 @@ fn check_refuses_numbers_a_run_cannot_carry_with_their_bound_and_line() {
             "[server]\nkind = \"bind\"\nzones = [\"root.zone\"]\nidle_timeout_s = 300\n",
             "server.idle_timeout_s",
             6,
-            "bind's idle timeout (`tcp-idle-timeout`) is from 0.1 to 120 s, not 300 s",
+            "bind's idle timeout (`tcp-idle-timeout`) is from 2.5 to 120 s, not 300 s",
         ),
         (
             "[server]\nkind = \"ldplayer\"\n[client]\nqueriers = 2000\n",

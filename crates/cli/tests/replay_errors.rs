@@ -250,7 +250,8 @@ fn ldplayer_isolated(args: &[&str], limit: std::time::Duration) -> (std::process
 }
 
 /// `--rate 1e-300` sent one query and then waited for ever without a word; it is refused up
-/// front, naming the slowest rate.
+/// front, naming the slowest rate (the command line's bound; the engine refuses rates slower
+/// than one query a day from any caller, `limits.rs`).
 #[test]
 fn a_rate_too_slow_to_schedule_is_refused_with_the_slowest_one() {
     let dir = tempfile::tempdir().expect("scratch");
@@ -258,8 +259,8 @@ fn a_rate_too_slow_to_schedule_is_refused_with_the_slowest_one() {
     // Nothing answers in the namespace of its own: the old engine waited for ever.
     let server = "127.0.0.1:5300";
     for (flag, value, says) in [
-        ("--rate", "1e-300", "one query a day"),
-        ("--speed", "1e-300", "one second of the trace a day"),
+        ("--rate", "1e-300", "expected queries per second from 0.001"),
+        ("--speed", "1e-300", "expected a factor from 0.001"),
     ] {
         let (out, ended) = ldplayer_isolated(
             &[

@@ -2,6 +2,7 @@
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 /// Why an output was not written.
@@ -88,9 +89,13 @@ impl Known {
         }
     }
 
+    /// Whether `other` is this file. An identity is only trusted while this file's path still
+    /// has it: a file removed since it was named frees its inode for a new file, which is not
+    /// the one that was named.
     fn same(&self, other: &Known) -> bool {
         match (self.identity, other.identity) {
-            (Some(a), Some(b)) => a == b,
+            (Some(a), Some(b)) if a == b => identity(&self.resolved) == Some(a),
+            (Some(_), Some(_)) => false,
             _ => self.resolved == other.resolved,
         }
     }
@@ -100,6 +105,20 @@ impl Known {
 struct Registry {
     inputs: Vec<Known>,
     claims: Vec<(Known, String)>,
+}
+
+/// Whether the guard is on: a program turns it on for its commands ([`enable`]); in a library
+/// used on its own (a test that reads a file and writes it again) it stays out of the way.
+static ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Turns the guard on for the rest of the process: from now on, inputs are protected and
+/// outputs checked. The `ldplayer` command does it first thing.
+pub fn enable() {
+    ENABLED.store(true, Ordering::SeqCst);
+}
+
+fn enabled() -> bool {
+    ENABLED.load(Ordering::SeqCst)
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
@@ -117,7 +136,7 @@ fn registry() -> MutexGuard<'static, Registry> {
 /// Remembers `path` as an input of this process: no output may be written over it from now on.
 /// Standard input, directories and anything else that is not a regular file are ignored.
 pub fn protect_input(path: &Path) {
-    if exempt(path) || path.is_dir() {
+    if !enabled() || exempt(path) || path.is_dir() {
         return;
     }
     let known = Known::new(path);
@@ -129,7 +148,7 @@ pub fn protect_input(path: &Path) {
 
 /// Fails when writing `path` would overwrite an input of this process.
 pub fn check(path: &Path) -> Result<(), OutputError> {
-    if exempt(path) {
+    if !enabled() || exempt(path) {
         return Ok(());
     }
     let out = Known::new(path);
@@ -148,7 +167,7 @@ pub fn check(path: &Path) -> Result<(), OutputError> {
 /// the command line before anything is written.
 pub fn claim(path: &Path, what: &str) -> Result<(), OutputError> {
     check(path)?;
-    if exempt(path) {
+    if !enabled() || exempt(path) {
         return Ok(());
     }
     let out = Known::new(path);
@@ -207,6 +226,7 @@ mod tests {
 
     #[test]
     fn an_input_is_refused_by_any_name_and_other_files_pass() {
+        enable();
         let dir = tempfile::tempdir().expect("scratch");
         let a = dir.path().join("a.txt");
         std::fs::write(&a, "a").expect("write");
@@ -231,6 +251,7 @@ mod tests {
 
     #[test]
     fn two_claims_of_one_file_are_refused_also_before_it_exists() {
+        enable();
         let dir = tempfile::tempdir().expect("scratch");
         let out = dir.path().join("run.res");
         let link = dir.path().join("link.res");
@@ -245,5 +266,29 @@ mod tests {
             );
         }
         claim(&dir.path().join("report.html"), "--report").expect("another file");
+    }
+
+    /// An input removed while the process runs gives its inode back to the file system: a new
+    /// file that gets it is not the input.
+    #[test]
+    fn a_removed_input_does_not_protect_its_inode() {
+        enable();
+        let dir = tempfile::tempdir().expect("scratch");
+        let input = dir.path().join("gone.bin");
+        std::fs::write(&input, "x").expect("write");
+        protect_input(&input);
+        let ino = identity(&input).expect("a file");
+        std::fs::remove_file(&input).expect("remove");
+        // Find a new file that got the inode back (the file system may give another).
+        for i in 0..200 {
+            let out = dir.path().join(format!("out{i}.csv"));
+            std::fs::write(&out, "y").expect("write");
+            if identity(&out) == Some(ino) {
+                check(&out).expect("not the removed input");
+                return;
+            }
+        }
+        // No reuse seen: the check still passes for a new file.
+        check(&dir.path().join("other.csv")).expect("a new file");
     }
 }

@@ -15,6 +15,9 @@
 //! - every file is created through [`create`], [`write`] or [`create_direct`], which refuse an
 //!   input once more at the moment of writing (also through hard and symbolic links).
 //!
+//! The guard is on once the program turns it on ([`enable`]; the `ldplayer` command does); a
+//! library used on its own writes what it is asked to.
+//!
 //! Files are compared by identity (device and inode, symbolic links followed) when they exist,
 //! and by their absolute path with every link resolved when they do not yet. Standard input and
 //! output (`-`) and anything that is not a regular file (a pipe, `/dev/null`) are exempt.
@@ -28,7 +31,7 @@ mod atomic;
 mod guard;
 
 pub use atomic::{AtomicFile, Destination};
-pub use guard::{check, claim, protect_input, OutputError};
+pub use guard::{check, claim, enable, protect_input, OutputError};
 
 use std::fs::File;
 use std::path::Path;

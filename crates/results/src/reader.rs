@@ -253,17 +253,26 @@ const LOOK_AT_RESULTS: usize = 8;
 
 /// Whether `bytes`, where no consistent block header is, could be the remains of a block: the
 /// start of a header cut short (at the end of the input), or results at their places after a
-/// header's room (any of the first few with known codes, flags and a zero reserved byte).
-/// Garbage appended to a file (text, random bytes) is neither.
+/// header's room (any of the first few with known codes, flags and a zero reserved byte), or a
+/// header whose magic lost one byte. Garbage appended to a file (text, random bytes) is none of
+/// these.
 fn block_remains(bytes: &[u8], result_len: usize) -> bool {
     if bytes.len() < BLOCK_HEADER_LEN {
         let n = bytes.len().min(BLOCK_MAGIC.len());
         return bytes[..n] == BLOCK_MAGIC[..n];
     }
-    bytes[BLOCK_HEADER_LEN..]
-        .chunks_exact(result_len)
-        .take(LOOK_AT_RESULTS)
-        .any(|r| r[45] & !3 == 0 && r[47] == 0 && decode_result(r).is_ok())
+    // A block header whose magic lost one byte (random bytes match three of four once in
+    // millions).
+    let magic_left = bytes[..BLOCK_MAGIC.len()]
+        .iter()
+        .zip(BLOCK_MAGIC)
+        .filter(|(a, b)| a == b)
+        .count();
+    magic_left >= BLOCK_MAGIC.len() - 1
+        || bytes[BLOCK_HEADER_LEN..]
+            .chunks_exact(result_len)
+            .take(LOOK_AT_RESULTS)
+            .any(|r| r[45] & !3 == 0 && r[47] == 0 && decode_result(r).is_ok())
 }
 
 /// Reads a results file, as an iterator of results, skipping (and counting) what is damaged.

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 /// `latency_ms_<transport>` rows after `latency_ms`, one per transport used
 /// ([`PER_TRANSPORT_LATENCY`]), in transport order. A recursive server with an emulated
 /// hierarchy behind it also has the rows of [`crate::upstream::UpstreamCounts::rows`]
-/// (`upstream_root`, `upstream_tld`, `upstream_below` and their `_nxdomain`) at the end.
+/// (`upstream_root`, `upstream_tld`, `upstream_below` and their `_nxdomain`) at the end. The
+/// rows of [`TRENDS`] (how connections and memory drifted through the measured window) come
+/// before `model_connections`, where their quantity is not about zero.
 pub const METRICS: [&str; 16] = [
     "latency_ms",
     "latency_ms_nonbusy",
@@ -423,7 +425,20 @@ mod tests {
             .iter()
             .all(|r| r.run == "001-proto=tcp-r1" && r.varied == ["tcp"]));
         let names: Vec<&str> = rows.iter().map(|r| r.metric.as_str()).collect();
-        assert_eq!(names, METRICS, "every metric, in order");
+        let trends = TRENDS.map(|(name, _)| name);
+        let (before, model) = METRICS.split_at(METRICS.len() - 1);
+        let trend_rows: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| trends.contains(n))
+            .collect();
+        let expected: Vec<&str> = before
+            .iter()
+            .copied()
+            .chain(trend_rows)
+            .chain(model.iter().copied())
+            .collect();
+        assert_eq!(names, expected, "every metric, in order");
 
         // The query that opened its connection waited for the 5 ms set-up too.
         let latency = metric(&rows, "latency_ms");
