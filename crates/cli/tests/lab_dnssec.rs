@@ -119,15 +119,42 @@ fn alter_www_signature(zone: &str) -> String {
         .collect()
 }
 
-/// `ldplayer lab` through `resolver` with `extra` arguments: the answer lines.
+/// `ldplayer lab` through `resolver` with `extra` arguments: the answer lines. The lab keeps
+/// its files in a folder of `d`, and leaves no process behind that runs from it (a resolver
+/// under faketime used to outlive the lab).
 fn lab(d: &Path, resolver: &str, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+    let work = tempfile::tempdir_in(d).expect("the lab's folder");
+    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
         .current_dir(d)
         .args(["lab", "--manifest", "manifest", "--names", "names", "-q"])
-        .args(["--resolver", resolver])
+        .args(["--resolver", resolver, "--work-dir"])
+        .arg(work.path())
         .args(extra)
         .output()
-        .expect("ldplayer runs")
+        .expect("ldplayer runs");
+    let left = processes_mentioning(work.path());
+    assert!(
+        left.is_empty(),
+        "{resolver} {extra:?}: processes left running: {left:?}"
+    );
+    out
+}
+
+/// The command lines of the live processes that name `path`.
+fn processes_mentioning(path: &Path) -> Vec<String> {
+    let needle = path.to_string_lossy().into_owned();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // A zombie has an empty command line: it runs nothing.
+        if cmdline.contains(&needle) {
+            found.push(cmdline);
+        }
+    }
+    found
 }
 
 fn answers(out: &Output, what: &str) -> Vec<String> {

@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::str::FromStr;
@@ -128,17 +129,24 @@ pub struct RunningResolver {
 
 impl Drop for RunningResolver {
     fn drop(&mut self) {
-        // SAFETY: kill with a pid we own and SIGTERM has no memory effects.
-        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        // The whole group: the resolver, and faketime's child when it runs under faketime.
+        let group = -(self.child.id() as libc::pid_t);
+        // SAFETY: kill with the group of a child we started; signals have no memory effects.
+        unsafe { libc::kill(group, libc::SIGTERM) };
         let deadline = Instant::now() + Duration::from_secs(5);
+        let mut ended = false;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+                ended = true;
+                break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // SAFETY: as above; whatever of the group is left.
+        unsafe { libc::kill(group, libc::SIGKILL) };
+        if !ended {
+            let _ = self.child.wait();
+        }
     }
 }
 
@@ -375,6 +383,9 @@ pub fn start(
         .stdin(Stdio::null())
         .stdout(log_file)
         .stderr(err_file)
+        // A group of its own, stopped whole: `faketime` runs the resolver as its child, and
+        // stopping faketime alone left the resolver running.
+        .process_group(0)
         .spawn()
         .map_err(|e| {
             let program = if faketime.is_some() {
