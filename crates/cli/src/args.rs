@@ -146,6 +146,11 @@ pub struct ReplayArgs {
     /// Send as fast as the server answers, with a bounded number of queries in flight.
     #[arg(long)]
     pub fast: bool,
+    /// Exit with status 1 when the replay did not keep the trace's timing (timing error p99
+    /// over 1 ms, or fewer than 90% of seconds within ±1% of the trace's rate); the summary
+    /// says it either way.
+    #[arg(long)]
+    pub strict: bool,
     /// Queries in flight with --fast (at most; the window is topped up each time an eighth of
     /// it is answered).
     #[arg(long, default_value_t = 1000, allow_negative_numbers = true, value_parser = crate::values::count)]
@@ -248,7 +253,7 @@ pub struct ReplayArgs {
     /// Do not send malformed queries (skip them, counted by their `dns-*` reason).
     #[arg(long)]
     pub drop_malformed: bool,
-    /// Do not show progress.
+    /// Print nothing but errors (with --json, only the JSON summary).
     #[arg(short, long)]
     pub quiet: bool,
 }

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ldplayer, s, tools};
+use common::{ldplayer, ldplayer_unanswered, s, tools};
 use ldplayer_testbed::{free_port, knot_with_workers, prerequisite};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -86,13 +86,21 @@ fn replay(trace: &Path, server: &str, dir: &Path, name: &str) -> PathBuf {
 }
 
 /// A replay against a loopback port nothing listens on: every query refused at once.
+/// The replay exits 1 (nothing answered), its results written.
 fn replay_to_nothing(trace: &Path, dir: &Path) -> PathBuf {
-    replay(
-        trace,
+    let results = dir.join("down.res");
+    ldplayer_unanswered(&[
+        "replay",
+        &s(trace),
+        "--server",
         &format!("127.0.0.1:{}", free_port()),
-        dir,
-        "down.res",
-    )
+        "--speed",
+        "2",
+        "--results",
+        &s(&results),
+        "-q",
+    ]);
+    results
 }
 
 #[test]

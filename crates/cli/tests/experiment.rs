@@ -302,8 +302,10 @@ fn quick_example_runs_on_the_embedded_server() {
         .to_string();
     // Every query answered, at about the emulated round trip.
     assert!(value(&rows, &udp_id, "answered_share", "mean") > 0.999);
+    // At least the emulated round trip, and one round trip, not two (TCP's set-up takes two).
+    // The margin above it is wide: a busy CI host once added 6 ms at the median (26.1 ms).
     let p50 = value(&rows, &udp_id, "latency_ms", "p50");
-    assert!((19.0..25.0).contains(&p50), "UDP p50 {p50} ms at 20 ms RTT");
+    assert!((19.0..30.0).contains(&p50), "UDP p50 {p50} ms at 20 ms RTT");
     // Over TCP and TLS, connections are held: the server sees them established.
     assert!(value(&rows, &tcp_id, "tcp_established", "p50") > 0.0);
     assert!(value(&rows, "003-proto=tls", "tcp_established", "p50") > 0.0);
@@ -673,7 +675,8 @@ fn latency_example_follows_the_round_trip() {
     );
     let rows = summary(&out_dir);
     let udp = value(&rows, "001-", "latency_ms", "p50");
-    assert!((39.0..43.0).contains(&udp), "UDP p50 {udp} ms at 40 ms");
+    // One round trip, not two; a wide margin above it for a busy host (see the quick example).
+    assert!((39.0..60.0).contains(&udp), "UDP p50 {udp} ms at 40 ms");
     let tcp = value(&rows, "002-", "latency_ms", "mean");
     let tcp_nonbusy = value(&rows, "002-", "latency_ms_nonbusy", "mean");
     let tls = value(&rows, "003-", "latency_ms", "mean");

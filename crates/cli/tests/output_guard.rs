@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{ldplayer, s};
+use common::{ldplayer, ldplayer_unanswered, s};
 use std::path::{Path, PathBuf};
 
 /// The output options (command, option), each refused below when it names an input.
@@ -101,7 +101,7 @@ impl Scratch {
         let trace = self.trace(&format!("{name}.bin"));
         let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
         let p = self.path(name);
-        ldplayer(&[
+        ldplayer_unanswered(&[
             "replay",
             &s(&trace),
             "--server",

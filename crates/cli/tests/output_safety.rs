@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ldplayer, ldplayer_fails, s, shared_data};
+use common::{ldplayer, ldplayer_fails, ldplayer_unanswered, s, shared_data};
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -161,7 +161,7 @@ fn results_export_and_replay_refuse_to_write_over_their_inputs() {
     let results = dir.path().join("r.res");
     let small = dir.path().join("small.bin");
     synth(&small, "5");
-    ldplayer(&[
+    ldplayer_unanswered(&[
         "replay",
         &s(&small),
         "--server",

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ldplayer, Tcpdump};
+use common::{ldplayer, ldplayer_unanswered, Tcpdump};
 
 use ldplayer_testbed::knot;
 use std::path::Path;
@@ -118,7 +118,8 @@ fn a_silent_server_gives_timeouts_not_a_hang() {
         "-q",
     ]);
     let started = Instant::now();
-    let out = ldplayer(&[
+    // Not one query answered: the summary, then exit status 1.
+    let out = ldplayer_unanswered(&[
         "replay",
         &s(&trace),
         "--server",

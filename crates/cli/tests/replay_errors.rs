@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::ldplayer;
+use common::{ldplayer, ldplayer_unanswered};
 use ldplayer_testbed::{nsd_tls, nsd_tls_self_signed_ca};
 use std::path::Path;
 use std::process::Command;
@@ -38,13 +38,14 @@ fn trace(dir: &Path, n: u32) -> String {
     trace
 }
 
-/// Runs a replay that is expected to finish (exit 0) with failed queries; returns its text
-/// summary and its JSON summary.
+/// Runs a replay in which every query fails (exit status 1, nothing answered, the summary
+/// printed all the same); returns its text summary (printed without `-q`) and its JSON summary.
 fn replay(args: &[&str]) -> (String, serde_json::Value) {
-    let text = ldplayer(args);
+    let loud: Vec<&str> = args.iter().copied().filter(|a| *a != "-q").collect();
+    let text = ldplayer_unanswered(&loud);
     let mut json_args = args.to_vec();
     json_args.push("--json");
-    let json = ldplayer(&json_args);
+    let json = ldplayer_unanswered(&json_args);
     (
         String::from_utf8_lossy(&text.stdout).into_owned(),
         serde_json::from_slice(&json.stdout).expect("replay --json prints JSON"),

@@ -73,7 +73,6 @@ fn results_summary_prints_the_replay_summary_again() {
         "4",
         "--results",
         &s(&res),
-        "-q",
     ]);
     let replay_text = String::from_utf8(replay.stdout).expect("utf-8");
     let again = ldplayer(&["results", "summary", &s(&res)]);

@@ -24,6 +24,7 @@
 //! trace, are merged and compared query by query.
 
 pub mod export;
+pub mod fidelity;
 pub mod file;
 pub mod join;
 pub mod merge;

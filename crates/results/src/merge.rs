@@ -247,6 +247,7 @@ mod tests {
             clock: None,
             host: None,
             complete: None,
+            closed_loop: None,
         };
         let mut w = ResultsWriter::with_run_info(Vec::new(), &info).unwrap();
         for i in [1, 3] {

@@ -39,6 +39,11 @@ pub struct RunInfo {
     /// was killed says so even when it ends on a whole block. `None`: not recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub complete: Option<bool>,
+    /// Whether the replay sent as fast as answers came (`replay --fast`): it had no schedule
+    /// to keep, so its timing is not judged ([`crate::fidelity::Fidelity`]). `None`: not
+    /// recorded (files written before it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_loop: Option<bool>,
 }
 
 /// The bytes of an unfinished run's flag, and what [`mark_complete`] writes over them (the same
@@ -165,6 +170,7 @@ mod tests {
             }),
             host: Some("node-7".into()),
             complete: Some(false),
+            closed_loop: Some(false),
         };
         let bytes = info.encode();
         assert_eq!(RunInfo::decode(&bytes), Some(info));

@@ -251,6 +251,8 @@ fn workload(
             json: args.json,
             quiet: args.quiet,
             population,
+            closed_loop: false,
+            strict: false,
         },
     )
 }

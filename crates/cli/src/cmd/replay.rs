@@ -7,6 +7,7 @@ use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
 use ldplayer_population::{AssignTransports, Population};
 use ldplayer_replay::{Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
+use ldplayer_results::fidelity::Fidelity;
 use ldplayer_results::{ResultsWriter, RunInfo, Summary, Tee};
 use ldplayer_trace::{Proto, SinkError};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
@@ -41,6 +42,8 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             json: args.json,
             quiet: args.quiet,
             population,
+            closed_loop: args.fast,
+            strict: args.strict,
         },
     )
 }
@@ -69,10 +72,14 @@ pub struct TraceReplay<'a> {
     pub report: Option<&'a Path>,
     /// Print the summary as one JSON object.
     pub json: bool,
-    /// Print no progress and no summary text.
+    /// Print nothing but errors.
     pub quiet: bool,
     /// Replay the trace as this population: each client over its group's transport.
     pub population: Option<Population>,
+    /// Queries go as fast as answers come (no schedule to keep: timing is not judged).
+    pub closed_loop: bool,
+    /// Fail when the replay did not keep the trace's timing.
+    pub strict: bool,
 }
 
 /// Replays `job.trace` with `config`, showing progress and stopping cleanly on Ctrl-C, and
@@ -153,17 +160,23 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         _ => None,
     };
     let report = summary.report();
+    let fidelity = Fidelity::of(&report, job.closed_loop);
     if job.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
             obj.insert("replay".into(), serde_json::to_value(&stats)?);
+            obj.insert("fidelity".into(), serde_json::to_value(&fidelity)?);
             if let Some(html) = drawn {
                 obj.insert("report".into(), serde_json::to_value(html)?);
             }
         }
         println!("{json}");
-    } else {
+    } else if !job.quiet {
         print!("{report}");
+        // A closed loop has no schedule: nothing to say of its timing.
+        if !job.closed_loop {
+            println!("{fidelity}");
+        }
         print_engine(&stats, stop.load(Ordering::Relaxed));
         if let Some(p) = job.results {
             println!("results: {}", p.display());
@@ -171,6 +184,21 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         if let Some(html) = drawn {
             println!("report: {}", html.display());
         }
+    }
+    if report.results > 0 && report.answered == 0 && read_error.is_none() {
+        bail!(
+            "not one of the {} queries was answered ({} timeouts, {} errors): is the server \
+             up, and at this address?",
+            report.results,
+            report.timeouts,
+            report.errors.values().sum::<u64>()
+        );
+    }
+    if job.strict && !fidelity.ok {
+        bail!(
+            "--strict: the replay did not keep the trace's timing: {}",
+            fidelity.problems.join("; ")
+        );
     }
     match read_error {
         None => Ok(()),
@@ -377,6 +405,7 @@ fn run_info(config: &ReplayConfig) -> RunInfo {
             .map(|h| h.trim().to_string())
             .filter(|h| !h.is_empty()),
         complete: Some(false),
+        closed_loop: Some(matches!(config.timing, Timing::Fast { .. })),
     }
 }
 

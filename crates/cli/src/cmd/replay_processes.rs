@@ -10,6 +10,7 @@
 use crate::args::ReplayArgs;
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
+use ldplayer_results::fidelity::Fidelity;
 use ldplayer_results::{merge, ResultsReader, ResultsWriter, Summary, MERGE_WINDOW};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -93,6 +94,7 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
     // Complete only when every shard finished: marked so at the end, as a single replay is.
     let unfinished_run = ldplayer_results::RunInfo {
         complete: Some(false),
+        closed_loop: Some(args.fast),
         ..Default::default()
     };
     let mut out = ResultsWriter::create_with_run_info(&merged, &unfinished_run)
@@ -120,10 +122,19 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
         if let Some(obj) = json.as_object_mut() {
             obj.insert("processes".into(), serde_json::Value::Array(shards.json));
             obj.insert("merged".into(), report.merged.into());
+            if !args.fast {
+                obj.insert(
+                    "fidelity".into(),
+                    serde_json::to_value(Fidelity::of(&summary, false))?,
+                );
+            }
         }
         println!("{json}");
     } else if !args.quiet {
         print!("{summary}");
+        if !args.fast {
+            println!("{}", Fidelity::of(&summary, false));
+        }
         if let Some(p) = &results {
             println!(
                 "results: {} (merged from {processes} processes)",

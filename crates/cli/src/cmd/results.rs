@@ -5,6 +5,7 @@ use crate::args::{ExportArgs, MergeArgs, ReadArgs, ResultsCommand, ResultsSummar
 use crate::io::{open_input, Output};
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
+use ldplayer_results::fidelity::Fidelity;
 use ldplayer_results::{
     export_csv, export_jsonl, mark_complete, merge, CsvWriter, JsonlWriter, MergeReport,
     ResultsReader, ResultsWriter, RunInfo, ShardId, Summary, TraceJoin, MERGE_WINDOW,
@@ -32,9 +33,19 @@ fn merge_files(args: MergeArgs) -> Result<()> {
         .iter()
         .map(|f| ResultsReader::open(f).with_context(|| format!("cannot read {}", f.display())))
         .collect::<Result<Vec<_>>>()?;
-    // The merged run is complete only when every input's was: marked so at the end.
+    // The merged run is complete only when every input's was: marked so at the end. It kept a
+    // schedule when its shards all say they did.
+    let closed_loop: Vec<Option<bool>> = readers
+        .iter()
+        .map(|r| r.run_info().and_then(|i| i.closed_loop))
+        .collect();
     let unfinished_run = RunInfo {
         complete: Some(false),
+        closed_loop: closed_loop
+            .first()
+            .copied()
+            .flatten()
+            .filter(|first| closed_loop.iter().all(|c| *c == Some(*first))),
         ..RunInfo::default()
     };
     let mut out = ResultsWriter::with_run_info(Output::create(&args.output)?, &unfinished_run)?;
@@ -375,11 +386,21 @@ fn summary(args: ResultsSummaryArgs) -> Result<()> {
         .report();
     // A run that did not finish is said first, where the summary is read.
     let incomplete = reader.incomplete_warning(args.file.display());
+    // Whether the replay kept its trace's timing, judged as the replay judged it (only where
+    // the file says whether it had a schedule to keep).
+    let fidelity = reader
+        .run_info()
+        .and_then(|info| info.closed_loop)
+        .filter(|closed| !closed)
+        .map(|_| Fidelity::of(&report, false));
     if args.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
             obj.insert("file_damage".into(), serde_json::to_value(reader.damage())?);
             obj.insert("complete".into(), serde_json::to_value(reader.complete())?);
+            if let Some(fidelity) = &fidelity {
+                obj.insert("fidelity".into(), serde_json::to_value(fidelity)?);
+            }
             obj.insert(
                 "warnings".into(),
                 serde_json::to_value(incomplete.iter().collect::<Vec<_>>())?,
@@ -394,6 +415,9 @@ fn summary(args: ResultsSummaryArgs) -> Result<()> {
             println!("WARNING: {w}");
         }
         print!("{report}");
+        if let Some(fidelity) = &fidelity {
+            println!("{fidelity}");
+        }
     }
     report_damage(&args.file, &reader);
     Ok(())

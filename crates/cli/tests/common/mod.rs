@@ -32,6 +32,27 @@ pub fn ldplayer_fails(args: &[&str]) -> Output {
     out
 }
 
+/// Runs a `ldplayer replay` in which not one query is answered (a server that is down or
+/// refuses every session): the results and the summary are written, then it exits with status
+/// 1 saying so. Returns its output.
+pub fn ldplayer_unanswered(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(args)
+        .output()
+        .expect("ldplayer runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "ldplayer {args:?} should exit 1 with nothing answered; stderr: {stderr}"
+    );
+    assert!(
+        stderr.contains("queries was answered"),
+        "ldplayer {args:?}: {stderr}"
+    );
+    out
+}
+
 /// A file of the shared test data (`../shared/data` beside the workspace); `None` only when it
 /// is missing and `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
 pub fn shared_data(relative: &str) -> Option<std::path::PathBuf> {
