@@ -289,7 +289,7 @@ fn run_one(
             .filter(|t| t.is_finite())
     };
     record.unsteady = crate::summary::steady::unsteady_notes(
-        s.is_connection_oriented(),
+        s.holds_connections(),
         s.warmup_s,
         s.closing_idle_timeout_s(),
         &[

@@ -34,6 +34,22 @@ impl RunSettings {
         self.trace.mutate.proto.is_connection()
     }
 
+    /// Whether some of the run's clients hold connections that an idle timeout closes: a
+    /// forced connection transport, or a population with a group over anything but UDP.
+    pub fn holds_connections(&self) -> bool {
+        self.is_connection_oriented()
+            || self
+                .client
+                .read_population()
+                .ok()
+                .flatten()
+                .is_some_and(|p| {
+                    p.transports()
+                        .into_iter()
+                        .any(|proto| proto != ldplayer_trace::Proto::Udp)
+                })
+    }
+
     /// The idle timeout that closes the run's connections first: the server's or the
     /// client's.
     pub fn closing_idle_timeout_s(&self) -> f64 {
@@ -44,7 +60,7 @@ impl RunSettings {
     /// connections whose warm-up is shorter than the idle timeout that closes them.
     pub fn warmup_note(&self) -> Option<String> {
         crate::summary::steady::unsteady_notes(
-            self.is_connection_oriented(),
+            self.holds_connections(),
             self.warmup_s,
             self.closing_idle_timeout_s(),
             &[],
