@@ -93,7 +93,7 @@ pub struct PopulationFitArgs {
     #[arg(short, long, value_name = "FILE")]
     pub output: PathBuf,
     /// The seed of the population's assignment of clients to groups.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::values::seed)]
     pub seed: u64,
     /// Print what was measured as one JSON object.
     #[arg(long)]
@@ -166,7 +166,7 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub json: bool,
     /// Querier threads (each original client always goes to the same one).
-    #[arg(long, allow_negative_numbers = true, value_parser = crate::values::count)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::values::queriers)]
     pub queriers: Option<usize>,
     /// Pin querier threads to these cores, e.g. 1 or 0,1; ldplayer's other threads (reader,
     /// result writer, progress) then keep off them, so each querier has its core to itself.
@@ -180,7 +180,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "SECONDS", default_value_t = 2.0, allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
     pub timeout: f64,
     /// Retries of a UDP query that timed out.
-    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true, value_parser = crate::values::retries)]
     pub udp_retries: u32,
     /// Seconds a TCP/TLS connection may stay idle before it is closed (serve has the same flag).
     #[arg(long, value_name = "SECONDS", default_value_t = 20.0, allow_negative_numbers = true, value_parser = crate::values::seconds)]
@@ -196,16 +196,16 @@ pub struct ReplayArgs {
     pub population: Option<PathBuf>,
     /// Run the replay as N shards in N child processes of this host (each with its own
     /// open-file limit and, with --pin, its own core) and merge their results into --results.
-    #[arg(long, value_name = "N", conflicts_with = "shard", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(long, value_name = "N", conflicts_with = "shard", allow_negative_numbers = true, value_parser = crate::values::processes)]
     pub processes: Option<u32>,
     /// The number of shards, for `--shard auto` in a Kubernetes Indexed Job (its completions;
     /// or set LDPLAYER_SHARDS).
-    #[arg(long, value_name = "N", requires = "shard")]
+    #[arg(long, value_name = "N", requires = "shard", allow_negative_numbers = true, value_parser = crate::values::shards)]
     pub shards: Option<u32>,
     /// Start the trace at this instant of this host's clock (RFC 3339, e.g.
     /// 2026-11-24T01:00:00Z, or Unix seconds), so that shards on several processes or hosts
     /// keep one schedule (original timing: the trace's first query is sent then).
-    #[arg(long, value_name = "TIME")]
+    #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
     pub start_at: Option<String>,
     /// With --start-at: how many seconds late a shard may still begin, keeping the shared
     /// schedule (its first queries then go out late, and it says by how much).
@@ -248,7 +248,7 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "SOURCE", value_enum, default_value_t = SendTimes::Kernel)]
     pub send_times: SendTimes,
     /// UDP/TCP port carrying DNS in captures (repeat for several).
-    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16])]
+    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], allow_negative_numbers = true, value_parser = crate::values::port)]
     pub dns_ports: Vec<u16>,
     /// Do not send malformed queries (skip them, counted by their `dns-*` reason).
     #[arg(long)]
@@ -279,7 +279,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
     /// Port of the default listen addresses with --manifest.
-    #[arg(long, default_value_t = 53)]
+    #[arg(long, default_value_t = 53, allow_negative_numbers = true, value_parser = crate::values::port)]
     pub port: u16,
     /// UDP worker threads per listen address.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::values::count)]
@@ -395,7 +395,12 @@ pub struct LabArgs {
     /// With --trust-anchor: the moment the resolver validates at (RFC 3339, Unix seconds, or
     /// YYYYMMDDHHMMSS as in RRSIGs), e.g. the capture's time, when the recorded signatures have
     /// expired since. Unbound takes it as an option; the other resolvers run under faketime.
-    #[arg(long, value_name = "TIME", requires = "trust_anchor")]
+    #[arg(
+        long,
+        value_name = "TIME",
+        requires = "trust_anchor",
+        allow_negative_numbers = true
+    )]
     pub time: Option<String>,
     /// With --trust-anchor: a domain not to validate (a negative trust anchor; repeat for
     /// several), as Deckard's `domain-insecure`.
@@ -598,7 +603,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "TRACE")]
     pub with_trace: Option<PathBuf>,
     /// UDP/TCP port carrying DNS in a --with-trace capture (repeat for several).
-    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], requires = "with_trace")]
+    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], allow_negative_numbers = true, value_parser = crate::values::port, requires = "with_trace")]
     pub dns_ports: Vec<u16>,
 }
 
@@ -721,7 +726,7 @@ pub enum OutFormat {
 #[derive(Debug, Clone, Args)]
 pub struct ReadArgs {
     /// UDP/TCP port carrying DNS in captures (repeat for several).
-    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16])]
+    #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], allow_negative_numbers = true, value_parser = crate::values::port)]
     pub dns_ports: Vec<u16>,
     /// Keep only queries.
     #[arg(long, conflicts_with = "responses_only")]
@@ -831,16 +836,16 @@ pub struct SynthArgs {
     #[arg(long, value_name = "QPS", default_value_t = 10_000.0, allow_negative_numbers = true, value_parser = crate::values::rate)]
     pub rate: f64,
     /// Number of queries.
-    #[arg(long, short = 'n', default_value_t = 10_000)]
+    #[arg(long, short = 'n', default_value_t = 10_000, allow_negative_numbers = true, value_parser = crate::values::queries)]
     pub count: u64,
     /// Stop after this many seconds of trace time, if sooner than `--count`.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
     pub duration: Option<f64>,
     /// Random seed: the same seed gives the same trace.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::values::seed)]
     pub seed: u64,
     /// Number of distinct clients.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true, value_parser = crate::values::clients)]
     pub clients: Option<u64>,
     /// Share of queries with the DO bit set (0..1).
     #[arg(long, value_name = "FRACTION", allow_negative_numbers = true, value_parser = crate::values::fraction)]
@@ -883,7 +888,7 @@ pub struct MutateArgs {
     #[command(flatten)]
     pub read: ReadArgs,
     /// Seed of every random or keyed choice.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::values::seed)]
     pub seed: u64,
     /// Set the transport (keep: leave each message's own).
     #[arg(long, value_name = "PROTO", value_enum)]
@@ -910,7 +915,7 @@ pub struct MutateArgs {
     #[arg(long, conflicts_with = "set_rd")]
     pub clear_rd: bool,
     /// Set the EDNS UDP payload size (where there is EDNS).
-    #[arg(long, value_name = "BYTES")]
+    #[arg(long, value_name = "BYTES", allow_negative_numbers = true, value_parser = crate::values::bufsize)]
     pub bufsize: Option<u16>,
     /// Add EDNS (version 0) where missing.
     #[arg(long)]
@@ -1015,7 +1020,7 @@ pub struct DemoArgs {
     #[arg(long)]
     pub pipeline: bool,
     /// Number of queries to synthesize (--pipeline).
-    #[arg(long, short = 'n', default_value_t = 100_000)]
+    #[arg(long, short = 'n', default_value_t = 100_000, allow_negative_numbers = true, value_parser = crate::values::queries)]
     pub count: u64,
     /// Print nothing but errors.
     #[arg(short, long)]

@@ -116,25 +116,70 @@ pub fn fraction(s: &str) -> Result<f64, String> {
     within(number(s)?, 0.0, 1.0, false, "a share from 0 to 1")
 }
 
+/// A whole number from `low` to `high` (anything else, `1e30` and `-1` included, is refused
+/// with the range: never Rust's "invalid digit" or "number too large").
+fn whole(s: &str, low: u64, high: u64, what: &str) -> Result<u64, String> {
+    match s.trim().parse::<i128>() {
+        Ok(v) if (i128::from(low)..=i128::from(high)).contains(&v) => Ok(v as u64),
+        _ => Err(format!("expected {what} from {low} to {high}")),
+    }
+}
+
 /// A count of at least one (queries in flight, threads, connections), up to a billion.
 pub fn count(s: &str) -> Result<usize, String> {
-    let v: i128 = s
-        .trim()
-        .parse()
-        .map_err(|_| format!("{s:?} is not a whole number"))?;
-    if (1..=1_000_000_000).contains(&v) {
-        Ok(v as usize)
-    } else {
-        Err("expected a whole number from 1 to 1000000000".into())
-    }
+    whole(s, 1, 1_000_000_000, "a whole number").map(|v| v as usize)
 }
 
 /// A count from zero, up to a billion.
 pub fn count_from_zero(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<i128>() {
-        Ok(0) => Ok(0),
-        _ => count(s).map_err(|_| "expected a whole number from 0 to 1000000000".into()),
-    }
+    whole(s, 0, 1_000_000_000, "a whole number").map(|v| v as usize)
+}
+
+/// A number of queries to make, from 1 to a trillion (a day of B-Root is about 3.3 billion).
+pub fn queries(s: &str) -> Result<u64, String> {
+    whole(s, 1, 1_000_000_000_000, "a number of queries")
+}
+
+/// A number of clients, from 1 to 2^32 (every IPv4 address).
+pub fn clients(s: &str) -> Result<u64, String> {
+    whole(s, 1, 1 << 32, "a number of clients")
+}
+
+/// A port from 1 to 65535.
+pub fn port(s: &str) -> Result<u16, String> {
+    whole(s, 1, 65_535, "a port").map(|v| v as u16)
+}
+
+/// A random seed: any 64-bit number.
+pub fn seed(s: &str) -> Result<u64, String> {
+    whole(s, 0, u64::MAX, "a seed")
+}
+
+/// An EDNS UDP payload size, from 512 (RFC 6891 §6.2.5: smaller values are treated as 512) to
+/// 65535.
+pub fn bufsize(s: &str) -> Result<u16, String> {
+    whole(s, 512, 65_535, "a payload size in bytes").map(|v| v as u16)
+}
+
+/// Retries of a UDP query after a timeout: up to 100 (a stub's default is 2 to 4).
+pub fn retries(s: &str) -> Result<u32, String> {
+    whole(s, 0, 100, "a number of retries").map(|v| v as u32)
+}
+
+/// Querier threads: 1 to 1024, the engine's own bound.
+pub fn queriers(s: &str) -> Result<usize, String> {
+    whole(s, 1, 1024, "a number of querier threads").map(|v| v as usize)
+}
+
+/// Replay processes on one host: 1 to 1024 (each holds its own sockets: a process's open-file
+/// limit, not this bound, is what more of them get past).
+pub fn processes(s: &str) -> Result<u32, String> {
+    whole(s, 1, 1024, "a number of processes").map(|v| v as u32)
+}
+
+/// Shards of one replay over processes or hosts: 1 to a million.
+pub fn shards(s: &str) -> Result<u32, String> {
+    whole(s, 1, 1_000_000, "a number of shards").map(|v| v as u32)
 }
 
 #[cfg(test)]
