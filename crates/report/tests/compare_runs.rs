@@ -138,8 +138,7 @@ fn a_run_that_matches_several_is_not_paired_and_the_warning_says_why() {
     assert_eq!(c.run_pairs[0], pair(Some("001-proto=udp-r1"), None, None));
     assert_eq!(c.shared, 0);
     let said = format!(
-        "BASE's run 001-proto=udp-r1 is not paired: by proto=udp and repeat 1 it matches NEW's \
-         {} and 1 of BASE's",
+        "BASE's run 001-proto=udp-r1 is not paired: by proto=udp and repeat 1 it matches NEW's {}",
         new_runs.join(", ")
     );
     assert!(c.warnings.contains(&said), "{:?}", c.warnings);

@@ -193,12 +193,12 @@ pub(super) fn pair_runs(
             keys => keys.join(", "),
         };
         notes.push(format!(
-            "BASE varies {} and NEW varies {}: runs pair by {} and their repeat",
+            "BASE varies {} and NEW varies {}: runs pair by {}",
             keys(base),
             keys(new),
             match common.as_slice() {
-                [] => "nothing but".to_string(),
-                keys => format!("{} (the keys both vary)", keys.join(", ")),
+                [] => "their repeat alone".to_string(),
+                keys => format!("{} (the keys both vary) and their repeat", keys.join(", ")),
             }
         ));
     }
@@ -224,17 +224,20 @@ pub(super) fn pair_runs(
         let partner = match (candidates, base_count[key]) {
             ([one], 1) => Some(*one),
             ([], _) => None,
-            (several, _) => {
+            (several, count) => {
                 let what = match key {
                     Key::Values(v, r) => format!("{} and repeat {r}", values_text(v)),
                     Key::Name(name) => format!("the name {name}"),
                 };
                 let others: Vec<&str> = several.iter().map(|s| s.as_str()).collect();
+                let also = match count {
+                    1 => String::new(),
+                    2 => ", as does another run of BASE".to_string(),
+                    n => format!(", as do {} other runs of BASE", n - 1),
+                };
                 notes.push(format!(
-                    "BASE's run {run} is not paired: by {what} it matches NEW's {} and {} of \
-                     BASE's",
+                    "BASE's run {run} is not paired: by {what} it matches NEW's {}{also}",
                     others.join(", "),
-                    base_count[key]
                 ));
                 None
             }
