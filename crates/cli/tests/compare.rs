@@ -1,11 +1,13 @@
 //! `ldplayer compare`: two replays against two builds of a real server (knotd with one and with
 //! two workers), one against no server at all, and two real experiments; the exit status
 //! follows `--max-regression` (0 within, 1 past a bound, 2 for a comparison that cannot be
-//! made).
+//! made). A UDP replay and a TLS replay of one trace against ldplayer's server, set against
+//! each other with `--as udp=tls`; experiments whose runs are numbered differently, paired by
+//! their varied values.
 
 mod common;
 
-use common::{ldplayer, ldplayer_unanswered, s, tools};
+use common::{ldplayer, ldplayer_unanswered, s, tools, Serve};
 use ldplayer_testbed::{free_port, knot_with_workers, prerequisite};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -393,4 +395,418 @@ fn two_experiments_pair_their_runs() {
         "{table}"
     );
     assert!(!table.contains("latency_ms"), "{table}");
+}
+
+/// `ldplayer results summary FILE --json`: what a replay measured, read on its own.
+fn summary(results: &str) -> serde_json::Value {
+    let out = ldplayer(&["results", "summary", results, "--json"]);
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+/// The names of a `--json` comparison's rows.
+fn names(c: &serde_json::Value) -> Vec<String> {
+    c["metrics"]
+        .as_array()
+        .expect("metrics")
+        .iter()
+        .map(|r| r["name"].as_str().expect("name").to_string())
+        .collect()
+}
+
+#[test]
+fn a_udp_replay_and_a_tls_replay_of_one_trace_compare_with_as() {
+    let dir = tempfile::tempdir().expect("scratch");
+    std::fs::write(
+        dir.path().join("example.zone"),
+        "$ORIGIN example.\n$TTL 60\n@ SOA ns admin 1 60 60 60 60\n@ NS ns\nns A 127.0.0.1\n",
+    )
+    .expect("zone");
+    let (port, tls_port) = (free_port(), free_port());
+    let tls = dir.path().join("tls");
+    let server = Serve::start(&[
+        "--listen",
+        &format!("127.0.0.1:{port}"),
+        "--tls-listen",
+        &format!("127.0.0.1:{tls_port}"),
+        "--tls-self-signed",
+        &s(&tls),
+        &s(&dir.path().join("example.zone")),
+    ]);
+    // The trace keeps 30% of its queries on TCP: replayed as it is, it is a UDP and TCP run.
+    let trace = trace(dir.path());
+    let plain = format!("127.0.0.1:{port}");
+    let replay_over = |proto: &str, server: &str, name: &str, extra: &[&str]| {
+        let results = dir.path().join(name);
+        let mut args = vec![
+            "replay",
+            trace.to_str().expect("utf-8"),
+            "--server",
+            server,
+            "--speed",
+            "4",
+            "--results",
+            results.to_str().expect("utf-8"),
+            "-q",
+        ];
+        if !proto.is_empty() {
+            args.extend(["--proto", proto]);
+        }
+        args.extend_from_slice(extra);
+        ldplayer(&args);
+        s(&results)
+    };
+    let ca = s(&tls.join("ca.pem"));
+    let udp = replay_over("udp", &plain, "udp.res", &[]);
+    let tls_at = format!("127.0.0.1:{tls_port}");
+    let over_tls = replay_over("tls", &tls_at, "tls.res", &["--tls-ca", &ca]);
+    let mixed = replay_over("", &plain, "mixed.res", &[]);
+    drop(server);
+    let (udp_summary, tls_summary) = (summary(&udp), summary(&over_tls));
+    assert_eq!(udp_summary["answered"], 2000, "{udp_summary}");
+    assert_eq!(tls_summary["answered"], 2000, "{tls_summary}");
+
+    // Without --as: the latencies have no counterpart, and the warning says which --as would
+    // set them against each other.
+    let out = compare(&[&udp, &over_tls]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("BASE's queries over udp have no counterpart in NEW, nor NEW's over tls")
+            && err.contains("--as udp=tls sets them against each other"),
+        "{err}"
+    );
+    // A bound on UDP's latency, which the TLS replay cannot have: a comparison that cannot
+    // be made (2), not a regression (1), and the error says what to give instead.
+    let out = compare(&[&udp, &over_tls, "--max-regression", "latency_ms.udp.p50=10"]);
+    assert_eq!(status(&out), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("replayed no query over udp (its queries went over tls)")
+            && err.contains("give --as udp=tls and bound latency_ms.udp=tls.p50"),
+        "{err}"
+    );
+
+    // With --as udp=tls: BASE's UDP figures against NEW's TLS figures, under the pair's name.
+    let out = compare(&[&udp, &over_tls, "--as", "udp=tls", "--json"]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    let c = json(&out);
+    assert_eq!(c["as"], serde_json::json!(["udp=tls"]), "{c}");
+    assert!(c["warnings"].as_array().is_some_and(Vec::is_empty), "{c}");
+    assert!(c["shared"].as_u64().is_some_and(|n| n >= 15), "{c}");
+    let rows = names(&c);
+    assert!(
+        !rows
+            .iter()
+            .any(|n| n.starts_with("latency_ms.udp.") || n.starts_with("latency_ms.tls.")),
+        "the paired transports have no rows of their own: {rows:?}"
+    );
+    for stat in ["p50", "p99", "mean"] {
+        let r = row(&c, &format!("latency_ms.udp=tls.{stat}"));
+        assert_eq!(r["base"], udp_summary["latency_ms"]["udp"][stat], "{r}");
+        assert_eq!(r["new"], tls_summary["latency_ms"]["tls"][stat], "{r}");
+        assert_eq!(r["metric"], format!("latency_ms.udp=tls.{stat}"));
+        assert!(
+            r["verdict"] != "only-base" && r["verdict"] != "only-new",
+            "{r}"
+        );
+    }
+    // UDP has no connection to set up: TLS's handshake is NEW's alone.
+    let handshake = row(&c, "handshake_ms.udp=tls.p50");
+    assert_eq!(handshake["verdict"], "only-new", "{handshake}");
+    assert_eq!(
+        handshake["new"], tls_summary["handshake_ms"]["tls"]["p50"],
+        "{handshake}"
+    );
+    assert_eq!(row(&c, "answered_share")["verdict"], "same");
+
+    // Bounds name the pair's rows. Which transport is faster on loopback depends on the
+    // machine, but the exit status follows what was measured.
+    let p50 = row(&c, "latency_ms.udp=tls.p50");
+    let slower = p50["new"].as_f64() > p50["base"].as_f64();
+    let out = compare(&[
+        &udp,
+        &over_tls,
+        "--as",
+        "udp=tls",
+        "--max-regression",
+        "latency_ms.udp=tls.p50=0",
+    ]);
+    assert_eq!(
+        status(&out),
+        Some(if slower { 1 } else { 0 }),
+        "{}",
+        text(&out.stderr)
+    );
+    if slower {
+        assert!(
+            text(&out.stderr).contains("latency_ms.udp=tls.p50 regressed past its bound of 0%"),
+            "{}",
+            text(&out.stderr)
+        );
+    }
+    let table = text(&out.stdout);
+    let line = table
+        .lines()
+        .find(|l| l.starts_with("latency_ms.udp=tls.p50 "))
+        .unwrap_or_else(|| panic!("no pair row in\n{table}"));
+    let cells: Vec<&str> = line.split_whitespace().collect();
+    assert!(
+        cells[1].parse::<f64>().is_ok() && cells[2].parse::<f64>().is_ok(),
+        "{line}"
+    );
+    let out = compare(&[
+        &udp,
+        &over_tls,
+        "--as",
+        "udp=tls",
+        "--max-regression",
+        "latency_ms.udp=tls.p50=100000",
+    ]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    // A bound on the plain name of a paired transport names no row: the error lists the rows.
+    let out = compare(&[
+        &udp,
+        &over_tls,
+        "--as",
+        "udp=tls",
+        "--max-regression",
+        "latency_ms.udp.p50=10",
+    ]);
+    assert_eq!(status(&out), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("they have: answered_share")
+            && text(&out.stderr).contains("latency_ms.udp=tls.p50"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    // Several pairs: the UDP and the TCP queries of the mixed replay, each against TLS.
+    let mixed_summary = summary(&mixed);
+    let out = compare(&[
+        &mixed, &over_tls, "--as", "udp=tls", "--as", "tcp=tls", "--json",
+    ]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    let c = json(&out);
+    for proto in ["udp", "tcp"] {
+        let r = row(&c, &format!("latency_ms.{proto}=tls.p50"));
+        assert_eq!(r["base"], mixed_summary["latency_ms"][proto]["p50"], "{r}");
+        assert_eq!(r["new"], tls_summary["latency_ms"]["tls"]["p50"], "{r}");
+    }
+    let tcp_handshake = row(&c, "handshake_ms.tcp=tls.p50");
+    assert_eq!(
+        tcp_handshake["base"], mixed_summary["handshake_ms"]["tcp"]["p50"],
+        "TCP's set-up against TLS's: {tcp_handshake}"
+    );
+
+    // A transport a side did not use, a malformed pair: exit 2, saying why.
+    for (pair, why) in [
+        (
+            "udp=tcp",
+            "--as udp=tcp: NEW (".to_string() + &over_tls + ") replayed no query over tcp",
+        ),
+        (
+            "tls=udp",
+            "--as tls=udp: BASE (".to_string() + &udp + ") replayed no query over tls",
+        ),
+        ("udp", "--as udp: expected BASE=NEW".to_string()),
+        ("udp=udp", "is what compare does without --as".to_string()),
+    ] {
+        let out = compare(&[&udp, &over_tls, "--as", pair]);
+        assert_eq!(status(&out), Some(2), "{pair}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains(&why),
+            "{pair}: {}",
+            text(&out.stderr)
+        );
+    }
+}
+
+/// The `p50` of `metric` for `run` in an experiment's `summary.csv`, read on its own.
+fn summary_p50(experiment: &str, run: &str, metric: &str) -> f64 {
+    let text = std::fs::read_to_string(Path::new(experiment).join("summary.csv")).expect("csv");
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().expect("header").split(',').collect();
+    let column = |name: &str| header.iter().position(|h| *h == name).expect(name);
+    let (r, m, p50) = (column("run"), column("metric"), column("p50"));
+    lines
+        .map(|l| l.split(',').collect::<Vec<_>>())
+        .find(|cells| cells[r] == run && cells[m] == metric)
+        .and_then(|cells| cells[p50].parse().ok())
+        .unwrap_or_else(|| panic!("no {metric} p50 of {run} in\n{text}"))
+}
+
+/// Whether a JSON number is `expected` but for the last digits (serde_json reads decimal
+/// numbers to within an ulp or so, not always to the nearest double).
+fn close(value: &serde_json::Value, expected: f64) -> bool {
+    value
+        .as_f64()
+        .is_some_and(|v| (v - expected).abs() <= 1e-12 * expected.abs())
+}
+
+#[test]
+fn experiments_numbered_differently_pair_runs_by_their_varied_values() {
+    if !prerequisite::netns() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch");
+    // 001-proto=udp-r1, 002-proto=tcp-r1 against 001-proto=tcp-r1, 002-proto=tls-r1, and
+    // against 001-proto=tls-r1 alone.
+    let udp_tcp = quick_experiment(
+        &dir.path().join("udp-tcp"),
+        &[r#"vary.proto=["udp","tcp"]"#],
+    );
+    let tcp_tls = quick_experiment(
+        &dir.path().join("tcp-tls"),
+        &[r#"vary.proto=["tcp","tls"]"#],
+    );
+    let tls = quick_experiment(&dir.path().join("tls"), &[r#"vary.proto=["tls"]"#]);
+
+    // TCP's runs pair, whatever their numbers; the others are said to have no partner.
+    let out = compare(&[&udp_tcp, &tcp_tls, "--json"]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    let c = json(&out);
+    assert_eq!(
+        c["run_pairs"],
+        serde_json::json!([
+            {"base": "001-proto=udp-r1", "new": null, "transports": null},
+            {"base": "002-proto=tcp-r1", "new": "001-proto=tcp-r1", "transports": null},
+            {"base": null, "new": "002-proto=tls-r1", "transports": null},
+        ]),
+        "{c}"
+    );
+    let tcp = row(&c, "latency_ms.p50@002-proto=tcp-r1");
+    assert_eq!(tcp["run"], "002-proto=tcp-r1");
+    assert_eq!(tcp["new_run"], "001-proto=tcp-r1");
+    let expected = summary_p50(&tcp_tls, "001-proto=tcp-r1", "latency_ms");
+    assert!(close(&tcp["new"], expected), "{tcp}");
+    let expected = summary_p50(&udp_tcp, "002-proto=tcp-r1", "latency_ms");
+    assert!(close(&tcp["base"], expected), "{tcp}");
+    assert_eq!(
+        row(&c, "rcode_share.NOERROR@002-proto=tcp-r1")["verdict"],
+        "same",
+        "the response codes of the paired runs' results files"
+    );
+    assert_eq!(
+        row(&c, "latency_ms.p50@001-proto=udp-r1")["verdict"],
+        "only-base"
+    );
+    assert_eq!(
+        row(&c, "latency_ms.p50@002-proto=tls-r1")["verdict"],
+        "only-new"
+    );
+    let warnings = c["warnings"].to_string();
+    for said in [
+        "runs only BASE has: 001-proto=udp-r1",
+        "runs only NEW has: 002-proto=tls-r1",
+        "--as udp=tls pairs them",
+    ] {
+        assert!(warnings.contains(said), "{said}: {warnings}");
+    }
+    // The table says which runs paired; a bound names a run by BASE's name or by NEW's.
+    let out = compare(&[
+        &udp_tcp,
+        &tcp_tls,
+        "--only",
+        "latency_ms.p50",
+        "--max-regression",
+        "server_cpu_pct.p50@001-proto=tcp-r1=1000000",
+    ]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    let pairs: Vec<Vec<&str>> = table
+        .lines()
+        .skip_while(|l| !l.starts_with("runs paired by their varied values"))
+        .skip(2)
+        .take(3)
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            vec!["001-proto=udp-r1", "-"],
+            vec!["002-proto=tcp-r1", "001-proto=tcp-r1"],
+            vec!["-", "002-proto=tls-r1"]
+        ],
+        "{table}"
+    );
+    let out = compare(&[
+        &udp_tcp,
+        &tcp_tls,
+        "--json",
+        "--max-regression",
+        "latency_ms.p50@001-proto=tcp-r1=1000000",
+    ]);
+    assert_eq!(
+        json(&out)["bounds"][0]["checked"],
+        serde_json::json!(["latency_ms.p50@002-proto=tcp-r1"]),
+        "NEW's name of the run"
+    );
+
+    // --as udp=tls: the UDP run against the TLS run, a third of the latency at 20 ms RTT
+    // (UDP one round trip, TLS three).
+    let out = compare(&[
+        &udp_tcp,
+        &tcp_tls,
+        "--as",
+        "udp=tls",
+        "--json",
+        "--max-regression",
+        "latency_ms.p50@1=100",
+    ]);
+    assert_eq!(status(&out), Some(1), "{}", text(&out.stderr));
+    let c = json(&out);
+    assert_eq!(c["run_pairs"][0]["new"], "002-proto=tls-r1", "{c}");
+    assert_eq!(c["run_pairs"][0]["transports"], "udp=tls", "{c}");
+    assert_eq!(c["run_pairs"].as_array().map(Vec::len), Some(2), "{c}");
+    let udp_tls = row(&c, "latency_ms.p50@001-proto=udp-r1");
+    assert_eq!(udp_tls["new_run"], "002-proto=tls-r1");
+    let change = udp_tls["change_pct"].as_f64().unwrap_or_default();
+    assert!((150.0..250.0).contains(&change), "{udp_tls}");
+    assert_eq!(udp_tls["bound"], "exceeded");
+
+    // No run in common: said plainly, with the --as that pairs them; and with it, compared.
+    let out = compare(&[&udp_tcp, &tls]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(
+        table.contains("nothing compared: BASE and NEW share no metric"),
+        "{table}"
+    );
+    assert!(
+        !table.lines().any(|l| l.ends_with("only in base")),
+        "no row listed: {table}"
+    );
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("no run of NEW has the varied values and repeat of a run of BASE")
+            && err.contains("--as udp=tls --as tcp=tls pairs them"),
+        "{err}"
+    );
+    let out = compare(&[
+        &udp_tcp, &tls, "--as", "udp=tls", "--as", "tcp=tls", "--json",
+    ]);
+    assert_eq!(status(&out), Some(0), "{}", text(&out.stderr));
+    let c = json(&out);
+    let tls_p50 = summary_p50(&tls, "001-proto=tls-r1", "latency_ms");
+    for run in ["001-proto=udp-r1", "002-proto=tcp-r1"] {
+        let r = row(&c, &format!("latency_ms.p50@{run}"));
+        assert!(close(&r["new"], tls_p50), "{r}");
+        assert_eq!(r["new_run"], "001-proto=tls-r1", "{r}");
+    }
+    // A transport a side's runs do not have, or two pairs for one run of BASE: exit 2.
+    for (pairs, why) in [
+        (&["udp=tcp"][..], "NEW ("),
+        (
+            &["udp=tls", "udp=https"][..],
+            "a run of BASE pairs with one run of NEW",
+        ),
+    ] {
+        let mut args = vec![udp_tcp.as_str(), tls.as_str()];
+        for p in pairs {
+            args.extend(["--as", p]);
+        }
+        let out = compare(&args);
+        assert_eq!(status(&out), Some(2), "{pairs:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).contains(why), "{}", text(&out.stderr));
+    }
 }

@@ -4,31 +4,38 @@
 //! `answered_share`, `timeout_share`, `error_share`, `rcode_share.RCODE` and
 //! `latency_ms.PROTO.STAT` / `handshake_ms.PROTO.STAT`; an experiment folder gives
 //! `METRIC.STAT@RUN` for every row of its `summary.csv` and `rcode_share.RCODE@RUN` from each
-//! run's results file. [`compare`] pairs the values by name (an experiment's runs by run name),
-//! tells for each whether NEW is better or worse than BASE (each metric knows which way is
-//! worse, [`Worse`]) and checks the [`Bound`]s: how much a metric may worsen, in percent of
-//! BASE. The names, the verdicts and the JSON keys are documented in `docs/cli.md`.
+//! run's results file. [`compare`] pairs the values by name (an experiment's runs by their
+//! varied values and repeat, [`RunPair`]), tells for each whether NEW is better or worse than
+//! BASE (each metric knows which way is worse, [`Worse`]) and checks the [`Bound`]s: how much a
+//! metric may worsen, in percent of BASE. [`compare_with`] also sets BASE's metrics of one
+//! transport against NEW's of another ([`TransportPair`], `--as udp=tls`). The names, the
+//! verdicts and the JSON keys are documented in `docs/cli.md`.
 
 mod bound;
 mod change;
 mod experiment_input;
 mod metric;
+mod pairing;
 mod replay_input;
 mod summary_csv;
 mod text;
+mod transport;
 mod warnings;
 
 pub use bound::Bound;
 pub use experiment_input::{read_experiment, worse_of};
 pub use metric::{full_name, InputKind, Measure, Measured, TraceMark, Worse};
+pub use pairing::RunPair;
 pub use replay_input::{read_results, ReadResults};
 pub use summary_csv::{parse as parse_summary_csv, CsvRow, STATS as SUMMARY_STATS};
 pub use text::{change_text, value_text, verdict_text};
+pub use transport::{transport_name, TransportPair};
 
 use crate::ReportError;
 pub use change::{change_pct, worsening_pct};
 
 use change::{exceeds, verdict};
+use pairing::Pairing;
 use replay_input::{align_rcode_shares, push_replay_metrics};
 use serde::Serialize;
 use std::collections::{BTreeSet, HashMap};
@@ -71,8 +78,11 @@ pub struct Row {
     pub name: String,
     /// The metric without its run.
     pub metric: String,
-    /// The experiment run (`null` for replays).
+    /// The experiment run (`null` for replays): BASE's, or NEW's for a run only NEW has.
     pub run: Option<String>,
+    /// NEW's run paired with it (`null` for replays and for a run only BASE has): the same
+    /// name, or another number with the same varied values, or another transport (`--as`).
+    pub new_run: Option<String>,
     /// Which change is a regression.
     pub worse: Worse,
     /// BASE's value (`null` when BASE lacks it).
@@ -150,6 +160,14 @@ pub struct Comparison {
     pub bounds: Vec<BoundCheck>,
     /// Whether some bound was exceeded.
     pub regressed: bool,
+    /// The `--as` transport pairs, as rows name them (`udp=tls`).
+    #[serde(rename = "as")]
+    pub transport_pairs: Vec<String>,
+    /// How the runs of two experiments paired: BASE's runs in order, each with its partner
+    /// (`new` `null` when it has none), then NEW's runs without partner (empty for replays).
+    pub run_pairs: Vec<RunPair>,
+    /// How many metrics both inputs have: 0 when nothing was compared.
+    pub shared: usize,
 }
 
 impl Comparison {
@@ -165,8 +183,21 @@ impl Comparison {
 /// checking `bounds`. A bound that applies to no metric of either input is an error naming the
 /// metrics there are.
 pub fn compare(base: &Path, new: &Path, bounds: &[Bound]) -> Result<Comparison, ReportError> {
-    let mut b = read_input(base)?;
-    let mut n = read_input(new)?;
+    compare_with(base, new, bounds, &[])
+}
+
+/// [`compare`], with BASE's metrics of each pair's BASE transport set against NEW's of its NEW
+/// transport: for replays, `latency_ms.udp=tls.p50` is BASE's UDP median against NEW's TLS
+/// median; for experiments, BASE's runs with `proto=udp` pair with NEW's with `proto=tls`. A
+/// transport a side did not use is an error.
+pub fn compare_with(
+    base: &Path,
+    new: &Path,
+    bounds: &[Bound],
+    transports: &[TransportPair],
+) -> Result<Comparison, ReportError> {
+    let b = read_input(base)?;
+    let n = read_input(new)?;
     if b.kind != n.kind {
         return Err(ReportError::KindMismatch {
             base: base.to_path_buf(),
@@ -175,8 +206,7 @@ pub fn compare(base: &Path, new: &Path, bounds: &[Bound]) -> Result<Comparison, 
             new_kind: n.kind.described(),
         });
     }
-    align_rcode_shares(&mut b, &mut n);
-    compare_measured(&b, &n, bounds)
+    compare_read(b, n, bounds, transports)
 }
 
 /// Compares what two inputs of the same kind measured (see [`compare`]).
@@ -185,7 +215,71 @@ pub fn compare_measured(
     new: &Measured,
     bounds: &[Bound],
 ) -> Result<Comparison, ReportError> {
-    let mut metrics = rows(base, new);
+    compare_read(base.clone(), new.clone(), bounds, &[])
+}
+
+/// Pairs the inputs' runs or transports, then their metrics, and checks the bounds.
+fn compare_read(
+    mut base: Measured,
+    mut new: Measured,
+    bounds: &[Bound],
+    transports: &[TransportPair],
+) -> Result<Comparison, ReportError> {
+    let sides = (Side::of(&base), Side::of(&new));
+    let pairing = match base.kind {
+        InputKind::Replay => {
+            transport::pair_replay_transports(&mut base, &mut new, transports)?;
+            for bound in bounds {
+                transport::check_bound_transport(bound, &base, &new, transports)?;
+            }
+            Pairing::default()
+        }
+        InputKind::Experiment => {
+            let pairing = pairing::pair_runs(&base, &new, transports)?;
+            pairing::apply(&pairing, &mut base, &mut new);
+            pairing
+        }
+    };
+    align_rcode_shares(&mut base, &mut new);
+    let mut metrics = rows(&base, &new, &pairing);
+    let checks = check_bounds(&mut metrics, bounds)?;
+    let shared = metrics
+        .iter()
+        .filter(|r| r.base.is_some() && r.new.is_some())
+        .count();
+    let mut warnings = warnings(&base, &new, &pairing);
+    if shared == 0 && !metrics.is_empty() {
+        warnings.push(match base.kind {
+            InputKind::Experiment if !pairing.any_paired() => {
+                "BASE and NEW share no metric: no run of NEW has the varied values and repeat of \
+                 a run of BASE, nothing is compared"
+                    .to_string()
+            }
+            _ => "BASE and NEW share no metric: nothing is compared".to_string(),
+        });
+    }
+    warnings.extend(match base.kind {
+        InputKind::Replay => transport::replay_hint(&base, &new, transports),
+        InputKind::Experiment => pairing::hint(&base, &new, &pairing),
+    });
+    let regressed = checks.iter().any(|c| !c.exceeded.is_empty());
+    Ok(Comparison {
+        kind: base.kind,
+        base: sides.0,
+        new: sides.1,
+        warnings,
+        metrics,
+        bounds: checks,
+        regressed,
+        transport_pairs: transports.iter().map(TransportPair::name).collect(),
+        run_pairs: pairing.pairs,
+        shared,
+    })
+}
+
+/// Checks each bound against the rows it applies to, marking them; a bound that applies to
+/// none is an error naming the metrics there are.
+fn check_bounds(metrics: &mut [Row], bounds: &[Bound]) -> Result<Vec<BoundCheck>, ReportError> {
     let mut checks = Vec::with_capacity(bounds.len());
     for bound in bounds {
         let mut check = BoundCheck {
@@ -197,7 +291,7 @@ pub fn compare_measured(
         };
         for row in metrics
             .iter_mut()
-            .filter(|r| bound.applies_to(&r.metric, r.run.as_deref()))
+            .filter(|r| bound.applies_to_pair(&r.metric, r.run.as_deref(), r.new_run.as_deref()))
         {
             check.checked.push(row.name.clone());
             let exceeded = exceeds(row, bound.pct);
@@ -219,22 +313,13 @@ pub fn compare_measured(
                 why: format!(
                     "neither input has the metric {}; they have: {}",
                     bound.metric,
-                    known_metrics(&metrics)
+                    known_metrics(metrics)
                 ),
             });
         }
         checks.push(check);
     }
-    let regressed = checks.iter().any(|c| !c.exceeded.is_empty());
-    Ok(Comparison {
-        kind: base.kind,
-        base: Side::of(base),
-        new: Side::of(new),
-        warnings: warnings(base, new),
-        metrics,
-        bounds: checks,
-        regressed,
-    })
+    Ok(checks)
 }
 
 /// Reads a results file or an experiment folder.
@@ -267,6 +352,7 @@ pub fn read_input(path: &Path) -> Result<Measured, ReportError> {
     let mut measured = Measured::new(InputKind::Replay, path.to_path_buf());
     push_replay_metrics(&read.report, None, &mut measured);
     measured.traces.insert(String::new(), read.trace);
+    measured.queries_by_proto = read.queries_by_proto;
     measured.notes.extend(read.incomplete);
     measured.notes.extend(read.damage);
     if read.trace.queries == 0 {
@@ -277,8 +363,9 @@ pub fn read_input(path: &Path) -> Result<Measured, ReportError> {
     Ok(measured)
 }
 
-/// Every metric of either input: BASE's in its order, then those only NEW has.
-fn rows(base: &Measured, new: &Measured) -> Vec<Row> {
+/// Every metric of either input: BASE's in its order, then those only NEW has (NEW's runs are
+/// filed under their partners' names already).
+fn rows(base: &Measured, new: &Measured, pairing: &Pairing) -> Vec<Row> {
     fn key(m: &Measure) -> (&str, Option<&str>) {
         (m.metric.as_str(), m.run.as_deref())
     }
@@ -286,19 +373,24 @@ fn rows(base: &Measured, new: &Measured) -> Vec<Row> {
         m.measures.iter().map(|x| (key(x), x.value)).collect()
     }
     let (in_base, in_new) = (index(base), index(new));
-    let from_base = base
-        .measures
-        .iter()
-        .map(|b| row(b, Some(b.value), in_new.get(&key(b)).copied()));
+    let new_run = |m: &Measure| {
+        m.run
+            .as_deref()
+            .and_then(|run| pairing::new_run_of(pairing, run))
+    };
+    let from_base = base.measures.iter().map(|b| {
+        let new = in_new.get(&key(b)).copied();
+        row(b, Some(b.value), new, new.and_then(|_| new_run(b)))
+    });
     let only_new = new
         .measures
         .iter()
         .filter(|n| !in_base.contains_key(&key(n)))
-        .map(|n| row(n, None, Some(n.value)));
+        .map(|n| row(n, None, Some(n.value), new_run(n)));
     from_base.chain(only_new).collect()
 }
 
-fn row(m: &Measure, base: Option<f64>, new: Option<f64>) -> Row {
+fn row(m: &Measure, base: Option<f64>, new: Option<f64>, new_run: Option<String>) -> Row {
     let (change_pct, verdict) = match (base, new) {
         (Some(b), Some(n)) => (change_pct(b, n), verdict(m.worse, b, n)),
         (Some(_), None) => (None, Verdict::OnlyBase),
@@ -308,6 +400,7 @@ fn row(m: &Measure, base: Option<f64>, new: Option<f64>) -> Row {
         name: m.name(),
         metric: m.metric.clone(),
         run: m.run.clone(),
+        new_run,
         worse: m.worse,
         base,
         new,

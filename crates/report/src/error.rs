@@ -62,6 +62,15 @@ pub enum ReportError {
         /// What it is.
         new_kind: &'static str,
     },
+    /// An `--as BASE=NEW` transport pair is malformed, or names a transport a side did not
+    /// use.
+    #[error("--as {given}: {why}")]
+    TransportPair {
+        /// The pair as given.
+        given: String,
+        /// What is wrong.
+        why: String,
+    },
     /// A `--max-regression` bound names no metric the comparison has, or is malformed.
     #[error("regression bound {bound:?}: {why}")]
     Bound {

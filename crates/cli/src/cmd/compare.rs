@@ -1,4 +1,5 @@
-//! `ldplayer compare BASE NEW [--max-regression METRIC=PCT]... [--only PREFIX]... [--json | -q]`
+//! `ldplayer compare BASE NEW [--max-regression METRIC=PCT]... [--as BASE=NEW]... [--only PREFIX]...
+//! [--json | -q]`
 //!
 //! Exit status: 0 when every bound holds, 1 when one was exceeded, 2 when the inputs or the
 //! bounds are wrong (as `diff` and `cmp` do), so that a CI job can tell a regression from a
@@ -6,7 +7,9 @@
 
 use anyhow::{Context, Result};
 use clap::Args;
-use ldplayer_report::compare::{change_text, compare, value_text, Bound, Comparison};
+use ldplayer_report::compare::{
+    change_text, compare_with, value_text, Bound, Comparison, TransportPair,
+};
 use std::io::Write;
 use std::path::PathBuf;
 
@@ -28,6 +31,12 @@ pub struct CompareArgs {
     /// `server_rss_mib.p50@2=20` for run 2); may be given more than once.
     #[arg(long = "max-regression", value_name = "METRIC=PCT")]
     pub max_regression: Vec<String>,
+    /// Set BASE's metrics over one transport against NEW's over another: `--as udp=tls`
+    /// compares a UDP replay with a TLS replay of the same trace (rows
+    /// `latency_ms.udp=tls.p50`), or an experiment's `proto=udp` runs with `proto=tls` runs;
+    /// may be given more than once.
+    #[arg(long = "as", value_name = "BASE=NEW")]
+    pub as_pairs: Vec<String>,
     /// Show only the metrics whose names start with PREFIX in the table (bounds still check
     /// every metric, and --json has them all); may be given more than once.
     #[arg(long, value_name = "PREFIX")]
@@ -74,7 +83,12 @@ fn compared(args: &CompareArgs) -> Result<Comparison> {
         .iter()
         .map(|b| Bound::parse(b))
         .collect::<Result<Vec<_>, _>>()?;
-    compare(&args.base, &args.new, &bounds).with_context(|| {
+    let pairs = args
+        .as_pairs
+        .iter()
+        .map(|p| TransportPair::parse(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    compare_with(&args.base, &args.new, &bounds, &pairs).with_context(|| {
         format!(
             "comparing {} with {}",
             args.base.display(),

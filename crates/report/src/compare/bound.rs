@@ -54,6 +54,18 @@ impl Bound {
     }
 }
 
+impl Bound {
+    /// [`Bound::applies_to`] the metric of BASE's `run`, or of NEW's run `new_run` paired with
+    /// it when the bound names that run by its whole name (a number names BASE's run).
+    pub fn applies_to_pair(&self, metric: &str, run: Option<&str>, new_run: Option<&str>) -> bool {
+        self.applies_to(metric, run)
+            || match (self.metric.split_once('@'), new_run) {
+                (Some((m, r)), Some(n)) => m == metric && r == n,
+                _ => false,
+            }
+    }
+}
+
 /// Whether `given` names the run `run`: its whole name, or its number.
 fn run_matches(given: &str, run: &str) -> bool {
     if given == run {

@@ -29,7 +29,7 @@ pub fn read_experiment(dir: &Path) -> Result<Measured, ReportError> {
         path: path.clone(),
         source,
     })?;
-    let rows = summary_csv::parse(&text, &path)?;
+    let (keys, rows) = summary_csv::parse_with_keys(&text, &path)?;
     let mut measured = Measured::new(super::InputKind::Experiment, dir.to_path_buf());
     if rows.is_empty() {
         measured
@@ -39,8 +39,11 @@ pub fn read_experiment(dir: &Path) -> Result<Measured, ReportError> {
     for row in &rows {
         if !measured.runs.contains(&row.run) {
             measured.runs.push(row.run.clone());
+            let values = row.varied.iter().map(|(_, v)| v.clone()).collect();
+            measured.varied.insert(row.run.clone(), values);
         }
     }
+    measured.varied_keys = keys;
     for run in measured.runs.clone() {
         for row in rows.iter().filter(|r| r.run == run) {
             for (stat, &value) in STATS.iter().zip(&row.stats) {

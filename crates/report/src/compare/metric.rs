@@ -88,6 +88,15 @@ pub struct Measured {
     pub traces: BTreeMap<String, TraceMark>,
     /// The runs of an experiment, in its order (empty for a replay).
     pub runs: Vec<String>,
+    /// The keys an experiment varies (the columns of its `summary.csv` between `run` and
+    /// `metric`), in its `[vary]` order; empty for a replay.
+    pub varied_keys: Vec<String>,
+    /// Each run's values of [`Measured::varied_keys`], in that order: what pairs a run with
+    /// the other experiment's. A run missing here pairs only by its name.
+    pub varied: BTreeMap<String, Vec<String>>,
+    /// A replay's results by transport (`udp` → queries replayed over UDP, answered or not):
+    /// which transports it used at all.
+    pub queries_by_proto: BTreeMap<String, u64>,
     /// What was noticed while reading (damaged blocks skipped, runs without results).
     pub notes: Vec<String>,
 }
@@ -101,6 +110,9 @@ impl Measured {
             measures: Vec::new(),
             traces: BTreeMap::new(),
             runs: Vec::new(),
+            varied_keys: Vec::new(),
+            varied: BTreeMap::new(),
+            queries_by_proto: BTreeMap::new(),
             notes: Vec::new(),
         }
     }

@@ -6,6 +6,7 @@ use crate::ReportError;
 use ldplayer_results::summary::MAIN_RCODES;
 use ldplayer_results::{LatencyReport, ResultsReader, Summary, SummaryReport};
 use ldplayer_trace::Proto;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Reads one statistic of a latency distribution.
@@ -29,6 +30,8 @@ pub struct ReadResults {
     pub report: SummaryReport,
     /// Which trace it replayed.
     pub trace: TraceMark,
+    /// Results by transport (`udp`, `tcp`, ...), answered or not.
+    pub queries_by_proto: BTreeMap<String, u64>,
     /// Damage skipped while reading, in words, if any.
     pub damage: Option<String>,
     /// The warning that the run which wrote the file did not finish, if it did not.
@@ -44,11 +47,19 @@ pub fn read_results(path: &Path) -> Result<ReadResults, ReportError> {
     let mut reader = ResultsReader::open(path).map_err(results_error)?;
     let mut summary = Summary::new();
     let mut first_trace_ns: Option<i64> = None;
+    let mut by_proto = [0u64; Proto::ALL.len()];
     for result in reader.by_ref() {
         let result = result.map_err(results_error)?;
         first_trace_ns = Some(first_trace_ns.map_or(result.trace_ns, |t| t.min(result.trace_ns)));
+        by_proto[result.proto as usize] += 1;
         summary.add(&result);
     }
+    let queries_by_proto = Proto::ALL
+        .iter()
+        .zip(by_proto)
+        .filter(|&(_, n)| n > 0)
+        .map(|(p, n)| (p.as_str().to_string(), n))
+        .collect();
     let damage = reader.damage();
     let damage = (!damage.is_clean()).then(|| format!("{}: {damage}", path.display()));
     let incomplete = reader.incomplete_warning(path.display());
@@ -57,6 +68,7 @@ pub fn read_results(path: &Path) -> Result<ReadResults, ReportError> {
             queries: summary.results(),
             first_trace_ns,
         },
+        queries_by_proto,
         report: summary.report(),
         damage,
         incomplete,

@@ -11,6 +11,8 @@ pub const STATS: [&str; 6] = ["p5", "p25", "p50", "p75", "p95", "mean"];
 pub struct CsvRow {
     /// The run's name.
     pub run: String,
+    /// The run's varied keys and values, in the file's column order.
+    pub varied: Vec<(String, String)>,
     /// The metric (`latency_ms`, `server_rss_mib`, ...).
     pub metric: String,
     /// The values of [`STATS`], in that order; NaN where the file leaves a value empty.
@@ -20,15 +22,23 @@ pub struct CsvRow {
 /// Parses the text of a `summary.csv` read from `path` (named in errors), through the one
 /// reader of the file ([`crate::summary_csv`]).
 pub fn parse(text: &str, path: &Path) -> Result<Vec<CsvRow>, ReportError> {
+    parse_with_keys(text, path).map(|(_, rows)| rows)
+}
+
+/// [`parse`], with the varied keys of the header (the columns between `run` and `metric`),
+/// which a file without rows has too.
+pub fn parse_with_keys(text: &str, path: &Path) -> Result<(Vec<String>, Vec<CsvRow>), ReportError> {
     let table = crate::summary_csv::parse_summary(text).map_err(|why| ReportError::Malformed {
         path: path.to_path_buf(),
         why,
     })?;
-    Ok(table
+    let keys = table.keys;
+    let rows = table
         .rows
         .into_iter()
         .map(|row| CsvRow {
             run: row.run,
+            varied: keys.iter().cloned().zip(row.varied).collect(),
             metric: row.metric,
             stats: [
                 row.dist.p5,
@@ -39,7 +49,8 @@ pub fn parse(text: &str, path: &Path) -> Result<Vec<CsvRow>, ReportError> {
                 row.dist.mean,
             ],
         })
-        .collect())
+        .collect();
+    Ok((keys, rows))
 }
 
 #[cfg(test)]
@@ -54,6 +65,7 @@ mod tests {
         let rows = parse(text, Path::new("summary.csv")).unwrap();
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].run, "001-proto=udp-r1");
+        assert_eq!(rows[0].varied, [("proto".to_string(), "udp".to_string())]);
         assert_eq!(rows[0].metric, "latency_ms");
         assert_eq!(rows[0].stats, [1.0, 2.0, 3.0, 4.0, 5.0, 3.5]);
         assert_eq!(rows[1].run, "002-proto=a,b-r1");

@@ -1,7 +1,7 @@
 //! A comparison as a table for a terminal: metric, base, new, change, verdict (the warnings
 //! are the caller's to print).
 
-use super::{BoundVerdict, Comparison, Row, Verdict};
+use super::{BoundVerdict, Comparison, Row, RunPair, Verdict};
 use std::fmt;
 
 /// A value with about four significant digits, trailing zeros left out; `-` when missing.
@@ -53,9 +53,21 @@ impl fmt::Display for Comparison {
         for (label, side) in [("base", &self.base), ("new", &self.new)] {
             write!(f, "{label:<5} {} ({} queries", side.path, side.queries)?;
             if !side.runs.is_empty() {
-                write!(f, ", {} runs", side.runs.len())?;
+                let runs = side.runs.len();
+                write!(f, ", {runs} run{}", if runs == 1 { "" } else { "s" })?;
             }
             writeln!(f, ")")?;
+        }
+        write_run_pairs(f, &self.run_pairs)?;
+        if self.shared == 0 && !self.metrics.is_empty() {
+            let only = |v: Verdict| self.metrics.iter().filter(|r| r.verdict == v).count();
+            return writeln!(
+                f,
+                "nothing compared: BASE and NEW share no metric ({} only in base, {} only in \
+                 new; the warnings say why)",
+                only(Verdict::OnlyBase),
+                only(Verdict::OnlyNew)
+            );
         }
         let header = ["metric", "base", "new", "change", "verdict"].map(String::from);
         let cells: Vec<[String; 5]> = self
@@ -94,6 +106,37 @@ impl fmt::Display for Comparison {
         }
         Ok(())
     }
+}
+
+/// The runs of two experiments and their partners, unless each run paired with the run of
+/// its own name, as between two experiments of one plan.
+fn write_run_pairs(f: &mut fmt::Formatter<'_>, pairs: &[RunPair]) -> fmt::Result {
+    let plain = pairs
+        .iter()
+        .all(|p| p.base.is_some() && p.base == p.new && p.transports.is_none());
+    if plain {
+        return Ok(());
+    }
+    writeln!(
+        f,
+        "runs paired by their varied values and repeat (- for none):"
+    )?;
+    let name = |run: &Option<String>| run.clone().unwrap_or_else(|| "-".into());
+    let width = pairs
+        .iter()
+        .map(|p| name(&p.base).chars().count())
+        .chain(std::iter::once("base".len()))
+        .max()
+        .unwrap_or(0);
+    writeln!(f, "  {:<width$}  new", "base")?;
+    for pair in pairs {
+        let line = format!("  {:<width$}  {}", name(&pair.base), name(&pair.new));
+        match &pair.transports {
+            Some(t) => writeln!(f, "{line}  (--as {t})")?,
+            None => writeln!(f, "{line}")?,
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

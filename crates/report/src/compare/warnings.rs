@@ -1,11 +1,14 @@
 //! What may make a comparison unfair or incomplete, in words.
 
+use super::pairing::Pairing;
 use super::Measured;
 
 /// What may make the comparison unfair: different traces, runs only one input has, what was
-/// noticed while reading.
-pub(super) fn warnings(base: &Measured, new: &Measured) -> Vec<String> {
+/// noticed while reading and while pairing runs. `new` has its runs filed under their
+/// partners' names already.
+pub(super) fn warnings(base: &Measured, new: &Measured, pairing: &Pairing) -> Vec<String> {
     let mut out: Vec<String> = base.notes.iter().chain(&new.notes).cloned().collect();
+    out.extend(pairing.notes.iter().cloned());
     for (key, b) in &base.traces {
         let Some(n) = new.traces.get(key) else {
             continue;
@@ -30,16 +33,25 @@ pub(super) fn warnings(base: &Measured, new: &Measured) -> Vec<String> {
             ));
         }
     }
-    let only = |a: &Measured, b: &Measured| -> Vec<String> {
-        a.runs
-            .iter()
-            .filter(|r| !b.runs.contains(r))
-            .cloned()
-            .collect()
+    let only = |alone: fn(&super::RunPair) -> Option<&String>| -> Vec<String> {
+        pairing.pairs.iter().filter_map(alone).cloned().collect()
     };
-    for (runs, which) in [(only(base, new), "BASE"), (only(new, base), "NEW")] {
-        if !runs.is_empty() {
-            out.push(format!("runs only {which} has: {}", runs.join(", ")));
+    let only_base = only(|p| p.base.as_ref().filter(|_| p.new.is_none()));
+    let only_new = only(|p| p.new.as_ref().filter(|_| p.base.is_none()));
+    for (runs, left_out, which) in [
+        (only_base, &pairing.left_out, "BASE"),
+        (only_new, &pairing.left_out_new, "NEW"),
+    ] {
+        let (out_runs, kept): (Vec<String>, Vec<String>) =
+            runs.into_iter().partition(|r| left_out.contains(r));
+        if !kept.is_empty() {
+            out.push(format!("runs only {which} has: {}", kept.join(", ")));
+        }
+        if !out_runs.is_empty() {
+            out.push(format!(
+                "{which}'s runs left out, their partners taken by --as: {}",
+                out_runs.join(", ")
+            ));
         }
     }
     out
