@@ -58,7 +58,9 @@ fn replay_options_say_their_range_for_negative_and_huge_values() {
         ("--late-start", "-1", "seconds from 0 to 10000000"),
         ("--idle-timeout", "1e30", "seconds from 0 to 10000000"),
         ("--max-in-flight", "-3", "a whole number from 1"),
-        ("--udp-retries", "-1", "-1 is not in 0.."),
+        ("--udp-retries", "-1", "a number of retries from 0 to 100"),
+        ("--queriers", "2000", "querier threads from 1 to 1024"),
+        ("--processes", "100000", "processes from 1 to 1024"),
     ];
     for (flag, value, range) in cases {
         let args = replay(&[flag, value]);
@@ -153,4 +155,95 @@ fn a_negative_time_shift_is_still_taken() {
         .and_then(|l| l.split('\t').next())
         .expect("a record");
     assert!(first.starts_with("900."), "{first}");
+}
+
+/// Every numeric option of every command (found in its `--help` by the kind of value it takes)
+/// reads `-1`, `1e30` and a number past 64 bits as values and answers in the tool's words:
+/// either the value is taken, or clap says the option, the value and what it expects. Never
+/// "unexpected argument '-1'", nor Rust's "invalid digit" or "number too large to fit".
+#[test]
+fn every_numeric_option_answers_negative_and_huge_values_in_its_own_words() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    ldplayer(&["synth", "-n", "5", "-o", &s(&trace), "-q"]);
+    let t = s(&trace);
+    // Commands with a positional input take the trace, so that only the option is at stake.
+    let commands: &[(&str, bool)] = &[
+        ("convert", true),
+        ("inspect", true),
+        ("synth", false),
+        ("mutate", true),
+        ("replay", true),
+        ("serve", false),
+        ("results export", true),
+        ("zones build", true),
+        ("zones synth", false),
+        ("lab", false),
+        ("demo", false),
+        ("population fit", true),
+    ];
+    let numeric = [
+        "<SECONDS>",
+        "<PORT>",
+        "<N>",
+        "<FRACTION>",
+        "<SEED>",
+        "<QPS>",
+        "<TIME>",
+        "<K>",
+        "<COUNT>",
+        "<UDP_WORKERS>",
+        "<UDP_RETRIES>",
+        "<QUERIERS>",
+        "<P>",
+        "<MAX_IN_FLIGHT>",
+        "<CLIENTS>",
+        "<BYTES>",
+    ];
+    let mut checked = 0;
+    let mut wrong = Vec::new();
+    for (command, positional) in commands {
+        let mut help_args: Vec<&str> = command.split(' ').collect();
+        help_args.push("--help");
+        let help = String::from_utf8(ldplayer(&help_args).stdout).expect("utf-8");
+        for line in help.lines().map(str::trim_start) {
+            let Some(placeholder) = numeric.iter().find(|p| line.contains(*p)) else {
+                continue;
+            };
+            let Some(flag) = line.split([',', ' ']).find(|w| w.starts_with("--")) else {
+                continue;
+            };
+            if !line.starts_with(&format!("{flag} {placeholder}"))
+                && !line.contains(&format!(", {flag} {placeholder}"))
+            {
+                continue;
+            }
+            for value in ["-1", "1e30", "99999999999999999999"] {
+                let mut args: Vec<&str> = command.split(' ').collect();
+                if *positional {
+                    args.push(&t);
+                }
+                args.extend([flag, value]);
+                let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+                    .args(&args)
+                    .stdin(std::process::Stdio::null())
+                    .output()
+                    .expect("ldplayer runs");
+                let err = String::from_utf8_lossy(&out.stderr);
+                let first = err.lines().next().unwrap_or("");
+                let parsed_or_explained = !first.contains("unexpected argument")
+                    && !err.contains("invalid digit")
+                    && !err.contains("too large to fit")
+                    && !err.contains("is not in ")
+                    && (!first.contains(&format!("invalid value '{value}'"))
+                        || first.contains("expected"));
+                if !parsed_or_explained {
+                    wrong.push(format!("{command} {flag} {value}: {first}"));
+                }
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 60, "only {checked} option values checked");
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
