@@ -269,6 +269,43 @@ fn populations_whose_shares_do_not_add_up_are_refused() {
     assert!(err.contains("add up to 0.4"), "{err}");
 }
 
+/// `population fit` writes generated arrivals; `replay --population` keeps the trace's times
+/// and says that those arrivals do not apply.
+#[test]
+fn a_replay_says_that_generated_arrivals_do_not_apply() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    synth(&trace, "0");
+    let pop = dir.path().join("pop.toml");
+    std::fs::write(
+        &pop,
+        "[[group]]\nname = \"stubs\"\nshare = 1.0\nproto = \"udp\"\n\
+         arrivals = { kind = \"renewal\", rate = { dist = \"fixed\", rate = 2.0 }, gap_cv = 3.0 }\n",
+    )
+    .expect("population");
+    let silent = std::net::UdpSocket::bind("127.0.0.1:0").expect("bind");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args([
+            "replay",
+            &s(&trace),
+            "--server",
+            &silent.local_addr().expect("addr").to_string(),
+            "--timeout",
+            "0.1",
+            "--population",
+            &s(&pop),
+            "-q",
+        ])
+        .output()
+        .expect("ldplayer runs");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the arrivals of group stubs are generated")
+            && err.contains("synth --population"),
+        "{err}"
+    );
+}
+
 #[test]
 fn the_shipped_populations_are_valid() {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/populations");

@@ -56,6 +56,25 @@ pub(crate) fn population(path: Option<&Path>) -> Result<Option<Population>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let p = Population::from_toml(&text).with_context(|| path.display().to_string())?;
+    // A replay sends at the trace's times: generated arrivals are for `synth --population`.
+    let generated: Vec<&str> = p
+        .groups
+        .iter()
+        .filter(|g| g.arrivals.rate().is_some())
+        .map(|g| g.name.as_str())
+        .collect();
+    if !generated.is_empty() {
+        eprintln!(
+            "ldplayer: note: {}: the arrivals of group{} {} are generated (Poisson or renewal), \
+             but a replay sends each query at its time in the trace: only their transports \
+             and session profiles apply; `ldplayer synth --population {}` makes a trace of \
+             those arrivals",
+            path.display(),
+            if generated.len() == 1 { "" } else { "s" },
+            generated.join(", "),
+            path.display()
+        );
+    }
     Ok(Some(p))
 }
 
