@@ -145,6 +145,7 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
                 kernel_udp: Default::default(),
             },
             server_version: "ldplayer 0.1.0".into(),
+            server_tcp_clients: Some(60_000),
             probe_rtt_us: 20_000,
             probe_queries: 1,
             link: Default::default(),
@@ -613,4 +614,57 @@ fn each_repeat_is_its_own_box_and_curve() {
         panic!("lines")
     };
     assert_eq!(ccdf.series[1].name, "idle_timeout_s=5 r2");
+}
+
+/// Rewrites the `server_version` of every finished run's `run.json`, and forgets its TCP
+/// connection limit, as records written before the two were told apart.
+fn rewrite_server_version(dir: &Path, version: &str) {
+    for entry in std::fs::read_dir(dir.join("runs")).unwrap() {
+        let path = entry.unwrap().path().join("run.json");
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let mut record: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let outputs = record["outputs"].as_object_mut().unwrap();
+        outputs.insert("server_version".into(), version.into());
+        outputs.remove("server_tcp_clients");
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn the_server_version_cell_shows_the_version_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    write_experiment(dir.path(), PLAN, true);
+    let report = |dir: &Path| {
+        let inputs = ldplayer_report::input::read_all(&[dir.to_path_buf()]).unwrap();
+        ldplayer_report::input::report("versions", &inputs)
+            .to_html()
+            .unwrap()
+    };
+    // As a run writes it now: the version, and the TCP connections allowed in a fact of their
+    // own.
+    let html = report(dir.path());
+    assert!(
+        html.contains("<th scope=\"row\">server version</th><td>ldplayer 0.1.0</td>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<th scope=\"row\">server TCP connections allowed</th><td>60000</td>"),
+        "{html}"
+    );
+    // As older runs wrote it, with the TCP connections after the version.
+    rewrite_server_version(dir.path(), "NSD version 4.6.1 (TCP clients 15904)");
+    let html = report(dir.path());
+    assert!(
+        html.contains("<th scope=\"row\">server version</th><td>NSD version 4.6.1</td>"),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("<td>NSD version 4.6.1</td>").count(),
+        5,
+        "the header and the four runs of the table of runs"
+    );
+    assert!(!html.contains("TCP clients"), "{html}");
+    assert!(!html.contains("server TCP connections allowed"), "{html}");
 }
