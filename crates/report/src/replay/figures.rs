@@ -56,6 +56,7 @@ pub fn section(inputs: &[(&str, &ReplayData)]) -> Section {
         let drawn = match &figure.plot {
             Plot::Lines(chart) => chart.series.iter().any(|s| !s.points.is_empty()),
             Plot::Boxes(chart) => !chart.groups.is_empty(),
+            Plot::Note { .. } => true,
         };
         if drawn {
             section.figures.push(figure);
