@@ -18,8 +18,8 @@ use plotters::style::{Color, RGBColor};
 use super::style::{self, Drawn, Entry, Legend, Sample, MARKER_RADIUS};
 use crate::figure::{LineChart, Scale, Series, SeriesStyle};
 
-/// A line, step or dashed curve of fewer points than this is also marked at each point, so that
-/// the reader sees how few values it is drawn through.
+/// A line, step or dashed curve of fewer points than this (not a vertical mark) is also marked
+/// at each point, so that the reader sees how few values it is drawn through.
 const FEW_POINTS: usize = 8;
 /// Markers drawn along a curve hidden under another.
 const HIDDEN_MARKERS: usize = 24;
@@ -64,7 +64,9 @@ impl<'a> Curve<'a> {
         if style == SeriesStyle::Line && style::colour_repeats(names, &series.name) {
             style = SeriesStyle::Dashed;
         }
-        let few = points.len() > 1 && points.len() < FEW_POINTS;
+        // A vertical mark (the end of a warm-up) is not a curve of few values.
+        let vertical = points.windows(2).all(|w| w[0].0 == w[1].0);
+        let few = points.len() > 1 && points.len() < FEW_POINTS && !vertical;
         Curve {
             name: &series.name,
             marked: few && style != SeriesStyle::Points,
@@ -453,5 +455,41 @@ mod tests {
         assert!(!lies_on(&half, &line));
         // A vertical mark is never taken for a hidden curve.
         assert!(!lies_on(&[(0.5, 0.0), (0.5, 1.0)], &line));
+    }
+
+    #[test]
+    fn curves_of_few_points_and_hidden_ones_are_marked_but_not_a_vertical_mark() {
+        let series = |name: &str, style, points: Vec<(f64, f64)>| Series {
+            name: name.into(),
+            points,
+            style,
+        };
+        let long: Vec<(f64, f64)> = (0..50).map(|i| (f64::from(i), f64::from(i))).collect();
+        let chart = LineChart {
+            x_label: "x".into(),
+            y_label: "y".into(),
+            x_scale: Scale::Linear,
+            y_scale: Scale::Linear,
+            series: vec![
+                series(
+                    "short",
+                    SeriesStyle::Line,
+                    vec![(0.0, 3.0), (10.0, 5.0), (20.0, 4.0)],
+                ),
+                series("under", SeriesStyle::Line, long.clone()),
+                series("over", SeriesStyle::Line, long),
+                series("mark", SeriesStyle::Dashed, vec![(2.0, 0.0), (2.0, 49.0)]),
+            ],
+        };
+        let names = ["short", "under", "over", "mark"];
+        let prepared = prepare(&chart, &names);
+        let marked: Vec<bool> = prepared.curves.iter().map(|c| c.marked).collect();
+        assert_eq!(marked, [true, true, false, false]);
+        assert_eq!(
+            coinciding(&chart, &names),
+            [("under".to_string(), "over".to_string())]
+        );
+        let notes: Vec<Option<String>> = entries(&prepared).into_iter().map(|e| e.note).collect();
+        assert_eq!(notes, [None, Some("under over".into()), None, None]);
     }
 }
