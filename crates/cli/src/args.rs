@@ -159,7 +159,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
     /// When the replay is done, draw its report (as `ldplayer report`) into this HTML file,
-    /// with its figures in a `figures/` folder beside it. Needs --results.
+    /// with its figures in a folder named after it beside it (`run.html`: `run-figures/`). Needs
+    /// --results.
     #[arg(long, value_name = "FILE", requires = "results")]
     pub report: Option<PathBuf>,
     /// Print the end-of-run summary as one JSON object.
@@ -976,7 +977,7 @@ pub struct ExperimentArgs {
     /// each run's folder).
     #[arg(long)]
     pub capture: bool,
-    /// Do not draw DIR/report.html (and DIR/figures/) when the runs are done.
+    /// Do not draw DIR/report.html (and DIR/report-figures/) when the runs are done.
     #[arg(long)]
     pub no_report: bool,
     /// Print nothing but errors.
@@ -993,7 +994,8 @@ pub struct ReportArgs {
     /// Replay results files (`replay --results`) and experiment folders (`experiment -o`).
     #[arg(required = true, value_name = "INPUT")]
     pub inputs: Vec<PathBuf>,
-    /// The HTML file to write; its figures go to a `figures/` folder beside it.
+    /// The HTML file to write; its figures go to a folder named after it beside it
+    /// (`report.html`: `report-figures/`).
     #[arg(short, long)]
     pub output: PathBuf,
     /// The report's title (default: the inputs' names).

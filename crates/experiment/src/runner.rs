@@ -61,8 +61,13 @@ pub struct RunOutputs {
     pub samples: Vec<Sample>,
     /// The client side's report.
     pub replay: ReplayReport,
-    /// The server's version line.
+    /// The server's product and version (`NSD 4.6.1`). Older records carry ` (TCP clients N)`
+    /// after it, which [`server_version`](Self::server_version) leaves out.
     pub server_version: String,
+    /// The TCP connections the server was configured to hold (its `max_tcp_clients`, lowered
+    /// to what the file descriptor limit allows); `None` in records that did not keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tcp_clients: Option<u64>,
     /// The round trip of the client side's answered probe through the link, in µs.
     pub probe_rtt_us: u64,
     /// Probe queries the client side sent before one was answered (they cross the link too).
@@ -75,6 +80,18 @@ pub struct RunOutputs {
     /// A recursive server's upstream queries, by level of the emulated hierarchy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<crate::upstream::UpstreamRecord>,
+}
+
+impl RunOutputs {
+    /// The server's product and version alone, also from a record written when the version
+    /// was followed by ` (TCP clients N)`.
+    pub fn server_version(&self) -> &str {
+        let version = self.server_version.trim();
+        match version.rsplit_once(" (TCP clients ") {
+            Some((alone, rest)) if rest.ends_with(')') => alone.trim_end(),
+            _ => version,
+        }
+    }
 }
 
 /// Runs one run in `inputs.dir`. `interrupted` ends it early (with
@@ -138,7 +155,8 @@ pub fn run(
         },
     )?);
 
-    let server_version = server.expect("ready", START_WAIT)?;
+    let (server_version, server_tcp_clients) =
+        crate::side::parse_ready(&server.expect("ready", START_WAIT)?);
     let probe = client.expect("ready", START_WAIT)?;
     let mut probe = probe
         .split_whitespace()
@@ -198,6 +216,7 @@ pub fn run(
         samples,
         replay: report,
         server_version,
+        server_tcp_clients,
         probe_rtt_us,
         probe_queries,
         link: link_counters,
@@ -256,4 +275,26 @@ fn sleep_unless(d: Duration, interrupted: &AtomicBool) {
 /// The path of a run's results file inside its folder.
 pub fn results_path(run_dir: &Path) -> PathBuf {
     run_dir.join("results.res")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_server_version_is_shown_without_the_tcp_clients_of_older_records() {
+        let mut outputs: RunOutputs = serde_json::from_value(serde_json::json!({
+            "results": "results.bin",
+            "replay": {"start_ns": 1, "interrupted": false, "engine": {}, "summary": {}},
+            "server_version": "NSD version 4.6.1 (TCP clients 15904)",
+            "probe_rtt_us": 120,
+            "link": serde_json::to_value(LinkCounters::default()).unwrap(),
+            "seconds": 12.5,
+        }))
+        .expect("an older record reads");
+        assert_eq!(outputs.server_version(), "NSD version 4.6.1");
+        assert_eq!(outputs.server_tcp_clients, None);
+        outputs.server_version = "Knot DNS 3.2.6".into();
+        assert_eq!(outputs.server_version(), "Knot DNS 3.2.6");
+    }
 }

@@ -20,6 +20,23 @@ use serde::{Deserialize, Serialize};
 use crate::error::ExperimentError;
 use crate::topology::{self, PROBE_SOURCE, SERVER_V4, SERVER_V6, SIDE_ENV};
 
+/// What the server side says after `ready` once its server answers: the TCP connections the
+/// server was configured to hold, then its version (which may have spaces, never a newline).
+fn ready_words(version: &str, tcp_clients: usize) -> String {
+    format!("{tcp_clients} {}", version.replace(['\n', '\r'], " "))
+}
+
+/// The server's version and TCP connection limit out of what the server side said after
+/// `ready` ([`ready_words`]).
+pub(crate) fn parse_ready(words: &str) -> (String, Option<u64>) {
+    match words.trim().split_once(' ') {
+        Some((clients, version)) if clients.parse::<u64>().is_ok() => {
+            (version.trim().to_string(), clients.parse().ok())
+        }
+        _ => (words.trim().to_string(), None),
+    }
+}
+
 /// The port of DNS over TLS on the server side.
 pub const TLS_PORT: u16 = 853;
 /// The port of DNS over HTTPS on the server side.
@@ -213,9 +230,8 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
     };
     let server = ldplayer_servers::start(&setup)?;
     println!(
-        "ready {} (TCP clients {})",
-        server.version().replace('\n', " "),
-        server.max_tcp_clients()
+        "ready {}",
+        ready_words(&server.version(), server.max_tcp_clients())
     );
     // The resolver's upstream queries, as the emulated hierarchy counted them by level, and
     // how they grew (for the counts after the warm-up).
@@ -404,5 +420,28 @@ impl Capture {
         // SAFETY: kill with a valid pid and signal.
         unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGINT) };
         let _ = self.0.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ready_line_gives_back_the_version_alone_and_the_tcp_clients() {
+        let words = ready_words("NSD 4.6.1", 15_904);
+        assert_eq!(parse_ready(&words), ("NSD 4.6.1".into(), Some(15_904)));
+        let words = ready_words("BIND 9.18.49-1~deb12u3-Debian\nsecond line", 60_000);
+        assert_eq!(
+            parse_ready(&words),
+            (
+                "BIND 9.18.49-1~deb12u3-Debian second line".into(),
+                Some(60_000)
+            )
+        );
+        assert_eq!(
+            parse_ready(" ldplayer 0.1.0 "),
+            ("ldplayer 0.1.0".into(), None)
+        );
     }
 }

@@ -50,6 +50,7 @@ fn main() -> ExitCode {
         .map(|f| match &f.plot {
             ldplayer_report::Plot::Lines(c) => c.series.iter().map(|s| s.points.len()).sum(),
             ldplayer_report::Plot::Boxes(c) => c.groups.len(),
+            ldplayer_report::Plot::Note { .. } => 0,
         })
         .sum();
     let json = serde_json::to_string(&section.figures).map_or(0, |s| s.len());

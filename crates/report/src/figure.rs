@@ -32,6 +32,12 @@ pub enum Plot {
     Lines(LineChart),
     /// Boxplots (whiskers at p5 and p95, box from p25 to p75, a line at p50) per category.
     Boxes(BoxChart),
+    /// Nothing worth drawing, said in one sentence shown in the drawing's place (the figure's
+    /// caption and table stay): values all 0, too few for a curve, the same as another figure.
+    Note {
+        /// The sentence.
+        text: String,
+    },
 }
 
 /// How an axis maps values to positions.
@@ -148,7 +154,45 @@ impl Table {
     }
 }
 
+/// What a figure shows in place of a drawing whose every value is 0.
+pub const ALL_ZERO_NOTE: &str =
+    "Every value is 0: there is nothing to draw (the table gives the numbers).";
+
+impl Figure {
+    /// The sentence shown instead of a drawing, when the figure is not drawn: its
+    /// [`Plot::Note`], or [`ALL_ZERO_NOTE`] when every value it would draw is 0 (a flat line
+    /// on an axis of nothing reads as a measurement).
+    pub fn note(&self) -> Option<&str> {
+        match &self.plot {
+            Plot::Note { text } => Some(text),
+            plot if plot.all_zero() => Some(ALL_ZERO_NOTE),
+            _ => None,
+        }
+    }
+}
+
 impl Plot {
+    /// Whether there is something to draw and every finite value drawn is 0 (the y values of
+    /// lines, the five values of boxes).
+    pub fn all_zero(&self) -> bool {
+        let values: Vec<f64> = match self {
+            Plot::Lines(chart) => chart
+                .series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|p| p.1))
+                .collect(),
+            Plot::Boxes(chart) => chart
+                .groups
+                .iter()
+                .flat_map(|g| &g.boxes)
+                .flat_map(|b| [b.p5, b.p25, b.p50, b.p75, b.p95])
+                .collect(),
+            Plot::Note { .. } => Vec::new(),
+        };
+        let finite: Vec<f64> = values.into_iter().filter(|v| v.is_finite()).collect();
+        !finite.is_empty() && finite.iter().all(|&v| v == 0.0)
+    }
+
     /// The names of the series, in legend order (each once).
     pub fn series_names(&self) -> Vec<&str> {
         let all: Vec<&str> = match self {
@@ -158,6 +202,7 @@ impl Plot {
                 .iter()
                 .flat_map(|g| g.boxes.iter().map(|b| b.series.as_str()))
                 .collect(),
+            Plot::Note { .. } => Vec::new(),
         };
         let mut names = Vec::new();
         for name in all {

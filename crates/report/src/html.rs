@@ -3,8 +3,11 @@
 //! The page carries everything it shows: figures as inline SVG, a small inline stylesheet, no
 //! script, no font, image or stylesheet fetched from anywhere (its Content-Security-Policy
 //! forbids it), so it reads offline, prints, and can be mailed as one file. Each figure is
-//! followed by the table of the numbers it draws, and also written as `figures/<id>.svg` and
-//! `figures/<id>.png` beside the page, for papers. The same report makes the same bytes.
+//! followed by the table of the numbers it draws, and also written as `<id>.svg` and `<id>.png`
+//! in the report's own figures folder beside the page, `<page's stem>-figures/` ([`figures_dir`]:
+//! two reports in one folder keep their figures apart), for papers. A figure not worth drawing
+//! ([`Figure::note`]) shows its sentence instead, and has no files. The same report makes the
+//! same bytes.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -45,16 +48,31 @@ pub struct Section {
 pub struct Written {
     /// The HTML page.
     pub html: PathBuf,
-    /// Every figure as SVG, `figures/<id>.svg` beside the page, in the report's order.
+    /// The folder of its figures' files ([`figures_dir`]).
+    pub figures_dir: PathBuf,
+    /// Every figure drawn, as SVG, `<id>.svg` in [`figures_dir`](Self::figures_dir), in the
+    /// report's order.
     pub svgs: Vec<PathBuf>,
-    /// Every figure as PNG, `figures/<id>.png`; empty when they were skipped.
+    /// Every figure drawn, as PNG, `<id>.png`; empty when they were skipped.
     pub pngs: Vec<PathBuf>,
     /// Why no PNG was written (no font to draw their text with), if none was.
     pub pngs_skipped: Option<String>,
 }
 
-/// The folder, beside the page, that holds its figures' files.
-pub const FIGURES_DIR: &str = "figures";
+/// The folder, beside the page at `html_path`, that holds its figures' files: named after the
+/// page (`report.html`: `report-figures/`), so that reports written into one folder do not
+/// overwrite each other's figures.
+pub fn figures_dir(html_path: &Path) -> PathBuf {
+    let dir = html_path
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    let stem = html_path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "report".into());
+    dir.join(format!("{stem}-figures"))
+}
 
 /// The page's Content-Security-Policy: nothing may be fetched or run, only inline styles and
 /// `data:` images are allowed.
@@ -74,6 +92,7 @@ table.facts th{white-space:nowrap}
 nav.toc ol{margin:.2rem 0}
 figure.figure{margin:1.2rem 0 .4rem;break-inside:avoid;page-break-inside:avoid}
 figure.figure svg{display:block;max-width:100%;height:auto}
+figure.figure p.note{border:1px dashed #999;background:#fafafa;padding:.6rem .8rem;margin:0}
 figcaption{font-size:.9rem;margin-top:.3rem}
 caption{text-align:left;font-weight:bold;padding:.2rem 0;white-space:nowrap}
 p.warning{border:2px solid #b00;background:#fff0f0;color:#600;padding:.5rem .8rem;font-weight:bold}
@@ -86,21 +105,20 @@ impl Report {
         check_ids(self)?;
         let svgs = self
             .figures()
-            .map(render::svg)
+            .map(|f| f.note().is_none().then(|| render::svg(f)).transpose())
             .collect::<Result<Vec<_>, _>>()?;
         Ok(self.page(&svgs))
     }
 
-    /// Writes the page at `html_path` and every figure as `figures/<id>.svg` and
-    /// `figures/<id>.png` in the page's folder (PNGs are skipped, saying why, when no font for
-    /// their text is installed).
+    /// Writes the page at `html_path` and every figure drawn as `<id>.svg` and `<id>.png` in
+    /// [`figures_dir`] (PNGs are skipped, saying why, when no font for their text is
+    /// installed). Each figure's file is claimed with the output guard ([`ldplayer_output`]),
+    /// as every output is: one that is an input of the process, or that another output of it
+    /// already claimed (another report's figure), is refused rather than overwritten.
     pub fn write(&self, html_path: &Path) -> Result<Written, ReportError> {
         check_ids(self)?;
-        let dir = html_path
-            .parent()
-            .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-        let figures_dir = dir.join(FIGURES_DIR);
-        if self.figures().next().is_some() {
+        let figures_dir = figures_dir(html_path);
+        if self.figures().any(|f| f.note().is_none()) {
             std::fs::create_dir_all(&figures_dir).map_err(|source| ReportError::Io {
                 path: figures_dir.clone(),
                 source,
@@ -108,21 +126,26 @@ impl Report {
         }
         let mut written = Written {
             html: html_path.to_path_buf(),
+            figures_dir: figures_dir.clone(),
             svgs: Vec::new(),
             pngs: Vec::new(),
             pngs_skipped: None,
         };
         let mut svgs = Vec::new();
         for figure in self.figures() {
+            if figure.note().is_some() {
+                svgs.push(None);
+                continue;
+            }
             let svg = render::svg(figure)?;
             let path = figures_dir.join(format!("{}.svg", figure.id));
-            write_file(&path, svg.as_bytes())?;
+            claim_and_write(&path, html_path, svg.as_bytes())?;
             written.svgs.push(path);
-            svgs.push(svg);
+            svgs.push(Some(svg));
             match render::png(figure)? {
                 Some(png) => {
                     let path = figures_dir.join(format!("{}.png", figure.id));
-                    write_file(&path, &png)?;
+                    claim_and_write(&path, html_path, &png)?;
                     written.pngs.push(path);
                 }
                 None => {
@@ -144,8 +167,9 @@ impl Report {
         self.sections.iter().flat_map(|s| &s.figures)
     }
 
-    /// The page, given each figure's SVG in the report's order.
-    fn page(&self, svgs: &[String]) -> String {
+    /// The page, given each figure's SVG in the report's order (none for a figure shown as its
+    /// note).
+    fn page(&self, svgs: &[Option<String>]) -> String {
         let mut out = String::new();
         let title = escape(&self.title);
         let _ = write!(
@@ -193,7 +217,7 @@ impl Report {
             }
             for figure in &section.figures {
                 number += 1;
-                let svg = svgs.next().map_or("", String::as_str);
+                let svg = svgs.next().and_then(Option::as_deref);
                 figure_html(&mut out, figure, number, svg);
             }
             for (caption, table) in &section.tables {
@@ -238,28 +262,54 @@ impl Report {
     }
 }
 
-/// A figure: its drawing, its caption, then the table of its numbers.
-fn figure_html(out: &mut String, figure: &Figure, number: usize, svg: &str) {
+/// A figure: its drawing (or the sentence saying why there is none), its caption, then the
+/// table of its numbers.
+fn figure_html(out: &mut String, figure: &Figure, number: usize, svg: Option<&str>) {
     let id = escape(&figure.id);
     let title = escape(&figure.title);
     let _ = writeln!(out, "<figure id=\"fig-{id}\" class=\"figure\">");
-    // The drawing is named for screen readers by its title.
-    match svg.strip_prefix("<svg ") {
-        Some(rest) => {
-            let _ = write!(out, "<svg role=\"img\" aria-label=\"{title}\" {rest}");
+    match (figure.note(), svg) {
+        (Some(note), _) => {
+            let _ = writeln!(out, "<p class=\"note\">{}</p>", escape(note));
         }
-        None => out.push_str(svg),
+        (None, Some(svg)) => {
+            // The drawing is named for screen readers by its title.
+            match svg.strip_prefix("<svg ") {
+                Some(rest) => {
+                    let _ = write!(out, "<svg role=\"img\" aria-label=\"{title}\" {rest}");
+                }
+                None => out.push_str(svg),
+            }
+        }
+        (None, None) => {}
     }
     if !out.ends_with('\n') {
         out.push('\n');
     }
+    let mut caption = escape(&figure.caption);
+    if figure.note().is_none() {
+        for (under, over) in render::coinciding(figure) {
+            let _ = write!(
+                caption,
+                " The curve {} runs under {} (they coincide), marked with dots along it.",
+                quoted(&under),
+                quoted(&over)
+            );
+        }
+    }
     let _ = writeln!(
         out,
-        "<figcaption><strong>Figure {number}: {title}.</strong> {}</figcaption>\n</figure>",
-        escape(&figure.caption)
+        "<figcaption><strong>Figure {number}: {title}.</strong> {caption}</figcaption>\n</figure>"
     );
-    let caption = format!("The numbers of Figure {number}");
-    table_html(out, Some(&caption), &figure.table);
+    if !figure.table.columns.is_empty() || !figure.table.rows.is_empty() {
+        let caption = format!("The numbers of Figure {number}");
+        table_html(out, Some(&caption), &figure.table);
+    }
+}
+
+/// A series' name in a sentence, escaped and in quotation marks.
+fn quoted(name: &str) -> String {
+    format!("“{}”", escape(name))
 }
 
 /// A table of text cells, numbers right-aligned.
@@ -353,6 +403,16 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
         path: path.to_path_buf(),
         source: e.into(),
     })
+}
+
+/// Claims the figure file `path` of the report at `html` with the output guard, then writes it.
+fn claim_and_write(path: &Path, html: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let what = format!("a figure of the report {}", html.display());
+    ldplayer_output::claim(path, &what).map_err(|e| ReportError::Io {
+        path: path.to_path_buf(),
+        source: e.into(),
+    })?;
+    write_file(path, bytes)
 }
 
 #[cfg(test)]
@@ -479,7 +539,7 @@ mod tests {
         let written = report.write(&html_path).expect("write");
         let page = std::fs::read_to_string(&html_path).expect("page");
         assert_eq!(page, report.to_html().expect("html"));
-        let figures = dir.path().join("out/figures");
+        let figures = dir.path().join("out/report-figures");
         let ids = [
             "latency-ccdf",
             "answers-per-second",
@@ -514,5 +574,71 @@ mod tests {
                 assert!(bytes.starts_with(b"\x89PNG\r\n\x1a\n"), "{}", png.display());
             }
         }
+    }
+
+    /// A report of `figures` in one section.
+    fn of(figures: Vec<Figure>) -> Report {
+        Report {
+            title: "t".into(),
+            sections: vec![Section {
+                title: "s".into(),
+                figures,
+                ..Section::default()
+            }],
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn a_figure_not_worth_drawing_shows_its_sentence_and_has_no_files() {
+        let mut zero = boxes(Scale::Linear);
+        if let crate::Plot::Boxes(chart) = &mut zero.plot {
+            for b in chart.groups.iter_mut().flat_map(|g| &mut g.boxes) {
+                (b.p5, b.p25, b.p50, b.p75, b.p95) = (0.0, 0.0, 0.0, 0.0, 0.0);
+            }
+        }
+        let mut said = latency_ccdf(10);
+        said.id = "said".into();
+        said.plot = crate::Plot::Note {
+            text: "Too few <values> for a curve.".into(),
+        };
+        let report = of(vec![zero, said, mixed_lines()]);
+        let html = report.to_html().expect("html");
+        assert!(html.contains(&format!(
+            "<figure id=\"fig-memory-boxes\" class=\"figure\">\n<p class=\"note\">{}</p>",
+            escape(crate::figure::ALL_ZERO_NOTE)
+        )));
+        assert!(html.contains("<p class=\"note\">Too few &lt;values&gt; for a curve.</p>"));
+        assert_eq!(html.matches("</svg>").count(), 1, "one figure drawn");
+        let dir = tempfile::tempdir().expect("scratch");
+        let written = report.write(&dir.path().join("r.html")).expect("write");
+        assert_eq!(written.figures_dir, dir.path().join("r-figures"));
+        assert_eq!(
+            written.svgs,
+            [dir.path().join("r-figures/answers-per-second.svg")]
+        );
+    }
+
+    #[test]
+    fn two_reports_in_one_folder_keep_their_own_figures() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let first = of(vec![latency_ccdf(50)]);
+        let mut second = of(vec![latency_ccdf(50)]);
+        second.sections[0].figures[0].title = "Another latency CCDF".into();
+        let a = first.write(&dir.path().join("a.html")).expect("a");
+        let b = second.write(&dir.path().join("b.html")).expect("b");
+        assert_eq!(a.svgs, [dir.path().join("a-figures/latency-ccdf.svg")]);
+        assert_eq!(b.svgs, [dir.path().join("b-figures/latency-ccdf.svg")]);
+        let read = |p: &Path| std::fs::read_to_string(p).expect("svg");
+        assert!(read(&a.svgs[0]).contains("Latency CCDF per transport"));
+        assert!(read(&b.svgs[0]).contains("Another latency CCDF"));
+        assert_eq!(
+            figures_dir(Path::new("report.html")),
+            Path::new("report-figures")
+        );
+        assert_eq!(
+            figures_dir(Path::new("/x/y/run.1.html")),
+            Path::new("/x/y/run.1-figures")
+        );
     }
 }

@@ -6,11 +6,15 @@
 //! the same on every machine; only the glyphs of a PNG need a real font, DejaVu Sans read from
 //! the system ([`bitmap_font`]).
 //!
-//! Conventions every figure follows: a fixed size ([`WIDTH`] × [`HEIGHT`]), the title above the
-//! plot, a legend to the right of it naming every series, each series coloured by its position
-//! in [`Plot::series_names`](crate::Plot::series_names), values that a log axis cannot show (≤ 0)
-//! and non-finite values left out (they stay in the figure's table), and a figure with nothing to
-//! draw still drawn, with its axes and a "no data" note.
+//! Conventions every figure follows: a fixed size ([`WIDTH`] × [`HEIGHT`], taller only when its
+//! legend needs it: [`size`]), the title above the plot, a legend to the right of it naming
+//! every series in full (long names wrap), each series coloured by its position in
+//! [`Plot::series_names`](crate::Plot::series_names), values that a log axis cannot show (≤ 0)
+//! and non-finite values left out (they stay in the figure's table), a linear axis of values
+//! that are never negative starting no lower than 0, curves of few points and curves hidden
+//! under another marked ([`coinciding`]), and a figure with nothing to draw still drawn, with
+//! its axes and a "no data" note. A figure that is not to be drawn at all
+//! ([`Figure::note`](crate::Figure::note)) is drawn as its title and note.
 
 mod boxes;
 mod font;
@@ -24,6 +28,7 @@ use plotters::style::WHITE;
 
 use crate::error::ReportError;
 use crate::figure::{Figure, Plot};
+use style::Legend;
 
 pub use font::{bitmap_font, FONT_CANDIDATES, FONT_PACKAGE};
 
@@ -32,11 +37,45 @@ pub const WIDTH: u32 = 800;
 /// A figure's height in pixels (SVG user units).
 pub const HEIGHT: u32 = 480;
 
+/// The height a figure's title and the plot's margins take, above and below its legend.
+const CHROME_HEIGHT: u32 = 52;
+
+/// Most pixels a figure grows to for its legend.
+const MAX_HEIGHT: u32 = 4 * HEIGHT;
+
+/// The legend of `figure` laid out for a drawing `height` pixels tall (none for a note).
+fn legend(figure: &Figure, height: u32) -> Option<Legend> {
+    let names = figure.plot.series_names();
+    let room = height.saturating_sub(CHROME_HEIGHT);
+    let entries = match &figure.plot {
+        Plot::Lines(chart) => lines::entries(&lines::prepare(chart, &names)),
+        Plot::Boxes(chart) => boxes::entries(chart, &names),
+        Plot::Note { .. } => return None,
+    };
+    Some(style::legend_layout(&entries, room))
+}
+
+/// The size `figure` is drawn at, in pixels: [`WIDTH`] × [`HEIGHT`], taller when its legend
+/// needs it (many series, long names: every name is shown whole).
+pub fn size(figure: &Figure) -> (u32, u32) {
+    let needed = legend(figure, HEIGHT).map_or(0, |l| l.height() + CHROME_HEIGHT);
+    (WIDTH, needed.clamp(HEIGHT, MAX_HEIGHT))
+}
+
+/// The series of a line chart drawn under a later one along the same path (and so marked
+/// along it), each with the series it is under, by name.
+pub fn coinciding(figure: &Figure) -> Vec<(String, String)> {
+    match &figure.plot {
+        Plot::Lines(chart) => lines::coinciding(chart, &figure.plot.series_names()),
+        _ => Vec::new(),
+    }
+}
+
 /// The figure as an SVG document (no XML declaration, so it can also be inlined in HTML).
 pub fn svg(figure: &Figure) -> Result<String, ReportError> {
     let mut out = String::new();
     {
-        let backend = metrics::Measured::new(SVGBackend::with_string(&mut out, (WIDTH, HEIGHT)));
+        let backend = metrics::Measured::new(SVGBackend::with_string(&mut out, size(figure)));
         draw(backend, figure).map_err(|why| draw_error(figure, why))?;
     }
     Ok(out)
@@ -48,13 +87,13 @@ pub fn png(figure: &Figure) -> Result<Option<Vec<u8>>, ReportError> {
     if bitmap_font().is_none() {
         return Ok(None);
     }
-    let (width, height) = (WIDTH as usize, HEIGHT as usize);
-    let mut rgb = vec![0u8; width * height * 3];
+    let (width, height) = size(figure);
+    let mut rgb = vec![0u8; width as usize * height as usize * 3];
     {
-        let backend = metrics::Measured::new(BitMapBackend::with_buffer(&mut rgb, (WIDTH, HEIGHT)));
+        let backend = metrics::Measured::new(BitMapBackend::with_buffer(&mut rgb, (width, height)));
         draw(backend, figure).map_err(|why| draw_error(figure, why))?;
     }
-    encode_png(&rgb)
+    encode_png(&rgb, (width, height))
         .map(Some)
         .map_err(|why| draw_error(figure, why))
 }
@@ -65,20 +104,23 @@ fn draw<DB: DrawingBackend>(backend: DB, figure: &Figure) -> Result<(), String> 
     let drawn = (|| {
         root.fill(&WHITE)?;
         let names = figure.plot.series_names();
+        let (_, height) = root.dim_in_pixel();
+        let legend = legend(figure, height);
         let plot_area = style::title(&root, &figure.title)?;
-        match &figure.plot {
-            Plot::Lines(chart) => lines::draw(&plot_area, chart, &names),
-            Plot::Boxes(chart) => boxes::draw(&plot_area, chart, &names),
+        match (&figure.plot, &legend) {
+            (Plot::Lines(chart), Some(legend)) => lines::draw(&plot_area, chart, &names, legend),
+            (Plot::Boxes(chart), Some(legend)) => boxes::draw(&plot_area, chart, &names, legend),
+            _ => style::note(&plot_area, figure.note().unwrap_or_default()),
         }?;
         root.present()
     })();
     drawn.map_err(|e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string())
 }
 
-/// An RGB buffer of [`WIDTH`] × [`HEIGHT`] pixels as a PNG file's bytes.
-fn encode_png(rgb: &[u8]) -> Result<Vec<u8>, String> {
+/// An RGB buffer of `width` × `height` pixels as a PNG file's bytes.
+fn encode_png(rgb: &[u8], (width, height): (u32, u32)) -> Result<Vec<u8>, String> {
     let mut out = Vec::new();
-    let mut encoder = png::Encoder::new(&mut out, WIDTH, HEIGHT);
+    let mut encoder = png::Encoder::new(&mut out, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     encoder.set_compression(png::Compression::Best);
@@ -238,7 +280,7 @@ pub(crate) mod tests {
                 y_scale: Scale::Log,
                 series: vec![Series {
                     name: "SERVFAIL".into(),
-                    points: vec![(1.0, 0.0), (2.0, f64::NAN)],
+                    points: vec![(1.0, f64::INFINITY), (2.0, f64::NAN)],
                     style: SeriesStyle::Line,
                 }],
             }),

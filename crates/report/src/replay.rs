@@ -93,6 +93,8 @@ impl ReplayData {
         }
         let mut reader = ResultsReader::open(path).map_err(results_error)?;
         let mut data = ReplayData::new();
+        let start_ns = reader.run_info().and_then(|info| info.start_ns);
+        data.seconds = Seconds::starting_at(start_ns);
         while let Some(r) = reader.next_result().map_err(results_error)? {
             data.add(&r);
         }
@@ -126,10 +128,18 @@ impl ReplayData {
 
     fn finish(&mut self, damage: Damage) {
         self.interarrival.finish();
+        self.seconds.finish();
         self.damage = damage;
         self.notes = self.incomplete.iter().cloned().collect();
         self.notes
             .extend(notes(self.summary.results(), &damage, &self.interarrival));
+        if self.seconds.before_start() > 0 {
+            self.notes.push(format!(
+                "{} due before the start the per-second figures count from (more than {}                  results completed before the trace's first query's): they count in its first                  second.",
+                plural(self.seconds.before_start(), "result was", "results were"),
+                seconds::PENDING
+            ));
+        }
     }
 
     /// The relative rate error, in %, of every whole second of the run, sorted: (sent − due)

@@ -307,3 +307,339 @@ fn a_blank_figure_in_a_report_is_seen_blank() {
         "the empty drawing keeps its place"
     );
 }
+
+/// Where a test of one case leaves what it made: its own folder, emptied first.
+fn case_dir(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/test-artifacts/report-browser-cases")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("artifact directory");
+    dir
+}
+
+/// Writes a report of `figures` in one section into the case's folder and renders it in
+/// Chromium; checks that nothing was logged or fetched. Returns the rendering, the screenshot
+/// and the page.
+fn rendered(name: &str, figures: Vec<Figure>) -> (browser::Rendering, Screenshot, String) {
+    let dir = case_dir(name);
+    let html = dir.join("report.html");
+    let report = Report {
+        title: format!("ldplayer report: {name}"),
+        header: vec![],
+        warnings: vec![],
+        sections: vec![Section {
+            title: "Figures".into(),
+            figures,
+            ..Section::default()
+        }],
+    };
+    report.write(&html).expect("write the report");
+    let rendering = browser::render(&html, &dir).expect("render in chromium");
+    eprintln!("screenshot: {}", rendering.screenshot.display());
+    assert!(rendering.console.is_empty(), "{:?}", rendering.console);
+    assert!(rendering.fetched.is_empty(), "{:?}", rendering.fetched);
+    let screenshot = Screenshot::open(&rendering.screenshot).expect("screenshot");
+    let page = std::fs::read_to_string(&html).expect("page");
+    (rendering, screenshot, page)
+}
+
+/// The figure `id` (without `fig-`) as the browser laid it out.
+fn laid_out<'a>(rendering: &'a browser::Rendering, id: &str) -> &'a browser::FigureBox {
+    rendering
+        .figures
+        .iter()
+        .find(|f| f.id == format!("fig-{id}"))
+        .unwrap_or_else(|| panic!("no figure {id} in {:?}", rendering.figures))
+}
+
+/// Whether `text` reads as a negative number (`-0.5`, `−2`).
+fn negative(text: &str) -> bool {
+    let text = text.trim();
+    let rest = text
+        .strip_prefix('-')
+        .or_else(|| text.strip_prefix('−'))
+        .unwrap_or("");
+    rest.starts_with(|c: char| c.is_ascii_digit() || c == '.')
+}
+
+/// Counts over time: `values` per second.
+fn counts(name: &str, values: impl IntoIterator<Item = f64>) -> Series {
+    series(
+        name,
+        SeriesStyle::Line,
+        values
+            .into_iter()
+            .enumerate()
+            .map(|(t, v)| (t as f64, v))
+            .collect(),
+    )
+}
+
+fn time_series(series: Vec<Series>) -> Plot {
+    Plot::Lines(LineChart {
+        x_label: "time since the replay started (s)".into(),
+        y_label: "connections".into(),
+        x_scale: Scale::Linear,
+        y_scale: Scale::Linear,
+        series,
+    })
+}
+
+#[test]
+fn an_all_zero_figure_says_so_in_a_line_and_no_axis_of_counts_goes_below_zero() {
+    if browser::chromium().is_none() {
+        return;
+    }
+    // TCP connections in TIME_WAIT, 0 in every run (a UDP-only experiment).
+    let mut time_wait = boxes(Scale::Linear);
+    if let Plot::Boxes(chart) = &mut time_wait {
+        chart.y_label = "connections".into();
+        for b in chart.groups.iter_mut().flat_map(|g| &mut g.boxes) {
+            (b.p5, b.p25, b.p50, b.p75, b.p95) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        }
+    }
+    let figures = vec![
+        figure("tcp-time-wait", "TCP connections in TIME_WAIT", time_wait),
+        // Counts near 0 beside counts in thousands, one series all 0.
+        figure(
+            "established",
+            "Established TCP connections over time",
+            time_series(vec![
+                counts("tcp", (0..60).map(|t| f64::from(t) * 20.0 + 2.0)),
+                counts("udp", (0..60).map(|_| 0.0)),
+            ]),
+        ),
+        // Small counts from 0.
+        figure(
+            "opened",
+            "Connections opened per second",
+            time_series(vec![counts("opened", (0..30).map(|t| f64::from(t % 3)))]),
+        ),
+    ];
+    let (rendering, screenshot, _) = rendered("all-zero", figures);
+    let zero = laid_out(&rendering, "tcp-time-wait");
+    let note = zero.note.as_deref().unwrap_or_else(|| {
+        panic!(
+            "an all-0 figure is drawn, with ticks {:?}",
+            zero.texts.iter().map(|t| &t.text).collect::<Vec<_>>()
+        )
+    });
+    assert!(note.contains("0"), "{note}");
+    assert!(zero.drawing.is_none(), "and not drawn as well");
+    assert!(
+        !screenshot.ink(zero.rect).is_blank(),
+        "the note is seen: {:?}",
+        screenshot.ink(zero.rect)
+    );
+    for id in ["established", "opened"] {
+        let f = laid_out(&rendering, id);
+        assert!(f.drawing.is_some(), "{id} is drawn");
+        let below: Vec<&str> = f
+            .texts
+            .iter()
+            .map(|t| t.text.as_str())
+            .filter(|t| negative(t))
+            .collect();
+        assert!(below.is_empty(), "{id}: ticks below zero {below:?}");
+        assert!(
+            f.texts.iter().any(|t| t.text == "0"),
+            "{id}: the axis starts at 0: {:?}",
+            f.texts.iter().map(|t| &t.text).collect::<Vec<_>>()
+        );
+    }
+}
+
+#[test]
+fn lines_that_coincide_are_both_seen() {
+    if browser::chromium().is_none() {
+        return;
+    }
+    // TCP and TLS hold the same connections second by second: TLS, drawn later, covers TCP.
+    let same: Vec<f64> = (0..120)
+        .map(|t| 300.0 + 10.0 * f64::from(t) - 0.05 * f64::from(t * t))
+        .collect();
+    let figures = vec![figure(
+        "connections",
+        "Established TCP connections over time",
+        time_series(vec![
+            counts("tcp", same.clone()),
+            counts("tls", same),
+            counts("udp", (0..120).map(|_| 0.0)),
+        ]),
+    )];
+    let (rendering, screenshot, page) = rendered("coinciding", figures);
+    let f = laid_out(&rendering, "connections");
+    let plot = plot_region(f.drawing.expect("drawn"));
+    // The first palette colour is TCP's, the second TLS's.
+    let tcp = screenshot.pixels_of(plot, [0x00, 0x72, 0xB2], 24);
+    let tls = screenshot.pixels_of(plot, [0xD5, 0x5E, 0x00], 24);
+    eprintln!("pixels seen: tcp {tcp}, tls {tls}");
+    assert!(tls > 300, "the covering line: {tls}");
+    assert!(
+        tcp > 300,
+        "the covered line is not seen: {tcp} pixels of its colour"
+    );
+    let legend: String = f
+        .texts
+        .iter()
+        .map(|t| t.text.as_str())
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(legend.contains("under tls"), "{legend}");
+    assert!(
+        page.contains("The curve “tcp” runs under “tls”"),
+        "the caption says so"
+    );
+}
+
+#[test]
+fn legends_are_shown_whole() {
+    if browser::chromium().is_none() {
+        return;
+    }
+    let names = [
+        "udp idle 5 s",
+        "dsc-udp trace replayed at 2× its rate, repeat 3 of 3",
+        "warm-up end (2 s)",
+        "trace end (10 s)",
+        "an-input-folder-named-without-any-space-to-break-it-at-0123456789",
+        "SERVFAIL",
+    ];
+    let lines = names
+        .iter()
+        .enumerate()
+        .map(|(k, name)| counts(name, (0..60).map(|t| f64::from(t) * (k as f64 + 1.0))))
+        .collect();
+    let mut boxes_plot = boxes(Scale::Linear);
+    if let Plot::Boxes(chart) = &mut boxes_plot {
+        for (b, name) in chart
+            .groups
+            .iter_mut()
+            .flat_map(|g| &mut g.boxes)
+            .zip(names.iter().cycle())
+        {
+            b.series = (*name).into();
+        }
+    }
+    let figures = vec![
+        figure(
+            "long-names",
+            "Memory over time, per run",
+            time_series(lines),
+        ),
+        figure("long-boxes", "Memory per idle timeout", boxes_plot),
+    ];
+    let (rendering, _, _) = rendered("legends", figures);
+    for id in ["long-names", "long-boxes"] {
+        let f = laid_out(&rendering, id);
+        let drawing = f.drawing.expect("drawn");
+        let texts: Vec<&str> = f.texts.iter().map(|t| t.text.as_str()).collect();
+        assert!(
+            texts.iter().all(|t| !t.contains('…')),
+            "{id}: text cut: {texts:?}"
+        );
+        for t in &f.texts {
+            assert!(
+                drawing.contains(&t.rect),
+                "{id}: {:?} lies outside the drawing {drawing:?}: {:?}",
+                t.text,
+                t.rect
+            );
+        }
+        let shown: String = texts.concat().split_whitespace().collect();
+        for name in names {
+            let whole: String = name.split_whitespace().collect();
+            assert!(
+                shown.contains(&whole),
+                "{id}: {name:?} is not shown whole: {texts:?}"
+            );
+        }
+    }
+}
+
+/// `n` UDP queries, 100 per second from `t0_ns`, each sent on time and answered after 1 to
+/// 3 ms, but for the last `s` queries of second `s`, never sent (so that each second has a
+/// rate error of its own).
+fn paced_results(t0_ns: i64, n: u64) -> Vec<ldplayer_results::QueryResult> {
+    use ldplayer_results::{ErrorKind, Outcome};
+    (0..n)
+        .map(|i| {
+            let intended_ns = t0_ns + i as i64 * 10_000_000;
+            let sent = i % 100 < 100 - i / 100;
+            ldplayer_results::QueryResult {
+                index: i,
+                trace_ns: i as i64 * 10_000_000,
+                intended_ns,
+                sent_ns: if sent { intended_ns } else { 0 },
+                received_ns: if sent {
+                    intended_ns + 1_000_000 + (i as i64 % 3) * 1_000_000
+                } else {
+                    0
+                },
+                proto: ldplayer_trace::Proto::Udp,
+                new_connection: false,
+                handshake_ns: 0,
+                rcode: ldplayer_dns::Rcode::NOERROR,
+                response_len: if sent { 60 } else { 0 },
+                truncated: false,
+                outcome: if sent {
+                    Outcome::Answered
+                } else {
+                    Outcome::Error(ErrorKind::Send)
+                },
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn tiny_samples_are_drawn_as_points_or_given_as_a_table() {
+    if browser::chromium().is_none() {
+        return;
+    }
+    use ldplayer_report::replay::{section, ReplayData};
+    const T0: i64 = 1_700_000_000_000_000_000;
+    // Six seconds of queries: four whole seconds, each with its rate error. Two and a half
+    // seconds: one.
+    let four = ReplayData::from_results(&paced_results(T0, 600));
+    let one = ReplayData::from_results(&paced_results(T0, 250));
+    let mut figures = Vec::new();
+    for (prefix, data) in [("four", &four), ("one", &one)] {
+        let rate = section(&[("run", data)])
+            .figures
+            .into_iter()
+            .find(|f| f.id == "replay-rate-error-cdf")
+            .expect("the rate error figure");
+        figures.push(Figure {
+            id: format!("{prefix}-{}", rate.id),
+            ..rate
+        });
+    }
+    let (rendering, _, page) = rendered("tiny-samples", figures);
+    // Four values: four points, no line through them.
+    let four = laid_out(&rendering, "four-replay-rate-error-cdf");
+    assert!(four.drawing.is_some(), "four seconds are drawn");
+    let start = page
+        .find("<figure id=\"fig-four-replay-rate-error-cdf\"")
+        .expect("figure");
+    let end = start + page[start..].find("</figure>").expect("figure end");
+    let svg = &page[start..end];
+    let colour = "#0072B2";
+    assert!(
+        !svg.contains(&format!(
+            "<polyline fill=\"none\" opacity=\"1\" stroke=\"{colour}\""
+        )),
+        "four values joined by a line"
+    );
+    let dots = svg.matches("<circle").count();
+    assert!(dots > 4, "four points and the legend's: {dots}");
+    // One value: no figure of a single dot, a sentence and the table.
+    let one = laid_out(&rendering, "one-replay-rate-error-cdf");
+    let note = one
+        .note
+        .as_deref()
+        .unwrap_or_else(|| panic!("one second drawn as a figure: {:?}", one.texts));
+    assert!(note.contains("Too few"), "{note}");
+    assert!(one.drawing.is_none());
+}

@@ -145,6 +145,7 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
                 kernel_udp: Default::default(),
             },
             server_version: "ldplayer 0.1.0".into(),
+            server_tcp_clients: Some(60_000),
             probe_rtt_us: 20_000,
             probe_queries: 1,
             link: Default::default(),
@@ -166,8 +167,16 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
 }
 
 /// An experiment directory as `ldplayer experiment` leaves it: four finished runs of `plan`,
-/// one run that did not finish and one that failed. Returns every summary row.
+/// one run that did not finish and one that failed. Returns every summary row. With `nonbusy`,
+/// the even queries are of non-busy clients.
 fn write_experiment(dir: &Path, plan: &str, nonbusy: bool) -> Vec<SummaryRow> {
+    let mut set = IndexSet::default();
+    (0..QUERIES).step_by(2).for_each(|i| set.insert(i));
+    write_experiment_with(dir, plan, nonbusy.then_some(set))
+}
+
+/// [`write_experiment`], the queries of non-busy clients given.
+fn write_experiment_with(dir: &Path, plan: &str, nonbusy: Option<IndexSet>) -> Vec<SummaryRow> {
     let parsed = Plan::parse(plan, dir).unwrap();
     std::fs::write(dir.join("plan.toml"), plan).unwrap();
     std::fs::write(
@@ -175,11 +184,9 @@ fn write_experiment(dir: &Path, plan: &str, nonbusy: bool) -> Vec<SummaryRow> {
         serde_json::to_vec_pretty(&Environment::gather()).unwrap(),
     )
     .unwrap();
-    let mut set = IndexSet::default();
-    (0..QUERIES).step_by(2).for_each(|i| set.insert(i));
     let mut rows = Vec::new();
     for spec in parsed.runs() {
-        rows.extend(write_run(dir, &spec, nonbusy.then_some(&set)));
+        rows.extend(write_run(dir, &spec, nonbusy.as_ref()));
     }
     let mut csv = SummaryCsv::create(&dir.join("summary.csv"), &parsed.varied_keys()).unwrap();
     csv.write_rows(&rows).unwrap();
@@ -613,4 +620,118 @@ fn each_repeat_is_its_own_box_and_curve() {
         panic!("lines")
     };
     assert_eq!(ccdf.series[1].name, "idle_timeout_s=5 r2");
+}
+
+/// Rewrites the `server_version` of every finished run's `run.json`, and forgets its TCP
+/// connection limit, as records written before the two were told apart.
+fn rewrite_server_version(dir: &Path, version: &str) {
+    for entry in std::fs::read_dir(dir.join("runs")).unwrap() {
+        let path = entry.unwrap().path().join("run.json");
+        let Ok(bytes) = std::fs::read(&path) else {
+            continue;
+        };
+        let mut record: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let outputs = record["outputs"].as_object_mut().unwrap();
+        outputs.insert("server_version".into(), version.into());
+        outputs.remove("server_tcp_clients");
+        std::fs::write(&path, serde_json::to_vec(&record).unwrap()).unwrap();
+    }
+}
+
+#[test]
+fn the_server_version_cell_shows_the_version_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    write_experiment(dir.path(), PLAN, true);
+    let report = |dir: &Path| {
+        let inputs = ldplayer_report::input::read_all(&[dir.to_path_buf()]).unwrap();
+        ldplayer_report::input::report("versions", &inputs)
+            .to_html()
+            .unwrap()
+    };
+    // As a run writes it now: the version, and the TCP connections allowed in a fact of their
+    // own.
+    let html = report(dir.path());
+    assert!(
+        html.contains("<th scope=\"row\">server version</th><td>ldplayer 0.1.0</td>"),
+        "{html}"
+    );
+    assert!(
+        html.contains("<th scope=\"row\">server TCP connections allowed</th><td>60000</td>"),
+        "{html}"
+    );
+    // As older runs wrote it, with the TCP connections after the version.
+    rewrite_server_version(dir.path(), "NSD version 4.6.1 (TCP clients 15904)");
+    let html = report(dir.path());
+    assert!(
+        html.contains("<th scope=\"row\">server version</th><td>NSD version 4.6.1</td>"),
+        "{html}"
+    );
+    assert_eq!(
+        html.matches("<td>NSD version 4.6.1</td>").count(),
+        5,
+        "the header and the four runs of the table of runs"
+    );
+    assert!(!html.contains("TCP clients"), "{html}");
+    assert!(!html.contains("server TCP connections allowed"), "{html}");
+}
+
+/// The page `ldplayer report` draws of the experiment in `dir`.
+fn page_of(dir: &Path) -> String {
+    let inputs = ldplayer_report::input::read_all(&[dir.to_path_buf()]).unwrap();
+    ldplayer_report::input::report("page", &inputs)
+        .to_html()
+        .unwrap()
+}
+
+/// The part of `page` that shows the figure `id`, up to the end of what follows it (its
+/// table of numbers, when it has one).
+fn figure_html<'a>(page: &'a str, id: &str) -> &'a str {
+    let start = page
+        .find(&format!("<figure id=\"fig-{id}\""))
+        .unwrap_or_else(|| panic!("no figure {id}"));
+    let figure_end = start + page[start..].find("</figure>").unwrap();
+    let next = page[figure_end..]
+        .find("<figure ")
+        .map_or(page.len(), |at| figure_end + at);
+    &page[start..next]
+}
+
+#[test]
+fn when_no_client_is_busy_the_non_busy_figure_says_so_instead_of_drawing_it_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut every = IndexSet::default();
+    (0..QUERIES).for_each(|i| every.insert(i));
+    write_experiment_with(dir.path(), PLAN, Some(every));
+    let page = page_of(dir.path());
+    let nonbusy = figure_html(&page, "exp-latency-nonbusy");
+    assert!(
+        nonbusy.contains("<p class=\"note\">No client is busy: none sent 250 queries or more"),
+        "{nonbusy}"
+    );
+    assert!(!nonbusy.contains("<svg"), "drawn twice: {nonbusy}");
+    assert!(figure_html(&page, "exp-latency").contains("<svg"));
+    // With busy clients (half the queries are non-busy), both are drawn.
+    let dir = tempfile::tempdir().unwrap();
+    write_experiment(dir.path(), PLAN, true);
+    let page = page_of(dir.path());
+    assert!(figure_html(&page, "exp-latency-nonbusy").contains("<svg"));
+}
+
+#[test]
+fn a_metric_of_zeros_in_every_run_is_said_in_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = PLAN.replace(r#"proto = ["udp", "tcp"]"#, r#"proto = ["udp"]"#);
+    write_experiment(dir.path(), &plan, false);
+    let page = page_of(dir.path());
+    let time_wait = figure_html(&page, "exp-tcp-time-wait");
+    assert!(
+        time_wait.contains(
+            "<p class=\"note\">TCP connections in TIME_WAIT: every run measured 0 over the \
+             seconds after warm-up (p5 to p95)"
+        ),
+        "{time_wait}"
+    );
+    assert!(!time_wait.contains("<svg"), "{time_wait}");
+    // The table still gives the zeros.
+    assert!(time_wait.contains("The numbers of Figure"), "{time_wait}");
 }

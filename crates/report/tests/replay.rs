@@ -540,3 +540,76 @@ proptest! {
         prop_assert_eq!(total(figure(&s, "replay-connections-per-second")), connections as u64);
     }
 }
+
+/// `all` moved by `ns` on the clock: the same replay of the same trace, begun at another time.
+fn shifted(all: &[QueryResult], ns: i64) -> Vec<QueryResult> {
+    all.iter()
+        .map(|r| {
+            let at = |t: i64| if t == 0 { 0 } else { t + ns };
+            QueryResult {
+                intended_ns: r.intended_ns + ns,
+                sent_ns: at(r.sent_ns),
+                received_ns: at(r.received_ns),
+                ..*r
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn two_replays_of_one_trace_have_the_same_per_second_curves() {
+    // The same replay, begun on a whole second and 0.6 s past one.
+    let all = results(5000);
+    let on_time = ReplayData::from_results(&all);
+    let later = ReplayData::from_results(&shifted(&all, 600_000_000));
+    let (a, b) = (section(&[("run", &on_time)]), section(&[("run", &later)]));
+    for id in [
+        "replay-answers-per-second",
+        "replay-connections-per-second",
+        "replay-rcodes-per-second",
+    ] {
+        let (fa, fb) = (figure(&a, id), figure(&b, id));
+        let (Plot::Lines(ca), Plot::Lines(cb)) = (&fa.plot, &fb.plot) else {
+            panic!("{id}: lines")
+        };
+        for (sa, sb) in ca.series.iter().zip(&cb.series) {
+            assert_eq!(sa.points, sb.points, "{id} {}", sa.name);
+        }
+        assert_eq!(fa.table, fb.table, "{id}");
+        assert_eq!(ca.x_label, "time since the run's start (s)");
+    }
+    // The trace's rate per second starts with a whole second of it: 1000 queries.
+    let Plot::Lines(answers) = &figure(&b, "replay-answers-per-second").plot else {
+        panic!("lines")
+    };
+    let rate = &answers.series[1];
+    assert_eq!(rate.name, "trace rate");
+    assert_eq!(&rate.points[..2], [(0.0, 1000.0), (1.0, 1000.0)]);
+}
+
+#[test]
+fn the_run_s_start_a_results_file_records_is_where_its_seconds_start() {
+    // A shard started with --start-at records its start: 0.25 s before its first query was due.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shard.res");
+    let info = ldplayer_results::RunInfo {
+        start_ns: Some(T0 - 250_000_000),
+        ..Default::default()
+    };
+    let mut w = ResultsWriter::with_run_info(File::create(&path).unwrap(), &info).unwrap();
+    for r in results(3000) {
+        w.write(&r).unwrap();
+    }
+    w.into_inner().unwrap();
+    let data = ReplayData::read(&path).unwrap();
+    let s = section(&[("run", &data)]);
+    let Plot::Lines(answers) = &figure(&s, "replay-answers-per-second").plot else {
+        panic!("lines")
+    };
+    let rate = &answers.series[1];
+    // 0.75 s of queries in the first second, then whole seconds of 1000.
+    assert_eq!(
+        &rate.points[..3],
+        [(0.0, 750.0), (1.0, 1000.0), (2.0, 1000.0)]
+    );
+}

@@ -13,8 +13,10 @@
 //!   exact below 2.048 µs, buckets of at most 1/1024 of the value above (≤ 1 µs up to 1 ms,
 //!   ≤ 1 ms up to 1 s). Min, max and mean are exact.
 //! - percentiles are nearest-rank (the ⌈p·n⌉-th smallest value) and reported as the middle of
-//!   that value's histogram bucket, so within 0.05% of the exact value (0 below 2.048 µs);
-//!   latency min and max are bucket middles too, the mean is HdrHistogram's.
+//!   that value's histogram bucket, so within 0.05% of the exact value (0 below 2.048 µs), and
+//!   never outside the exact minimum and maximum (a bucket's middle can lie beyond the values
+//!   in it: it is then the nearer extreme); min and max are exact, the latency mean is
+//!   HdrHistogram's.
 //! - the rate error is exact: see [`RateErrorReport`].
 
 use crate::file::ResultsError;
@@ -52,6 +54,41 @@ fn merge_hist(into: &mut Option<Histogram<u64>>, from: &Option<Histogram<u64>>, 
     }
 }
 
+/// Durations in ns: their histogram, and their exact extremes (which a histogram only knows to
+/// its buckets).
+#[derive(Debug, Clone)]
+struct Durations {
+    hist: Histogram<u64>,
+    min: u64,
+    max: u64,
+}
+
+impl Durations {
+    fn new() -> Durations {
+        Durations {
+            hist: histogram(LATENCY_MAX_NS),
+            min: u64::MAX,
+            max: 0,
+        }
+    }
+
+    fn record(&mut self, ns: u64) {
+        self.hist.saturating_record(ns);
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
+    fn merge(into: &mut Option<Durations>, from: &Option<Durations>) {
+        if let Some(from) = from {
+            let d = into.get_or_insert_with(Durations::new);
+            // Same bounds on both sides: adding cannot fail.
+            let _ = d.hist.add(&from.hist);
+            d.min = d.min.min(from.min);
+            d.max = d.max.max(from.max);
+        }
+    }
+}
+
 /// Accumulates results into counts, latency and timing-error histograms and per-second rates.
 #[derive(Debug, Clone)]
 pub struct Summary {
@@ -63,9 +100,9 @@ pub struct Summary {
     truncated: u64,
     rcodes: BTreeMap<Rcode, u64>,
     /// Latency in ns by transport code.
-    latency: [Option<Histogram<u64>>; Proto::ALL.len()],
+    latency: [Option<Durations>; Proto::ALL.len()],
     /// Connection set-up time (TCP and TLS handshakes) in ns by transport code.
-    handshake: [Option<Histogram<u64>>; Proto::ALL.len()],
+    handshake: [Option<Durations>; Proto::ALL.len()],
     opened: u64,
     reused: u64,
     /// Timing error ≥ 0, ns.
@@ -143,8 +180,8 @@ impl Summary {
                 self.truncated += r.truncated as u64;
                 if let Some(lat) = r.latency_ns() {
                     self.latency[r.proto as usize]
-                        .get_or_insert_with(|| histogram(LATENCY_MAX_NS))
-                        .saturating_record(lat.max(0) as u64);
+                        .get_or_insert_with(Durations::new)
+                        .record(lat.max(0) as u64);
                 }
                 self.last_received = max_opt(self.last_received, Some(r.received_ns));
             }
@@ -162,8 +199,8 @@ impl Summary {
                 self.opened += 1;
                 if r.handshake_ns > 0 {
                     self.handshake[r.proto as usize]
-                        .get_or_insert_with(|| histogram(LATENCY_MAX_NS))
-                        .saturating_record(r.handshake_ns as u64);
+                        .get_or_insert_with(Durations::new)
+                        .record(r.handshake_ns as u64);
                 }
             } else if r.proto.is_connection() {
                 self.reused += 1;
@@ -212,10 +249,10 @@ impl Summary {
             *self.rcodes.entry(k).or_default() += v;
         }
         for (a, b) in self.latency.iter_mut().zip(&other.latency) {
-            merge_hist(a, b, LATENCY_MAX_NS);
+            Durations::merge(a, b);
         }
         for (a, b) in self.handshake.iter_mut().zip(&other.handshake) {
-            merge_hist(a, b, LATENCY_MAX_NS);
+            Durations::merge(a, b);
         }
         self.opened += other.opened;
         self.reused += other.reused;
@@ -254,9 +291,10 @@ impl Summary {
             .map_or(0, |h| nth_smallest(h, k - n_early) as i64)
     }
 
-    /// The timing error at percentile `tenths` / 10, ns.
+    /// The timing error at percentile `tenths` / 10, ns, within the exact extremes.
     fn timing_percentile(&self, tenths: u64) -> i64 {
         self.timing_at_rank(rank(tenths, self.sent))
+            .clamp(self.timing_min, self.timing_max)
     }
 
     /// The queries due and the queries sent in every second of the run that lies wholly inside
@@ -320,11 +358,14 @@ impl Summary {
             .iter()
             .map(|(&k, &v)| (k.to_string(), v))
             .collect();
-        let by_proto = |hists: &[Option<Histogram<u64>>]| {
+        let by_proto = |durations: &[Option<Durations>]| {
             let mut out = BTreeMap::new();
             for p in Proto::ALL {
-                if let Some(h) = hists[p as usize].as_ref().filter(|h| !h.is_empty()) {
-                    out.insert(p.as_str(), LatencyReport::of(h));
+                if let Some(d) = durations[p as usize]
+                    .as_ref()
+                    .filter(|d| !d.hist.is_empty())
+                {
+                    out.insert(p.as_str(), LatencyReport::of(d));
                 }
             }
             out
@@ -406,7 +447,7 @@ pub struct LatencyReport {
     pub count: u64,
     /// Mean.
     pub mean: f64,
-    /// Smallest.
+    /// Smallest (exact).
     pub min: f64,
     /// 5th percentile.
     pub p5: f64,
@@ -423,19 +464,21 @@ pub struct LatencyReport {
     /// 99.9th percentile.
     #[serde(rename = "p99.9")]
     pub p99_9: f64,
-    /// Largest.
+    /// Largest (exact).
     pub max: f64,
 }
 
 impl LatencyReport {
-    /// The percentiles of a histogram of nanoseconds, in milliseconds.
-    fn of(h: &Histogram<u64>) -> LatencyReport {
+    /// The percentiles of durations in nanoseconds, in milliseconds: bucket middles kept
+    /// within the exact extremes, which are reported as they are.
+    fn of(d: &Durations) -> LatencyReport {
+        let h = &d.hist;
         let ms = |ns: u64| ns as f64 / 1e6;
-        let at = |tenths: u64| ms(nth_smallest(h, rank(tenths, h.len())));
+        let at = |tenths: u64| ms(nth_smallest(h, rank(tenths, h.len())).clamp(d.min, d.max));
         LatencyReport {
             count: h.len(),
-            mean: h.mean() / 1e6,
-            min: at(0),
+            mean: (h.mean() / 1e6).clamp(ms(d.min), ms(d.max)),
+            min: ms(d.min),
             p5: at(50),
             p25: at(250),
             p50: at(500),
@@ -443,7 +486,7 @@ impl LatencyReport {
             p95: at(950),
             p99: at(990),
             p99_9: at(999),
-            max: at(1000),
+            max: ms(d.max),
         }
     }
 }

@@ -421,7 +421,8 @@ fn json_keys_and_text() {
         "{text}"
     );
     assert!(text.contains("latency udp: p50 200.0 µs"), "{text}");
-    assert!(text.contains("latency tcp: p50 4.999 ms"), "{text}");
+    // One answer of 5 ms: its median is that answer, not the middle of its histogram bucket.
+    assert!(text.contains("latency tcp: p50 5.000 ms"), "{text}");
     assert!(text.contains("connections: 1 opened, 1 reused"), "{text}");
     assert!(text.contains("timing error: p50 3.0 µs"), "{text}");
     assert!(
@@ -469,4 +470,88 @@ fn text_shows_the_answers_by_rcode() {
         "{}",
         none.report()
     );
+}
+
+/// Whether `values` never decrease and lie in [`min`, `max`].
+fn ordered_within(min: f64, quantiles: &[f64], max: f64) -> bool {
+    let mut previous = min;
+    for &q in quantiles {
+        if q < previous || q > max {
+            return false;
+        }
+        previous = q;
+    }
+    min <= max
+}
+
+#[test]
+fn quantiles_of_one_repeated_value_are_that_value() {
+    // 23.517 µs falls in a histogram bucket whose middle is 23.512 µs: the quartiles were
+    // reported below the (exact) minimum.
+    let mut s = Summary::new();
+    for i in 0..8 {
+        s.add(&answered(i, Proto::Udp, T0, T0 + 23_517, 23_517));
+    }
+    let rep = s.report();
+    let t = rep.timing_error_us.unwrap();
+    assert_eq!(
+        (t.min, t.p25, t.p50, t.p75, t.p99, t.max),
+        (23.517, 23.517, 23.517, 23.517, 23.517, 23.517)
+    );
+    let l = &rep.latency_ms["udp"];
+    assert_eq!(
+        (l.min, l.p5, l.p50, l.p99_9, l.max),
+        (0.023517, 0.023517, 0.023517, 0.023517, 0.023517)
+    );
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+
+    /// Every quantile the summary reports lies between the minimum and the maximum it reports,
+    /// in order, and those are the exact extremes of what was recorded.
+    #[test]
+    fn reported_quantiles_lie_within_the_exact_extremes(
+        values in proptest::collection::vec((-5_000_000i64..5_000_000, 0i64..10_000_000_000, 0usize..3), 1..200)
+    ) {
+        let mut s = Summary::new();
+        for (i, &(timing, latency, proto)) in values.iter().enumerate() {
+            let intended = T0 + i as i64 * 1_000;
+            let mut r = answered(i as u64, Proto::ALL[proto], intended, intended + timing, latency);
+            if proto == 1 {
+                r.new_connection = true;
+                r.handshake_ns = latency / 3 + 1;
+            }
+            s.add(&r);
+        }
+        let rep = s.report();
+        let t = rep.timing_error_us.as_ref().unwrap();
+        let exact = |v: Vec<i64>| {
+            let lo = *v.iter().min().unwrap() as f64;
+            let hi = *v.iter().max().unwrap() as f64;
+            (lo, hi)
+        };
+        let (lo, hi) = exact(values.iter().map(|v| v.0).collect());
+        proptest::prop_assert_eq!((t.min, t.max), (lo / 1e3, hi / 1e3));
+        proptest::prop_assert!(
+            ordered_within(t.min, &[t.p25, t.p50, t.p75, t.p99], t.max),
+            "timing {:?}", t
+        );
+        proptest::prop_assert!(t.mean >= t.min && t.mean <= t.max, "timing {:?}", t);
+        for (proto, l) in rep.latency_ms.iter().chain(&rep.handshake_ms) {
+            proptest::prop_assert!(
+                ordered_within(l.min, &[l.p5, l.p25, l.p50, l.p75, l.p95, l.p99, l.p99_9], l.max),
+                "{} {:?}", proto, l
+            );
+        }
+        for (k, p) in Proto::ALL.iter().enumerate() {
+            let latencies: Vec<i64> = values.iter().filter(|v| v.2 == k).map(|v| v.1).collect();
+            if latencies.is_empty() {
+                continue;
+            }
+            let (lo, hi) = exact(latencies);
+            let l = &rep.latency_ms[p.as_str()];
+            proptest::prop_assert_eq!((l.min, l.max), (lo / 1e6, hi / 1e6));
+        }
+    }
 }

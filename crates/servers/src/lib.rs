@@ -297,3 +297,38 @@ fn probe_once(p: &Prepared, wait: Duration) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The installed programs, asked for their version as a run asks, say their product and
+    /// version and nothing more (no configure line, no copyright, no date).
+    #[test]
+    fn each_installed_program_reports_its_product_and_version_only() {
+        let products = [
+            (ServerKind::Nsd, "NSD "),
+            (ServerKind::Knot, "Knot DNS "),
+            (ServerKind::Bind, "BIND "),
+            (ServerKind::Unbound, "Unbound "),
+            (ServerKind::Kresd, "Knot Resolver "),
+            (ServerKind::PdnsRecursor, "PowerDNS Recursor "),
+        ];
+        for (kind, product) in products {
+            let Some(program) =
+                ldplayer_testbed::prerequisite::tool(kind.program(), kind.debian_package())
+            else {
+                continue;
+            };
+            let version = program_version(kind, &program);
+            let number = version
+                .strip_prefix(product)
+                .unwrap_or_else(|| panic!("{kind:?}: {version:?} does not start with {product:?}"));
+            assert!(
+                number.starts_with(|c: char| c.is_ascii_digit())
+                    && !number.contains(char::is_whitespace),
+                "{kind:?}: {version:?} is not a product and a version"
+            );
+        }
+    }
+}

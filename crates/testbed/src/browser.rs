@@ -6,7 +6,10 @@
 //! added, which writes where every `figure.figure` element lies and how tall the page is, and
 //! once on the page itself, unchanged, for a screenshot of the whole page, its console messages
 //! and the network requests it tried (from Chromium's network log). [`Screenshot::ink`] then
-//! says whether a region of the picture has anything drawn in it.
+//! says whether a region of the picture has anything drawn in it. The measuring run also says
+//! where each piece of text of a figure's drawing lies ([`FigureBox::texts`]) and what a figure
+//! says in place of a drawing ([`FigureBox::note`]), so that a test can check that a legend is
+//! shown whole or that no tick reads below zero.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
@@ -93,6 +96,30 @@ pub struct FigureBox {
     pub rect: Rect,
     /// Its first `svg`, `img` or `canvas` element: the drawing itself.
     pub drawing: Option<Rect>,
+    /// Every `text` element of its drawing, in document order, as laid out (the box of its
+    /// glyphs).
+    pub texts: Vec<TextBox>,
+    /// The text of its `p.note` element, which says why a figure is not drawn, if it has one.
+    pub note: Option<String>,
+}
+
+/// A piece of text of a drawing and where it lies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TextBox {
+    /// Where its glyphs lie, in page coordinates.
+    pub rect: Rect,
+    /// The text, as the page has it (spaces and line breaks as single spaces).
+    pub text: String,
+}
+
+impl Rect {
+    /// Whether `inner` lies wholly inside this rectangle.
+    pub fn contains(&self, inner: &Rect) -> bool {
+        inner.x >= self.x
+            && inner.y >= self.y
+            && inner.x + inner.width <= self.x + self.width
+            && inner.y + inner.height <= self.y + self.height
+    }
 }
 
 /// A rectangle in page coordinates (pixels from the page's top left corner).
@@ -186,9 +213,17 @@ const MEASURING_SCRIPT: &str = r#"<script>
     var r = e.getBoundingClientRect();
     return [Math.round(r.left + sx), Math.round(r.top + sy), Math.round(r.width), Math.round(r.height)].join(' ');
   }
-  document.querySelectorAll('figure.figure').forEach(function (f) {
+  function words(t) { return (t || '').replace(/\s+/g, ' ').trim(); }
+  document.querySelectorAll('figure.figure').forEach(function (f, k) {
     var d = f.querySelector('svg, img, canvas');
     out.push('figure ' + rect(f) + ' ' + (d ? rect(d) : '- - - -') + ' ' + f.id);
+    if (d) {
+      d.querySelectorAll('text').forEach(function (t) {
+        out.push('text ' + k + ' ' + rect(t) + ' ' + words(t.textContent));
+      });
+    }
+    var n = f.querySelector('p.note');
+    if (n) { out.push('note ' + k + ' ' + words(n.textContent)); }
   });
   out.push('height ' + Math.ceil(document.documentElement.scrollHeight));
   var pre = document.createElement('pre');
@@ -250,7 +285,35 @@ fn parse_measurements(dom: &str) -> Result<(Vec<FigureBox>, u32), BrowserError> 
                     id: unescape(&words[9..].join(" ")),
                     rect: rect(1).ok_or_else(bad)?,
                     drawing: rect(5),
+                    texts: Vec::new(),
+                    note: None,
                 });
+            }
+            Some("text") if words.len() >= 6 => {
+                let number = |w: &str| w.parse::<i64>().map(|v| v.max(0) as u32).ok();
+                let figure = words[1]
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|k| figures.get_mut(k))
+                    .ok_or_else(bad)?;
+                let rect = Rect {
+                    x: number(words[2]).ok_or_else(bad)?,
+                    y: number(words[3]).ok_or_else(bad)?,
+                    width: number(words[4]).ok_or_else(bad)?,
+                    height: number(words[5]).ok_or_else(bad)?,
+                };
+                figure.texts.push(TextBox {
+                    rect,
+                    text: unescape(&words[6..].join(" ")),
+                });
+            }
+            Some("note") if words.len() >= 2 => {
+                let figure = words[1]
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|k| figures.get_mut(k))
+                    .ok_or_else(bad)?;
+                figure.note = Some(unescape(&words[2..].join(" ")));
             }
             Some("height") if words.len() == 2 => {
                 height = Some(words[1].parse::<u32>().map_err(|_| bad())?);
@@ -481,6 +544,28 @@ impl Screenshot {
         (self.width, self.height)
     }
 
+    /// How many pixels of `rect` (the part of it inside the picture) are of the colour `rgb`,
+    /// each channel within `tolerance`: how much of one curve's colour is seen.
+    pub fn pixels_of(&self, rect: Rect, rgb: [u8; 3], tolerance: u8) -> u64 {
+        let x_end = rect.x.saturating_add(rect.width).min(self.width);
+        let y_end = rect.y.saturating_add(rect.height).min(self.height);
+        let mut n = 0;
+        for y in rect.y.min(y_end)..y_end {
+            let row = (y * self.width) as usize;
+            for x in rect.x.min(x_end)..x_end {
+                let pixel = self.rgb[row + x as usize];
+                if pixel
+                    .iter()
+                    .zip(rgb)
+                    .all(|(&a, b)| a.abs_diff(b) <= tolerance)
+                {
+                    n += 1;
+                }
+            }
+        }
+        n
+    }
+
     /// What is drawn in `rect` (the part of it inside the picture).
     pub fn ink(&self, rect: Rect) -> Ink {
         let x_end = rect.x.saturating_add(rect.width).min(self.width);
@@ -596,7 +681,8 @@ mod tests {
     fn measurements_are_read_from_the_dumped_page() {
         let dom =
             "<body><pre id=\"ldplayer-measure\">\nfigure 8 100 800 600 8 120 800 480 fig-a&amp;b\n\
-                   figure 8 800 300 20 - - - - \nheight 1500\n</pre></body>";
+                   text 0 600 130 180 18 warm-up end (2 s) &lt;x&gt;\n\
+                   figure 8 800 300 20 - - - - \nnote 1 Every value is 0.\nheight 1500\n</pre></body>";
         let (figures, height) = parse_measurements(dom).expect("readable");
         assert_eq!(height, 1500);
         assert_eq!(
@@ -616,6 +702,16 @@ mod tests {
                         width: 800,
                         height: 480
                     }),
+                    texts: vec![TextBox {
+                        rect: Rect {
+                            x: 600,
+                            y: 130,
+                            width: 180,
+                            height: 18
+                        },
+                        text: "warm-up end (2 s) <x>".into(),
+                    }],
+                    note: None,
                 },
                 FigureBox {
                     id: String::new(),
@@ -626,11 +722,26 @@ mod tests {
                         height: 20
                     },
                     drawing: None,
+                    texts: Vec::new(),
+                    note: Some("Every value is 0.".into()),
                 },
             ]
         );
+        let drawing = figures[0].drawing.expect("drawing");
+        assert!(drawing.contains(&figures[0].texts[0].rect));
+        assert!(!drawing.contains(&Rect {
+            x: 700,
+            y: 130,
+            width: 180,
+            height: 18
+        }));
         assert!(parse_measurements("<body></body>").is_err());
         assert!(parse_measurements("<pre id=\"ldplayer-measure\">figure x</pre>").is_err());
+        assert!(
+            parse_measurements("<pre id=\"ldplayer-measure\">text 0 1 2 3 4 t\nheight 5</pre>")
+                .is_err(),
+            "a text of no figure"
+        );
     }
 
     #[test]
@@ -688,6 +799,9 @@ mod tests {
         assert!(drawn.rect.y > 1200, "{drawn:?}");
         assert!(rendering.page_height >= drawn.rect.y + drawn.rect.height);
         assert_eq!(screenshot.size(), (WINDOW_WIDTH, rendering.page_height));
+        let blue = [0x00, 0x72, 0xB2];
+        assert_eq!(screenshot.pixels_of(blank.rect, blue, 8), 0);
+        assert!(screenshot.pixels_of(drawn.rect, blue, 8) > 300);
         let (blank, drawn) = (screenshot.ink(blank.rect), screenshot.ink(drawn.rect));
         assert!(blank.is_blank(), "{blank:?}");
         assert!(!drawn.is_blank(), "{drawn:?}");

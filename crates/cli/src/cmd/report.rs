@@ -86,10 +86,8 @@ fn default_title(inputs: &[Labelled]) -> String {
     format!("ldplayer report: {}", names.join(", "))
 }
 
-/// The folder the figures of the report at `output` go to.
+/// The folder the figures of the report at `output` go to (`report.html`:
+/// `report-figures/` beside it).
 pub fn figures_dir(output: &Path) -> PathBuf {
-    output
-        .parent()
-        .unwrap_or(Path::new("."))
-        .join(ldplayer_report::html::FIGURES_DIR)
+    ldplayer_report::html::figures_dir(output)
 }

@@ -2,7 +2,7 @@
 //! `summary.csv`, as the paper's Figures 10, 11, 13, 14 and 15.
 
 use super::layout::{first_seen, num, Inputs};
-use crate::figure::{BoxChart, BoxGroup, BoxStat, Figure, Plot, Scale};
+use crate::figure::{BoxChart, BoxGroup, BoxStat, Figure, Plot, Scale, Table};
 use crate::html::Section;
 
 /// A metric drawn as boxplots.
@@ -88,6 +88,16 @@ pub(super) fn section(inputs: &Inputs<'_>) -> Section {
     };
     for m in &BOX_METRICS {
         match figure(inputs, m) {
+            Some(f) if m.metric == "latency_ms_nonbusy" => {
+                section.figures.push(match nonbusy_are_all(inputs) {
+                    Some(text) => Figure {
+                        plot: Plot::Note { text },
+                        table: Table::default(),
+                        ..f
+                    },
+                    None => f,
+                });
+            }
             Some(f) => section.figures.push(f),
             None => section.paragraphs.push(format!(
                 "No run has values of {} in summary.csv, so its boxplot (the paper's {}) is \
@@ -97,6 +107,37 @@ pub(super) fn section(inputs: &Inputs<'_>) -> Section {
         }
     }
     section
+}
+
+/// The sentence saying that no client is busy, when it is so in every run that has both
+/// latencies: its non-busy clients' latencies are all its latencies, the same numbers, which
+/// a second figure would draw again.
+fn nonbusy_are_all(inputs: &Inputs<'_>) -> Option<String> {
+    let mut limits = Vec::new();
+    let mut runs = 0;
+    for (_, run) in inputs.runs() {
+        let (Some(all), Some(nonbusy)) =
+            (run.metric("latency_ms"), run.metric("latency_ms_nonbusy"))
+        else {
+            continue;
+        };
+        // The non-busy clients' queries are some of all the queries: as many means the same.
+        if nonbusy.n != all.n {
+            return None;
+        }
+        runs += 1;
+        limits.push(run.record.settings.trace.nonbusy_max_queries);
+    }
+    if runs == 0 {
+        return None;
+    }
+    let limits: Vec<String> = first_seen(limits).iter().map(u64::to_string).collect();
+    Some(format!(
+        "No client is busy: none sent {} queries or more (trace.nonbusy_max_queries), so the \
+         non-busy clients are all the clients, in every run. Their latency is that of \
+         \"Query latency, all clients\" above, not drawn twice.",
+        limits.join(" or ")
+    ))
 }
 
 fn figure(inputs: &Inputs<'_>, m: &BoxMetric) -> Option<Figure> {
@@ -172,6 +213,23 @@ fn figure(inputs: &Inputs<'_>, m: &BoxMetric) -> Option<Figure> {
         );
         format!(" and {} (colour)", keys.join(", "))
     };
+    let plot = Plot::Boxes(BoxChart {
+        x_label: inputs.x_label(),
+        y_label: m.y_label.into(),
+        y_scale,
+        groups,
+    });
+    let plot = if plot.all_zero() {
+        Plot::Note {
+            text: format!(
+                "{}: every run measured 0 over {over} (p5 to p95): there is nothing to draw, \
+                 and the table gives the numbers.",
+                m.title
+            ),
+        }
+    } else {
+        plot
+    };
     Some(Figure {
         id: m.id.into(),
         title: m.title.into(),
@@ -184,12 +242,7 @@ fn figure(inputs: &Inputs<'_>, m: &BoxMetric) -> Option<Figure> {
             inputs.x_label(),
             m.paper
         ),
-        plot: Plot::Boxes(BoxChart {
-            x_label: inputs.x_label(),
-            y_label: m.y_label.into(),
-            y_scale,
-            groups,
-        }),
+        plot,
         table,
     })
 }

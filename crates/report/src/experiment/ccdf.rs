@@ -1,7 +1,7 @@
 //! The latency CCDF per protocol, one curve per run, on log–log axes, as Jonglez et al. show
 //! the tail of UDP, TCP and TLS under loss.
 
-use super::latency::{ccdf_ms, quantile_ms};
+use super::latency::{at_least_ms, ccdf_ms, quantile_ms};
 use super::layout::{first_seen, num, Input, Inputs};
 use super::RunData;
 use crate::figure::{Figure, LineChart, Plot, Scale, Series, SeriesStyle, Table};
@@ -9,6 +9,12 @@ use crate::html::Section;
 
 /// Points per curve at most.
 const MAX_POINTS: usize = 500;
+
+/// A run of fewer answers than this is drawn as points, one per value, rather than as a curve.
+const MIN_CURVE_VALUES: u64 = 20;
+
+/// A figure whose every run has fewer answers than this is not drawn: its table says it all.
+const MIN_DRAWN_VALUES: u64 = 3;
 
 /// The section: one figure per protocol, or one for all when each protocol has one curve.
 pub(super) fn section(inputs: &Inputs<'_>) -> Section {
@@ -96,15 +102,60 @@ fn figure(
         "max (ms)",
     ]);
     let mut series = Vec::new();
+    let mut few = Vec::new();
+    let mut samples = Vec::new();
+    // Whether every run would be a lone dot: too few answers, or all of one latency.
+    let mut lone = true;
     for &(input, run) in curves {
         let Some(hist) = &run.latency else { continue };
+        let name = input.named(&name(input, run));
+        let one_value = hist.iter_recorded().nth(1).is_none();
+        lone &= hist.len() < MIN_DRAWN_VALUES || one_value;
+        let equal = if one_value && hist.len() > 1 {
+            ", all equal"
+        } else {
+            ""
+        };
+        samples.push(format!("{name}: {} answers{equal}", hist.len()));
+        let (points, style) = if hist.len() < MIN_CURVE_VALUES {
+            few.push(format!("{name}: {} answers", hist.len()));
+            (at_least_ms(hist), SeriesStyle::Points)
+        } else {
+            (ccdf_ms(hist, MAX_POINTS), SeriesStyle::Step)
+        };
         series.push(Series {
-            name: input.named(&name(input, run)),
-            points: ccdf_ms(hist, MAX_POINTS),
-            style: SeriesStyle::Step,
+            name,
+            points,
+            style,
         });
         push_row(&mut table, inputs, input, run, hist);
     }
+    let too_few = lone && !samples.is_empty();
+    let plot = if too_few {
+        Plot::Note {
+            text: format!(
+                "Too few values to draw a distribution ({}): the table gives them.",
+                samples.join("; ")
+            ),
+        }
+    } else {
+        Plot::Lines(LineChart {
+            x_label: "latency (ms)".into(),
+            y_label: "share of answers slower".into(),
+            x_scale: Scale::Log,
+            y_scale: Scale::Log,
+            series,
+        })
+    };
+    let points = if few.is_empty() || too_few {
+        String::new()
+    } else {
+        format!(
+            " Runs of fewer than {MIN_CURVE_VALUES} answers are drawn as points, one per \
+             value, not as a curve ({}).",
+            few.join("; ")
+        )
+    };
     Figure {
         id: id.into(),
         title: title.into(),
@@ -113,15 +164,9 @@ fn figure(
              curve per run, over the queries due after warm-up (a new connection's set-up \
              counted in the query that opened it, as latency_ms in summary.csv), as Jonglez \
              et al. show the tail under loss. Unanswered queries are not in it. Up to \
-             {MAX_POINTS} points per curve; the table's quantiles are exact to 0.1%."
+             {MAX_POINTS} points per curve; the table's quantiles are exact to 0.1%.{points}"
         ),
-        plot: Plot::Lines(LineChart {
-            x_label: "latency (ms)".into(),
-            y_label: "share of answers slower".into(),
-            x_scale: Scale::Log,
-            y_scale: Scale::Log,
-            series,
-        }),
+        plot,
         table,
     }
 }

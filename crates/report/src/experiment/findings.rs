@@ -40,7 +40,7 @@ pub(super) fn section(inputs: &Inputs<'_>) -> Section {
                 .map_or_else(String::new, |d| num(d.mean * 100.0)),
             median(run, "latency_ms"),
             median(run, "server_rss_mib"),
-            outputs.map_or_else(String::new, |o| o.server_version.trim().to_string()),
+            outputs.map_or_else(String::new, |o| o.server_version().to_string()),
             outputs.map_or_else(String::new, |o| format!("{:.0}", o.seconds)),
             if run.record.unsteady.is_empty() {
                 "yes".into()

@@ -71,11 +71,20 @@ pub(super) fn header(data: &ExperimentData) -> Vec<(String, String)> {
         fact("server", kinds.join(", "));
     }
     let versions = first_seen(data.runs.iter().filter_map(|r| {
-        let v = r.record.outputs.as_ref()?.server_version.trim();
+        let v = r.record.outputs.as_ref()?.server_version();
         (!v.is_empty()).then(|| v.to_string())
     }));
     if !versions.is_empty() {
         fact("server version", versions.join("; "));
+    }
+    let tcp_clients = first_seen(
+        data.runs
+            .iter()
+            .filter_map(|r| r.record.outputs.as_ref()?.server_tcp_clients),
+    );
+    if !tcp_clients.is_empty() {
+        let list: Vec<String> = tcp_clients.iter().map(u64::to_string).collect();
+        fact("server TCP connections allowed", list.join("; "));
     }
     let left_out = data.left_out.len();
     fact(

@@ -68,6 +68,20 @@ pub(super) fn ccdf_ms(hist: &Histogram<u64>, max_points: usize) -> Vec<(f64, f64
     thin_log_log(&full, max_points)
 }
 
+/// One point per distinct value of `hist`: (latency in ms, share of answers at least as slow),
+/// for a distribution of few values drawn as points.
+pub(super) fn at_least_ms(hist: &Histogram<u64>) -> Vec<(f64, f64)> {
+    let total = hist.len();
+    let mut seen = 0u64;
+    let mut points = Vec::new();
+    for v in hist.iter_recorded() {
+        let ms = hist.median_equivalent(v.value_iterated_to()) as f64 / 1e6;
+        points.push((ms, (total - seen) as f64 / total as f64));
+        seen += v.count_at_value();
+    }
+    points
+}
+
 /// At most about `max_points` of a monotone curve on log–log axes: a grid of half as many cells
 /// each way, and a point kept when the curve enters a new cell (a monotone curve crosses at most
 /// as many cells as the grid's width plus its height), the first and last points always.
@@ -130,6 +144,14 @@ mod tests {
         assert!(close(points[1].0, 10.0) && points[1].1 == 0.75);
         assert!(close(points[2].0, 20.0) && points[2].1 == 0.25);
         assert!(ccdf_ms(&hist([]), 500).is_empty());
+    }
+
+    #[test]
+    fn few_values_are_one_point_each_at_the_share_at_least_as_slow() {
+        let points = at_least_ms(&hist([10.0, 20.0, 20.0, 40.0]));
+        let shares: Vec<f64> = points.iter().map(|p| p.1).collect();
+        assert_eq!(shares, [1.0, 0.75, 0.25]);
+        assert!(at_least_ms(&hist([])).is_empty());
     }
 
     #[test]

@@ -14,20 +14,46 @@ use plotters::prelude::{DrawingBackend, IntoLogRange};
 use plotters::style::{Color, RGBColor};
 
 use super::lines::range;
-use super::style::{self, Drawn, Entry, Sample};
+use super::style::{self, Drawn, Entry, Legend, Sample};
 use crate::figure::{BoxChart, BoxStat, Scale};
 
 /// The share of a group's width its boxes take (the rest separates groups).
 const GROUP_WIDTH: f64 = 0.8;
 
-/// Draws `chart` in `area`, coloured by position in `names`.
+/// The legend: one box per series, in `names`' order, saying which series are all 0.
+pub(super) fn entries<'a>(chart: &BoxChart, names: &[&'a str]) -> Vec<Entry<'a>> {
+    names
+        .iter()
+        .map(|&name| {
+            let mut values = chart
+                .groups
+                .iter()
+                .flat_map(|g| &g.boxes)
+                .filter(|b| b.series == name)
+                .flat_map(values)
+                .filter(|v| v.is_finite())
+                .peekable();
+            let zero = values.peek().is_some() && values.all(|v| v == 0.0);
+            Entry {
+                name,
+                sample: Sample::Box,
+                colour: style::colour(names, name),
+                note: zero.then(|| "all 0".to_string()),
+                marked: false,
+            }
+        })
+        .collect()
+}
+
+/// Draws `chart` in `area`, coloured by position in `names`, its legend laid out as `legend`.
 pub(super) fn draw<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     chart: &BoxChart,
     names: &[&str],
+    legend: &Legend,
 ) -> Drawn<DB> {
     let (width, _) = area.dim_in_pixel();
-    let (plot_area, legend_area) = area.split_horizontally(width - style::LEGEND_WIDTH);
+    let (plot_area, legend_area) = area.split_horizontally(width.saturating_sub(legend.width));
     let x = Categories(
         chart
             .groups
@@ -48,16 +74,7 @@ pub(super) fn draw<DB: DrawingBackend>(
         Scale::Linear => plot(&plot_area, chart, names, x, y.clone(), y),
         Scale::Log => plot(&plot_area, chart, names, x, y.clone().log_scale(), y),
     }?;
-    let entries: Vec<Entry> = names
-        .iter()
-        .map(|name| Entry {
-            name,
-            sample: Sample::Box,
-            colour: style::colour(names, name),
-            empty: false,
-        })
-        .collect();
-    style::legend(&legend_area, &entries, top)
+    style::legend(&legend_area, legend, &entries(chart, names), top)
 }
 
 /// A box's five values, bottom to top.

@@ -8,7 +8,7 @@ use plotters::prelude::DrawingBackend;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use plotters::style::{Color, IntoFont, RGBColor, ShapeStyle, TextStyle, BLACK};
 
-use super::metrics::text_size;
+use super::metrics::{text_size, text_width};
 
 /// The result of drawing on a backend `DB`.
 pub(super) type Drawn<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
@@ -28,7 +28,7 @@ const PALETTE: [RGBColor; 7] = [
 /// Grey for axes' light grid and notes.
 pub(super) const GREY: RGBColor = RGBColor(0x88, 0x88, 0x88);
 
-/// The width of the legend column, right of the plot.
+/// The narrowest width of the legend column, right of the plot.
 pub(super) const LEGEND_WIDTH: u32 = 200;
 
 /// Font sizes (plotters' pixel sizes).
@@ -60,7 +60,7 @@ pub(super) fn clean(text: &str, max: usize) -> String {
     let mut out: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max + 1)
+        .take(max.saturating_add(1))
         .collect();
     if out.chars().count() > max {
         out = out.chars().take(max.saturating_sub(1)).collect();
@@ -75,8 +75,14 @@ pub(super) fn title<DB: DrawingBackend>(
     title: &str,
 ) -> Result<DrawingArea<DB, Shift>, DrawingAreaErrorKind<DB::ErrorType>> {
     let (width, _) = root.dim_in_pixel();
-    let max = (f64::from(width) / (0.62 * TITLE_SIZE)) as usize;
-    root.titled(&clean(title, max.max(8)), font(TITLE_SIZE))
+    let room = f64::from(width.saturating_sub(16));
+    let mut text = clean(title, usize::MAX);
+    while text_width(&text, TITLE_SIZE) > room && text.chars().count() > 8 {
+        let keep = text.chars().count() - 2;
+        text = text.chars().take(keep).collect();
+        text.push('…');
+    }
+    root.titled(&text, font(TITLE_SIZE))
 }
 
 /// A tick label: integers as such, other values with at most four significant digits, very
@@ -107,7 +113,7 @@ pub(super) fn tick(value: &f64) -> String {
 }
 
 /// How a legend entry's sample is drawn.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Sample {
     /// A short line.
     Line,
@@ -122,43 +128,155 @@ pub(super) enum Sample {
 }
 
 /// One legend entry.
+#[derive(Debug, Clone)]
 pub(super) struct Entry<'a> {
     pub(super) name: &'a str,
     pub(super) sample: Sample,
     pub(super) colour: RGBColor,
-    /// Said after the name when the series has nothing to draw.
-    pub(super) empty: bool,
+    /// Said after the name, in parentheses: `no data`, `all 0`, `under tls`.
+    pub(super) note: Option<String>,
+    /// Whether its curve carries markers (few points, or drawn under another): so does the
+    /// sample.
+    pub(super) marked: bool,
 }
 
-/// Draws the legend in `area` (the column right of the plot), from `top` down.
+impl Entry<'_> {
+    /// The entry's text: its name, and its note in parentheses.
+    fn text(&self) -> String {
+        let name = clean(self.name, usize::MAX);
+        match &self.note {
+            Some(note) => format!("{name} ({note})"),
+            None => name,
+        }
+    }
+}
+
+/// The narrowest legend column, right of the plot.
+const LEGEND_MIN_WIDTH: u32 = LEGEND_WIDTH;
+/// The widest legend column: names longer than fits wrap onto more lines.
+const LEGEND_MAX_WIDTH: u32 = 300;
+/// Where a legend entry's text starts, right of its sample.
+const LEGEND_TEXT_X: i32 = 38;
+/// Room kept right of the longest line of a legend.
+const LEGEND_RIGHT: u32 = 10;
+/// Legend font sizes tried, largest first, until the legend fits the figure's height.
+const LEGEND_SIZES: [f64; 4] = [LEGEND_SIZE, 14.0, 13.0, 12.0];
+/// The space between two legend entries, in pixels.
+const LEGEND_GAP: u32 = 6;
+
+/// A legend laid out: the width of its column, its font size and each entry's lines (a name
+/// wraps rather than being cut).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Legend {
+    /// The column's width in pixels.
+    pub(super) width: u32,
+    /// The font size.
+    size: f64,
+    /// Each entry's text, one string per line.
+    lines: Vec<Vec<String>>,
+}
+
+impl Legend {
+    /// The height of one line of text.
+    fn line_height(&self) -> u32 {
+        (self.size * 1.25).ceil() as u32
+    }
+
+    /// The height the whole legend takes.
+    pub(super) fn height(&self) -> u32 {
+        let lines: usize = self.lines.iter().map(Vec::len).sum();
+        let gaps = self.lines.len().saturating_sub(1) as u32;
+        lines as u32 * self.line_height() + gaps * LEGEND_GAP
+    }
+}
+
+/// Lays out the legend of `entries` to fit `height` pixels if it can: each name whole, on as
+/// many lines as it takes in a column from [`LEGEND_MIN_WIDTH`] to [`LEGEND_MAX_WIDTH`]
+/// pixels wide, in the largest of [`LEGEND_SIZES`] that fits (the smallest when none does: the
+/// figure is then drawn taller, see [`Legend::height`]).
+pub(super) fn legend_layout(entries: &[Entry], height: u32) -> Legend {
+    let texts: Vec<String> = entries.iter().map(Entry::text).collect();
+    let mut legend = None;
+    for size in LEGEND_SIZES {
+        let widest = texts
+            .iter()
+            .map(|t| text_width(t, size).ceil() as u32)
+            .max()
+            .unwrap_or(0);
+        let width = (widest + LEGEND_TEXT_X as u32 + LEGEND_RIGHT)
+            .clamp(LEGEND_MIN_WIDTH, LEGEND_MAX_WIDTH);
+        let room = f64::from(width - LEGEND_TEXT_X as u32 - LEGEND_RIGHT);
+        let laid = Legend {
+            width,
+            size,
+            lines: texts.iter().map(|t| wrap(t, size, room)).collect(),
+        };
+        let fits = laid.height() <= height;
+        legend = Some(laid);
+        if fits {
+            break;
+        }
+    }
+    legend.unwrap_or(Legend {
+        width: LEGEND_MIN_WIDTH,
+        size: LEGEND_SIZE,
+        lines: Vec::new(),
+    })
+}
+
+/// `text` cut into lines no wider than `room` pixels at font size `size`: at spaces, or inside
+/// a word too long for a line of its own; nothing is left out.
+fn wrap(text: &str, size: f64, room: f64) -> Vec<String> {
+    let fits = |line: &str| text_width(line, size) <= room;
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let joined = if line.is_empty() {
+            word.to_string()
+        } else {
+            format!("{line} {word}")
+        };
+        if fits(&joined) {
+            line = joined;
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        // The word alone, cut where it must be.
+        for c in word.chars() {
+            line.push(c);
+            if !fits(&line) && line.chars().count() > 1 {
+                line.pop();
+                lines.push(std::mem::take(&mut line));
+                line.push(c);
+            }
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// Draws the legend of `entries`, laid out as `legend`, in `area` (the column right of the
+/// plot), from `top` down.
 pub(super) fn legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
+    legend: &Legend,
     entries: &[Entry],
     top: i32,
 ) -> Drawn<DB> {
-    const ROW: i32 = 24;
-    const MAX_ROWS: usize = 15;
-    let (width, height) = area.dim_in_pixel();
-    let max_chars = ((f64::from(width) - 44.0) / (0.62 * LEGEND_SIZE)) as usize;
-    for (row, entry) in entries.iter().take(MAX_ROWS).enumerate() {
-        let y = top + ROW * row as i32;
-        if y + ROW > height as i32 {
-            break;
-        }
+    let line = legend.line_height() as i32;
+    let mut y = top + line / 2;
+    for (entry, lines) in entries.iter().zip(&legend.lines) {
         sample(area, entry, (8, y))?;
-        let name = if entry.empty {
-            format!("{} (no data)", entry.name)
-        } else {
-            entry.name.to_string()
-        };
-        let style = font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-        area.draw(&Text::new(clean(&name, max_chars), (38, y), style))?;
-    }
-    if entries.len() > MAX_ROWS {
-        let y = top + ROW * MAX_ROWS as i32;
-        let more = format!("… and {} more", entries.len() - MAX_ROWS);
-        let style = font(LEGEND_SIZE).pos(Pos::new(HPos::Left, VPos::Center));
-        area.draw(&Text::new(more, (8, y), style))?;
+        let style = font(legend.size).pos(Pos::new(HPos::Left, VPos::Center));
+        for (k, text) in lines.iter().enumerate() {
+            let at = (LEGEND_TEXT_X, y + line * k as i32);
+            area.draw(&Text::new(text.clone(), at, style.clone()))?;
+        }
+        y += line * lines.len() as i32 + LEGEND_GAP as i32;
     }
     Ok(())
 }
@@ -171,10 +289,10 @@ fn sample<DB: DrawingBackend>(
 ) -> Drawn<DB> {
     let stroke = entry.colour.stroke_width(2);
     match entry.sample {
-        Sample::Line => area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], stroke)),
+        Sample::Line => area.draw(&PathElement::new(vec![(x, y), (x + 24, y)], stroke))?,
         Sample::Dashed => {
             area.draw(&PathElement::new(vec![(x, y), (x + 9, y)], stroke))?;
-            area.draw(&PathElement::new(vec![(x + 15, y), (x + 24, y)], stroke))
+            area.draw(&PathElement::new(vec![(x + 15, y), (x + 24, y)], stroke))?
         }
         Sample::Step => area.draw(&PathElement::new(
             vec![
@@ -184,23 +302,46 @@ fn sample<DB: DrawingBackend>(
                 (x + 24, y - 5),
             ],
             stroke,
-        )),
-        Sample::Point => area.draw(&Circle::new((x + 12, y), 4, entry.colour.filled())),
+        ))?,
+        Sample::Point => area.draw(&Circle::new((x + 12, y), 4, entry.colour.filled()))?,
         Sample::Box => {
             area.draw(&Rectangle::new(
                 [(x + 4, y - 7), (x + 20, y + 7)],
                 entry.colour.mix(0.3).filled(),
             ))?;
-            area.draw(&Rectangle::new([(x + 4, y - 7), (x + 20, y + 7)], stroke))
+            area.draw(&Rectangle::new([(x + 4, y - 7), (x + 20, y + 7)], stroke))?
         }
     }
+    if entry.marked && entry.sample != Sample::Point {
+        area.draw(&Circle::new(
+            (x + 12, y),
+            MARKER_RADIUS,
+            entry.colour.filled(),
+        ))?;
+    }
+    Ok(())
 }
+
+/// The radius of the markers put on a curve with few points or drawn under another.
+pub(super) const MARKER_RADIUS: u32 = 4;
 
 /// Writes "no data" in the middle of a plot's drawing area.
 pub(super) fn no_data<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>) -> Drawn<DB> {
+    note(area, "no data")
+}
+
+/// Writes `text` in the middle of `area`, in grey (cut to its width).
+pub(super) fn note<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, text: &str) -> Drawn<DB> {
     let size = area.dim_in_pixel();
-    let text = "no data";
-    let (w, _) = text_size(text, LABEL_SIZE);
+    let mut text = clean(text, usize::MAX);
+    while text_width(&text, LABEL_SIZE) > f64::from(size.0.saturating_sub(16))
+        && text.chars().count() > 8
+    {
+        let keep = text.chars().count() - 2;
+        text = text.chars().take(keep).collect();
+        text.push('…');
+    }
+    let (w, _) = text_size(&text, LABEL_SIZE);
     let style = font(LABEL_SIZE)
         .color(&GREY)
         .pos(Pos::new(HPos::Left, VPos::Center));

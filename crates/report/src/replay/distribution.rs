@@ -3,7 +3,9 @@
 //!
 //! Values are recorded in ns with 3 significant digits (buckets of at most 1/1024 of the value;
 //! exact below 2.048 µs), as [`ldplayer_results::Summary`] records them, and read back as the
-//! middle of their bucket, so that percentiles agree with the replay's own summary.
+//! middle of their bucket kept within the exact extremes (a bucket's middle can lie beyond the
+//! values in it), so that percentiles agree with the replay's own summary and never fall below
+//! its minimum or above its maximum.
 
 use hdrhistogram::Histogram;
 
@@ -31,12 +33,18 @@ pub(crate) const TABLE_HEADERS: [&str; 9] = [
 pub(crate) struct Distribution {
     max: u64,
     hist: Option<Histogram<u64>>,
+    /// The exact smallest and largest values counted.
+    extremes: Option<(u64, u64)>,
 }
 
 impl Distribution {
     /// An empty distribution of values up to `max` ns (larger ones count as `max`).
     pub(crate) fn new(max: u64) -> Distribution {
-        Distribution { max, hist: None }
+        Distribution {
+            max,
+            hist: None,
+            extremes: None,
+        }
     }
 
     /// Counts one value.
@@ -48,6 +56,11 @@ impl Distribution {
                 Histogram::new_with_bounds(1, max, SIGFIG).expect("valid histogram bounds")
             })
             .saturating_record(ns);
+        let ns = ns.min(max);
+        self.extremes = Some(match self.extremes {
+            Some((lo, hi)) => (lo.min(ns), hi.max(ns)),
+            None => (ns, ns),
+        });
     }
 
     /// Values counted.
@@ -55,14 +68,15 @@ impl Distribution {
         self.hist.as_ref().map_or(0, |h| h.len())
     }
 
-    /// Every non-empty bucket, in increasing value, as (bucket middle × `unit`, count).
+    /// Every non-empty bucket, in increasing value, as (bucket middle × `unit`, count), the
+    /// middle kept within the exact extremes.
     pub(crate) fn buckets(&self, unit: f64) -> Vec<(f64, u64)> {
-        let Some(h) = &self.hist else {
+        let (Some(h), Some((lo, hi))) = (&self.hist, self.extremes) else {
             return Vec::new();
         };
         h.iter_recorded()
             .map(|v| {
-                let middle = h.median_equivalent(v.value_iterated_to());
+                let middle = h.median_equivalent(v.value_iterated_to()).clamp(lo, hi);
                 (middle as f64 * unit, v.count_at_value())
             })
             .collect()
@@ -219,6 +233,22 @@ mod tests {
         assert_eq!(
             percentiles(&b, &[0, 10, 500, 999, 1000]),
             vec![1.0, 10.0, 500.0, 999.0, 1000.0]
+        );
+    }
+
+    #[test]
+    fn a_bucket_s_middle_is_kept_within_the_values_counted() {
+        // 23.517 µs lies in the bucket [23.504, 23.520) µs, whose middle is 23.512 µs.
+        let mut d = SignedDistribution::new(100_000_000_000);
+        for _ in 0..4 {
+            d.record(23_517);
+            d.record(-23_517);
+        }
+        let b = d.buckets(1e-3);
+        assert_eq!(b, [(-23.517, 4), (23.517, 4)]);
+        assert_eq!(
+            percentiles(&b, &[0, 250, 500, 750, 1000]),
+            [-23.517, -23.517, -23.517, 23.517, 23.517]
         );
     }
 

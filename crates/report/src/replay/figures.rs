@@ -16,6 +16,87 @@ const NS_PER_US: f64 = 1e-3;
 /// squeeze the body into a pixel (the table gives the extremes).
 const TIMING_CLIP: f64 = 0.005;
 
+/// A distribution of fewer values than this is drawn as points, one per value, rather than as a
+/// curve, which would invent the values between them.
+const MIN_CURVE_VALUES: u64 = 20;
+
+/// A distribution figure whose every series has fewer values than this is not drawn: a dot or
+/// two say nothing a table does not say better.
+const MIN_DRAWN_VALUES: u64 = 3;
+
+/// How a distribution of `n` values is drawn: as `curve`, or as points when it has too few
+/// values for a curve.
+fn distribution_style(n: u64, curve: SeriesStyle) -> SeriesStyle {
+    if n < MIN_CURVE_VALUES {
+        SeriesStyle::Points
+    } else {
+        curve
+    }
+}
+
+/// The sample of one series of a distribution figure: its name, how many values it has, and
+/// how many distinct values (buckets).
+type Sample = (String, u64, usize);
+
+/// What a distribution figure says about its samples (one per series, of `what`: the noun, one
+/// and many): the sentence for its caption when some series are drawn as points, and the note shown
+/// instead of the drawing when no series is worth drawing (fewer than [`MIN_DRAWN_VALUES`]
+/// values, or all of one value: a lone dot).
+fn sample_size(samples: &[Sample], (one, many): (&str, &str)) -> (String, Option<String>) {
+    let described = |(name, n, distinct): &Sample| {
+        let same = if *distinct == 1 && *n > 1 {
+            ", all equal"
+        } else {
+            ""
+        };
+        let noun = if *n == 1 { one } else { many };
+        format!("{name}: {n} {noun}{same}")
+    };
+    let lone = |s: &&Sample| s.1 < MIN_DRAWN_VALUES || s.2 == 1;
+    if !samples.is_empty() && samples.iter().all(|s| lone(&s)) {
+        let list: Vec<String> = samples.iter().map(described).collect();
+        let note = format!(
+            "Too few values to draw a distribution ({}): the table gives them.",
+            list.join("; ")
+        );
+        return (String::new(), Some(note));
+    }
+    let few: Vec<String> = samples
+        .iter()
+        .filter(|s| s.1 < MIN_CURVE_VALUES)
+        .map(described)
+        .collect();
+    if few.is_empty() {
+        return (String::new(), None);
+    }
+    let caption = format!(
+        " Distributions of fewer than {MIN_CURVE_VALUES} {many} are drawn as points, one per \
+         value, not as a curve ({}).",
+        few.join("; ")
+    );
+    (caption, None)
+}
+
+/// `figure` with the caption sentence and note of [`sample_size`] for `samples`.
+fn with_sample_size(mut figure: Figure, samples: &[Sample], what: (&str, &str)) -> Figure {
+    let (caption, note) = sample_size(samples, what);
+    figure.caption.push_str(&caption);
+    if let Some(text) = note {
+        figure.plot = Plot::Note { text };
+    }
+    figure
+}
+
+/// The sample of each distribution in `rows` (name, buckets).
+fn counts(rows: &[(String, Vec<(f64, u64)>)]) -> Vec<Sample> {
+    rows.iter()
+        .map(|(name, buckets)| {
+            let n = buckets.iter().map(|b| b.1).sum();
+            (name.clone(), n, buckets.len())
+        })
+        .collect()
+}
+
 /// The figures of the replays `inputs` (each with its label), overlaid, with a paragraph per
 /// replay summarising it in words and saying what could not be read.
 ///
@@ -56,6 +137,7 @@ pub fn section(inputs: &[(&str, &ReplayData)]) -> Section {
         let drawn = match &figure.plot {
             Plot::Lines(chart) => chart.series.iter().any(|s| !s.points.is_empty()),
             Plot::Boxes(chart) => !chart.groups.is_empty(),
+            Plot::Note { .. } => true,
         };
         if drawn {
             section.figures.push(figure);
@@ -215,18 +297,20 @@ fn cdf_series(
 
 fn latency_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     let rows = latency_buckets(inputs, names);
+    let counts = counts(&rows);
     let series = rows
         .iter()
-        .map(|(name, b)| {
+        .zip(&counts)
+        .map(|((name, b), (_, n, _))| {
             cdf_series(
                 name.clone(),
                 &cdf_points(b),
                 |p| p.at_most,
-                SeriesStyle::Line,
+                distribution_style(*n, SeriesStyle::Line),
             )
         })
         .collect();
-    Figure {
+    let figure = Figure {
         id: "replay-latency-cdf".to_string(),
         title: "Latency by transport (CDF)".to_string(),
         caption: format!(
@@ -243,23 +327,26 @@ fn latency_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
             series,
         ),
         table: percentile_table("answers", &rows),
-    }
+    };
+    with_sample_size(figure, &counts, ("answer", "answers"))
 }
 
 fn latency_ccdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     let rows = latency_buckets(inputs, names);
+    let counts = counts(&rows);
     let series = rows
         .iter()
-        .map(|(name, b)| {
+        .zip(&counts)
+        .map(|((name, b), (_, n, _))| {
             cdf_series(
                 name.clone(),
                 &cdf_points(b),
                 |p| p.at_least,
-                SeriesStyle::Line,
+                distribution_style(*n, SeriesStyle::Line),
             )
         })
         .collect();
-    Figure {
+    let figure = Figure {
         id: "replay-latency-ccdf".to_string(),
         title: "Latency tail by transport (CCDF)".to_string(),
         caption: "Share of answers that took at least a latency, per transport, both axes on a \
@@ -274,7 +361,8 @@ fn latency_ccdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
             series,
         ),
         table: percentile_table("answers", &rows),
-    }
+    };
+    with_sample_size(figure, &counts, ("answer", "answers"))
 }
 
 /// The summary table of time series: total, and min, mean and max per second.
@@ -296,14 +384,15 @@ fn series_table(rows: &[(String, TimeSeries)]) -> Table {
 /// What a caption says about the bins of time series.
 fn bins_sentence(rows: &[(String, TimeSeries)]) -> String {
     let bin = rows.iter().map(|r| r.1.bin).max().unwrap_or(1);
+    let aligned = " Seconds are counted from the run's start (when its first query was due),                    not from the clock's whole seconds, so that replays of one trace share their                    seconds and their curves can be laid over each other.";
     if bin > 1 {
         format!(
-            " Runs longer than {} s are drawn as means per second over bins of several \
-             seconds (up to {bin} s here); the table is over single seconds.",
+            "{aligned} Runs longer than {} s are drawn as means per second over bins of \
+             several seconds (up to {bin} s here); the table is over single seconds.",
             super::seconds::MAX_TIME_POINTS
         )
     } else {
-        String::new()
+        aligned.to_string()
     }
 }
 
@@ -335,7 +424,7 @@ fn time_figure(
         title: title.to_string(),
         caption: format!("{caption}{}", bins_sentence(&rows)),
         plot: line_chart(
-            "time since the run's first second (s)",
+            "time since the run's start (s)",
             y_label,
             Scale::Linear,
             Scale::Linear,
@@ -351,8 +440,7 @@ fn answers_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
         "replay-answers-per-second",
         "Answers per second against the trace's rate",
         "Answers received per second (solid) and queries the trace asked to send in that \
-         second (dashed: the trace's rate mapped onto the run). The first and last seconds are \
-         partial.",
+         second (dashed: the trace's rate mapped onto the run). The last second is partial.",
         "queries per second",
         |d| {
             vec![
@@ -373,7 +461,7 @@ fn answers_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
 }
 
 fn connections_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
-    time_figure(
+    let mut figure = time_figure(
         inputs,
         "replay-connections-per-second",
         "Connections opened and reused per second",
@@ -396,7 +484,15 @@ fn connections_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figu
             ]
         },
         names,
-    )
+    );
+    if figure.plot.all_zero() {
+        figure.plot = Plot::Note {
+            text: "No query opened or reused a connection: every query went over UDP (the \
+                   table gives the zeros)."
+                .to_string(),
+        };
+    }
+    figure
 }
 
 fn endings_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
@@ -430,17 +526,20 @@ fn timing_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
         .filter(|(_, d)| d.timing.len() > 0)
         .map(|(label, d)| (names.of(label, "timing error"), d.timing.buckets(NS_PER_US)))
         .collect();
+    let counts = counts(&rows);
     let series = rows
         .iter()
-        .map(|(name, b)| {
+        .zip(&counts)
+        .map(|((name, b), (_, n, _))| {
             let points: Vec<CdfPoint> = cdf_points(b)
                 .into_iter()
                 .filter(|p| p.at_most >= TIMING_CLIP && 1.0 - p.at_least <= 1.0 - TIMING_CLIP)
                 .collect();
-            cdf_series(name.clone(), &points, |p| p.at_most, SeriesStyle::Line)
+            let style = distribution_style(*n, SeriesStyle::Line);
+            cdf_series(name.clone(), &points, |p| p.at_most, style)
         })
         .collect();
-    Figure {
+    let figure = Figure {
         id: "replay-timing-error-cdf".to_string(),
         title: "Send timing error (CDF)".to_string(),
         caption: format!(
@@ -459,7 +558,8 @@ fn timing_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
             series,
         ),
         table: percentile_table("queries", &rows),
-    }
+    };
+    with_sample_size(figure, &counts, ("query", "queries"))
 }
 
 /// Sorted values as histogram buckets (equal values together).
@@ -483,6 +583,7 @@ fn rate_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     );
     let mut tenths = vec![0];
     tenths.extend(TABLE_TENTHS);
+    let mut counts = Vec::new();
     for (label, data) in inputs {
         let errors = data.rate_errors();
         if errors.is_empty() {
@@ -490,11 +591,12 @@ fn rate_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
         }
         let name = names.of(label, "rate error");
         let buckets = buckets_of_sorted(&errors);
+        counts.push((name.clone(), errors.len() as u64, buckets.len()));
         series.push(cdf_series(
             name.clone(),
             &cdf_points(&buckets),
             |p| p.at_most,
-            SeriesStyle::Line,
+            distribution_style(errors.len() as u64, SeriesStyle::Line),
         ));
         let within = |bound: f64| {
             let n = errors.iter().filter(|e| e.abs() <= bound).count() as u64;
@@ -504,7 +606,7 @@ fn rate_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
         row.extend(percentiles(&buckets, &tenths).into_iter().map(num));
         table.push(row);
     }
-    Figure {
+    let figure = Figure {
         id: "replay-rate-error-cdf".to_string(),
         title: "Per-second rate error (CDF)".to_string(),
         caption: "For each full second of the run, (queries sent in it − queries the trace \
@@ -520,7 +622,8 @@ fn rate_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
             series,
         ),
         table,
-    }
+    };
+    with_sample_size(figure, &counts, ("second", "seconds"))
 }
 
 fn interarrival_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
@@ -542,7 +645,7 @@ fn interarrival_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
                 name.clone(),
                 &cdf_points(&buckets),
                 |p| p.at_most,
-                style,
+                distribution_style(d.len(), style),
             ));
             rows.push((name, buckets));
         }
@@ -568,7 +671,8 @@ fn interarrival_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     if !negative.is_empty() {
         caption.push_str(&format!(" {}.", negative.join("; ")));
     }
-    Figure {
+    let counts = counts(&rows);
+    let figure = Figure {
         id: "replay-interarrival-cdf".to_string(),
         title: "Inter-arrival times, original and replayed (CDF)".to_string(),
         caption,
@@ -580,5 +684,6 @@ fn interarrival_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
             series,
         ),
         table: percentile_table("gaps", &rows),
-    }
+    };
+    with_sample_size(figure, &counts, ("gap", "gaps"))
 }

@@ -1,7 +1,15 @@
 //! Per-second counters of a run: what the trace asked for, what was sent, how queries ended.
 //!
-//! One entry per second of the run (absolute seconds of `CLOCK_REALTIME`), however many queries
-//! it holds: memory grows with the run's length, not with its queries.
+//! Seconds are counted from the run's start, not from the wall clock's whole seconds: the
+//! start its results file records (a shared `--start-at`), else the earliest time a query was
+//! due, which is when the trace's first query was due. Two replays of one trace then share
+//! their bins, whenever in a second each began, and their curves can be laid over each other.
+//! Results come in the order they completed, so the first [`PENDING`] are held back to find the
+//! earliest due time; a query due earlier still (more than [`PENDING`] results completed before
+//! the trace's first one) is counted in the first second, and said ([`Seconds::before_start`]).
+//!
+//! One entry per second of the run, however many queries it holds: memory grows with the run's
+//! length, not with its queries.
 
 use ldplayer_dns::Rcode;
 use ldplayer_results::{ErrorKind, Outcome, QueryResult};
@@ -49,24 +57,80 @@ pub(crate) struct Second {
     pub(crate) endings: Vec<(Ending, u64)>,
 }
 
-/// The second (since the epoch) of a time in ns.
-pub(crate) fn second_of(ns: i64) -> i64 {
-    ns.div_euclid(NS_PER_S)
-}
+/// Results held back, before the run's start is known, to find the earliest due time.
+pub(crate) const PENDING: usize = 1 << 16;
 
 /// Per-second counters over a run.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Seconds {
     by_second: BTreeMap<i64, Second>,
+    /// The run's start (CLOCK_REALTIME ns), once known: second 0 begins there.
+    start_ns: Option<i64>,
+    /// Results held until the start is known.
+    pending: Vec<QueryResult>,
+    /// Results due before the start that was taken.
+    before_start: u64,
 }
 
 impl Seconds {
-    fn at(&mut self, ns: i64) -> &mut Second {
-        self.by_second.entry(second_of(ns)).or_default()
+    /// Counters whose seconds start at `start_ns` (the run's start, as its results file
+    /// records it), or at the earliest due time of the results when `None`.
+    pub(crate) fn starting_at(start_ns: Option<i64>) -> Seconds {
+        Seconds {
+            start_ns,
+            ..Seconds::default()
+        }
     }
 
-    /// Counts one result.
+    /// The second since the run's start of a time in ns (0 for a time before the start: a
+    /// query sent a little early, at the very beginning).
+    fn second_of(&self, ns: i64) -> i64 {
+        let start = self.start_ns.unwrap_or(0);
+        ns.saturating_sub(start).div_euclid(NS_PER_S).max(0)
+    }
+
+    fn at(&mut self, ns: i64) -> &mut Second {
+        let second = self.second_of(ns);
+        self.by_second.entry(second).or_default()
+    }
+
+    /// Counts one result (once the run's start is known; held back until then).
     pub(crate) fn add(&mut self, r: &QueryResult) {
+        if self.start_ns.is_some() {
+            self.count(r);
+            return;
+        }
+        self.pending.push(*r);
+        if self.pending.len() >= PENDING {
+            self.settle();
+        }
+    }
+
+    /// Takes the earliest due time of the results held back as the run's start, unless it is
+    /// known, and counts them.
+    fn settle(&mut self) {
+        if self.start_ns.is_none() {
+            self.start_ns = self.pending.iter().map(|r| r.intended_ns).min();
+        }
+        for r in std::mem::take(&mut self.pending) {
+            self.count(&r);
+        }
+    }
+
+    /// Counts what was held back: call once every result is in.
+    pub(crate) fn finish(&mut self) {
+        self.settle();
+    }
+
+    /// Results due before the run's start that was taken, counted in its first second.
+    pub(crate) fn before_start(&self) -> u64 {
+        self.before_start
+    }
+
+    fn count(&mut self, r: &QueryResult) {
+        if self.start_ns.is_some_and(|start| r.intended_ns < start) {
+            self.before_start += 1;
+        }
         self.at(r.intended_ns).intended += 1;
         if r.sent_ns != 0 {
             let s = self.at(r.sent_ns);
@@ -93,7 +157,7 @@ impl Seconds {
         }
     }
 
-    /// The first and last seconds with any count, if any.
+    /// The first and last seconds with any count (from the run's start), if any.
     pub(crate) fn span(&self) -> Option<(i64, i64)> {
         let first = *self.by_second.keys().next()?;
         let last = *self.by_second.keys().next_back()?;
@@ -124,8 +188,8 @@ pub(crate) const MAX_TIME_POINTS: usize = 600;
 /// A per-second count over a run, summarised and downsampled for a figure.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct TimeSeries {
-    /// (seconds since the run's first second, mean count per second over the bin starting
-    /// there), one point per bin, bins of [`bin`](Self::bin) seconds.
+    /// (seconds since the run's start, mean count per second over the bin starting there), one
+    /// point per bin, bins of [`bin`](Self::bin) seconds.
     pub(crate) points: Vec<(f64, f64)>,
     /// The bin's width in seconds (1 unless the run is longer than [`MAX_TIME_POINTS`] s).
     pub(crate) bin: u64,
@@ -187,7 +251,7 @@ impl Seconds {
             .map(|(i, &sum)| {
                 let start = i as u64 * bin;
                 let width = bin.min(seconds - start);
-                (start as f64, sum as f64 / width as f64)
+                ((first + start as i64) as f64, sum as f64 / width as f64)
             })
             .collect();
         TimeSeries {
@@ -234,6 +298,7 @@ mod tests {
         for i in 0..1500 {
             s.add(&result(1000.0 + i as f64 + 0.5, i % 3 != 0));
         }
+        s.finish();
         let intended = s.series(|c| c.intended);
         assert_eq!(intended.seconds, 1500);
         assert_eq!(intended.bin, 3);
@@ -252,5 +317,37 @@ mod tests {
                 Ending::Error(ErrorKind::Send)
             ]
         );
+    }
+
+    #[test]
+    fn seconds_start_at_the_run_s_start_whatever_its_wall_clock_phase() {
+        // The same 30 queries (10, then 20, in two seconds of the trace), the run begun at
+        // 0.1 s and at 0.7 s past a whole second.
+        let counts = |phase: f64| {
+            let mut s = Seconds::default();
+            for i in 0..30 {
+                let at = if i < 10 {
+                    i as f64 * 0.1
+                } else {
+                    1.0 + (i - 10) as f64 * 0.05
+                };
+                s.add(&result(1000.0 + phase + at, true));
+            }
+            s.finish();
+            s.series(|c| c.intended).points
+        };
+        assert_eq!(counts(0.1), [(0.0, 10.0), (1.0, 20.0)]);
+        assert_eq!(counts(0.7), counts(0.1));
+    }
+
+    #[test]
+    fn a_recorded_start_is_kept_and_queries_due_before_it_are_said() {
+        let mut s = Seconds::starting_at(Some(1_000_500_000_000));
+        s.add(&result(1000.2, true));
+        s.add(&result(1000.6, true));
+        s.add(&result(1001.7, true));
+        s.finish();
+        assert_eq!(s.before_start(), 1);
+        assert_eq!(s.series(|c| c.intended).points, [(0.0, 2.0), (1.0, 1.0)]);
     }
 }

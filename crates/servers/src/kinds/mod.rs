@@ -63,22 +63,40 @@ pub(crate) fn version_args(kind: ServerKind) -> &'static [&'static str] {
     }
 }
 
-/// The version line out of what `kind`'s program printed for [`version_args`].
+/// The product and version out of what `kind`'s program printed for [`version_args`]
+/// (`NSD 4.6.1`, `Knot DNS 3.2.6`, `BIND 9.18.49-1~deb12u3-Debian`, `Unbound 1.17.1`,
+/// `Knot Resolver 5.6.0`, `PowerDNS Recursor 4.8.8`): the version only, without the words
+/// around it (`version`, a build's edition, copyright, a log line's date). What does not read
+/// as the expected line is returned as its first line with a digit, trimmed, rather than lost.
 pub(crate) fn version_line(kind: ServerKind, printed: &str) -> String {
     let line = printed
         .lines()
         .map(str::trim)
         .find(|l| l.chars().any(|c| c.is_ascii_digit()))
         .unwrap_or("");
-    match kind {
-        // "Nov 23 17:18:23 PowerDNS Recursor 4.8.8 (C) 2001-2022 PowerDNS.COM BV"
-        ServerKind::PdnsRecursor => {
-            let from = line.find("PowerDNS").map_or(line, |i| &line[i..]);
-            from.split(" (C)").next().unwrap_or(from).to_string()
-        }
+    let (product, marker) = match kind {
+        // "NSD version 4.6.1"
+        ServerKind::Nsd => ("NSD", "NSD version "),
+        // "knotd (Knot DNS), version 3.2.6"
+        ServerKind::Knot => ("Knot DNS", "version "),
+        // "BIND 9.18.49-1~deb12u3-Debian (Extended Support Version) <id:>"
+        ServerKind::Bind => ("BIND", "BIND "),
         // "Version 1.17.1"
-        ServerKind::Unbound => format!("unbound {}", line.trim_start_matches("Version ")),
-        _ => line.to_string(),
+        ServerKind::Unbound => ("Unbound", "Version "),
+        // "Knot Resolver, version 5.6.0"
+        ServerKind::Kresd => ("Knot Resolver", "version "),
+        // "Nov 23 17:18:23 PowerDNS Recursor 4.8.8 (C) 2001-2022 PowerDNS.COM BV"
+        ServerKind::PdnsRecursor => ("PowerDNS Recursor", "PowerDNS Recursor "),
+        ServerKind::Ldplayer => return line.to_string(),
+    };
+    let version = line
+        .find(marker)
+        .map(|at| &line[at + marker.len()..])
+        .and_then(|rest| rest.split_whitespace().next())
+        .filter(|v| v.starts_with(|c: char| c.is_ascii_digit()));
+    match version {
+        Some(version) => format!("{product} {version}"),
+        None => line.to_string(),
     }
 }
 
@@ -104,25 +122,57 @@ fn args<const N: usize>(items: [&dyn AsRef<std::ffi::OsStr>; N]) -> Vec<OsString
 mod tests {
     use super::*;
 
+    /// What each program printed for its version option, as Debian 12's packages print it.
+    const PRINTED: [(ServerKind, &str, &str); 6] = [
+        (
+            ServerKind::Nsd,
+            "NSD version 4.6.1\nWritten by NLnet Labs.\n\nConfigure line: --build=x86_64-linux-gnu \
+             --prefix=/usr\nEvent loop: libevent 2.1.12-stable (uses epoll)\nLinked with OpenSSL \
+             3.0.19 27 Jan 2026\n\nCopyright (C) 2001-2020 NLnet Labs.\n",
+            "NSD 4.6.1",
+        ),
+        (
+            ServerKind::Knot,
+            "knotd (Knot DNS), version 3.2.6\n",
+            "Knot DNS 3.2.6",
+        ),
+        (
+            ServerKind::Bind,
+            "BIND 9.18.49-1~deb12u3-Debian (Extended Support Version) <id:>\n",
+            "BIND 9.18.49-1~deb12u3-Debian",
+        ),
+        (
+            ServerKind::Unbound,
+            "Version 1.17.1\n\nConfigure line: --build=x86_64-linux-gnu --prefix=/usr\nLinked \
+             libs: libevent 2.1.12-stable (it uses epoll), OpenSSL 3.0.19 27 Jan 2026\n",
+            "Unbound 1.17.1",
+        ),
+        (
+            ServerKind::Kresd,
+            "Knot Resolver, version 5.6.0\n",
+            "Knot Resolver 5.6.0",
+        ),
+        (
+            ServerKind::PdnsRecursor,
+            "Nov 27 09:19:04 PowerDNS Recursor 4.8.8 (C) 2001-2022 PowerDNS.COM BV\nNov 27 \
+             09:19:04 Using 64-bits mode. Built using gcc 12.2.0.\n",
+            "PowerDNS Recursor 4.8.8",
+        ),
+    ];
+
     #[test]
-    fn version_lines_are_picked_out_of_what_programs_print() {
+    fn the_version_alone_is_picked_out_of_what_programs_print() {
+        for (kind, printed, version) in PRINTED {
+            assert_eq!(version_line(kind, printed), version, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn an_unexpected_version_text_is_kept_rather_than_lost() {
         assert_eq!(
-            version_line(
-                ServerKind::PdnsRecursor,
-                "Nov 23 17:18:23 PowerDNS Recursor 4.8.8 (C) 2001-2022 PowerDNS.COM BV\n"
-            ),
-            "PowerDNS Recursor 4.8.8"
+            version_line(ServerKind::Nsd, "nsd 5.0 (something new)\n"),
+            "nsd 5.0 (something new)"
         );
-        assert_eq!(
-            version_line(ServerKind::Unbound, "Version 1.17.1\n\nConfigure line: x\n"),
-            "unbound 1.17.1"
-        );
-        assert_eq!(
-            version_line(
-                ServerKind::Nsd,
-                "NSD version 4.6.1\nWritten by NLnet Labs.\n"
-            ),
-            "NSD version 4.6.1"
-        );
+        assert_eq!(version_line(ServerKind::Bind, "no digits here\n"), "");
     }
 }
