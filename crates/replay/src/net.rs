@@ -85,7 +85,7 @@ fn bind_local(sock: &Socket, local: Option<IpAddr>, server: &SocketAddr) -> io::
         // configured addresses only, so AnyIP needs IPV6_FREEBIND there, and an IPv6 address
         // that is not local is not caught here: its answers are lost and its queries time out.
         if ip.is_ipv6() {
-            let _ = sock.set_freebind_ipv6(true);
+            let _ = sock.set_freebind_v6(true);
         }
         sock.bind(&SocketAddr::new(ip, 0).into())
     } else {
@@ -132,7 +132,7 @@ pub fn tcp_connect(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio
         Type::STREAM.nonblocking().cloexec(),
         Some(Protocol::TCP),
     )?;
-    sock.set_nodelay(true)?;
+    sock.set_tcp_nodelay(true)?;
     let _ = ldplayer_udp::enable_timestamps(sock.as_raw_fd());
     if local.is_some() {
         bind_local(&sock, local, server)?;

@@ -123,7 +123,7 @@ fn encode_png(rgb: &[u8], (width, height): (u32, u32)) -> Result<Vec<u8>, String
     let mut encoder = png::Encoder::new(&mut out, width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    encoder.set_compression(png::Compression::Best);
+    encoder.set_compression(png::Compression::High);
     let mut writer = encoder.write_header().map_err(|e| e.to_string())?;
     writer.write_image_data(rgb).map_err(|e| e.to_string())?;
     writer.finish().map_err(|e| e.to_string())?;

@@ -376,7 +376,7 @@ fn server_nodelay(server: SocketAddr, client: SocketAddr) -> Option<bool> {
             continue;
         };
         if local.as_socket() == Some(server) && peer.as_socket() == Some(client) {
-            return sock.nodelay().ok();
+            return sock.tcp_nodelay().ok();
         }
     }
     None

@@ -519,7 +519,10 @@ impl Screenshot {
         let mut decoder = png::Decoder::new(std::io::BufReader::new(file));
         decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
         let mut reader = decoder.read_info().map_err(|e| bad(e.to_string()))?;
-        let mut buffer = vec![0; reader.output_buffer_size()];
+        let size = reader
+            .output_buffer_size()
+            .ok_or_else(|| bad("an image too large to hold in memory".into()))?;
+        let mut buffer = vec![0; size];
         let frame = reader
             .next_frame(&mut buffer)
             .map_err(|e| bad(e.to_string()))?;

@@ -34,7 +34,7 @@ impl Compression {
 enum Frame<W: Write> {
     Plain(W),
     Gzip(flate2::write::GzEncoder<W>),
-    Xz(xz2::write::XzEncoder<W>),
+    Xz(liblzma::write::XzEncoder<W>),
     Zstd(zstd::stream::write::Encoder<'static, W>),
 }
 
@@ -46,7 +46,7 @@ impl<W: Write> Frame<W> {
                 out,
                 flate2::Compression::default(),
             )),
-            Compression::Xz => Frame::Xz(xz2::write::XzEncoder::new(out, 6)),
+            Compression::Xz => Frame::Xz(liblzma::write::XzEncoder::new(out, 6)),
             Compression::Zstd => {
                 let mut e = zstd::stream::write::Encoder::new(out, 3)?;
                 e.include_checksum(true)?;
@@ -163,7 +163,7 @@ mod tests {
             Compression::Gzip => flate2::read::MultiGzDecoder::new(bytes)
                 .read_to_end(&mut out)
                 .map(drop),
-            Compression::Xz => xz2::read::XzDecoder::new_multi_decoder(bytes)
+            Compression::Xz => liblzma::read::XzDecoder::new_multi_decoder(bytes)
                 .read_to_end(&mut out)
                 .map(drop),
             Compression::Zstd => zstd::stream::read::Decoder::new(bytes)

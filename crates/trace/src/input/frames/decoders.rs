@@ -157,7 +157,7 @@ impl Gzip {
 /// and the footer); the zero padding allowed between streams is skipped.
 pub(super) struct Xz {
     input: Raw,
-    stream: Option<xz2::stream::Stream>,
+    stream: Option<liblzma::stream::Stream>,
 }
 
 impl Xz {
@@ -196,7 +196,7 @@ impl Xz {
                         }
                         self.input.consume(zeros);
                     }
-                    let s = xz2::stream::Stream::new_stream_decoder(u64::MAX, 0)
+                    let s = liblzma::stream::Stream::new_stream_decoder(u64::MAX, 0)
                         .map_err(|e| StepError::Io(e.into()))?;
                     self.stream.insert(s)
                 }
@@ -205,16 +205,16 @@ impl Xz {
             let eof = input.is_empty();
             let (in_before, out_before) = (stream.total_in(), stream.total_out());
             let action = if eof {
-                xz2::stream::Action::Finish
+                liblzma::stream::Action::Finish
             } else {
-                xz2::stream::Action::Run
+                liblzma::stream::Action::Run
             };
             let status = stream.process(input, out, action);
             let consumed = (stream.total_in() - in_before) as usize;
             let len = (stream.total_out() - out_before) as usize;
             self.input.consume(consumed);
             match status {
-                Ok(xz2::stream::Status::StreamEnd) => {
+                Ok(liblzma::stream::Status::StreamEnd) => {
                     self.stream = None;
                     return Ok(Step {
                         len,
@@ -240,7 +240,7 @@ impl Xz {
                     )))
                 }
                 Ok(_) => {}
-                Err(xz2::stream::Error::Data) => {
+                Err(liblzma::stream::Error::Data) => {
                     return Err(StepError::Damage(Failure::corrupt(
                         "compressed data is corrupt, or fails its integrity check",
                     )))
