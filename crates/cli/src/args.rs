@@ -38,7 +38,8 @@ pub enum Command {
     /// Apply seeded, reproducible what-if changes to a trace.
     Mutate(MutateArgs),
     /// Replay a trace against a DNS server with the trace's timing (or scaled, paced, or as fast
-    /// as it answers) over UDP, TCP or TLS, recording every query's outcome.
+    /// as it answers) over UDP, TCP, TLS, HTTPS (DoH) or QUIC (DoQ), recording every query's
+    /// outcome.
     Replay(ReplayArgs),
     /// Serve zone files authoritatively: every zone on every listen address, or (with
     /// --manifest) as a meta-server answering each query from the zones of the address it was

@@ -1,4 +1,4 @@
-//! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls]
+//! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls|doh|doq]
 //! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
 
 use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes};
