@@ -12,7 +12,7 @@
 //! bounds name.
 
 use super::metric::{Measure, Measured};
-use super::transport::{proto_value, suggestion, TransportPair};
+use super::transport::{only_on_each_side, proto_value, suggestion, TransportPair};
 use crate::ReportError;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
@@ -361,19 +361,7 @@ pub(super) fn hint(base: &Measured, new: &Measured, pairing: &Pairing) -> Option
     let protos = |m, runs: &[&String]| Side { m, common: vec![] }.protos(runs);
     let b = protos(base, &alone(|p| (&p.base, &p.new)));
     let n = protos(new, &alone(|p| (&p.new, &p.base)));
-    let lonely_b: Vec<&str> = b
-        .iter()
-        .filter(|p| !n.contains(p))
-        .map(String::as_str)
-        .collect();
-    let lonely_n: Vec<&str> = n
-        .iter()
-        .filter(|p| !b.contains(p))
-        .map(String::as_str)
-        .collect();
-    if lonely_b.is_empty() || lonely_n.is_empty() {
-        return None;
-    }
+    let (lonely_b, lonely_n) = only_on_each_side(&b, &n)?;
     Some(format!(
         "BASE's runs with proto={} have no partner in NEW, nor NEW's with proto={} in BASE; {} \
          pairs them",

@@ -182,19 +182,7 @@ pub(super) fn replay_hint(
             .collect()
     };
     let (b, n) = (rest(base, |p| p.base), rest(new, |p| p.new));
-    let lonely_b: Vec<&str> = b
-        .iter()
-        .filter(|p| !n.contains(p))
-        .map(String::as_str)
-        .collect();
-    let lonely_n: Vec<&str> = n
-        .iter()
-        .filter(|p| !b.contains(p))
-        .map(String::as_str)
-        .collect();
-    if lonely_b.is_empty() || lonely_n.is_empty() {
-        return None;
-    }
+    let (lonely_b, lonely_n) = only_on_each_side(&b, &n)?;
     Some(format!(
         "BASE's queries over {} have no counterpart in NEW, nor NEW's over {} in BASE: their \
          latencies are not compared; {} sets them against each other",
@@ -202,6 +190,22 @@ pub(super) fn replay_hint(
         lonely_n.join(", "),
         suggestion(&lonely_b, &lonely_n)
     ))
+}
+
+/// The values only BASE has and those only NEW has, when each side has some: what `--as`
+/// could set against each other.
+pub(super) fn only_on_each_side<'a>(
+    base: &'a [String],
+    new: &'a [String],
+) -> Option<(Vec<&'a str>, Vec<&'a str>)> {
+    let only = |mine: &'a [String], theirs: &[String]| -> Vec<&'a str> {
+        mine.iter()
+            .filter(|p| !theirs.contains(p))
+            .map(String::as_str)
+            .collect()
+    };
+    let (b, n) = (only(base, new), only(new, base));
+    (!b.is_empty() && !n.is_empty()).then_some((b, n))
 }
 
 /// `--as A=B` for the values only BASE has and those only NEW has: every pair when one side
