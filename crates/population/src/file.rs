@@ -347,11 +347,10 @@ impl Population {
 
 /// A number in [0, 1) from a client's hash and the population's seed (splitmix64 of both).
 fn unit(hash: u64, seed: u64) -> f64 {
-    let mut z = hash ^ seed.wrapping_mul(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^= z >> 31;
-    (z >> 11) as f64 / (1u64 << 53) as f64
+    use ldplayer_trace::{splitmix64_finalize, unit_interval, SPLITMIX64_GAMMA};
+    unit_interval(splitmix64_finalize(
+        hash ^ seed.wrapping_mul(SPLITMIX64_GAMMA),
+    ))
 }
 
 #[cfg(test)]

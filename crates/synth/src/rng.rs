@@ -65,14 +65,9 @@ impl Chance {
     }
 }
 
-/// SplitMix64's finalizer: a fast bijective mix used to derive per-client choices from the seed
+/// SplitMix64's step: a fast bijective mix used to derive per-client choices from the seed
 /// without keeping state.
-pub fn mix64(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
+pub use ldplayer_trace::splitmix64 as mix64;
 
 #[cfg(test)]
 mod tests {

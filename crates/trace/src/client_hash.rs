@@ -18,10 +18,29 @@ pub fn stable_hash(addr: IpAddr) -> u64 {
         IpAddr::V4(a) => eat(&a.octets()),
         IpAddr::V6(a) => eat(&a.octets()),
     }
-    let mut z = h;
+    splitmix64_finalize(h)
+}
+
+/// SplitMix64's golden-ratio increment: the step between its states, and a spreader of seeds.
+pub const SPLITMIX64_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
+
+/// SplitMix64's finalizer (Stafford's mix 13): a fast bijection of 64 bits in which every
+/// input bit moves every output bit. Every seeded choice that needs no state (a client's
+/// group, its RTT, its port) is derived with it; the values must never change.
+pub fn splitmix64_finalize(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
     z ^ (z >> 31)
+}
+
+/// One step of SplitMix64 from state `z`: the next state's output.
+pub fn splitmix64(z: u64) -> u64 {
+    splitmix64_finalize(z.wrapping_add(SPLITMIX64_GAMMA))
+}
+
+/// A uniform number in [0, 1) from the top 53 bits of `x`.
+pub fn unit_interval(x: u64) -> f64 {
+    (x >> 11) as f64 / (1u64 << 53) as f64
 }
 
 #[cfg(test)]

@@ -26,7 +26,9 @@ pub mod text;
 mod time;
 
 pub use check::{CheckMessages, Checked};
-pub use client_hash::stable_hash;
+pub use client_hash::{
+    splitmix64, splitmix64_finalize, stable_hash, unit_interval, SPLITMIX64_GAMMA,
+};
 pub use record::{Proto, Record, RecordBuf};
 pub use sink::{drive, Collect, Sink, SinkError, Source, TraceError};
 pub use skip::{SkipCounts, SkipReason};

@@ -1,6 +1,7 @@
 //! The emulated link of a run: delay, loss, jitter, rate, and optional per-client RTTs.
 
 use super::settings::seconds;
+use ldplayer_trace::{splitmix64, unit_interval as unit, SPLITMIX64_GAMMA};
 use serde::{Deserialize, Serialize};
 use std::net::IpAddr;
 use std::time::Duration;
@@ -170,31 +171,19 @@ impl ClientRtt {
     }
 }
 
-/// A uniform number in [0, 1) from the top 53 bits of `x`.
-fn unit(x: u64) -> f64 {
-    (x >> 11) as f64 / (1u64 << 53) as f64
-}
-
 /// SplitMix64's finalizer over the address bytes, the seed and a stream number.
 fn mix(client: IpAddr, seed: u64, stream: u64) -> u64 {
     let bytes = match client {
         IpAddr::V4(a) => a.to_ipv6_mapped().octets(),
         IpAddr::V6(a) => a.octets(),
     };
-    let mut h = seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let mut h = seed ^ stream.wrapping_mul(SPLITMIX64_GAMMA);
     for chunk in bytes.chunks(8) {
         let mut word = [0u8; 8];
         word.copy_from_slice(chunk);
-        h = splitmix(h ^ u64::from_le_bytes(word));
+        h = splitmix64(h ^ u64::from_le_bytes(word));
     }
     h
-}
-
-fn splitmix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]
