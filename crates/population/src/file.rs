@@ -62,6 +62,10 @@ pub struct Group {
     /// The DoH method of its clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doh_method: Option<DohMethod>,
+    /// The client stack of its DoT, DoH and DoQ clients: ldplayer's lean one or the
+    /// reference one (rustls, h2, quinn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<ClientStack>,
     /// Seconds its clients wait for an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
@@ -81,6 +85,16 @@ pub enum DohMethod {
     Get,
     /// `POST application/dns-message`.
     Post,
+}
+
+/// Which client stack carries a group's DoT, DoH and DoQ (see `ldplayer replay --stack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientStack {
+    /// ldplayer's own lean stacks.
+    Lean,
+    /// rustls' ClientConnection, h2, quinn and h3: the stacks other clients use.
+    Reference,
 }
 
 /// When a group's clients send their queries.

@@ -38,6 +38,67 @@ impl SessionError {
     }
 }
 
+/// A TLS client session under a stream framing, without I/O: the lean [`TlsSession`] or the
+/// reference stack's (rustls' `ClientConnection`, `crate::reference::tls`). The framing hands
+/// it plaintext and the bytes read from the socket; the querier writes its output.
+pub(crate) trait TlsRecords {
+    /// Whether the handshake is still going on.
+    fn is_handshaking(&self) -> bool;
+    /// TLS bytes queued for the socket over the session's life, written or not.
+    fn queued_total(&self) -> u64;
+    /// TLS bytes written to the socket over the session's life.
+    fn sent_total(&self) -> u64;
+    /// How the handshake went (full or resumed), once it is over.
+    fn handshake_kind(&self) -> Option<HandshakeKind>;
+    /// The application protocol the server chose by ALPN, once the handshake is over.
+    fn alpn(&self) -> Option<&[u8]>;
+    /// Encrypts as much of `plain` as the session allows now (nothing before the handshake is
+    /// over) and returns how many bytes were taken.
+    fn write_plain(&mut self, plain: &[u8]) -> Result<usize, SessionError>;
+    /// Processes bytes read from the socket, appending what they decrypt to to `plain`, and
+    /// queues whatever the session has to send in turn; returns whether the peer closed.
+    fn received(&mut self, bytes: &mut [u8], plain: &mut Vec<u8>) -> Result<bool, SessionError>;
+    /// The TLS bytes waiting for the socket.
+    fn output(&self) -> &[u8];
+    /// Forgets the first `n` bytes of [`output`](Self::output): the socket took them.
+    fn consume_output(&mut self, n: usize);
+    /// Queues a close_notify alert (after the handshake).
+    fn close(&mut self);
+}
+
+impl TlsRecords for TlsSession {
+    fn is_handshaking(&self) -> bool {
+        TlsSession::is_handshaking(self)
+    }
+    fn queued_total(&self) -> u64 {
+        TlsSession::queued_total(self)
+    }
+    fn sent_total(&self) -> u64 {
+        TlsSession::sent_total(self)
+    }
+    fn handshake_kind(&self) -> Option<HandshakeKind> {
+        TlsSession::handshake_kind(self)
+    }
+    fn alpn(&self) -> Option<&[u8]> {
+        TlsSession::alpn(self)
+    }
+    fn write_plain(&mut self, plain: &[u8]) -> Result<usize, SessionError> {
+        TlsSession::write_plain(self, plain)
+    }
+    fn received(&mut self, bytes: &mut [u8], plain: &mut Vec<u8>) -> Result<bool, SessionError> {
+        TlsSession::received(self, bytes, plain)
+    }
+    fn output(&self) -> &[u8] {
+        TlsSession::output(self)
+    }
+    fn consume_output(&mut self, n: usize) {
+        TlsSession::consume_output(self, n)
+    }
+    fn close(&mut self) {
+        TlsSession::close(self)
+    }
+}
+
 /// Who protects the records.
 enum Stage {
     /// rustls: the handshake and the first answers.

@@ -1,7 +1,7 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls]
 //! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
 
-use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes};
+use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes, StackArg};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
@@ -318,6 +318,10 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     c.retry_truncated_over_tcp = !args.no_tc_retry;
     c.honor_keepalive = !args.no_keepalive;
     c.kernel_send_times = args.send_times == SendTimes::Kernel;
+    c.stack = match args.stack {
+        StackArg::Lean => ldplayer_replay::Stack::Lean,
+        StackArg::Reference => ldplayer_replay::Stack::Reference,
+    };
     c.original_sources = args.original_sources;
     if let Some(p) = &args.source_prefix {
         let (addr, len) = p

@@ -19,6 +19,9 @@ use super::transport::{
 };
 use super::*;
 use crate::cause::{kind_of_io, Cause};
+use crate::config::Stack;
+use crate::reference::doh::H2Doh;
+use crate::reference::tls::RustlsSession;
 use rustls_pki_types::ServerName;
 use std::os::fd::RawFd;
 
@@ -144,13 +147,23 @@ impl Querier {
                     None => base.for_client_with(alpn(), resume),
                 };
                 let name = base.server_name.clone();
-                let started = if proto == Proto::Tls {
-                    TlsFraming::new(made, name).map(|t| StreamTransport::Tls(Box::new(t)))
-                } else {
-                    let authority = self.doh_authority(&base, dest);
-                    let doh = self.profile_of(client).doh.clone();
-                    DohFraming::new(made, name, authority, doh)
-                        .map(|d| StreamTransport::Doh(Box::new(d)))
+                let stack = self.profile_of(client).stack;
+                let started = match (proto, stack) {
+                    (Proto::Tls, Stack::Lean) => {
+                        TlsFraming::new(made, name).map(|t| StreamTransport::Tls(Box::new(t)))
+                    }
+                    (Proto::Tls, Stack::Reference) => RustlsSession::new(made, name)
+                        .map(|s| StreamTransport::ReferenceTls(Box::new(TlsFraming::over(s)))),
+                    (_, stack) => {
+                        let authority = self.doh_authority(&base, dest);
+                        let doh = self.profile_of(client).doh.clone();
+                        match stack {
+                            Stack::Lean => DohFraming::new(made, name, authority, doh)
+                                .map(|d| StreamTransport::Doh(Box::new(d))),
+                            Stack::Reference => H2Doh::new(made, name, authority, doh)
+                                .map(|d| StreamTransport::ReferenceDoh(Box::new(d))),
+                        }
+                    }
                 };
                 match started {
                     Ok(t) => t,

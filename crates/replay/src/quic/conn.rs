@@ -274,6 +274,8 @@ pub struct Connection {
     ssthresh: u64,
     in_flight: u64,
     recovery_start: i64,
+    /// Packets declared lost (their frames queued again) over the connection's life.
+    lost_packets: u64,
 
     idle_timeout_ns: i64,
     last_activity: i64,
@@ -382,6 +384,7 @@ impl Connection {
             ssthresh: u64::MAX,
             in_flight: 0,
             recovery_start: now,
+            lost_packets: 0,
             idle_timeout_ns: config.idle_timeout_ns,
             last_activity: now,
             sent_since_receipt: false,
@@ -412,6 +415,12 @@ impl Connection {
     /// Whether this connection sends its first queries in 0-RTT.
     pub fn zero_rtt(&self) -> bool {
         self.zero_rtt
+    }
+
+    /// Packets declared lost so far (by loss detection, or by a probe timeout that sent them
+    /// again).
+    pub fn lost_packets(&self) -> u64 {
+        self.lost_packets
     }
 
     /// Why the connection ended, once it has.
@@ -647,6 +656,7 @@ impl Connection {
                     // queued, so that repeated timeouts do not multiply it. A late ACK for
                     // those packets finds nothing and is harmless.
                     let lost: Vec<Sent> = s.sent.drain(..).collect();
+                    self.lost_packets += lost.len() as u64;
                     for p in lost {
                         self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
                         for f in p.frames {
@@ -1296,6 +1306,7 @@ impl Connection {
             }
         }
         s.sent = kept;
+        self.lost_packets += lost.len() as u64;
         let mut congestion = false;
         for p in lost {
             self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
