@@ -126,6 +126,8 @@ type H3Send = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 struct ClientConn {
     /// Held while the connection is looked at or opened, so that a client's queries share it.
     state: tokio::sync::Mutex<Option<Open>>,
+    /// The client's TLS configuration with its witness of full handshakes.
+    tls: std::cell::OnceCell<(Arc<rustls::ClientConfig>, Option<Arc<Witness>>)>,
 }
 
 #[derive(Clone)]
@@ -219,18 +221,28 @@ async fn connection(
             quinn::Endpoint::client(bind).map_err(|e| (ErrorKind::Send, Cause::Io(e)))?
         }
     };
-    // The client's own configuration (its session store), with a witness of full handshakes.
-    let mut tls = (*q.tls).clone();
-    let witness = setup.verifier.as_ref().map(|inner| {
-        Arc::new(Witness {
-            inner: inner.clone(),
-            verified: AtomicU64::new(0),
+    // The client's own configuration (its session store), with a witness of full handshakes:
+    // made once per client, since rustls resumes only a session made with the same verifier.
+    let (tls, witness) = client
+        .tls
+        .get_or_init(|| {
+            let mut tls = (*q.tls).clone();
+            let witness = setup.verifier.as_ref().map(|inner| {
+                Arc::new(Witness {
+                    inner: inner.clone(),
+                    verified: AtomicU64::new(0),
+                })
+            });
+            if let Some(w) = &witness {
+                tls.dangerous().set_certificate_verifier(w.clone());
+            }
+            (Arc::new(tls), witness)
         })
-    });
-    if let Some(w) = &witness {
-        tls.dangerous().set_certificate_verifier(w.clone());
-    }
-    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(Arc::new(tls))
+        .clone();
+    let verified_before = witness
+        .as_ref()
+        .map_or(0, |w| w.verified.load(Ordering::Relaxed));
+    let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)
         .map_err(|_| (ErrorKind::Tls, Cause::Quic("quic-tls-config")))?;
     let mut config = quinn::ClientConfig::new(Arc::new(crypto));
     let mut transport = quinn::TransportConfig::default();
@@ -248,7 +260,7 @@ async fn connection(
         .map_err(|e| (ErrorKind::Send, Cause::Quic(connect_key(&e))))?;
     let resumed = move |w: &Option<Arc<Witness>>| {
         w.as_ref()
-            .is_some_and(|w| w.verified.load(Ordering::Relaxed) == 0)
+            .is_some_and(|w| w.verified.load(Ordering::Relaxed) == verified_before)
     };
     let (conn, zero_rtt) = if q.zero_rtt {
         match connecting.into_0rtt() {
