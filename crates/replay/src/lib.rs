@@ -72,6 +72,7 @@ mod stats;
 mod tls;
 mod tls_session;
 mod traffic_keys;
+mod traffic_secrets;
 
 pub use clock::clock_state;
 

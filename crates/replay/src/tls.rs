@@ -86,7 +86,7 @@ impl TlsBase {
         };
         Ok(TlsBase {
             config,
-            key_log: Arc::new(rustls::KeyLogFile::new()),
+            key_log: crate::traffic_secrets::TAP.clone(),
             server_name,
             verifier,
         })
@@ -110,7 +110,17 @@ impl TlsBase {
         let mut c = (*self.for_client_with(vec![alpn.to_vec()], resume)).clone();
         // The QUIC client takes its keys from rustls' key changes; nothing to extract.
         c.enable_secret_extraction = false;
+        c.key_log = crate::traffic_secrets::KEY_LOG_FILE.clone();
         c.enable_early_data = zero_rtt && resume;
+        Arc::new(c)
+    }
+
+    /// A configuration for one client of the reference stack (rustls' ClientConnection for the
+    /// whole session), as [`TlsBase::for_client_with`] makes it.
+    pub fn for_reference_client_with(&self, alpn: Vec<Vec<u8>>, resume: bool) -> Arc<ClientConfig> {
+        let mut c = (*self.for_client_with(alpn, resume)).clone();
+        c.enable_secret_extraction = false;
+        c.key_log = crate::traffic_secrets::KEY_LOG_FILE.clone();
         Arc::new(c)
     }
 

@@ -134,6 +134,11 @@ impl Querier {
                     Proto::Tls => Vec::new(),
                     _ => vec![b"h2".to_vec()],
                 };
+                let stack = self.profile_of(client).stack;
+                let make = |alpn| match stack {
+                    Stack::Lean => base.for_client_with(alpn, resume),
+                    Stack::Reference => base.for_reference_client_with(alpn, resume),
+                };
                 let made = match self.clients.get_mut(&client) {
                     Some(c) => {
                         let kept = if proto == Proto::Tls {
@@ -141,13 +146,11 @@ impl Querier {
                         } else {
                             &mut c.doh_tls
                         };
-                        kept.get_or_insert_with(|| base.for_client_with(alpn(), resume))
-                            .clone()
+                        kept.get_or_insert_with(|| make(alpn())).clone()
                     }
-                    None => base.for_client_with(alpn(), resume),
+                    None => make(alpn()),
                 };
                 let name = base.server_name.clone();
-                let stack = self.profile_of(client).stack;
                 let started = match (proto, stack) {
                     (Proto::Tls, Stack::Lean) => {
                         TlsFraming::new(made, name).map(|t| StreamTransport::Tls(Box::new(t)))
