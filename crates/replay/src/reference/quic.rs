@@ -299,7 +299,12 @@ async fn connection(
         (clock::now_ns() - started).max(1)
     };
     let h3 = if h3 {
-        let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn.clone()))
+        // No GREASE (RFC 9114 §7.2.8, §6.2.3, which h3 sends by default): aioquic's HTTP/3
+        // server (dnspython's DoH3 stack) then read no request at all, and every query of the
+        // connection timed out.
+        let (mut driver, send) = h3::client::builder()
+            .send_grease(false)
+            .build(h3_quinn::Connection::new(conn.clone()))
             .await
             .map_err(|_| (ErrorKind::Http, Cause::Http3("h3-connection-error")))?;
         // The HTTP/3 connection's own streams (control, QPACK) are driven beside the requests.
