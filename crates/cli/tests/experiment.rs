@@ -402,6 +402,8 @@ fn stacks_example_runs_each_transport_on_both_stacks() {
             "trace.synth.rate=40",
             "trace.synth.clients=10",
             "trace.synth.duration_s=3",
+            // No idle timeout in the run: no query meets a connection the server is closing.
+            "server.idle_timeout_s=10",
             "vary.rtt_ms=[20]",
             "vary.loss=[0.02]",
             "run.repeat=1",
