@@ -206,6 +206,22 @@ fn print_engine(stats: &ReplayStats, interrupted: bool) {
         stats.udp_unreachable,
         if interrupted { "; interrupted" } else { "" }
     );
+    if stats.stacks.contains(&"reference") {
+        let clocks: Vec<String> = ["tls", "https", "quic"]
+            .iter()
+            .filter_map(|t| {
+                stats
+                    .timestamps
+                    .get(t)
+                    .map(|c| format!("{t} {}/{}", c.send, c.receive))
+            })
+            .collect();
+        println!(
+            "stacks: {} (reference: rustls, h2, quinn, h3); send/answer times: {}",
+            stats.stacks.join(", "),
+            clocks.join(", ")
+        );
+    }
     if stats.trace_skipped.total() > 0 {
         println!(
             "trace: skipped {}",
