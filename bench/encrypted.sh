@@ -15,9 +15,9 @@
 #     the reconnections that went in 0-RTT (and were accepted).
 #  4. doq-fast: `replay --proto doq --fast` against `ldplayer serve --quic-listen` (pinned to
 #     core 0), the generator on core 1, CLIENTS connections, 1,000 queries in flight: qps and
-#     generator CPU per query, two rounds. No packaged tool sends DoQ (dnsperf has no DoQ), so
-#     the figure stands alone; with OLD_BIN=path/to/ldplayer another build runs beside it in
-#     the same rounds (quinn's client, before the replay had its own, was measured so).
+#     generator CPU per query, two rounds. No packaged tool sends DoQ (dnsperf has no DoQ): the
+#     peer is the same build with `--stack reference` (quinn) in the same rounds; with
+#     OLD_BIN=path/to/ldplayer another build runs beside them too.
 #  5. mixed: a population of MIXED_CLIENTS (default 25,000) clients shaped like DNS Shotgun's
 #     "mixed" (examples/populations/mixed.toml: 60% UDP, 10% TCP, 15% DoT, 10% DoH, 5% DoQ)
 #     replayed with the trace's timing against `ldplayer serve` on all five transports, in two
@@ -202,17 +202,20 @@ if [[ " $parts " == *" doq-fast "* ]]; then
   for _ in $(seq 50); do grep answering "$work/serve-doq.log" >/dev/null && break; sleep 0.2; done
   echo "== DoQ --fast: ldplayer serve (core 0), generator on core 1, $clients connections, ${seconds} s per run"
   $bin synth --workload fixed --interval 0.00001 -n $((30000 * seconds)) --clients "$clients" --zone example. -o "$work/doq-fast.bin" -q
-  gens=("$bin"); [ -n "${OLD_BIN:-}" ] && gens+=("$OLD_BIN")
+  gens=("lean|$bin|--stack lean" "reference (quinn)|$bin|--stack reference")
+  [ -n "${OLD_BIN:-}" ] && gens+=("OLD_BIN|$OLD_BIN|")
   for round in 1 2; do
     line="round $round:"
-    for gen in "${gens[@]}"; do
+    for g in "${gens[@]}"; do
+      IFS='|' read -r label gen extra <<< "$g"
+      # shellcheck disable=SC2086 # $extra is a list of flags
       /usr/bin/time -f "%e %U %S %M" -o "$work/t-doq" timeout $((seconds + 30)) $gen replay "$work/doq-fast.bin" \
         --server 127.0.0.1:$quic --proto doq --tls-ca "$work/ca.pem" --fast --max-in-flight 1000 --queriers 1 --pin 1 \
-        --timeout 2 --json > "$out/ldp-doq-fast.json" < /dev/null &
+        --timeout 2 --json $extra > "$out/ldp-doq-fast.json" < /dev/null &
       ldp=$!; for _ in $(seq $((seconds * 5))); do kill -0 $ldp 2>/dev/null || break; sleep 0.2; done
       pkill -INT -f "replay $work/doq-fast.bin" 2>/dev/null || true; wait $ldp || true
       read -r q n e <<< "$(python3 -c "import json;d=json.load(open('$out/ldp-doq-fast.json'));print(round(d['qps']), d['answered'], sum(d['errors'].values()) + d['timeouts'])")"
-      line="$line | $([ "$gen" = "$bin" ] && echo ldplayer || echo "OLD_BIN") $q qps ($n answered, $e failed, $(printf %.2f "$(echo "$(cpu_of "$work/t-doq") * 1000000 / $n" | bc -l)") µs CPU/query)"
+      line="$line | $label $q qps ($n answered, $e failed, $(printf %.2f "$(echo "$(cpu_of "$work/t-doq") * 1000000 / $n" | bc -l)") µs CPU/query)"
     done
     echo "$line"
   done

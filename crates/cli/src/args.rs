@@ -244,6 +244,11 @@ pub struct ReplayArgs {
     /// Do not send DoQ queries in 0-RTT on resumed sessions (they wait for the handshake).
     #[arg(long)]
     pub no_zero_rtt: bool,
+    /// The client stack of DoT, DoH and DoQ: `lean`, ldplayer's own (a few KiB per idle
+    /// session), or `reference`, the stacks other clients use (rustls' ClientConnection, h2,
+    /// quinn, h3), to hold a measurement against them in the same build.
+    #[arg(long, value_enum, default_value_t = StackArg::Lean)]
+    pub stack: StackArg,
     /// Where each query's send time comes from: `kernel`, the kernel's timestamp of its last
     /// packet (SO_TIMESTAMPING, one more system call per query), or `user`, the clock read
     /// before the send call (cheaper; on a busy or virtual machine tens of µs early).
@@ -649,6 +654,15 @@ pub enum DohMethodArg {
     Post,
     /// The query base64url-encoded in the URL (`?dns=`), cacheable.
     Get,
+}
+
+/// The client stack of the encrypted transports (`replay --stack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StackArg {
+    /// ldplayer's own lean stacks.
+    Lean,
+    /// rustls' ClientConnection (DoT), h2 (DoH), quinn (DoQ) and h3 (DoH over HTTP/3).
+    Reference,
 }
 
 /// Where a replayed query's send time comes from.

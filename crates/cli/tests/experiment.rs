@@ -146,8 +146,8 @@ fn shipped_plans_need_nothing_outside_the_repository() {
         }
     }
     assert_eq!(
-        plans, 8,
-        "the eight shipped plans, each run by a test of this file"
+        plans, 9,
+        "the nine shipped plans, each run by a test of this file"
     );
 }
 
@@ -175,6 +175,7 @@ fn check_prints_every_combination_without_running() {
         "encrypted.toml",
         "population.toml",
         "aggressive-nsec.toml",
+        "stacks.toml",
     ] {
         ldplayer(&["experiment", &s(&example(name)), "--check"]);
     }
@@ -382,6 +383,60 @@ fn encrypted_example_runs_dot_doh_and_doq() {
             "{part}: none of {present}"
         );
         assert_eq!(common::packets_in(&pcap, absent), 0, "{part}: {absent}");
+    }
+}
+
+/// The stacks study (issue 27) at a tiny scale, `stack` varied: DoT, DoH and DoQ each on the
+/// lean and on the reference stack answer every query through a lossy link, each run's engine
+/// names the stack it ran, and the timestamps: the kernel's for DoT and DoH, the QUIC stack's
+/// events for DoQ.
+#[test]
+fn stacks_example_runs_each_transport_on_both_stacks() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = run_example(
+        "stacks.toml",
+        dir.path(),
+        &[
+            "trace.synth.rate=40",
+            "trace.synth.clients=10",
+            "trace.synth.duration_s=3",
+            // No idle timeout in the run: no query meets a connection the server is closing.
+            "server.idle_timeout_s=10",
+            "vary.rtt_ms=[20]",
+            "vary.loss=[0.02]",
+            "run.repeat=1",
+            "run.warmup_s=1",
+        ],
+    );
+    let rows = summary(&out_dir);
+    for proto in ["tls", "doh", "doq"] {
+        for stack in ["lean", "reference"] {
+            let part = format!("proto={proto}+rtt_ms=20+loss=0.02+stack={stack}");
+            let run = run_dir_with(&out_dir, &part);
+            let id = run.file_name().unwrap().to_string_lossy().to_string();
+            let answered = value(&rows, &id, "answered_share", "mean");
+            assert!(answered > 0.99, "{part}: answered share {answered}");
+            let engine = engine(&run);
+            assert_eq!(
+                engine["stacks"],
+                serde_json::json!([stack]),
+                "{part}: {engine}"
+            );
+            let clock = if proto == "doq" { "user" } else { "kernel" };
+            let key = if proto == "doq" { "quic" } else { "tls" };
+            assert_eq!(
+                engine["timestamps"][key]["receive"], clock,
+                "{part}: {engine}"
+            );
+            assert!(
+                engine["connections_opened"].as_u64().unwrap_or(0) >= 10,
+                "{part}: {engine}"
+            );
+        }
     }
 }
 

@@ -1,6 +1,8 @@
 //! `ldplayer replay --proto doh` against three DNS-over-HTTPS servers that share no code with
 //! the replay's HTTP/2 client: ldplayer serve (h2 over tokio-rustls), unbound (nghttp2) and BIND
-//! 9.18 (nghttp2), POST and GET; `--proto doq` against a DoQ server on aioquic.
+//! 9.18 (nghttp2), POST and GET; `--proto doq` against a DoQ server on aioquic. Against unbound
+//! (DoT and DoH) and aioquic (DoQ, DoH over HTTP/3), both stacks: `--stack lean` and
+//! `--stack reference` (rustls' ClientConnection, h2, quinn, h3).
 
 mod common;
 
@@ -133,11 +135,13 @@ fn doh_replay_against_unbound() {
     let dir = tempfile::tempdir().expect("scratch");
     let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
     let (dns, https) = (ldplayer_testbed::free_port(), ldplayer_testbed::free_port());
+    let dot = ldplayer_testbed::free_port();
     let conf = dir.path().join("unbound.conf");
     std::fs::write(
         &conf,
         format!(
             "server:\n  interface: 127.0.0.1@{dns}\n  interface: 127.0.0.1@{https}\n  \
+             interface: 127.0.0.1@{dot}\n  tls-port: {dot}\n  \
              https-port: {https}\n  http-endpoint: \"/dns-query\"\n  \
              tls-service-key: \"{}\"\n  tls-service-pem: \"{}\"\n  \
              username: \"\"\n  chroot: \"\"\n  directory: \"{}\"\n  pidfile: \"\"\n  \
@@ -160,11 +164,53 @@ fn doh_replay_against_unbound() {
         .expect("unbound starts");
     let mut daemon = Daemon(child, "unbound");
     wait_for(https, &mut daemon);
+    wait_for(dot, &mut daemon);
     let trace = trace(dir.path(), 300, 15);
     let at = format!("127.0.0.1:{https}");
-    for method in ["post", "get"] {
-        let summary = replay_doh(&trace, &at, &["--tls-ca", &s(&ca), "--doh-method", method]);
-        assert_all_answered(&summary, 300, 15, &format!("unbound {method}"));
+    for stack in ["lean", "reference"] {
+        for method in ["post", "get"] {
+            let summary = replay_doh(
+                &trace,
+                &at,
+                &[
+                    "--tls-ca",
+                    &s(&ca),
+                    "--doh-method",
+                    method,
+                    "--stack",
+                    stack,
+                ],
+            );
+            assert_all_answered(&summary, 300, 15, &format!("unbound {method} {stack}"));
+            assert_eq!(summary["replay"]["stacks"][0], stack, "{summary}");
+        }
+        // DNS over TLS on the same unbound.
+        let out = ldplayer(&[
+            "replay",
+            &trace,
+            "--server",
+            &format!("127.0.0.1:{dot}"),
+            "--proto",
+            "tls",
+            "--tls-ca",
+            &s(&ca),
+            "--stack",
+            stack,
+            "--json",
+            "--speed",
+            "4",
+        ]);
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(summary["answered"], 300, "DoT {stack}: {summary}");
+        assert_eq!(
+            summary["connections"]["opened"], 15,
+            "DoT {stack}: {summary}"
+        );
+        assert_eq!(summary["replay"]["stacks"][0], stack, "{summary}");
+        assert_eq!(
+            summary["replay"]["timestamps"]["tls"]["receive"], "kernel",
+            "{summary}"
+        );
     }
 }
 
@@ -240,7 +286,12 @@ fn doq_replay_against_an_aioquic_server() {
             "nope.example."
         }
     });
-    for zero_rtt in [true, false] {
+    for (stack, zero_rtt) in [
+        ("lean", true),
+        ("lean", false),
+        ("reference", true),
+        ("reference", false),
+    ] {
         let mut daemon = start();
         let at = format!("127.0.0.1:{port}");
         let mut args = vec![
@@ -251,6 +302,8 @@ fn doq_replay_against_an_aioquic_server() {
             "--tls-ca",
             ca.to_str().expect("utf-8"),
             "--json",
+            "--stack",
+            stack,
         ];
         if !zero_rtt {
             args.push("--no-zero-rtt");
@@ -261,7 +314,9 @@ fn doq_replay_against_an_aioquic_server() {
             .args(["-INT", &daemon.0.id().to_string()])
             .status();
         let served = daemon.0.wait_with_output_ref();
-        assert_eq!(summary["answered"], 40, "{summary}");
+        assert_eq!(summary["answered"], 40, "{stack}: {summary}");
+        assert_eq!(summary["replay"]["stacks"][0], stack, "{summary}");
+        assert_eq!(summary["replay"]["tls_resumed"], 5, "{stack}: {summary}");
         assert_eq!(summary["rcodes"]["NOERROR"], 20, "{summary}");
         assert_eq!(summary["rcodes"]["NXDOMAIN"], 20, "{summary}");
         assert_eq!(summary["replay"]["connections_opened"], 10, "{summary}");
@@ -374,7 +429,12 @@ fn doh_over_http3_against_an_aioquic_server() {
         _ if i % 2 == 0 => "www.example.",
         _ => "nope.example.",
     });
-    for method in ["post", "get"] {
+    for (stack, method) in [
+        ("lean", "post"),
+        ("lean", "get"),
+        ("reference", "post"),
+        ("reference", "get"),
+    ] {
         let mut daemon = aioquic_server("doh3_server.py", port, &cert, &key, &ready);
         let at = format!("127.0.0.1:{port}");
         let out = ldplayer(&[
@@ -387,6 +447,8 @@ fn doh_over_http3_against_an_aioquic_server() {
             "--doh-http3",
             "--doh-method",
             method,
+            "--stack",
+            stack,
             "--json",
         ]);
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
@@ -394,7 +456,8 @@ fn doh_over_http3_against_an_aioquic_server() {
             .args(["-INT", &daemon.0.id().to_string()])
             .status();
         let served = daemon.0.wait_with_output_ref();
-        assert_eq!(summary["answered"], 20, "{method}: {summary}");
+        assert_eq!(summary["answered"], 20, "{stack} {method}: {summary}");
+        assert_eq!(summary["replay"]["stacks"][0], stack, "{summary}");
         assert_eq!(summary["rcodes"]["NOERROR"], 10, "{summary}");
         assert_eq!(summary["rcodes"]["NXDOMAIN"], 10, "{summary}");
         assert_eq!(summary["errors"]["http"], 4, "{summary}");

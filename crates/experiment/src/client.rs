@@ -32,12 +32,27 @@ pub struct ReplayReport {
     /// dropped before the replay could read them show here (`RcvbufErrors`, `NoPorts`).
     #[serde(default)]
     pub kernel_udp: std::collections::BTreeMap<String, u64>,
+    /// The client namespace's TCP counters at the end (`/proc/net/snmp`): `RetransSegs` are
+    /// the clients' TCP retransmissions (DoT, DoH), beside the QUIC stacks' own count
+    /// (`engine.quic_packets_lost`).
+    #[serde(default)]
+    pub kernel_tcp: std::collections::BTreeMap<String, u64>,
 }
 
 /// The `Udp:` counters of this network namespace.
 pub fn kernel_udp_counters() -> std::collections::BTreeMap<String, u64> {
+    snmp_counters("Udp:")
+}
+
+/// The `Tcp:` counters of this network namespace.
+pub fn kernel_tcp_counters() -> std::collections::BTreeMap<String, u64> {
+    snmp_counters("Tcp:")
+}
+
+/// The counters of one protocol's pair of lines (`Udp:`, `Tcp:`) in `/proc/self/net/snmp`.
+fn snmp_counters(prefix: &str) -> std::collections::BTreeMap<String, u64> {
     let text = std::fs::read_to_string("/proc/self/net/snmp").unwrap_or_default();
-    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let mut udp = text.lines().filter(|l| l.starts_with(prefix));
     match (udp.next(), udp.next()) {
         (Some(names), Some(values)) => names
             .split_whitespace()
@@ -80,6 +95,7 @@ pub fn replay(
             DohMethodChoice::Post => ldplayer_replay::DohMethod::Post,
         };
     }
+    config.stack = c.stack.stack();
     config.original_sources = true;
     config.start_ns = Some(start_ns);
     config.timeout = Duration::from_millis(c.timeout_ms);
@@ -166,6 +182,7 @@ pub fn replay(
         engine: serde_json::to_value(&stats).unwrap_or_default(),
         summary: serde_json::to_value(summary.report()).unwrap_or_default(),
         kernel_udp: kernel_udp_counters(),
+        kernel_tcp: kernel_tcp_counters(),
     };
     let text = serde_json::to_vec_pretty(&report)
         .map_err(|e| ExperimentError::Input(format!("replay report: {e}")))?;

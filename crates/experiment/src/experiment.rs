@@ -413,6 +413,7 @@ fn inputs_for(
             proto: proto.map(|p| p.to_string()),
             population: s.client.population.clone(),
             doh_method: s.client.doh_method,
+            stack: s.client.stack,
             timeout_ms: s.client.timeout().as_millis() as u64,
             udp_retries: s.client.udp_retries,
             idle_timeout_ms: s.client.idle_timeout().as_millis() as u64,

@@ -115,6 +115,9 @@ pub struct ClientSideConfig {
     /// The HTTP method of DoH queries; `None` for the replay's (POST).
     #[serde(default)]
     pub doh_method: Option<crate::plan::DohMethodChoice>,
+    /// The client stack of DoT, DoH and DoQ.
+    #[serde(default)]
+    pub stack: crate::plan::StackChoice,
     /// How long to wait for an answer, in ms.
     pub timeout_ms: u64,
     /// UDP retries after a timeout.

@@ -62,6 +62,10 @@ pub struct Group {
     /// The DoH method of its clients.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub doh_method: Option<DohMethod>,
+    /// The client stack of its DoT, DoH and DoQ clients: ldplayer's lean one or the
+    /// reference one (rustls, h2, quinn).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<ClientStack>,
     /// Seconds its clients wait for an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
@@ -81,6 +85,16 @@ pub enum DohMethod {
     Get,
     /// `POST application/dns-message`.
     Post,
+}
+
+/// Which client stack carries a group's DoT, DoH and DoQ (see `ldplayer replay --stack`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientStack {
+    /// ldplayer's own lean stacks.
+    Lean,
+    /// rustls' ClientConnection, h2, quinn and h3: the stacks other clients use.
+    Reference,
 }
 
 /// When a group's clients send their queries.
@@ -394,6 +408,7 @@ name = "doq"
 share = 0.05
 proto = "doq"
 zero_rtt = true
+stack = "reference"
 "#;
 
     #[test]
@@ -403,6 +418,14 @@ zero_rtt = true
         assert_eq!(p.groups[3].proto, Proto::Https);
         assert_eq!(p.groups[4].proto, Proto::Quic);
         assert_eq!(p.groups[3].doh_method, Some(DohMethod::Get));
+        assert_eq!(p.groups[4].stack, Some(ClientStack::Reference));
+        assert_eq!(p.groups[3].stack, None);
+        let profiles = p.profiles();
+        assert_eq!(
+            profiles.profiles[4].stack,
+            Some(ldplayer_replay::Stack::Reference)
+        );
+        assert_eq!(profiles.profiles[0].stack, None);
         assert_eq!(p.groups[0].arrivals, Arrivals::Trace);
         let again = Population::from_toml(&p.to_toml()).unwrap();
         assert_eq!(again, p);

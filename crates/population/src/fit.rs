@@ -268,6 +268,7 @@ impl Fitter {
                 resumption: None,
                 zero_rtt: None,
                 doh_method: None,
+                stack: None,
                 timeout: None,
                 retries: None,
                 arrivals: arrivals.clone(),

@@ -20,5 +20,7 @@ mod fit;
 mod profiles;
 
 pub use assign::AssignTransports;
-pub use file::{Arrivals, ClientMix, DohMethod, Group, Population, PopulationError, RateDist};
+pub use file::{
+    Arrivals, ClientMix, ClientStack, DohMethod, Group, Population, PopulationError, RateDist,
+};
 pub use fit::{FitStats, Fitter, Quantiles};

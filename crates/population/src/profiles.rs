@@ -1,10 +1,10 @@
 //! A population as the replay engine's session profiles: each client follows its group's
-//! idle timeout, answer timeout, retries, resumption, 0-RTT and DoH method.
+//! idle timeout, answer timeout, retries, resumption, 0-RTT, DoH method and client stack.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{DohMethod, Population};
+use crate::{ClientStack, DohMethod, Population};
 
 impl Population {
     /// The session profiles of the groups, in order, and the rule that puts each client in its
@@ -24,6 +24,10 @@ impl Population {
                 doh_method: g.doh_method.map(|m| match m {
                     DohMethod::Get => ldplayer_replay::DohMethod::Get,
                     DohMethod::Post => ldplayer_replay::DohMethod::Post,
+                }),
+                stack: g.stack.map(|s| match s {
+                    ClientStack::Lean => ldplayer_replay::Stack::Lean,
+                    ClientStack::Reference => ldplayer_replay::Stack::Reference,
                 }),
             })
             .collect();

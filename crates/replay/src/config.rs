@@ -121,6 +121,54 @@ impl Default for DohConfig {
     }
 }
 
+/// Which client stacks carry DoT, DoH and DoQ.
+///
+/// ldplayer is a measuring instrument: its own stacks are lean enough for tens of thousands of
+/// simulated clients, and the reference stacks are the ones other DNS clients are built on,
+/// so that a figure measured with one can be held against the other in the same build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Stack {
+    /// ldplayer's own sans-IO stacks: a TLS 1.3 record layer after the rustls handshake, an
+    /// HTTP/2 client with its own HPACK decoder, a QUIC client with its own loss recovery and
+    /// HTTP/3 (a few KiB per idle session).
+    #[default]
+    Lean,
+    /// The stacks other clients use: rustls' ordinary `ClientConnection` for the whole TLS
+    /// session (DoT, and under DoH), the `h2` crate for DoH, `quinn` for DoQ and `h3` with
+    /// `h3-quinn` for DoH over HTTP/3.
+    Reference,
+}
+
+impl Stack {
+    /// Both stacks, lean first.
+    pub const ALL: [Stack; 2] = [Stack::Lean, Stack::Reference];
+
+    /// The name on the command line, in plans and in the JSON summary: `lean` or `reference`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Stack::Lean => "lean",
+            Stack::Reference => "reference",
+        }
+    }
+}
+
+impl std::fmt::Display for Stack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Stack {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Stack, String> {
+        Stack::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| format!("unknown stack `{s}`: expected lean or reference"))
+    }
+}
+
 /// How one group of clients behaves, beside the replay's own settings (a population group's
 /// session profile); `None` keeps the replay's own.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -137,6 +185,8 @@ pub struct ClientProfile {
     pub zero_rtt: Option<bool>,
     /// The client's DoH method.
     pub doh_method: Option<DohMethod>,
+    /// The client's DoT, DoH and DoQ stack.
+    pub stack: Option<Stack>,
 }
 
 /// The clients' session profiles: which profile each client (by its address in the trace)
@@ -228,6 +278,8 @@ pub struct ReplayConfig {
     pub tls: TlsConfig,
     /// DNS over HTTPS settings.
     pub doh: DohConfig,
+    /// The client stack of DoT, DoH and DoQ (for the clients whose profile does not choose).
+    pub stack: Stack,
     /// Session profiles per client (a population's groups); `None`: every client follows the
     /// settings above.
     pub profiles: Option<Profiles>,
@@ -347,7 +399,7 @@ impl ReplayConfig {
 impl Default for ReplayConfig {
     /// Original timing at speed 1 to 127.0.0.1:53, one querier per core less one (at least one),
     /// 2 s timeout, no UDP retries, 20 s TCP idle timeout, 10 000 UDP sockets and 100 000
-    /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, 1 s
+    /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, the lean stacks, 1 s
     /// preload, responses skipped, the start chosen by the engine (no late start allowed) and
     /// the first query as the trace origin, every client replayed.
     fn default() -> Self {
@@ -374,6 +426,7 @@ impl Default for ReplayConfig {
             kernel_send_times: true,
             tls: TlsConfig::default(),
             doh: DohConfig::default(),
+            stack: Stack::Lean,
             profiles: None,
             preload: Duration::from_secs(1),
             queries_only: true,

@@ -404,6 +404,7 @@ impl<S: ResultSink> Running<S> {
         self.stats.results = written;
         self.stats.clients = self.distributor.clients() as u64;
         self.stats.duration = self.started.elapsed();
+        self.stats.describe_clocks(&self.config);
         Ok(Finished {
             results,
             stats: self.stats.clone(),

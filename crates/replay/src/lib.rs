@@ -66,11 +66,13 @@ mod live;
 mod net;
 mod querier;
 mod quic;
+mod reference;
 mod shard;
 mod stats;
 mod tls;
 mod tls_session;
 mod traffic_keys;
+mod traffic_secrets;
 
 pub use clock::clock_state;
 
@@ -94,8 +96,8 @@ pub mod fuzzing {
     }
 }
 pub use config::{
-    ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Timing, TlsConfig, MAX_GAP_SECS,
-    MIN_RATE, MIN_SPEED,
+    ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Stack, Timing, TlsConfig,
+    MAX_GAP_SECS, MIN_RATE, MIN_SPEED,
 };
 pub use destination::{check_destination, DestinationError};
 pub use distributor::{stable_hash, Distributor, Schedule};
@@ -105,7 +107,7 @@ pub use live::{Live, LiveCounts};
 pub use net::client_addr;
 pub use shard::{parse_shard, shard_from_env, shard_of, ShardError};
 #[allow(deprecated)] // kept for callers of the old list
-pub use stats::{ErrorCause, ReplayStats, ERROR_KINDS};
+pub use stats::{ErrorCause, ReplayStats, TimestampSource, ERROR_KINDS};
 
 /// The examples of `docs/library.md`, compiled and run with this crate's doctests.
 #[cfg(doctest)]

@@ -5,6 +5,7 @@ use ldplayer_results::{ErrorCounts, ErrorKind, Outcome};
 use ldplayer_trace::{SkipCounts, SkipReason};
 use serde::ser::Serializer;
 use serde::Serialize;
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 /// The error kinds, in the order of [`ErrorKind::ALL`].
@@ -27,12 +28,25 @@ pub struct ErrorCause {
     pub first: String,
 }
 
+/// Where a transport's send and answer times come from: `kernel` (the kernel's stamp of the
+/// query's last packet sent, `SO_TIMESTAMPING`, or of the packet that completed the answer,
+/// `SO_TIMESTAMPNS`) or `user` (the replay's clock read beside the system call or the QUIC
+/// stack's event).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct TimestampSource {
+    /// The send time's source.
+    pub send: &'static str,
+    /// The answer time's source.
+    pub receive: &'static str,
+}
+
 /// What a replay did. Latency and timing summaries are built from the results, not here.
 ///
 /// Serializes (serde) to the `replay` object of `ldplayer replay --json`, an interface of its
 /// own: `records`, `queries`, `skipped_responses`, `other_shards`, `clients`, `udp_sockets_opened`,
 /// `connections_opened`, `connections_reused`, `tls_resumed`, `quic_zero_rtt`,
-/// `quic_zero_rtt_accepted`, `tc_retries`, `udp_retries`,
+/// `quic_zero_rtt_accepted`, `quic_packets_lost`, `stacks`, `timestamps`, `tc_retries`,
+/// `udp_retries`,
 /// `unmatched_responses`, `udp_unreachable`, `timeouts_unsent`, `error_causes` (a list of
 /// [`ErrorCause`]), `trace_skipped` and `trace_malformed` (objects of counts by
 /// [`SkipReason::name`]), and also `sent`, `answered`, `timeouts`, `errors` (counts by
@@ -81,6 +95,15 @@ pub struct ReplayStats {
     pub quic_zero_rtt: u64,
     /// Of those, the ones whose 0-RTT data the server accepted (the rest sent it again).
     pub quic_zero_rtt_accepted: u64,
+    /// QUIC packets the client stack declared lost and sent again (DoQ and DoH over HTTP/3):
+    /// the lean stack's loss detection and probe timeouts, quinn's `lost_packets`.
+    pub quic_packets_lost: u64,
+    /// The client stacks of the replay's encrypted transports (`lean`, `reference`), as the
+    /// configuration and its session profiles chose them.
+    pub stacks: Vec<&'static str>,
+    /// Where each transport's send and answer times come from (`udp`, `tcp`, `tls`, `https`,
+    /// `quic`): the same on either stack.
+    pub timestamps: BTreeMap<&'static str, TimestampSource>,
     /// Messages received that answered no query in flight: late or duplicate answers,
     /// responses to another question, messages that are not responses, garbage on a connection
     /// (the queries they failed are counted by cause in [`causes`](Self::causes)).
@@ -111,6 +134,42 @@ fn seconds<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl ReplayStats {
+    /// Notes the stacks and the timestamp sources that `config` gives.
+    pub(crate) fn describe_clocks(&mut self, config: &crate::config::ReplayConfig) {
+        let mut stacks = vec![config.stack];
+        if let Some(p) = &config.profiles {
+            stacks.extend(p.profiles.iter().filter_map(|c| c.stack));
+        }
+        self.stacks.clear();
+        for s in crate::config::Stack::ALL {
+            if stacks.contains(&s) {
+                self.stacks.push(s.name());
+            }
+        }
+        let send = if config.kernel_send_times {
+            "kernel"
+        } else {
+            "user"
+        };
+        let socket = TimestampSource {
+            send,
+            receive: "kernel",
+        };
+        // A QUIC stack's packets are its own: the query's send and its answer are events of
+        // the stack, timed by the clock when they are.
+        let quic = TimestampSource {
+            send: "user",
+            receive: "user",
+        };
+        self.timestamps = BTreeMap::from([
+            ("udp", socket),
+            ("tcp", socket),
+            ("tls", socket),
+            ("https", if config.doh.http3 { quic } else { socket }),
+            ("quic", quic),
+        ]);
+    }
+
     /// Failed queries of `kind`.
     pub fn error_count(&self, kind: ErrorKind) -> u64 {
         self.errors.get(kind)
@@ -187,6 +246,15 @@ impl ReplayStats {
         self.tls_resumed += other.tls_resumed;
         self.quic_zero_rtt += other.quic_zero_rtt;
         self.quic_zero_rtt_accepted += other.quic_zero_rtt_accepted;
+        self.quic_packets_lost += other.quic_packets_lost;
+        for s in &other.stacks {
+            if !self.stacks.contains(s) {
+                self.stacks.push(s);
+            }
+        }
+        for (k, v) in &other.timestamps {
+            self.timestamps.entry(k).or_insert(*v);
+        }
         self.unmatched_responses += other.unmatched_responses;
         self.udp_unreachable += other.udp_unreachable;
         self.trace_skipped.merge(&other.trace_skipped);

@@ -20,6 +20,9 @@ pub(crate) struct TlsBase {
     config: ClientConfig,
     key_log: Arc<dyn rustls::KeyLog>,
     pub server_name: ServerName<'static>,
+    /// The server certificate verifier of every configuration (none while there are no roots
+    /// to trust: every handshake then fails).
+    pub verifier: Option<Arc<dyn ServerCertVerifier>>,
 }
 
 impl TlsBase {
@@ -28,10 +31,13 @@ impl TlsBase {
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| ReplayError::TlsSetup(e.to_string()))?;
+        let verifier: Option<Arc<dyn ServerCertVerifier>>;
         let config = if tls.insecure {
+            let v: Arc<dyn ServerCertVerifier> = Arc::new(AcceptAnyCert(provider));
+            verifier = Some(v.clone());
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAnyCert(provider)))
+                .with_custom_certificate_verifier(v)
                 .with_no_client_auth()
         } else {
             let mut roots = RootCertStore::empty();
@@ -52,7 +58,26 @@ impl TlsBase {
                     )));
                 }
             }
-            builder.with_root_certificates(roots).with_no_client_auth()
+            let roots = Arc::new(roots);
+            match rustls::client::WebPkiServerVerifier::builder_with_provider(
+                roots.clone(),
+                provider,
+            )
+            .build()
+            {
+                Ok(v) => {
+                    let v: Arc<dyn ServerCertVerifier> = v;
+                    verifier = Some(v.clone());
+                    builder
+                        .dangerous()
+                        .with_custom_certificate_verifier(v)
+                        .with_no_client_auth()
+                }
+                Err(_) => {
+                    verifier = None;
+                    builder.with_root_certificates(roots).with_no_client_auth()
+                }
+            }
         };
         let server_name = match &tls.server_name {
             Some(n) => ServerName::try_from(n.clone())
@@ -61,8 +86,9 @@ impl TlsBase {
         };
         Ok(TlsBase {
             config,
-            key_log: Arc::new(rustls::KeyLogFile::new()),
+            key_log: crate::traffic_secrets::TAP.clone(),
             server_name,
+            verifier,
         })
     }
 
@@ -84,7 +110,17 @@ impl TlsBase {
         let mut c = (*self.for_client_with(vec![alpn.to_vec()], resume)).clone();
         // The QUIC client takes its keys from rustls' key changes; nothing to extract.
         c.enable_secret_extraction = false;
+        c.key_log = crate::traffic_secrets::KEY_LOG_FILE.clone();
         c.enable_early_data = zero_rtt && resume;
+        Arc::new(c)
+    }
+
+    /// A configuration for one client of the reference stack (rustls' ClientConnection for the
+    /// whole session), as [`TlsBase::for_client_with`] makes it.
+    pub fn for_reference_client_with(&self, alpn: Vec<Vec<u8>>, resume: bool) -> Arc<ClientConfig> {
+        let mut c = (*self.for_client_with(alpn, resume)).clone();
+        c.enable_secret_extraction = false;
+        c.key_log = crate::traffic_secrets::KEY_LOG_FILE.clone();
         Arc::new(c)
     }
 

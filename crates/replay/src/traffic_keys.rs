@@ -3,9 +3,14 @@
 //! Once a session has done its handshake and received its first answer (by then the server's
 //! session tickets have arrived), rustls hands over the traffic keys and sequence numbers and its
 //! connection state is dropped: ≈ 1 KB of AEAD keys instead of ≈ 4 KB of rustls state per idle
-//! connection, which brings a simulated TLS client under 4 KiB. Key updates are not followed (a
-//! session that gets one fails as a TLS error); later session tickets are ignored.
+//! connection, which brings a simulated TLS client under 4 KiB. A server's key update (RFC 8446
+//! §4.6.3) is followed with the session's traffic secrets ([`crate::traffic_secrets`]), and an
+//! update request answered with the client's own before its next record. An update that comes
+//! before the first answer is rustls' to follow, and rustls keeps its answer to a request
+//! until its next application data: a session handed over then cannot send it, and the
+//! server then fails it. Later session tickets are ignored.
 
+use crate::traffic_secrets::Secret;
 use ring::aead::{
     Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, NONCE_LEN,
 };
@@ -23,6 +28,7 @@ const ALERT: u8 = 21;
 const HANDSHAKE: u8 = 22;
 /// Handshake message types that may follow the handshake.
 const NEW_SESSION_TICKET: u8 = 4;
+const KEY_UPDATE: u8 = 24;
 
 /// Why a record could not be protected or opened.
 #[derive(Debug, PartialEq, Eq)]
@@ -43,9 +49,28 @@ impl Direction {
             ConnectionTrafficSecrets::Chacha20Poly1305 { key, iv } => (&CHACHA20_POLY1305, key, iv),
             _ => return None,
         };
-        let key = LessSafeKey::new(UnboundKey::new(alg, key.as_ref()).ok()?);
-        let iv = iv.as_ref().try_into().ok()?;
+        Direction::from_raw(alg, key.as_ref(), iv.as_ref(), seq)
+    }
+
+    fn from_raw(
+        alg: &'static ring::aead::Algorithm,
+        key: &[u8],
+        iv: &[u8],
+        seq: u64,
+    ) -> Option<Direction> {
+        let key = LessSafeKey::new(UnboundKey::new(alg, key).ok()?);
+        let iv = iv.try_into().ok()?;
         Some(Direction { key, iv, seq })
+    }
+
+    /// The direction under the next generation of `secret`, which is moved on (sequence
+    /// numbers start again at 0).
+    fn updated(&self, secret: &mut Secret) -> Option<Direction> {
+        secret.update()?;
+        let alg = self.key.algorithm();
+        let key = secret.expand_label(b"key", alg.key_len())?;
+        let iv = secret.expand_label(b"iv", NONCE_LEN)?;
+        Direction::from_raw(alg, &key, &iv, 0)
     }
 
     /// The per-record nonce: the IV XOR the sequence number, which then advances.
@@ -63,6 +88,9 @@ impl Direction {
 pub(crate) struct TrafficKeys {
     tx: Direction,
     rx: Direction,
+    /// The traffic secrets of both directions (client, server), for key updates; without
+    /// them a key update fails the session.
+    secrets: Option<Box<[Secret; 2]>>,
 }
 
 /// What opening records gave.
@@ -72,6 +100,9 @@ pub(crate) struct Opened {
     pub consumed: usize,
     /// The peer sent close_notify.
     pub closed: bool,
+    /// The peer updated its keys and asked for an update in turn: the caller seals one
+    /// ([`TrafficKeys::seal_key_update`]) before its next record.
+    pub update_requested: bool,
 }
 
 impl TrafficKeys {
@@ -82,7 +113,38 @@ impl TrafficKeys {
         Some(TrafficKeys {
             tx: Direction::new(tx_seq, tx)?,
             rx: Direction::new(rx_seq, rx)?,
+            secrets: None,
         })
+    }
+
+    /// Keeps the session's first application traffic secrets (client, server) for key
+    /// updates, moved on to the generation of the keys in use (rustls may have followed an
+    /// update before it let go). False, and nothing kept, if they are not these keys' secrets.
+    pub fn follow_updates(&mut self, client: Vec<u8>, server: Vec<u8>) -> bool {
+        let sha384 = self.tx.key.algorithm() == &AES_256_GCM;
+        let mut secrets = [Secret::new(client, sha384), Secret::new(server, sha384)];
+        for (secret, dir) in secrets.iter_mut().zip([&self.tx, &self.rx]) {
+            let matches = |s: &Secret| s.expand_label(b"iv", NONCE_LEN).as_deref() == Some(&dir.iv);
+            let mut generation = 0;
+            while !matches(secret) {
+                generation += 1;
+                if generation > 8 || secret.update().is_none() {
+                    return false;
+                }
+            }
+        }
+        self.secrets = Some(Box::new(secrets));
+        true
+    }
+
+    /// Appends a KeyUpdate (update_not_requested) to `out` under the current keys, then moves
+    /// the sending direction to the next generation.
+    pub fn seal_key_update(&mut self, out: &mut Vec<u8>) -> Result<(), RecordError> {
+        let secrets = self.secrets.as_mut().ok_or(RecordError)?;
+        let next = self.tx.updated(&mut secrets[0]).ok_or(RecordError)?;
+        self.seal_record(HANDSHAKE, &[KEY_UPDATE, 0, 0, 1, 0], out)?;
+        self.tx = next;
+        Ok(())
     }
 
     /// Appends `plain` to `out` as application-data records.
@@ -150,6 +212,17 @@ impl TrafficKeys {
                 // close_notify (any level); other alerts end the session as errors.
                 ALERT if data.get(1) == Some(&0) => out.closed = true,
                 HANDSHAKE if data.first() == Some(&NEW_SESSION_TICKET) => {}
+                HANDSHAKE if data.len() == 5 && data[..4] == [KEY_UPDATE, 0, 0, 1] => {
+                    // The records after it are under the server's next secret.
+                    let request = data[4];
+                    let secrets = self.secrets.as_mut().ok_or(RecordError)?;
+                    self.rx = self.rx.updated(&mut secrets[1]).ok_or(RecordError)?;
+                    match request {
+                        0 => {}
+                        1 => out.update_requested = true,
+                        _ => return Err(RecordError),
+                    }
+                }
                 _ => return Err(RecordError),
             }
             out.consumed = at + HEADER + len;

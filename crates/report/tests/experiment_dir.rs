@@ -143,6 +143,7 @@ fn write_run(dir: &Path, spec: &RunSpec, nonbusy: Option<&IndexSet>) -> Vec<Summ
                 engine: serde_json::Value::Null,
                 summary: serde_json::Value::Null,
                 kernel_udp: Default::default(),
+                kernel_tcp: Default::default(),
             },
             server_version: "ldplayer 0.1.0".into(),
             server_tcp_clients: Some(60_000),

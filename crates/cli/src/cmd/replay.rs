@@ -1,7 +1,7 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls|doh|doq]
 //! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
 
-use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes};
+use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes, StackArg};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
@@ -253,6 +253,22 @@ fn print_engine(stats: &ReplayStats, interrupted: bool) {
         stats.udp_unreachable,
         if interrupted { "; interrupted" } else { "" }
     );
+    if stats.stacks.contains(&"reference") {
+        let clocks: Vec<String> = ["tls", "https", "quic"]
+            .iter()
+            .filter_map(|t| {
+                stats
+                    .timestamps
+                    .get(t)
+                    .map(|c| format!("{t} {}/{}", c.send, c.receive))
+            })
+            .collect();
+        println!(
+            "stacks: {} (reference: rustls, h2, quinn, h3); send/answer times: {}",
+            stats.stacks.join(", "),
+            clocks.join(", ")
+        );
+    }
     if stats.trace_skipped.total() > 0 {
         println!(
             "trace: skipped {}",
@@ -365,6 +381,10 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     c.retry_truncated_over_tcp = !args.no_tc_retry;
     c.honor_keepalive = !args.no_keepalive;
     c.kernel_send_times = args.send_times == SendTimes::Kernel;
+    c.stack = match args.stack {
+        StackArg::Lean => ldplayer_replay::Stack::Lean,
+        StackArg::Reference => ldplayer_replay::Stack::Reference,
+    };
     c.original_sources = args.original_sources;
     if let Some(p) = &args.source_prefix {
         let (addr, len) = p

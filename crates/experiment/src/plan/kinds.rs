@@ -67,6 +67,28 @@ pub enum DohMethodChoice {
     Get,
 }
 
+/// The client stack of DoT, DoH and DoQ (`[client] stack`, a `[vary]` key): ldplayer's lean
+/// stacks or the reference ones (rustls' ClientConnection, h2, quinn, h3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StackChoice {
+    /// ldplayer's own, the replay's default.
+    #[default]
+    Lean,
+    /// The stacks other clients use.
+    Reference,
+}
+
+impl StackChoice {
+    /// The replay engine's stack.
+    pub fn stack(self) -> ldplayer_replay::Stack {
+        match self {
+            StackChoice::Lean => ldplayer_replay::Stack::Lean,
+            StackChoice::Reference => ldplayer_replay::Stack::Reference,
+        }
+    }
+}
+
 /// How a synthetic trace's query times and clients are drawn (`ldplayer synth --workload`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -140,6 +140,7 @@ pub(super) struct RawClient {
     pub queriers: Option<At<usize>>,
     pub population: Option<At<String>>,
     pub doh_method: Option<At<super::kinds::DohMethodChoice>>,
+    pub stack: Option<At<super::kinds::StackChoice>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -625,6 +625,7 @@ fn client_section(
     )?;
     r.remember("client.population", &c.population);
     r.remember("client.doh_method", &c.doh_method);
+    r.remember("client.stack", &c.stack);
     let population = match &c.population {
         Some(given) => {
             let path = r.path(given, "client.population")?;
@@ -639,6 +640,7 @@ fn client_section(
         ClientSettings {
             population,
             doh_method: c.doh_method.as_ref().map(|m| *m.get_ref()),
+            stack: c.stack.as_ref().map(|s| *s.get_ref()).unwrap_or_default(),
             timeout_s: r
                 .number(&c.timeout_s, "client.timeout_s", check::timeout_s)?
                 .unwrap_or(DEFAULT_TIMEOUT_S),

@@ -429,6 +429,9 @@ pub struct ClientSettings {
     /// The HTTP method of DoH queries (POST otherwise).
     #[serde(default)]
     pub doh_method: Option<super::kinds::DohMethodChoice>,
+    /// The client stack of DoT, DoH and DoQ (lean otherwise).
+    #[serde(default)]
+    pub stack: super::kinds::StackChoice,
 }
 
 impl ClientSettings {

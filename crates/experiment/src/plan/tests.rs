@@ -703,3 +703,27 @@ fn a_synthetic_hierarchy_takes_the_place_of_a_manifest() {
     let too_many = synthetic.replace("tlds = 5", "tlds = 0");
     assert_eq!(refused(&too_many).0, "server.hierarchy.tlds");
 }
+
+/// `[client] stack` sets every run's client stack; `stack` in `[vary]` makes one run per
+/// stack, named by it; a stack that does not exist is refused with its key.
+#[test]
+fn the_client_stack_is_set_and_varied() {
+    use super::kinds::StackChoice;
+    let base = "[trace]\nsynth = { workload = \"poisson\", rate = 10, duration_s = 20 }\n\
+                [server]\nkind = \"ldplayer\"\n[trace.mutate]\nproto = \"doq\"\n";
+    let plan = parse(&format!("{base}[client]\nstack = \"reference\"\n")).unwrap();
+    assert_eq!(plan.base.client.stack, StackChoice::Reference);
+    assert_eq!(parse(base).unwrap().base.client.stack, StackChoice::Lean);
+    let plan = parse(&format!(
+        "{base}[vary]\nstack = [\"lean\", \"reference\"]\n"
+    ))
+    .unwrap();
+    let runs = plan.runs();
+    let stacks: Vec<_> = runs.iter().map(|r| r.settings.client.stack).collect();
+    assert_eq!(stacks, [StackChoice::Lean, StackChoice::Reference]);
+    assert!(runs[1].id.contains("stack=reference"), "{}", runs[1].id);
+    let e = parse(&format!("{base}[vary]\nstack = [\"heavy\"]\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("stack"), "{e}");
+}

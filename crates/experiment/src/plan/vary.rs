@@ -1,7 +1,7 @@
 //! `[vary]`: the keys a plan may vary, their values, and how a value changes a run.
 
 use super::check;
-use super::kinds::{ProtoChoice, ServerKind};
+use super::kinds::{ProtoChoice, ServerKind, StackChoice};
 use super::settings::RunSettings;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -41,11 +41,13 @@ pub enum VaryKey {
     AggressiveNsec,
     /// `server.qname_minimisation`: a resolver's QNAME minimisation (RFC 9156).
     QnameMinimisation,
+    /// `client.stack`: the client stack of DoT, DoH and DoQ (`lean` or `reference`).
+    Stack,
 }
 
 impl VaryKey {
     /// Every key, in the order the documentation lists them.
-    pub const ALL: [VaryKey; 15] = [
+    pub const ALL: [VaryKey; 16] = [
         VaryKey::Proto,
         VaryKey::IdleTimeoutS,
         VaryKey::RttMs,
@@ -61,6 +63,7 @@ impl VaryKey {
         VaryKey::Threads,
         VaryKey::AggressiveNsec,
         VaryKey::QnameMinimisation,
+        VaryKey::Stack,
     ];
 
     /// The key's name in `[vary]` and in `summary.csv`.
@@ -81,6 +84,7 @@ impl VaryKey {
             VaryKey::Threads => "threads",
             VaryKey::AggressiveNsec => "aggressive_nsec",
             VaryKey::QnameMinimisation => "qname_minimisation",
+            VaryKey::Stack => "stack",
         }
     }
 
@@ -107,6 +111,7 @@ impl VaryKey {
             VaryKey::Threads => "server.threads",
             VaryKey::AggressiveNsec => "server.aggressive_nsec",
             VaryKey::QnameMinimisation => "server.qname_minimisation",
+            VaryKey::Stack => "client.stack",
         }
     }
 
@@ -139,6 +144,7 @@ impl VaryKey {
             VaryKey::Threads => Setting::Threads(check::threads(typed::<u32>(value)?)?),
             VaryKey::AggressiveNsec => Setting::AggressiveNsec(typed(value)?),
             VaryKey::QnameMinimisation => Setting::QnameMinimisation(typed(value)?),
+            VaryKey::Stack => Setting::Stack(typed::<StackChoice>(value)?),
         })
     }
 }
@@ -183,6 +189,8 @@ pub enum Setting {
     AggressiveNsec(bool),
     /// See [`VaryKey::QnameMinimisation`].
     QnameMinimisation(bool),
+    /// See [`VaryKey::Stack`].
+    Stack(StackChoice),
 }
 
 impl Setting {
@@ -213,6 +221,7 @@ impl Setting {
             Setting::QnameMinimisation(on) => {
                 settings.server.resolver.qname_minimisation = Some(on)
             }
+            Setting::Stack(s) => settings.client.stack = s,
         }
     }
 }

@@ -38,7 +38,7 @@ const WAKE: Token = Token(0);
 const READ_BURST: usize = 64;
 
 /// A query for the DoQ thread.
-pub(super) struct DoqQuery {
+pub(crate) struct DoqQuery {
     pub slot: u32,
     pub gen: u32,
     pub client: u32,
@@ -57,13 +57,13 @@ pub(super) struct DoqQuery {
 }
 
 /// How a DoH-over-HTTP/3 query is asked (the client's DoH settings).
-pub(super) struct H3Query {
+pub(crate) struct H3Query {
     pub get: bool,
     pub path: String,
 }
 
 /// What the DoQ thread tells the querier.
-pub(super) enum DoqEvent {
+pub(crate) enum DoqEvent {
     /// A query's stream was written (`at`, realtime ns); `handshake_ns` for a query that
     /// opened its connection (the time to a connection ready for it: 0 under 0-RTT).
     Sent {
@@ -97,13 +97,17 @@ pub(super) enum DoqEvent {
     },
     /// A query went on an open connection.
     Reused,
+    /// A connection ended, having declared this many of its packets lost (and sent their
+    /// frames again).
+    Lost { packets: u64 },
 }
 
-/// The DoQ side of one querier: the thread that runs its QUIC connections.
-pub(super) struct Doq {
+/// The DoQ side of one querier: the thread that runs its QUIC connections, on the lean stack
+/// ([`Doq::start`]) or the reference one (`crate::reference::quic::start`).
+pub(crate) struct Doq {
     queries: crossbeam_channel::Sender<DoqQuery>,
     /// Wakes the DoQ thread (a query, or the end).
-    wake: Arc<mio::Waker>,
+    wake: Arc<dyn Fn() + Send + Sync>,
     stop: Arc<AtomicBool>,
     pub events: crossbeam_channel::Receiver<DoqEvent>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -111,7 +115,7 @@ pub(super) struct Doq {
 
 /// How the DoQ thread connects.
 #[derive(Clone)]
-pub(super) struct DoqSetup {
+pub(crate) struct DoqSetup {
     /// The DoQ server.
     pub server: SocketAddr,
     /// The DoH server, for DoH over HTTP/3 (UDP), and its `:authority`.
@@ -120,6 +124,9 @@ pub(super) struct DoqSetup {
     pub server_name: String,
     /// How long a query may take before its task gives up (the querier times it out first).
     pub query_timeout: Duration,
+    /// The server certificate verifier of the clients' TLS configurations, for the reference
+    /// stack to see whether a handshake verified a certificate or resumed a session.
+    pub verifier: Option<Arc<dyn rustls::client::danger::ServerCertVerifier>>,
 }
 
 impl Doq {
@@ -152,18 +159,43 @@ impl Doq {
         let thread = std::thread::Builder::new()
             .name("ldplayer-doq".into())
             .spawn(move || driver.run())?;
-        Ok(Doq {
+        let wake = move || {
+            let _ = own_wake.wake();
+        };
+        Ok(Doq::from_parts(
             queries,
-            wake: own_wake,
+            Arc::new(wake),
+            stop,
+            events,
+            thread,
+        ))
+    }
+
+    /// A DoQ side from its thread's parts: where queries go, how to wake the thread, its stop
+    /// flag, where its events come from, and the thread.
+    pub(crate) fn from_parts(
+        queries: crossbeam_channel::Sender<DoqQuery>,
+        wake: Arc<dyn Fn() + Send + Sync>,
+        stop: Arc<AtomicBool>,
+        events: crossbeam_channel::Receiver<DoqEvent>,
+        thread: std::thread::JoinHandle<()>,
+    ) -> Doq {
+        Doq {
+            queries,
+            wake,
             stop,
             events,
             thread: Some(thread),
-        })
+        }
     }
 
     /// Hands a query to the DoQ thread; false if the thread is gone.
     pub fn send(&self, q: DoqQuery) -> bool {
-        self.queries.send(q).is_ok() && self.wake.wake().is_ok()
+        if self.queries.send(q).is_err() {
+            return false;
+        }
+        (self.wake)();
+        true
     }
 }
 
@@ -171,7 +203,7 @@ impl Drop for Doq {
     /// Ends the thread: its connections are closed (told to the server) and their sockets go.
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
-        let _ = self.wake.wake();
+        (self.wake)();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -179,13 +211,15 @@ impl Drop for Doq {
 }
 
 /// Sends events to the querier and wakes it.
-struct Teller {
-    tx: crossbeam_channel::Sender<DoqEvent>,
-    wake: Arc<mio::Waker>,
+#[derive(Clone)]
+pub(crate) struct Teller {
+    pub tx: crossbeam_channel::Sender<DoqEvent>,
+    pub wake: Arc<mio::Waker>,
 }
 
 impl Teller {
-    fn tell(&self, e: DoqEvent) {
+    /// Tells the querier `e` and wakes it.
+    pub fn tell(&self, e: DoqEvent) {
         if self.tx.send(e).is_ok() {
             let _ = self.wake.wake();
         }
@@ -214,6 +248,8 @@ struct ClientConn {
     /// The handshake's time, for the query that opened the connection (0 under 0-RTT).
     handshake_ns: i64,
     in_flight: Vec<InFlight>,
+    /// Packets lost already told to the querier.
+    told_lost: u64,
     /// The deadline its timer is armed for, and the entry's epoch.
     armed: i64,
     epoch: u64,
@@ -431,6 +467,7 @@ impl Driver {
             conn,
             started: now,
             in_flight: Vec::new(),
+            told_lost: 0,
             armed: i64::MAX,
             epoch: *next_epoch,
         });
@@ -461,6 +498,13 @@ impl Driver {
             }
             // A datagram the kernel will not take now is as good as lost: QUIC sends it again.
             let _ = c.socket.send(&self.out);
+        }
+        let lost = c.conn.lost_packets();
+        if lost > c.told_lost {
+            self.tell.tell(DoqEvent::Lost {
+                packets: lost - c.told_lost,
+            });
+            c.told_lost = lost;
         }
         while let Some(event) = c.conn.poll_event() {
             match event {

@@ -1,11 +1,12 @@
-//! The querier's side of DNS over QUIC: queries handed to the DoQ thread ([`super::doq`]),
-//! its events turned into sends, answers and failures of the in-flight table.
+//! The querier's side of DNS over QUIC: queries handed to the DoQ thread of the client's stack
+//! ([`super::doq`], or the reference one, `crate::reference::quic`), their events turned into
+//! sends, answers and failures of the in-flight table.
 
 use super::answer;
 use super::doq::{Doq, DoqEvent, DoqQuery, DoqSetup, H3Query};
 use super::*;
 use crate::cause::Cause;
-use crate::config::DohMethod;
+use crate::config::{DohMethod, Stack};
 
 impl Querier {
     /// Hands a DoQ query to the DoQ thread (started with the first one).
@@ -14,7 +15,15 @@ impl Querier {
             self.fail(slot, ErrorKind::Tls, &Cause::NoTlsConfig);
             return;
         };
-        if self.doq.is_none() {
+        let stack = {
+            let client = self.slots[slot as usize].client;
+            self.profile_of(client).stack
+        };
+        let running = match stack {
+            Stack::Lean => self.doq.is_some(),
+            Stack::Reference => self.doq_reference.is_some(),
+        };
+        if !running {
             let https_server = self.config.https_server.unwrap_or(self.server);
             let setup = DoqSetup {
                 server: self.config.quic_server.unwrap_or(self.server),
@@ -29,13 +38,16 @@ impl Querier {
                     .map_or(self.config.timeout, |ns| {
                         std::time::Duration::from_nanos(ns.max(0) as u64)
                     }),
+                verifier: base.verifier.clone(),
             };
-            match Doq::start(setup, self.waker.clone()) {
-                Ok(d) => self.doq = Some(d),
-                Err(e) => {
-                    self.fail(slot, ErrorKind::Send, &Cause::Io(e));
-                    return;
-                }
+            let started = match stack {
+                Stack::Lean => Doq::start(setup, self.waker.clone()).map(|d| self.doq = Some(d)),
+                Stack::Reference => crate::reference::quic::start(setup, self.waker.clone())
+                    .map(|d| self.doq_reference = Some(d)),
+            };
+            if let Err(e) = started {
+                self.fail(slot, ErrorKind::Send, &Cause::Io(e));
+                return;
             }
         }
         let s = &self.slots[slot as usize];
@@ -72,7 +84,11 @@ impl Querier {
             h3,
             wire: self.slots[slot as usize].wire.clone(),
         };
-        let handed = self.doq.as_ref().is_some_and(|d| d.send(query));
+        let thread = match stack {
+            Stack::Lean => self.doq.as_ref(),
+            Stack::Reference => self.doq_reference.as_ref(),
+        };
+        let handed = thread.is_some_and(|d| d.send(query));
         if !handed {
             self.fail(slot, ErrorKind::Send, &Cause::ClosedLocally);
             return;
@@ -81,11 +97,17 @@ impl Querier {
         self.push_timeout(slot, deadline);
     }
 
-    /// Takes what the DoQ thread has to say.
+    /// Takes what the DoQ threads have to say.
     pub(super) fn doq_events(&mut self) {
-        let Some(events) = self.doq.as_ref().map(|d| d.events.clone()) else {
-            return;
-        };
+        let threads =
+            [&self.doq, &self.doq_reference].map(|d| d.as_ref().map(|d| d.events.clone()));
+        for events in threads.into_iter().flatten() {
+            self.doq_events_of(&events);
+        }
+    }
+
+    /// Takes the events of one DoQ thread.
+    fn doq_events_of(&mut self, events: &crossbeam_channel::Receiver<DoqEvent>) {
         while let Ok(event) = events.try_recv() {
             match event {
                 DoqEvent::Sent {
@@ -147,6 +169,7 @@ impl Querier {
                     }
                 }
                 DoqEvent::Reused => self.stats.connections_reused += 1,
+                DoqEvent::Lost { packets } => self.stats.quic_packets_lost += packets,
             }
         }
     }

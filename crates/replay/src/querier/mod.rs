@@ -69,7 +69,7 @@ enum Via {
 mod ahead;
 mod answer;
 mod doh_framing;
-mod doq;
+pub(crate) mod doq;
 mod doq_glue;
 pub(crate) mod hpack;
 mod http2;
@@ -84,7 +84,7 @@ mod stream;
 mod stream_replies;
 mod tcp_framing;
 mod tls_framing;
-mod transport;
+pub(crate) mod transport;
 mod udp;
 
 use inflight::{blank_result, Slot};
@@ -224,6 +224,8 @@ struct Querier {
     batching: bool,
     /// The DoQ thread, started with the first DoQ query.
     doq: Option<doq::Doq>,
+    /// The reference stack's DoQ thread (quinn), started with its first query.
+    doq_reference: Option<doq::Doq>,
     waker: Arc<mio::Waker>,
     conns_open: usize,
     last_housekeeping: i64,
@@ -303,6 +305,7 @@ impl Querier {
             stream_out: Vec::new(),
             batching: false,
             doq: None,
+            doq_reference: None,
             waker: s.waker,
             conns_open: 0,
             last_housekeeping: 0,

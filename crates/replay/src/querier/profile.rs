@@ -1,8 +1,8 @@
 //! Session profiles resolved for the querier: each client's idle timeout, answer timeout, UDP
-//! retries, resumption, 0-RTT and DoH method, from its group's profile over the replay's own
+//! retries, resumption, 0-RTT, DoH method and stack, from its group's profile over the replay's own
 //! settings.
 
-use crate::config::{DohConfig, ReplayConfig};
+use crate::config::{DohConfig, ReplayConfig, Stack};
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -16,6 +16,8 @@ pub(super) struct Profile {
     pub idle_timeout: std::time::Duration,
     /// The DoH settings of the profile's clients (shared by their connections).
     pub doh: Arc<DohConfig>,
+    /// The stack of the profile's DoT, DoH and DoQ connections.
+    pub stack: Stack,
 }
 
 fn ns(d: std::time::Duration) -> i64 {
@@ -33,6 +35,7 @@ pub(super) fn resolve(config: &ReplayConfig) -> Vec<Profile> {
         zero_rtt: config.tls.zero_rtt,
         idle_timeout: config.tcp_idle_timeout,
         doh: Arc::new(config.doh.clone()),
+        stack: config.stack,
     };
     let mut out = Vec::new();
     if let Some(p) = &config.profiles {
@@ -50,6 +53,7 @@ pub(super) fn resolve(config: &ReplayConfig) -> Vec<Profile> {
                     path: config.doh.path.clone(),
                     http3: config.doh.http3,
                 }),
+                stack: c.stack.unwrap_or(config.stack),
             });
         }
     }

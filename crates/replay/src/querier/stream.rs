@@ -19,6 +19,9 @@ use super::transport::{
 };
 use super::*;
 use crate::cause::{kind_of_io, Cause};
+use crate::config::Stack;
+use crate::reference::doh::H2Doh;
+use crate::reference::tls::RustlsSession;
 use rustls_pki_types::ServerName;
 use std::os::fd::RawFd;
 
@@ -131,6 +134,11 @@ impl Querier {
                     Proto::Tls => Vec::new(),
                     _ => vec![b"h2".to_vec()],
                 };
+                let stack = self.profile_of(client).stack;
+                let make = |alpn| match stack {
+                    Stack::Lean => base.for_client_with(alpn, resume),
+                    Stack::Reference => base.for_reference_client_with(alpn, resume),
+                };
                 let made = match self.clients.get_mut(&client) {
                     Some(c) => {
                         let kept = if proto == Proto::Tls {
@@ -138,19 +146,27 @@ impl Querier {
                         } else {
                             &mut c.doh_tls
                         };
-                        kept.get_or_insert_with(|| base.for_client_with(alpn(), resume))
-                            .clone()
+                        kept.get_or_insert_with(|| make(alpn())).clone()
                     }
-                    None => base.for_client_with(alpn(), resume),
+                    None => make(alpn()),
                 };
                 let name = base.server_name.clone();
-                let started = if proto == Proto::Tls {
-                    TlsFraming::new(made, name).map(|t| StreamTransport::Tls(Box::new(t)))
-                } else {
-                    let authority = self.doh_authority(&base, dest);
-                    let doh = self.profile_of(client).doh.clone();
-                    DohFraming::new(made, name, authority, doh)
-                        .map(|d| StreamTransport::Doh(Box::new(d)))
+                let started = match (proto, stack) {
+                    (Proto::Tls, Stack::Lean) => {
+                        TlsFraming::new(made, name).map(|t| StreamTransport::Tls(Box::new(t)))
+                    }
+                    (Proto::Tls, Stack::Reference) => RustlsSession::new(made, name)
+                        .map(|s| StreamTransport::ReferenceTls(Box::new(TlsFraming::over(s)))),
+                    (_, stack) => {
+                        let authority = self.doh_authority(&base, dest);
+                        let doh = self.profile_of(client).doh.clone();
+                        match stack {
+                            Stack::Lean => DohFraming::new(made, name, authority, doh)
+                                .map(|d| StreamTransport::Doh(Box::new(d))),
+                            Stack::Reference => H2Doh::new(made, name, authority, doh)
+                                .map(|d| StreamTransport::ReferenceDoh(Box::new(d))),
+                        }
+                    }
                 };
                 match started {
                     Ok(t) => t,

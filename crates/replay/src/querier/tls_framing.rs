@@ -2,15 +2,16 @@
 
 use super::tcp_framing::TcpFraming;
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
-use crate::tls_session::TlsSession;
+use crate::tls_session::{TlsRecords, TlsSession};
 use rustls::{ClientConfig, HandshakeKind};
 use rustls_pki_types::ServerName;
 use std::sync::Arc;
 
 /// A TLS session carrying TCP-framed messages: queries wait in the framing until the handshake
 /// is over, then each is sealed into records of its own; answers are decrypted and deframed.
-pub(crate) struct TlsFraming {
-    session: TlsSession,
+/// The session is the lean [`TlsSession`], or the reference stack's (see [`TlsRecords`]).
+pub(crate) struct TlsFraming<S = TlsSession> {
+    session: S,
     /// The plaintext side: framed queries not yet sealed, and the start of an answer.
     framing: TcpFraming,
     /// Bytes of the message being sealed that the session has not taken yet (0: the next
@@ -32,7 +33,18 @@ impl TlsFraming {
     }
 }
 
-impl StreamProtocol for TlsFraming {
+impl<S: TlsRecords> TlsFraming<S> {
+    /// The framing over a session already started (its ClientHello queued).
+    pub fn over(session: S) -> Self {
+        TlsFraming {
+            session,
+            framing: TcpFraming::default(),
+            frame_left: 0,
+        }
+    }
+}
+
+impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
     fn matches_by_id(&self) -> bool {
         true
     }

@@ -22,6 +22,9 @@
 //!   `matches_by_id` is false and the in-flight table neither claims nor rewrites IDs for it.
 //!   An exchange can fail on its own (an HTTP status, a reset stream): the querier takes those
 //!   failures with [`StreamProtocol::take_failures`].
+//! - **The reference stack** (`--stack reference`, `crate::reference`): DoT on rustls'
+//!   `ClientConnection` under the same [`TlsFraming`], DoH on the `h2` crate; the socket side
+//!   is the same, so are the kernel's stamps.
 //! - **DoQ** (RFC 9250) is not a [`StreamProtocol`]: its connections are QUIC over UDP, run on
 //!   a thread of their own by the replay's sans-IO QUIC client (`crate::quic`), one
 //!   bidirectional stream per query (see `super::doq`).
@@ -179,6 +182,10 @@ pub(crate) enum StreamTransport {
     Tls(Box<TlsFraming>),
     /// DNS over HTTPS.
     Doh(Box<DohFraming>),
+    /// DNS over TLS on the reference stack (rustls' `ClientConnection`).
+    ReferenceTls(Box<TlsFraming<crate::reference::tls::RustlsSession>>),
+    /// DNS over HTTPS on the reference stack (h2 over rustls).
+    ReferenceDoh(Box<crate::reference::doh::H2Doh>),
 }
 
 impl Default for StreamTransport {
@@ -196,6 +203,8 @@ macro_rules! each {
             StreamTransport::Tcp($p) => $call,
             StreamTransport::Tls($p) => $call,
             StreamTransport::Doh($p) => $call,
+            StreamTransport::ReferenceTls($p) => $call,
+            StreamTransport::ReferenceDoh($p) => $call,
         }
     };
 }

@@ -158,8 +158,12 @@ struct Space {
     /// CRYPTO data received: the next offset for TLS, and what came ahead of it.
     crypto_next: u64,
     crypto_ahead: Vec<(u64, Vec<u8>)>,
-    /// A probe is due (a PTO fired): the next packet must be ack-eliciting.
-    probe: bool,
+    /// When the newest packet acknowledged so far was sent (persistent congestion counts
+    /// only losses after it).
+    newest_acked_sent: i64,
+    /// Probes due (a PTO fired): the next packets must be ack-eliciting, and may go beyond
+    /// the congestion window.
+    probes: u8,
 }
 
 impl Space {
@@ -268,12 +272,18 @@ pub struct Connection {
     srtt: i64,
     rttvar: i64,
     latest_rtt: i64,
+    /// The smallest RTT sample (RFC 9002 §5.2).
+    min_rtt: i64,
+    /// When the first RTT sample was taken: persistent congestion counts later losses only.
+    first_sample_at: Option<i64>,
     has_rtt: bool,
     pto_count: u32,
     cwnd: u64,
     ssthresh: u64,
     in_flight: u64,
     recovery_start: i64,
+    /// Packets declared lost (their frames queued again) over the connection's life.
+    lost_packets: u64,
 
     idle_timeout_ns: i64,
     last_activity: i64,
@@ -376,12 +386,15 @@ impl Connection {
             srtt: INITIAL_RTT_NS,
             rttvar: INITIAL_RTT_NS / 2,
             latest_rtt: INITIAL_RTT_NS,
+            min_rtt: INITIAL_RTT_NS,
+            first_sample_at: None,
             has_rtt: false,
             pto_count: 0,
             cwnd: INITIAL_WINDOW,
             ssthresh: u64::MAX,
             in_flight: 0,
             recovery_start: now,
+            lost_packets: 0,
             idle_timeout_ns: config.idle_timeout_ns,
             last_activity: now,
             sent_since_receipt: false,
@@ -412,6 +425,11 @@ impl Connection {
     /// Whether this connection sends its first queries in 0-RTT.
     pub fn zero_rtt(&self) -> bool {
         self.zero_rtt
+    }
+
+    /// Packets declared lost so far by loss detection (RFC 9002 §6.1), their frames sent again.
+    pub fn lost_packets(&self) -> u64 {
+        self.lost_packets
     }
 
     /// Why the connection ended, once it has.
@@ -447,6 +465,12 @@ impl Connection {
     /// Forgets a stream (its query timed out): nothing more is sent or told for it.
     pub fn forget_stream(&mut self, id: u64) {
         self.streams.remove(&id);
+    }
+
+    /// The congestion window, in bytes.
+    #[cfg(test)]
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
     }
 
     /// Whether the TLS connection is still held (until the handshake is confirmed and a
@@ -637,24 +661,40 @@ impl Connection {
         if let Some((t, space, loss)) = self.loss_or_pto() {
             if t <= now {
                 if loss {
-                    self.detect_lost(space, now);
+                    self.detect_lost(space, now, &[]);
                 } else {
-                    self.pto_count += 1;
-                    let s = &mut self.spaces[space];
-                    s.probe = true;
-                    // Everything in flight goes again (as RFC 9002 §6.2.4 allows a probe to),
-                    // and leaves the in-flight list: each frame is in one place, in flight or
-                    // queued, so that repeated timeouts do not multiply it. A late ACK for
-                    // those packets finds nothing and is harmless.
-                    let lost: Vec<Sent> = s.sent.drain(..).collect();
-                    for p in lost {
-                        self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
-                        for f in p.frames {
-                            self.requeue(space, f);
-                        }
-                    }
+                    self.on_pto(space);
                 }
             }
+        }
+    }
+
+    /// RFC 9002 §6.2.4: a probe timeout sends two ack-eliciting probes, with new data if
+    /// there is some, else the oldest data in flight again. What is in flight stays in
+    /// flight: a late acknowledgement still acknowledges it (and gives its RTT sample), and
+    /// only loss detection declares it lost. A PTO is not a loss: the congestion window stays.
+    /// (This client used to move the whole flight back to its queues on a PTO: every ACK later
+    /// than the PTO, as quinn's for 0-RTT data, counted a packet lost and sent it again.)
+    fn on_pto(&mut self, space: usize) {
+        self.pto_count += 1;
+        self.spaces[space].probes = 2;
+        let new_data = match space {
+            DATA => {
+                !self.stream_retx.is_empty()
+                    || self.unsent.front().is_some_and(|&id| self.may_open(id))
+            }
+            _ => self.spaces[space].has_crypto(),
+        };
+        if new_data {
+            return;
+        }
+        let oldest = self.spaces[space]
+            .sent
+            .front()
+            .map(|p| p.frames.clone())
+            .unwrap_or_default();
+        for f in oldest {
+            self.requeue(space, f);
         }
     }
 
@@ -1114,7 +1154,7 @@ impl Connection {
         s.crypto_retx.clear();
         s.crypto_out = Vec::new();
         s.crypto_ahead = Vec::new();
-        s.probe = false;
+        s.probes = 0;
         s.received = Vec::new();
         self.pto_count = 0;
     }
@@ -1210,9 +1250,11 @@ impl Connection {
         let mut acked_bytes = 0u64;
         let mut kept = VecDeque::with_capacity(s.sent.len());
         let mut acked_any = false;
+        let mut acked_times = Vec::new();
         for p in s.sent.drain(..) {
             if ranges.iter().any(|&(lo, hi)| lo <= p.pn && p.pn <= hi) {
                 acked_any = true;
+                acked_times.push(p.time);
                 acked_bytes += u64::from(p.size);
                 if newest.is_none_or(|(pn, _)| p.pn > pn) {
                     newest = Some((p.pn, p.time));
@@ -1238,31 +1280,47 @@ impl Connection {
         }
         if let Some((pn, time)) = newest {
             if pn == largest {
+                // RFC 9002 §5.3: the peer's delay, no more than its max_ack_delay once the
+                // handshake is confirmed; Initial acknowledgements are not delayed.
                 let ack_delay = if space == DATA {
                     let d = (delay << self.peer.ack_delay_exponent.min(20)) as i64 * 1000;
-                    d.min(self.peer.max_ack_delay_ms as i64 * 1_000_000)
+                    if self.confirmed {
+                        d.min(self.peer.max_ack_delay_ms as i64 * 1_000_000)
+                    } else {
+                        d
+                    }
                 } else {
                     0
                 };
-                self.rtt_sample(now - time, ack_delay);
+                self.rtt_sample(now, now - time, ack_delay);
             }
         }
         if self.handshake_done || space != INITIAL {
             self.pto_count = 0;
         }
-        self.detect_lost(space, now);
+        self.detect_lost(space, now, &acked_times);
+        let s = &mut self.spaces[space];
+        if let Some(&newest) = acked_times.iter().max() {
+            s.newest_acked_sent = s.newest_acked_sent.max(newest);
+        }
     }
 
-    fn rtt_sample(&mut self, latest: i64, ack_delay: i64) {
+    /// RFC 9002 §5: a sample taken at `now` of `latest`, of which the peer delayed its
+    /// acknowledgement `ack_delay`.
+    fn rtt_sample(&mut self, now: i64, latest: i64, ack_delay: i64) {
         let latest = latest.max(1);
         self.latest_rtt = latest;
         if !self.has_rtt {
             self.has_rtt = true;
+            self.first_sample_at = Some(now);
+            self.min_rtt = latest;
             self.srtt = latest;
             self.rttvar = latest / 2;
             return;
         }
-        let adjusted = if latest > ack_delay {
+        self.min_rtt = self.min_rtt.min(latest);
+        // §5.3: the delay comes off only as far as it leaves the sample above min_rtt.
+        let adjusted = if latest >= self.min_rtt + ack_delay {
             latest - ack_delay
         } else {
             latest
@@ -1272,8 +1330,9 @@ impl Connection {
     }
 
     /// RFC 9002 §6.1: packets three below the largest acknowledged, or sent a little longer
-    /// than an RTT before it, are lost.
-    fn detect_lost(&mut self, space: usize, now: i64) {
+    /// than an RTT before it, are lost; `acked` are the send times of the packets the ACK that
+    /// runs this acknowledged (none for the loss timer).
+    fn detect_lost(&mut self, space: usize, now: i64, acked: &[i64]) {
         let s = &mut self.spaces[space];
         s.loss_time = None;
         let Some(largest) = s.largest_acked else {
@@ -1296,6 +1355,8 @@ impl Connection {
             }
         }
         s.sent = kept;
+        self.lost_packets += lost.len() as u64;
+        let persistent = self.persistent_congestion(space, &lost, acked);
         let mut congestion = false;
         for p in lost {
             self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
@@ -1309,6 +1370,35 @@ impl Connection {
             self.ssthresh = (self.cwnd / 2).max(MIN_WINDOW);
             self.cwnd = self.ssthresh;
         }
+        if persistent {
+            // §7.6.2: the window collapses to its minimum.
+            self.recovery_start = now;
+            self.cwnd = MIN_WINDOW;
+        }
+    }
+
+    /// RFC 9002 §7.6: whether `lost` (in the order sent) hold two ack-eliciting packets sent
+    /// further apart than three PTOs (without backoff), after the first RTT sample, with no
+    /// packet sent between them acknowledged (`acked` now, or earlier).
+    fn persistent_congestion(&self, space: usize, lost: &[Sent], acked: &[i64]) -> bool {
+        let Some(first_sample) = self.first_sample_at else {
+            return false;
+        };
+        let after = first_sample.max(self.spaces[space].newest_acked_sent);
+        let mut span = lost.iter().map(|p| p.time).filter(|&t| t > after);
+        let Some(start) = span.next() else {
+            return false;
+        };
+        // The run of losses ends at the first packet acknowledged after its start.
+        let end_limit = acked.iter().copied().filter(|&t| t > start).min();
+        let end = span
+            .filter(|&t| end_limit.is_none_or(|limit| t < limit))
+            .max()
+            .unwrap_or(start);
+        let max_ack_delay = self.peer.max_ack_delay_ms as i64 * 1_000_000;
+        let duration =
+            (self.srtt + (4 * self.rttvar).max(GRANULARITY_NS) + max_ack_delay).saturating_mul(3);
+        end - start > duration
     }
 
     fn requeue(&mut self, space: usize, frame: Retx) {
@@ -1373,7 +1463,7 @@ impl Connection {
     /// Whether a space has something to send now.
     fn space_wants(&self, space: usize, now: i64) -> bool {
         let s = &self.spaces[space];
-        if s.probe || s.ack_due(now) || s.has_crypto() {
+        if s.probes > 0 || s.ack_due(now) || s.has_crypto() {
             return true;
         }
         if space != DATA || !self.can_send_now() {
@@ -1530,11 +1620,13 @@ impl Connection {
             eliciting |= self.write_streams(out, limit, &mut frames);
         }
         let s = &mut self.spaces[space];
-        if normal && s.probe && !eliciting {
+        if normal && s.probes > 0 && !eliciting {
             out.push(0x01);
             eliciting = true;
         }
-        s.probe = false;
+        if eliciting {
+            s.probes = s.probes.saturating_sub(1);
+        }
         if out.len() == payload_at {
             out.truncate(start);
             return;
@@ -1603,7 +1695,7 @@ impl Connection {
     /// Writes the STREAM frames that fit: lost pieces first, then new queries.
     fn write_streams(&mut self, out: &mut Vec<u8>, limit: usize, frames: &mut Vec<Retx>) -> bool {
         let mut wrote = false;
-        let probe = self.spaces[DATA].probe;
+        let probe = self.spaces[DATA].probes > 0;
         if !probe && self.in_flight + MAX_DATAGRAM as u64 > self.cwnd {
             return false;
         }
