@@ -286,7 +286,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FILE")]
     pub manifest: Option<PathBuf>,
     /// Port of the default listen addresses with --manifest.
-    #[arg(long, default_value_t = 53, allow_negative_numbers = true, value_parser = crate::values::port)]
+    #[arg(long, default_value_t = 53, allow_negative_numbers = true, value_parser = crate::values::port_or_any)]
     pub port: u16,
     /// UDP worker threads per listen address.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true, value_parser = crate::values::count)]

@@ -150,6 +150,11 @@ pub fn port(s: &str) -> Result<u16, String> {
     whole(s, 1, 65_535, "a port").map(|v| v as u16)
 }
 
+/// A port from 0 (any free port, for tests) to 65535.
+pub fn port_or_any(s: &str) -> Result<u16, String> {
+    whole(s, 0, 65_535, "a port (0: any free one)").map(|v| v as u16)
+}
+
 /// A random seed: any 64-bit number.
 pub fn seed(s: &str) -> Result<u64, String> {
     whole(s, 0, u64::MAX, "a seed")

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{ldplayer, s, tools, Serve};
+use common::{ldplayer, ldplayer_unanswered, s, tools, Serve};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -92,8 +92,24 @@ fn doh_replay_against_ldplayer_serve_post_and_get() {
         let summary = replay_doh(&trace, &at, &["--tls-ca", &ca, "--doh-method", method]);
         assert_all_answered(&summary, 400, 20, method);
     }
-    // A path the server does not serve: every query an HTTP error, counted by status.
-    let summary = replay_doh(&trace, &at, &["--tls-ca", &ca, "--doh-path", "/nope"]);
+    // A path the server does not serve: every query an HTTP error, counted by status (and the
+    // replay exits 1: not one query was answered).
+    let out = ldplayer_unanswered(&[
+        "replay",
+        &trace,
+        "--server",
+        &at,
+        "--proto",
+        "doh",
+        "--json",
+        "--speed",
+        "4",
+        "--tls-ca",
+        &ca,
+        "--doh-path",
+        "/nope",
+    ]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(summary["errors"]["http"], 400, "{summary}");
     assert_eq!(summary["answered"], 0, "{summary}");
     let causes = summary["replay"]["error_causes"].to_string();

@@ -122,7 +122,7 @@ fn a_ca_certificate_used_as_the_servers_own_is_named_with_the_way_out() {
         "{line}"
     );
     // The way out works.
-    let (_, json) = replay(&[
+    let out = ldplayer(&[
         "replay",
         &trace,
         "--server",
@@ -130,8 +130,9 @@ fn a_ca_certificate_used_as_the_servers_own_is_named_with_the_way_out() {
         "--proto",
         "tls",
         "--tls-insecure",
-        "-q",
+        "--json",
     ]);
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(json["answered"], 20, "{json}");
 }
 
