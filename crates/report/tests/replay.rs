@@ -48,6 +48,7 @@ fn result(i: u64) -> QueryResult {
         response_len: if answered { 80 } else { 0 },
         truncated: false,
         outcome,
+        target: 0,
     }
 }
 
@@ -478,6 +479,7 @@ fn any_result() -> impl Strategy<Value = QueryResult> {
                     response_len: 0,
                     truncated: false,
                     outcome,
+                    target: 0,
                 }
             },
         )

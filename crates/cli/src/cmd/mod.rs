@@ -10,6 +10,7 @@ pub mod mutate;
 pub mod population;
 pub mod replay;
 pub mod replay_processes;
+pub mod replay_targets;
 pub mod report;
 pub mod results;
 pub mod serve;

@@ -225,6 +225,7 @@ mod tests {
             } else {
                 Outcome::Error(ErrorKind::Send)
             },
+            target: 0,
         }
     }
 
