@@ -72,6 +72,11 @@ pub enum Command {
     /// metric; exit with status 1 when a metric worsened past its --max-regression bound, 2
     /// when the comparison could not be made.
     Compare(crate::cmd::compare::CompareArgs),
+    /// Compare the answers of several servers to the same queries, respdiff-style: replays'
+    /// results files with answers (`replay --keep-answers`), one target tested against the
+    /// others field by field; unstable references kept apart; exit with status 1 past a
+    /// --max-differences bound, 2 when no comparison can be made.
+    Diff(crate::cmd::diff::DiffArgs),
     /// Client populations: fit one to a real trace (its transport mix, per-client rates and
     /// gaps), for `replay --population`.
     #[command(subcommand)]

@@ -51,3 +51,5 @@ pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
 };
 pub use tee::{Targeted, Tee};
+/// The transport of a result ([`QueryResult::proto`]).
+pub use ldplayer_trace::Proto;

@@ -3,6 +3,8 @@
 pub mod compare;
 pub mod convert;
 pub mod demo;
+pub mod diff;
+pub mod diff_reask;
 pub mod experiment;
 pub mod inspect;
 pub mod lab;

@@ -536,7 +536,7 @@ fn run_info(config: &ReplayConfig, targets: &[String]) -> RunInfo {
         complete: Some(false),
         closed_loop: Some(matches!(config.timing, Timing::Fast { .. })),
         answers: config.keep_answers.then_some(true),
-        targets: (targets.len() > 1).then(|| targets.to_vec()),
+        targets: (!targets.is_empty()).then(|| targets.to_vec()),
     }
 }
 
@@ -571,16 +571,18 @@ fn transport_server(
 /// The server to query, from `--server`: an address and port, and the host name when one was
 /// given (for TLS).
 #[derive(Debug, PartialEq, Eq)]
-struct ServerArg {
-    addr: SocketAddr,
-    name: Option<String>,
+pub(crate) struct ServerArg {
+    /// The address and port.
+    pub addr: SocketAddr,
+    /// The host name, when one was given.
+    pub name: Option<String>,
 }
 
 /// Reads `--server`: `IPV4[:PORT]`, `[IPV6][:PORT]`, a bare `IPV6` or `NAME[:PORT]`, with
 /// `default_port` when there is no port. Port 0 is refused, and so is an unbracketed IPv6
 /// address whose last group could be a port (`::1:5531`: port 5531 of `::1`, or the address
 /// `::1:5531`?), with both bracketed forms shown.
-fn parse_server(s: &str, default_port: u16) -> Result<ServerArg> {
+pub(crate) fn parse_server(s: &str, default_port: u16) -> Result<ServerArg> {
     let port_of = |p: &str| -> Result<u16> {
         match p.parse::<u16>() {
             Ok(0) => bail!("--server {s}: port 0 is not a server's port"),
