@@ -54,8 +54,9 @@ impl Set {
     /// Sorts the elements, so that sets compare element by element.
     fn sort(&mut self) {
         let buf = &self.buf;
-        self.spans
-            .sort_unstable_by(|a, b| buf[a.0 as usize..a.1 as usize].cmp(&buf[b.0 as usize..b.1 as usize]));
+        self.spans.sort_unstable_by(|a, b| {
+            buf[a.0 as usize..a.1 as usize].cmp(&buf[b.0 as usize..b.1 as usize])
+        });
     }
 
     fn same(&self, other: &Set) -> bool {
@@ -349,12 +350,14 @@ fn rdata_names(rtype: Rtype, rdata: &[u8]) -> impl Iterator<Item = usize> {
 mod tests {
     use super::*;
 
-    /// A response for `name` A with the given answer, authority and additional records, each
-    /// `(owner, type, ttl, rdata)`, compressed or not as written.
+    /// A record as the tests write it: owner, type, TTL, RDATA (compressed or not).
+    type Rec<'a> = (&'a [u8], u16, u32, &'a [u8]);
+
+    /// A response for `name` A with the given answer, authority and additional records.
     pub(crate) fn message(
         flags: u16,
         name: &[u8],
-        sections: [&[(&[u8], u16, u32, &[u8])]; 3],
+        sections: [&[Rec<'_>]; 3],
         opt: Option<&[u8]>,
     ) -> Vec<u8> {
         let mut m = vec![0x12, 0x34];
@@ -413,7 +416,10 @@ mod tests {
             0x8400,
             WWW,
             [
-                &[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 1, 300, &[192, 0, 2, 2])],
+                &[
+                    (PTR, 1, 300, &[192, 0, 2, 1]),
+                    (PTR, 1, 300, &[192, 0, 2, 2]),
+                ],
                 &[],
                 &[],
             ],
@@ -452,7 +458,11 @@ mod tests {
         let base = message(
             0x8500,
             WWW,
-            [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[(b"\x07example\x00", 2, 300, ns)], &[(ns, 1, 300, &[192, 0, 2, 53])]],
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1])],
+                &[(b"\x07example\x00", 2, 300, ns)],
+                &[(ns, 1, 300, &[192, 0, 2, 53])],
+            ],
             Some(&[0, 3, 0, 2, b'a', b'b']),
         );
         // AD set: flags.ad only.
@@ -467,7 +477,11 @@ mod tests {
         let minimal = message(
             0x8500,
             WWW,
-            [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[(b"\x07example\x00", 2, 300, b"\x02NS\x07example\x00")], &[]],
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1])],
+                &[(b"\x07example\x00", 2, 300, b"\x02NS\x07example\x00")],
+                &[],
+            ],
             Some(&[0, 3, 0, 2, b'a', b'b']),
         );
         assert_eq!(differing(&base, &minimal, &c), vec![Field::Additional]);
@@ -475,14 +489,22 @@ mod tests {
         let other_nsid = message(
             0x8500,
             WWW,
-            [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[(b"\x07example\x00", 2, 300, ns)], &[(ns, 1, 300, &[192, 0, 2, 53])]],
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1])],
+                &[(b"\x07example\x00", 2, 300, ns)],
+                &[(ns, 1, 300, &[192, 0, 2, 53])],
+            ],
             Some(&[0, 3, 0, 2, b'c', b'd']),
         );
         assert_eq!(differing(&base, &other_nsid, &c), vec![Field::EdnsNsid]);
         let plain = message(
             0x8500,
             WWW,
-            [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[(b"\x07example\x00", 2, 300, ns)], &[(ns, 1, 300, &[192, 0, 2, 53])]],
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1])],
+                &[(b"\x07example\x00", 2, 300, ns)],
+                &[(ns, 1, 300, &[192, 0, 2, 53])],
+            ],
             None,
         );
         assert_eq!(differing(&base, &plain, &c), vec![Field::Edns]);
@@ -498,21 +520,49 @@ mod tests {
     #[test]
     fn rrsigs_by_what_they_cover_or_whole() {
         let sig = |expire: u8| {
-            let mut r = vec![0, 1, 8, 2, 0, 0, 1, 44, expire, 0, 0, 0, 1, 0, 0, 0, 0x12, 0x34];
+            let mut r = vec![
+                0, 1, 8, 2, 0, 0, 1, 44, expire, 0, 0, 0, 1, 0, 0, 0, 0x12, 0x34,
+            ];
             r.extend_from_slice(b"\x07Example\x00");
             r.extend_from_slice(&[0xab; 20]);
             r
         };
         let (s1, s2) = (sig(1), sig(2));
-        let a = message(0x8400, WWW, [&[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s1)], &[], &[]], None);
-        let b = message(0x8400, WWW, [&[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s2)], &[], &[]], None);
+        let a = message(
+            0x8400,
+            WWW,
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s1)],
+                &[],
+                &[],
+            ],
+            None,
+        );
+        let b = message(
+            0x8400,
+            WWW,
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s2)],
+                &[],
+                &[],
+            ],
+            None,
+        );
         assert_eq!(differing(&a, &b, &Criteria::default()), vec![]);
         let full = Criteria {
             rrsig: RrsigMode::Full,
             ..Criteria::default()
         };
         assert_eq!(differing(&a, &b, &full), vec![Field::AnswerRrsig]);
-        let unsigned = message(0x8400, WWW, [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[], &[]], None);
-        assert_eq!(differing(&a, &unsigned, &Criteria::default()), vec![Field::AnswerRrsig]);
+        let unsigned = message(
+            0x8400,
+            WWW,
+            [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[], &[]],
+            None,
+        );
+        assert_eq!(
+            differing(&a, &unsigned, &Criteria::default()),
+            vec![Field::AnswerRrsig]
+        );
     }
 }

@@ -127,7 +127,10 @@ impl Criteria {
             }
             (None, Some(left_out)) => {
                 let out = named(left_out)?;
-                Field::ALL.into_iter().filter(|f| !out.contains(f)).collect()
+                Field::ALL
+                    .into_iter()
+                    .filter(|f| !out.contains(f))
+                    .collect()
             }
             (None, None) => Field::ALL.to_vec(),
         };
@@ -160,7 +163,10 @@ mod tests {
         let c = Criteria::from_toml("ignore = [\"edns.*\", \"flags.ra\"]\nttl = true\n").unwrap();
         assert!(c.ttl && !c.case);
         assert!(!c.compares(Field::EdnsNsid) && !c.compares(Field::FlagRa));
-        assert!(c.compares(Field::Edns), "`edns.*` leaves the presence of EDNS compared");
+        assert!(
+            c.compares(Field::Edns),
+            "`edns.*` leaves the presence of EDNS compared"
+        );
         assert!(c.compares(Field::FlagAd) && c.compares(Field::Answer));
         let c = Criteria::from_toml("fields = [\"rcode\", \"flags.*\"]\nrrsig = \"full\"").unwrap();
         assert_eq!(c.fields.len(), 7);
@@ -170,7 +176,9 @@ mod tests {
 
     #[test]
     fn mistakes_are_named() {
-        let e = Criteria::from_toml("fields = [\"rcodes\"]").unwrap_err().to_string();
+        let e = Criteria::from_toml("fields = [\"rcodes\"]")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`rcodes`") && e.contains("flags.ad"), "{e}");
         let e = Criteria::from_toml("ttls = true").unwrap_err().to_string();
         assert!(e.contains("ttls"), "{e}");

@@ -197,7 +197,10 @@ impl Differ {
                 protos: g
                     .entries
                     .iter()
-                    .map(|e| e.as_ref().map_or(ldplayer_results::Proto::Udp, |e| e.result.proto))
+                    .map(|e| {
+                        e.as_ref()
+                            .map_or(ldplayer_results::Proto::Udp, |e| e.result.proto)
+                    })
                     .collect(),
             });
         } else if self.keep_differing > 0 {

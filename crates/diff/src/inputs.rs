@@ -237,10 +237,13 @@ impl Inputs {
     fn read_one(&mut self, i: usize) -> Result<(), DiffError> {
         let n_targets = self.targets.len();
         let input = &mut self.inputs[i];
-        let got = input.reader.next_with_answer().map_err(|e| DiffError::Results {
-            file: input.path.clone(),
-            error: e,
-        })?;
+        let got = input
+            .reader
+            .next_with_answer()
+            .map_err(|e| DiffError::Results {
+                file: input.path.clone(),
+                error: e,
+            })?;
         let Some((result, answer)) = got else {
             input.done = true;
             return Ok(());

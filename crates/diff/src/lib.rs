@@ -49,7 +49,7 @@ pub enum DiffError {
     #[error("{file} holds no answers: replay with --keep-answers (and --results) to keep them", file = .0.display())]
     NoAnswers(PathBuf),
     /// Two files of different traces.
-    #[error("{first} and {second} are results of different traces (query {index} was at another time in each): diff compares replays of one trace", first = first.display(), second = second.display())]
+    #[error("{first} and {second} are results of different traces (query {index} is another query in each: another time, or another question): diff compares replays of one trace", first = first.display(), second = second.display())]
     DifferentTraces {
         /// The first file.
         first: PathBuf,
@@ -136,7 +136,10 @@ pub fn diff(
         r.dedup();
         r
     };
-    if let Some(&bad) = references.iter().find(|&&r| r >= targets.len() || r == tested) {
+    if let Some(&bad) = references
+        .iter()
+        .find(|&&r| r >= targets.len() || r == tested)
+    {
         return Err(DiffError::Input(if bad == tested {
             format!("--reference {bad} is the tested target: a target is not its own reference")
         } else {
@@ -154,9 +157,12 @@ pub fn diff(
         references,
         options.keep_differing,
     );
+    let mut check = TraceCheck::default();
     while let Some(group) = inputs.next_group()? {
+        check.group(&group, &targets)?;
         differ.group(&group, rows.as_deref_mut());
     }
+    check.verdict(&targets)?;
     let mut warnings = inputs.incomplete_warnings();
     for i in inputs.reports() {
         if !i.damage.is_clean() {
@@ -184,6 +190,81 @@ pub fn diff(
         warnings,
         differ,
     })
+}
+
+/// Groups looked at to tell files of different traces apart by their questions.
+const TRACE_CHECK_GROUPS: u64 = 1000;
+
+/// Tells files of different traces apart: the same trace asks the same question at each index,
+/// so answers from two files to one query ask the same question (a server that answers
+/// another question is a difference in `question`, not the rule). Over the first
+/// [`TRACE_CHECK_GROUPS`] queries answered in two files, half asking other questions is another
+/// trace. (Results of different traces at the same trace times, which the join of results
+/// refuses first, get here.)
+#[derive(Default)]
+struct TraceCheck {
+    looked: u64,
+    other_question: u64,
+    first_pair: Option<(usize, usize, u64)>,
+}
+
+impl TraceCheck {
+    fn group(&mut self, g: &Group, targets: &[Target]) -> Result<(), DiffError> {
+        if self.looked >= TRACE_CHECK_GROUPS {
+            return Ok(());
+        }
+        let mut first: Option<(usize, (Vec<u8>, u16))> = None;
+        for (t, e) in g.entries.iter().enumerate() {
+            let Some(q) = e
+                .as_ref()
+                .and_then(|e| e.answer.as_deref())
+                .and_then(question_key)
+            else {
+                continue;
+            };
+            match &first {
+                None => first = Some((t, q)),
+                Some((f, fq)) if targets[*f].file != targets[t].file => {
+                    self.looked += 1;
+                    if *fq != q {
+                        self.other_question += 1;
+                        self.first_pair.get_or_insert((*f, t, g.index));
+                    }
+                    break;
+                }
+                Some(_) => {}
+            }
+        }
+        if self.looked >= 20 {
+            self.verdict(targets)?;
+        }
+        Ok(())
+    }
+
+    /// An error when most queries answered in two files ask other questions in each.
+    fn verdict(&self, targets: &[Target]) -> Result<(), DiffError> {
+        match self.first_pair {
+            Some((a, b, index)) if self.other_question * 2 > self.looked => {
+                Err(DiffError::DifferentTraces {
+                    first: targets[a].file.clone(),
+                    second: targets[b].file.clone(),
+                    index,
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A message's first question: its name lowercased, and its type.
+fn question_key(answer: &[u8]) -> Option<(Vec<u8>, u16)> {
+    let msg = ldplayer_dns::Message::parse(answer).ok()?;
+    let mut name = Vec::new();
+    if !msg.qname_wire(&mut name) {
+        return None;
+    }
+    name.make_ascii_lowercase();
+    Some((name, msg.qtype()?.0))
 }
 
 impl DiffRun {

@@ -227,17 +227,31 @@ mod tests {
         let mut m = vec![0x12, 0x34, 0x84, 0x00, 0, 1, 0, 1, 0, 0, 0, 1];
         m.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
         m.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 1, 44, 0, 4, 192, 0, 2, 1]);
-        m.extend_from_slice(&[0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 6, 0, 3, 0, 2, b'a', b'b']);
+        m.extend_from_slice(&[
+            0, 0, 41, 0x04, 0xd0, 0, 0, 0x80, 0, 0, 6, 0, 3, 0, 2, b'a', b'b',
+        ]);
         let text = message_text(Some(&m), "");
         assert!(text.contains("rcode NOERROR, flags: qr aa"), "{text}");
-        assert!(text.contains("version 0, udp 1232, do; nsid=6162"), "{text}");
+        assert!(
+            text.contains("version 0, udp 1232, do; nsid=6162"),
+            "{text}"
+        );
         assert!(text.contains("www.example. IN A\n"), "{text}");
-        assert!(text.contains(";; ANSWER\nwww.example. 300 IN A 192.0.2.1\n"), "{text}");
-        assert_eq!(field_text(Some(&m), "", Field::Answer), "www.example. 300 IN A 192.0.2.1");
+        assert!(
+            text.contains(";; ANSWER\nwww.example. 300 IN A 192.0.2.1\n"),
+            "{text}"
+        );
+        assert_eq!(
+            field_text(Some(&m), "", Field::Answer),
+            "www.example. 300 IN A 192.0.2.1"
+        );
         assert_eq!(field_text(Some(&m), "", Field::AnswerRrsig), "(empty)");
         assert_eq!(field_text(Some(&m), "", Field::FlagAa), "1");
         assert_eq!(field_text(Some(&m), "", Field::EdnsNsid), "nsid=6162");
-        assert_eq!(field_text(None, "timeout", Field::Missing), "no answer (timeout)");
+        assert_eq!(
+            field_text(None, "timeout", Field::Missing),
+            "no answer (timeout)"
+        );
         assert_eq!(
             question_of(&m),
             Some(("www.example.".to_string(), Rtype::A))

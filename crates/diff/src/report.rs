@@ -330,7 +330,13 @@ impl fmt::Display for DiffReport {
                 if reask { "  not reproducible" } else { "" }
             )?;
             for r in &differing {
-                write!(f, "{:<14} {:>10} {:>8.2}%", r.field.name(), r.queries, r.share_pct)?;
+                write!(
+                    f,
+                    "{:<14} {:>10} {:>8.2}%",
+                    r.field.name(),
+                    r.queries,
+                    r.share_pct
+                )?;
                 if reask {
                     write!(f, "  {:>16}", r.not_reproducible)?;
                 }
@@ -435,7 +441,14 @@ mod tests {
             }
         );
         assert_eq!(Bound::parse("any = 1.5").unwrap().field, None);
-        for bad in ["rcode", "rcodes=1", "rcode=x", "rcode=-1", "rcode=1e30", "rcode=NaN"] {
+        for bad in [
+            "rcode",
+            "rcodes=1",
+            "rcode=x",
+            "rcode=-1",
+            "rcode=1e30",
+            "rcode=NaN",
+        ] {
             let e = Bound::parse(bad).unwrap_err().to_string();
             assert!(e.contains("--max-differences"), "{bad}: {e}");
         }

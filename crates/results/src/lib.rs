@@ -44,6 +44,8 @@ pub use file::{
     ResultsWriter, Tail,
 };
 pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
+/// The transport of a result ([`QueryResult::proto`]).
+pub use ldplayer_trace::Proto;
 pub use merge::{merge, InputReport, MergeReport, MERGE_WINDOW};
 pub use result::{ErrorCounts, ErrorKind, Outcome, QueryResult, ResultSink};
 pub use run_info::{mark_complete, shard_of, ClockState, RunInfo, ShardId};
@@ -51,5 +53,3 @@ pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
 };
 pub use tee::{Targeted, Tee};
-/// The transport of a result ([`QueryResult::proto`]).
-pub use ldplayer_trace::Proto;
