@@ -2,14 +2,16 @@
 //! by trace index, in bounded memory.
 //!
 //! Every file holds its results in completion order (trace order give or take the queries in
-//! flight), and a file may hold several targets (`replay --server A --server B`). The files are
-//! read in step, always from the one that is least far into the trace, and each query's results
-//! are held until every target's has come ([`Group`]); then the query is handed over. A query
-//! still waiting for a file that has gone [`HORIZON`] records further into the trace (or has
-//! ended) is handed over without the result it waits for (its result was lost, or comes too
-//! late to be waited for); a result that comes after its query was handed over is counted as
-//! late and left out. So memory holds only the queries in flight between the targets, whatever
-//! the length of the files.
+//! flight), and a file may hold several targets (`replay --server A --server B`), each going at
+//! its own pace (with `--fast`, one target may be far ahead of another in the file). So each
+//! target is read on its own, by a reader of its file that skips the other targets' results,
+//! and the targets are read in step, always the one least far into the trace; each query's
+//! results are held until every target's has come ([`Group`]), then the query is handed over.
+//! A query still waiting for a target that has gone [`HORIZON`] records further into the trace
+//! (or has ended) is handed over without the result it waits for (its result was lost, or
+//! comes too late to be waited for); a result that comes after its query was handed over is
+//! counted as late and left out. So memory holds only the queries in flight at each target,
+//! whatever the length of the files.
 
 use crate::DiffError;
 use ldplayer_results::{Damage, Outcome, QueryResult, ResultsReader, RunInfo};
@@ -78,12 +80,17 @@ pub struct InputReport {
     pub damage: Damage,
 }
 
+/// One target's results: a reader of its file that skips the other targets'.
 struct Input {
     path: PathBuf,
     reader: ResultsReader<File>,
-    /// The first of this file's targets in the diff's numbering.
-    first_target: usize,
-    targets: usize,
+    /// The file's number among the inputs.
+    file: usize,
+    /// The target read, in the diff's numbering, and in its file's.
+    target: usize,
+    file_target: u16,
+    /// Targets the file holds.
+    file_targets: usize,
     /// The furthest trace index read.
     frontier: u64,
     done: bool,
@@ -108,6 +115,7 @@ pub struct Inputs {
     read: u64,
     late: u64,
     duplicates: u64,
+    peak_waiting: usize,
     ready: Vec<Group>,
 }
 
@@ -119,34 +127,43 @@ impl Inputs {
         }
         let mut inputs = Vec::new();
         let mut targets = Vec::new();
-        for path in paths {
-            let reader = ResultsReader::open(path).map_err(|e| DiffError::Results {
+        let open = |path: &PathBuf| {
+            ResultsReader::open(path).map_err(|e| DiffError::Results {
                 file: path.clone(),
                 error: e,
-            })?;
+            })
+        };
+        for (file, path) in paths.iter().enumerate() {
+            let reader = open(path)?;
             if !reader.keeps_answers() {
                 return Err(DiffError::NoAnswers(path.clone()));
             }
             let info = reader.run_info().cloned().unwrap_or_default();
             let names = info.targets.clone().unwrap_or_default();
-            let n = names.len().max(1);
-            let first = targets.len();
+            let n = names.len().clamp(1, usize::from(u16::MAX) + 1);
+            let mut reader = Some(reader);
             for t in 0..n {
                 targets.push(Target {
-                    target: first + t,
+                    target: targets.len(),
                     file: path.clone(),
                     file_target: t as u16,
                     server: names.get(t).cloned(),
                 });
+                let reader = match reader.take() {
+                    Some(r) => r,
+                    None => open(path)?,
+                };
+                inputs.push(Input {
+                    path: path.clone(),
+                    reader,
+                    file,
+                    target: targets.len() - 1,
+                    file_target: t as u16,
+                    file_targets: n,
+                    frontier: 0,
+                    done: false,
+                });
             }
-            inputs.push(Input {
-                path: path.clone(),
-                reader,
-                first_target: first,
-                targets: n,
-                frontier: 0,
-                done: false,
-            });
         }
         Ok(Inputs {
             inputs,
@@ -156,6 +173,7 @@ impl Inputs {
             read: 0,
             late: 0,
             duplicates: 0,
+            peak_waiting: 0,
             ready: Vec::new(),
         })
     }
@@ -167,10 +185,14 @@ impl Inputs {
 
     /// What the files' headers say of their runs.
     pub fn run_infos(&self) -> Vec<Option<RunInfo>> {
-        self.inputs
-            .iter()
+        self.first_of_each_file()
             .map(|i| i.reader.run_info().cloned())
             .collect()
+    }
+
+    /// The reader of each file's first target (every reader of a file reads all of it).
+    fn first_of_each_file(&self) -> impl Iterator<Item = &Input> {
+        self.inputs.iter().filter(|i| i.file_target == 0)
     }
 
     /// Results that came after their query was handed over, left out.
@@ -183,11 +205,15 @@ impl Inputs {
         self.duplicates
     }
 
+    /// The most queries that waited for results at once: what the diff's memory follows.
+    pub fn peak_waiting(&self) -> usize {
+        self.peak_waiting
+    }
+
     /// What was read of each file so far (final once [`next_group`](Self::next_group) has
     /// returned `None`).
     pub fn reports(&self) -> Vec<InputReport> {
-        self.inputs
-            .iter()
+        self.first_of_each_file()
             .map(|i| InputReport {
                 file: i.path.clone(),
                 results: i.reader.results_read(),
@@ -199,8 +225,7 @@ impl Inputs {
 
     /// The warnings of files whose run did not finish.
     pub fn incomplete_warnings(&self) -> Vec<String> {
-        self.inputs
-            .iter()
+        self.first_of_each_file()
             .filter_map(|i| i.reader.incomplete_warning(i.path.display()))
             .collect()
     }
@@ -211,7 +236,7 @@ impl Inputs {
             if let Some(g) = self.ready.pop() {
                 return Ok(Some(g));
             }
-            // Read from the file least far into the trace.
+            // Read from the target least far into the trace.
             let Some(i) = (0..self.inputs.len())
                 .filter(|&i| !self.inputs[i].done)
                 .min_by_key(|&i| self.inputs[i].frontier)
@@ -234,49 +259,60 @@ impl Inputs {
         }
     }
 
+    /// Reads target `i`'s next result (skipping the other targets' in its file).
     fn read_one(&mut self, i: usize) -> Result<(), DiffError> {
         let n_targets = self.targets.len();
         let input = &mut self.inputs[i];
-        let got = input
-            .reader
-            .next_with_answer()
-            .map_err(|e| DiffError::Results {
-                file: input.path.clone(),
-                error: e,
-            })?;
-        let Some((result, answer)) = got else {
-            input.done = true;
-            return Ok(());
+        let (result, answer) = loop {
+            let got = input
+                .reader
+                .next_with_answer()
+                .map_err(|e| DiffError::Results {
+                    file: input.path.clone(),
+                    error: e,
+                })?;
+            let Some((result, answer)) = got else {
+                input.done = true;
+                return Ok(());
+            };
+            if usize::from(result.target) >= input.file_targets {
+                return Err(DiffError::Input(format!(
+                    "{}: a result for target {}, and the file names {} target{}",
+                    input.path.display(),
+                    result.target,
+                    input.file_targets,
+                    if input.file_targets == 1 { "" } else { "s" }
+                )));
+            }
+            if result.target == input.file_target {
+                break (result, answer.map(Box::<[u8]>::from));
+            }
         };
         input.frontier = input.frontier.max(result.index);
-        if usize::from(result.target) >= input.targets {
-            return Err(DiffError::Input(format!(
-                "{}: a result for target {}, and the file names {} target{}",
-                input.path.display(),
-                result.target,
-                input.targets,
-                if input.targets == 1 { "" } else { "s" }
-            )));
-        }
-        let target = input.first_target + usize::from(result.target);
+        let target = input.target;
         if result.index < self.handed_below && !self.waiting.contains_key(&result.index) {
             self.late += 1;
             return Ok(());
         }
-        let entry = Entry {
-            result,
-            answer: answer.map(Box::from),
-        };
+        let entry = Entry { result, answer };
+        let file = self.inputs[i].file;
         let w = self.waiting.entry(result.index).or_insert_with(|| Waiting {
             trace_ns: result.trace_ns,
-            first_file: i,
+            first_file: file,
             entries: vec![None; n_targets],
             have: 0,
         });
         if w.trace_ns != result.trace_ns {
+            let path_of = |file: usize| {
+                self.inputs
+                    .iter()
+                    .find(|i| i.file == file)
+                    .map(|i| i.path.clone())
+                    .unwrap_or_default()
+            };
             return Err(DiffError::DifferentTraces {
-                first: self.inputs[w.first_file].path.clone(),
-                second: self.inputs[i].path.clone(),
+                first: path_of(w.first_file),
+                second: path_of(file),
                 index: result.index,
             });
         }
@@ -286,7 +322,9 @@ impl Inputs {
         }
         w.entries[target] = Some(entry);
         w.have += 1;
-        if w.have == n_targets {
+        let complete = w.have == n_targets;
+        self.peak_waiting = self.peak_waiting.max(self.waiting.len());
+        if complete {
             if let Some(w) = self.waiting.remove(&result.index) {
                 self.ready.push(Group {
                     index: result.index,
@@ -297,14 +335,14 @@ impl Inputs {
         Ok(())
     }
 
-    /// Hands over the queries waiting only for files that have ended or gone [`HORIZON`]
+    /// Hands over the queries waiting only for targets that have ended or gone [`HORIZON`]
     /// records past them, oldest first.
     fn hand_over_stale(&mut self) {
         while let Some((&index, w)) = self.waiting.first_key_value() {
             let stale = self.inputs.iter().all(|input| {
-                let wanted = (input.first_target..input.first_target + input.targets)
-                    .any(|t| w.entries[t].is_none());
-                !wanted || input.done || input.frontier > index.saturating_add(HORIZON)
+                w.entries[input.target].is_some()
+                    || input.done
+                    || input.frontier > index.saturating_add(HORIZON)
             });
             if !stale {
                 break;

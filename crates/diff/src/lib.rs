@@ -89,6 +89,8 @@ pub struct DiffRun {
     pub inputs: Vec<InputReport>,
     /// Results too late, and repeated, left out.
     pub left_out: (u64, u64),
+    /// The most queries that waited for a target's result at once.
+    pub peak_waiting: usize,
     /// Incomplete files and the like.
     pub warnings: Vec<String>,
 }
@@ -187,6 +189,7 @@ pub fn diff(
         targets,
         inputs: inputs.reports(),
         left_out: (inputs.late(), inputs.duplicates()),
+        peak_waiting: inputs.peak_waiting(),
         warnings,
         differ,
     })
@@ -270,7 +273,7 @@ fn question_key(answer: &[u8]) -> Option<(Vec<u8>, u16)> {
 impl DiffRun {
     /// The report, with what re-asking found and the bounds checked.
     pub fn report(&self, reask: Option<(ReaskReport, Vec<u64>)>, bounds: &[Bound]) -> DiffReport {
-        DiffReport::new(
+        let mut report = DiffReport::new(
             &self.differ,
             self.targets.clone(),
             self.inputs.clone(),
@@ -278,6 +281,8 @@ impl DiffRun {
             reask,
             bounds,
             self.warnings.clone(),
-        )
+        );
+        report.peak_waiting = self.peak_waiting;
+        report
     }
 }

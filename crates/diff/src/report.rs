@@ -145,6 +145,8 @@ pub struct DiffReport {
     pub late_results: u64,
     /// Results repeated for a query and target, left out.
     pub duplicate_results: u64,
+    /// The most queries that waited at once for a target's result (what memory follows).
+    pub peak_waiting: usize,
     /// Differing queries in percent of the compared.
     pub different_pct: f64,
     /// Unstable queries by the first field the references disagree in.
@@ -225,6 +227,7 @@ impl DiffReport {
             counts,
             late_results,
             duplicate_results,
+            peak_waiting: 0,
             different_pct: pct(counts.different, counts.compared),
             unstable_by_field: Field::ALL
                 .into_iter()
