@@ -55,7 +55,7 @@ fn a_target_far_ahead_of_the_other_in_its_file_costs_no_memory() {
     let n = 50_000u64;
     // Every result of target 0, then every result of target 1.
     file(&path, (0..n).map(|i| (i, 0)).chain((0..n).map(|i| (i, 1))));
-    let mut inputs = Inputs::open(&[path.clone()]).expect("open");
+    let mut inputs = Inputs::open(std::slice::from_ref(&path)).expect("open");
     let mut groups = 0;
     while let Some(g) = inputs.next_group().expect("read") {
         assert!(g.entries.iter().all(Option::is_some), "query {}", g.index);
