@@ -429,6 +429,9 @@ pub struct ClientSettings {
     /// The HTTP method of DoH queries (POST otherwise).
     #[serde(default)]
     pub doh_method: Option<super::kinds::DohMethodChoice>,
+    /// Keep every answer in the run's results file (`[diff]` compares them).
+    #[serde(default)]
+    pub keep_answers: bool,
 }
 
 impl ClientSettings {

@@ -3,6 +3,7 @@
 //! foreground with it, plus the server's own checker when it has one.
 
 mod bind;
+mod bind_resolver;
 mod knot;
 mod kresd;
 mod nsd;
@@ -44,6 +45,7 @@ pub(crate) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         ServerKind::Nsd => nsd::launch(p),
         ServerKind::Knot => knot::launch(p),
         ServerKind::Bind => bind::launch(p),
+        ServerKind::BindResolver => bind_resolver::launch(p),
         ServerKind::Unbound => unbound::launch(p),
         ServerKind::Kresd => kresd::launch(p),
         ServerKind::PdnsRecursor => pdns::launch(p),
@@ -57,7 +59,7 @@ pub(crate) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
 /// The arguments that make `kind`'s program print its version.
 pub(crate) fn version_args(kind: ServerKind) -> &'static [&'static str] {
     match kind {
-        ServerKind::Nsd | ServerKind::Bind => &["-v"],
+        ServerKind::Nsd | ServerKind::Bind | ServerKind::BindResolver => &["-v"],
         ServerKind::Unbound => &["-V"],
         _ => &["--version"],
     }
