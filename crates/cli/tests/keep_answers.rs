@@ -171,4 +171,30 @@ fn every_transport_keeps_every_answer_byte_for_byte() {
             );
         }
     }
+
+    // Split over processes, the shards' answers are merged with their results.
+    let merged = dir.path().join("processes.res");
+    ldplayer(&[
+        "replay",
+        &s(&trace),
+        "--server",
+        &format!("127.0.0.1:{port}"),
+        "--processes",
+        "2",
+        "--speed",
+        "4",
+        "--results",
+        &s(&merged),
+        "--keep-answers",
+        "-q",
+    ]);
+    let answers = answers(&merged);
+    assert_eq!(answers.len(), queries.len());
+    for (index, answer) in &answers {
+        assert_eq!(
+            without_id(answer),
+            without_id(&kept["udp"][index]),
+            "query {index}"
+        );
+    }
 }

@@ -96,7 +96,7 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
         complete: Some(false),
         closed_loop: Some(args.fast),
         answers: args.keep_answers.then_some(true),
-        targets: (args.server.len() > 1).then(|| args.server.clone()),
+        targets: Some(args.server.clone()),
         ..Default::default()
     };
     let mut out = ResultsWriter::create_with_run_info(&merged, &unfinished_run)

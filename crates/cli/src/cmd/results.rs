@@ -39,6 +39,11 @@ fn merge_files(args: MergeArgs) -> Result<()> {
         .iter()
         .map(|r| r.run_info().and_then(|i| i.closed_loop))
         .collect();
+    // It keeps answers when every input does, and names the targets they all name.
+    let targets: Vec<Option<Vec<String>>> = readers
+        .iter()
+        .map(|r| r.run_info().and_then(|i| i.targets.clone()))
+        .collect();
     let unfinished_run = RunInfo {
         complete: Some(false),
         closed_loop: closed_loop
@@ -46,6 +51,12 @@ fn merge_files(args: MergeArgs) -> Result<()> {
             .copied()
             .flatten()
             .filter(|first| closed_loop.iter().all(|c| *c == Some(*first))),
+        answers: readers.iter().all(|r| r.keeps_answers()).then_some(true),
+        targets: targets
+            .first()
+            .cloned()
+            .flatten()
+            .filter(|first| targets.iter().all(|t| t.as_ref() == Some(first))),
         ..RunInfo::default()
     };
     let mut out = ResultsWriter::with_run_info(Output::create(&args.output)?, &unfinished_run)?;
