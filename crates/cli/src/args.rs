@@ -73,6 +73,11 @@ pub enum Command {
     /// metric; exit with status 1 when a metric worsened past its --max-regression bound, 2
     /// when the comparison could not be made.
     Compare(crate::cmd::compare::CompareArgs),
+    /// Compare the answers of several servers to the same queries, respdiff-style: replays'
+    /// results files with answers (`replay --keep-answers`), one target tested against the
+    /// others field by field; unstable references kept apart; exit with status 1 past a
+    /// --max-differences bound, 2 when no comparison can be made.
+    Diff(crate::cmd::diff::DiffArgs),
     /// Client populations: fit one to a real trace (its transport mix, per-client rates and
     /// gaps), for `replay --population`.
     #[command(subcommand)]
@@ -108,9 +113,11 @@ pub struct ReplayArgs {
     /// Trace to replay: pcap, pcapng, text or binary (`-` for standard input).
     pub trace: PathBuf,
     /// Server to query: HOST[:PORT] (port 53, or 853 for TLS and DoQ and 443 for DoH, when left
-    /// out).
-    #[arg(long)]
-    pub server: String,
+    /// out). Repeat to send every query of the trace to each server on the same schedule, each
+    /// with its own sockets and connections, as if it were replayed alone; the results record
+    /// which server (`target`, from 0 in this order), for `ldplayer diff`.
+    #[arg(long, required = true)]
+    pub server: Vec<String>,
     /// Where DNS over TLS queries go when the replay mixes transports (`--proto keep`, or
     /// `--population`): HOST:PORT. Default: --server's host on port 853 when --server gives no
     /// port, else --server itself.
@@ -159,6 +166,10 @@ pub struct ReplayArgs {
     /// Write every query's result to this file (read it with `ldplayer results export`).
     #[arg(long, value_name = "FILE")]
     pub results: Option<PathBuf>,
+    /// Keep every answer in the results file, byte for byte as received, with its result (on
+    /// every transport), for `ldplayer diff`; the file grows by the answers' size.
+    #[arg(long, requires = "results")]
+    pub keep_answers: bool,
     /// When the replay is done, draw its report (as `ldplayer report`) into this HTML file,
     /// with its figures in a folder named after it beside it (`run.html`: `run-figures/`). Needs
     /// --results.

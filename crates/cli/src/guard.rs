@@ -98,6 +98,12 @@ pub fn files(command: &Command) -> Files<'_> {
         Command::Report(a) => f.inputs(&a.inputs).output("-o", &a.output),
         Command::Demo(_) => f,
         Command::Compare(a) => f.input(&a.base).input(&a.new),
+        Command::Diff(a) => f
+            .inputs(&a.results)
+            .maybe_input(a.criteria.as_ref())
+            .maybe_input(a.trace.as_ref())
+            .maybe_input(a.tls_ca.as_ref())
+            .maybe_output("--csv", a.csv.as_ref()),
         Command::Population(PopulationCommand::Fit(a)) => f.input(&a.input).output("-o", &a.output),
     }
 }

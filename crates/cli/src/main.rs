@@ -51,6 +51,7 @@ fn main() {
         args::Command::Serve(a) => cmd::serve::run(a),
         args::Command::Demo(a) => cmd::demo::run(a),
         args::Command::Compare(a) => cmd::compare::run(a),
+        args::Command::Diff(a) => cmd::diff::run(a),
         args::Command::Population(c) => cmd::population::run(c),
     };
     exit_on_error(result);

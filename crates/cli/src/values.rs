@@ -187,6 +187,16 @@ pub fn shards(s: &str) -> Result<u32, String> {
     whole(s, 1, 1_000_000, "a number of shards").map(|v| v as u32)
 }
 
+/// A target of a diff, by number: 0 to 65535 (a results file numbers its targets in a u16).
+pub fn target(s: &str) -> Result<usize, String> {
+    whole(s, 0, 65_535, "a target number").map(|v| v as usize)
+}
+
+/// Rounds of re-asking: 1 to 100.
+pub fn rounds(s: &str) -> Result<u32, String> {
+    whole(s, 1, 100, "a number of rounds").map(|v| v as u32)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

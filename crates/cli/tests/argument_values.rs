@@ -181,6 +181,7 @@ fn every_numeric_option_answers_negative_and_huge_values_in_its_own_words() {
         ("lab", false),
         ("demo", false),
         ("population fit", true),
+        ("diff", true),
     ];
     let numeric = [
         "<SECONDS>",

@@ -31,6 +31,7 @@ const OUTPUTS: &[(&str, &str)] = &[
     ("experiment", "--output"),
     ("report", "--output"),
     ("population fit", "--output"),
+    ("diff", "--csv"),
 ];
 
 /// Output folders whose files are not named by the user and hold no input: checked by the
@@ -61,6 +62,9 @@ const INPUTS: &[(&str, &str)] = &[
     ("lab", "--names"),
     ("lab", "--trace"),
     ("lab", "--population"),
+    ("diff", "--criteria"),
+    ("diff", "--trace"),
+    ("diff", "--tls-ca"),
 ];
 
 /// A scratch folder with a small binary trace, a text trace and a results file in it.
@@ -311,7 +315,27 @@ fn results_and_report_refuse_their_inputs() {
             &["results", "export", &s(&results), "--csv", "-o", &s(out)],
             &["r.res"],
         );
+        refused(
+            &t,
+            &["diff", &s(&other), &s(&results), "--csv", &s(out)],
+            &["r.res"],
+        );
     }
+    refused(
+        &t,
+        &[
+            "diff",
+            &s(&results),
+            &s(&other),
+            "--reask",
+            "1",
+            "--trace",
+            &s(&trace),
+            "--csv",
+            &s(&trace),
+        ],
+        &["r.res.bin"],
+    );
     refused(
         &t,
         &["report", &s(&other), &s(&results), "-o", &s(&other)],
@@ -573,6 +597,7 @@ fn every_file_option_of_every_command_is_classified() {
         "demo",
         "compare",
         "population fit",
+        "diff",
     ];
     // The top-level help lists every command: none may be missing here.
     let top = String::from_utf8(ldplayer(&["--help"]).stdout).expect("utf-8");

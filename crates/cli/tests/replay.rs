@@ -77,7 +77,7 @@ fn replays_udp_and_tcp_and_records_every_query() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns")
+        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns,target")
     );
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), 2000);
@@ -88,9 +88,12 @@ fn replays_udp_and_tcp_and_records_every_query() {
         "{}",
         rows[0]
     );
-    // `outcome`, then `handshake_ns`: empty but for the queries that opened a connection.
-    assert!(rows.iter().all(|r| r.contains(",answered,")));
-    let opened = rows.iter().filter(|r| !r.ends_with(",answered,")).count();
+    // `outcome`, then `handshake_ns`: empty but for the queries that opened a connection;
+    // then `target`, 0 for a replay to one server.
+    assert!(rows
+        .iter()
+        .all(|r| r.contains(",answered,") && r.ends_with(",0")));
+    let opened = rows.iter().filter(|r| !r.ends_with(",answered,,0")).count();
     assert!(
         opened > 0 && opened < 2000,
         "{opened} rows with a handshake time"

@@ -287,7 +287,7 @@ fn damaged_and_foreign_inputs_get_clear_errors_or_what_could_be_read() {
     // A newer format version: refused, saying so.
     let newer = d.join("newer.res");
     let mut b = bytes.clone();
-    b[8] = 2; // the u16 version after the 8-byte magic, little-endian
+    b[8] = 3; // the u16 version after the 8-byte magic, little-endian
     b[9] = 0;
     std::fs::write(&newer, &b).expect("write");
     let out = ldplayer_fails(&["report", &s(&newer), "-o", &s(&d.join("n.html"))]);

@@ -97,6 +97,7 @@ pub fn replay(
     }
     config.stack = c.stack.stack();
     config.original_sources = true;
+    config.keep_answers = c.keep_answers;
     config.start_ns = Some(start_ns);
     config.timeout = Duration::from_millis(c.timeout_ms);
     config.udp_retries = c.udp_retries;
@@ -131,6 +132,7 @@ pub fn replay(
     // Marked complete at the end, so that a run killed half way reads as unfinished.
     let unfinished = ldplayer_results::RunInfo {
         complete: Some(false),
+        answers: c.keep_answers.then_some(true),
         ..Default::default()
     };
     let writer = ResultsWriter::create_with_run_info(&c.results, &unfinished)

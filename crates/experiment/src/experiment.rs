@@ -121,6 +121,8 @@ pub struct PlanReport {
     pub interrupted: bool,
     /// The summary file.
     pub summary: PathBuf,
+    /// With `[diff]`: every run's answers against its base run's.
+    pub differences: Vec<crate::differences::RunDiff>,
 }
 
 /// Runs every run of `plan` (whose text is `plan_text`) into `options.dir`.
@@ -213,6 +215,9 @@ pub fn run_plan(
         report.runs.push(record);
     }
     crate::metrics::write_summary(&report.summary, plan, &summary_rows)?;
+    if let Some(d) = &plan.diff {
+        report.differences = crate::differences::diff_runs(plan, d, dir, &report.runs)?;
+    }
     Ok(report)
 }
 
@@ -423,6 +428,7 @@ fn inputs_for(
             max_udp_sockets: s.client.max_udp_sockets,
             queriers: s.client.queriers,
             capture: capture("client.pcap"),
+            keep_answers: s.client.keep_answers,
         },
         client_to_server: c2s,
         server_to_client: s2c,

@@ -12,12 +12,14 @@
 //! * [`sampler`]: the server's memory, CPU, connections and the link's traffic each second;
 //! * [`model`]: the connections a server would hold by the trace alone, beside the measured;
 //! * [`summary`] and [`metrics`]: the tidy `summary.csv`;
-//! * [`experiment`]: the whole plan, with `--resume`, and [`runner`]: one run.
+//! * [`experiment`]: the whole plan, with `--resume`, and [`runner`]: one run;
+//! * [`differences`]: with `[diff]`, every run's answers against its base run's.
 //!
 //! A program that runs experiments must call [`SideConfig::from_env`] first thing in `main`:
 //! the sides are that program started again in the run's namespaces.
 
 pub mod client;
+pub mod differences;
 pub mod environment;
 pub mod error;
 pub mod experiment;

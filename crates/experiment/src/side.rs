@@ -136,6 +136,9 @@ pub struct ClientSideConfig {
     pub queriers: Option<usize>,
     /// Write what crosses the client side's end of the link to this pcap (tcpdump).
     pub capture: Option<PathBuf>,
+    /// Keep every answer in the results file (`[diff]`).
+    #[serde(default)]
+    pub keep_answers: bool,
 }
 
 impl SideConfig {

@@ -304,6 +304,10 @@ pub struct ReplayConfig {
     pub late_start: Duration,
     /// Replay only the clients of this shard (see [`crate::shard_of`]); `None`: every client.
     pub shard: Option<ldplayer_results::ShardId>,
+    /// Hand every answer, byte for byte as received, to the result sink with its result
+    /// ([`ldplayer_results::ResultSink::result_with_answer`]), on every transport
+    /// (`replay --keep-answers`).
+    pub keep_answers: bool,
 }
 
 impl ReplayConfig {
@@ -434,6 +438,7 @@ impl Default for ReplayConfig {
             trace_origin_ns: None,
             late_start: Duration::ZERO,
             shard: None,
+            keep_answers: false,
         }
     }
 }

@@ -7,12 +7,12 @@ use crate::cpu::{self, Confinement};
 use crate::distributor::{Batch, Distributor, QueryMeta, Schedule};
 use crate::error::ReplayError;
 use crate::live::Live;
-use crate::querier::{self, Setup, WAKER};
+use crate::querier::{self, ResultBatch, Setup, WAKER};
 use crate::stats::ReplayStats;
 use crate::tls::TlsBase;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use ldplayer_dns::flag;
-use ldplayer_results::{QueryResult, ResultSink};
+use ldplayer_results::ResultSink;
 use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason, Source};
 use mio::{Poll, Waker};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,7 +163,7 @@ impl Replay {
             warnings.extend(cpu::realtime_limit_warning());
         }
         let (placed_tx, placed_rx) = bounded::<String>(2 * n);
-        let (res_tx, res_rx) = bounded::<Vec<QueryResult>>(4096);
+        let (res_tx, res_rx) = bounded::<ResultBatch>(4096);
         let writer = std::thread::Builder::new()
             .name("ldplayer-results".into())
             .spawn(move || write_results(results, res_rx))
@@ -548,7 +548,7 @@ fn place_querier(
 /// the number of results written or the first error.
 fn write_results<S: ResultSink>(
     mut sink: S,
-    rx: Receiver<Vec<QueryResult>>,
+    rx: Receiver<ResultBatch>,
 ) -> (S, std::io::Result<u64>) {
     let mut n = 0u64;
     let mut error = None;
@@ -556,8 +556,12 @@ fn write_results<S: ResultSink>(
         if error.is_some() {
             continue; // keep draining so queriers never block
         }
-        for r in &batch {
-            if let Err(e) = sink.result(r) {
+        for (r, answer) in batch.iter() {
+            let written = match answer {
+                Some(a) => sink.result_with_answer(r, a),
+                None => sink.result(r),
+            };
+            if let Err(e) = written {
                 error = Some(e);
                 break;
             }

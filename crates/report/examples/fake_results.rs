@@ -137,6 +137,7 @@ impl Model {
                 },
                 truncated: answered && proto == Proto::Udp && rng.random::<f64>() < 0.002,
                 outcome,
+                target: 0,
             },
         }
     }

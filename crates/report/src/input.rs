@@ -143,6 +143,12 @@ pub fn report(title: &str, inputs: &[Labelled]) -> Report {
     if !replays.is_empty() {
         sections.push(replay::section(&replays));
     }
+    let replay_files: Vec<(&str, PathBuf)> = inputs
+        .iter()
+        .filter(|i| matches!(i.input, Input::Replay(_)))
+        .map(|i| (i.label.as_str(), i.path.clone()))
+        .collect();
+    sections.extend(crate::differences::section(&replay_files));
     let lost = notes(inputs);
     if !lost.is_empty() {
         sections.push(Section {

@@ -10,9 +10,11 @@
 //! * [`experiment`]: the figures of an experiment directory (boxplots per varied value, time
 //!   series per run, measured connections beside the model, latency CCDFs);
 //! * [`compare`]: two replays or experiments of one trace, metric by metric, with regression
-//!   bounds.
+//!   bounds;
+//! * [`differences`]: the answer differences of replays that kept their answers.
 
 pub mod compare;
+pub mod differences;
 pub mod error;
 pub mod experiment;
 pub mod figure;

@@ -578,6 +578,7 @@ fn paced_results(t0_ns: i64, n: u64) -> Vec<ldplayer_results::QueryResult> {
                     0
                 },
                 proto: ldplayer_trace::Proto::Udp,
+                target: 0,
                 new_connection: false,
                 handshake_ns: 0,
                 rcode: ldplayer_dns::Rcode::NOERROR,

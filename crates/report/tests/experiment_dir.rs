@@ -69,6 +69,7 @@ fn result(spec: &RunSpec, i: u64) -> QueryResult {
         } else {
             Outcome::Timeout
         },
+        target: 0,
     }
 }
 

@@ -24,6 +24,7 @@ fn result(i: u64) -> QueryResult {
         response_len: 80,
         truncated: false,
         outcome: Outcome::Answered,
+        target: 0,
     }
 }
 

@@ -48,6 +48,7 @@ fn result(i: u64) -> QueryResult {
         response_len: if answered { 80 } else { 0 },
         truncated: false,
         outcome,
+        target: 0,
     }
 }
 
@@ -359,21 +360,21 @@ fn a_file_of_a_newer_version_is_refused_with_its_version() {
     let dir = tempfile::tempdir().unwrap();
     let path = file_of(&dir, "newer.res", &results(10));
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[8..10].copy_from_slice(&2u16.to_le_bytes());
+    bytes[8..10].copy_from_slice(&3u16.to_le_bytes());
     std::fs::write(&path, &bytes).unwrap();
     let err = ReplayData::read(&path).unwrap_err();
     assert!(
         matches!(
             &err,
             ReportError::Results {
-                source: ResultsError::Version(2),
+                source: ResultsError::Version(3),
                 ..
             }
         ),
         "{err:?}"
     );
     assert!(
-        err.to_string().contains("version 2 is not supported"),
+        err.to_string().contains("version 3 is not supported"),
         "{err}"
     );
 }
@@ -478,6 +479,7 @@ fn any_result() -> impl Strategy<Value = QueryResult> {
                     response_len: 0,
                     truncated: false,
                     outcome,
+                    target: 0,
                 }
             },
         )

@@ -17,6 +17,7 @@
 //! | `truncated`       | `0` / `1`                    | `false` / `true`     |
 //! | `outcome`         | `answered`, `timeout`, or the error kind (`refused`, `reset`, `tls`, `send`, `bad-query`, `stopped`) | string |
 //! | `handshake_ns`    | the connection's set-up time for the query that opened it, empty otherwise | number or `null` |
+//! | `target`          | which server of a replay to several the query went to, from 0 in `--server` order (0 with one) | number |
 //!
 //!
 //! Joined with the replayed trace ([`join`](crate::join)), four columns follow:
@@ -40,7 +41,7 @@ use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// The column names, in order (the CSV header line and the JSONL keys).
-pub const COLUMNS: [&str; 15] = [
+pub const COLUMNS: [&str; 16] = [
     "index",
     "trace_ns",
     "intended_ns",
@@ -56,6 +57,7 @@ pub const COLUMNS: [&str; 15] = [
     "truncated",
     "outcome",
     "handshake_ns",
+    "target",
 ];
 
 /// The columns a join with the trace adds after [`COLUMNS`], in order.
@@ -79,6 +81,7 @@ struct Row {
     truncated: bool,
     outcome: &'static str,
     handshake_ns: Option<i64>,
+    target: u16,
 }
 
 impl Row {
@@ -100,6 +103,7 @@ impl Row {
             truncated: r.truncated,
             outcome: r.outcome.name(),
             handshake_ns: (r.new_connection && r.handshake_ns > 0).then_some(r.handshake_ns),
+            target: r.target,
         }
     }
 }
@@ -190,7 +194,7 @@ impl<W: Write> CsvWriter<W> {
         let x = Row::new(r);
         write!(
             self.out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             x.index,
             x.trace_ns,
             x.intended_ns,
@@ -206,6 +210,7 @@ impl<W: Write> CsvWriter<W> {
             x.truncated as u8,
             x.outcome,
             opt(&x.handshake_ns),
+            x.target,
         )
     }
 

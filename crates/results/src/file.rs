@@ -1,20 +1,21 @@
-//! The binary results file: a versioned stream of checksummed blocks of fixed-size results.
+//! The binary results file: a versioned stream of checksummed blocks of fixed-size results,
+//! and (version 2) the response messages that answered them.
 //!
 //! Layout (all integers little-endian):
 //!
 //! ```text
 //! file header, 16 bytes:
 //!   0  [8] magic "LDPRSLTS"
-//!   8  u16 version = 1
+//!   8  u16 version: 1, or 2 when the file keeps the answers (`replay --keep-answers`)
 //!  10  u16 header length = 16, or more with the run-info extension that follows (readers
 //!          skip what they do not know; see [`RunInfo`](crate::RunInfo))
-//!  12  u16 result length = 56 (readers decode the fields they know, skip the rest; files
-//!          written before handshake_ns have 48)
+//!  12  u16 result length = 64 (readers decode the fields they know, skip the rest; files
+//!          written before handshake_ns have 48, before target 56)
 //!  14  u16 reserved (0)
 //! then blocks until the end of the file; block header, 16 bytes:
 //!   0  [4] block magic "RBLK"
 //!   4  u32 result count (1..=65536)
-//!   8  u32 payload length in bytes = count × result length
+//!   8  u32 payload length in bytes: count × result length, plus (version 2) the answers
 //!  12  u32 CRC-32 (IEEE, as zlib) of the block header's first 12 bytes followed by the payload
 //! then the payload: `count` results, each:
 //!   0  u64 index (position of the query's record in the trace)
@@ -25,17 +26,27 @@
 //!  40  u16 rcode
 //!  42  u16 response length
 //!  44  u8  transport (0 udp, 1 tcp, 2 tls, 3 https, 4 quic)
-//!  45  u8  flags: 1 = new connection, 2 = truncated (TC)
+//!  45  u8  flags: 1 = new connection, 2 = truncated (TC), 4 = its answer follows (version 2)
 //!  46  u8  outcome: 0 answered, 1 timeout, 2 refused, 3 reset, 4 tls, 5 send, 6 bad-query,
 //!          7 stopped, 8 http, 9 quic, 10 bad-response
 //!  47  u8  reserved (0)
 //!  48  i64 handshake_ns: for the query that opened its connection, the connection's set-up
 //!          time (TCP, and TLS, handshake); 0 otherwise
+//!  56  u16 target: which server of a replay to several the query went to (from 0)
+//!  58  [6] reserved (0)
+//! then, in version 2, the answers: for each result whose flag 4 is set, in the order of the
+//! results, its response message byte for byte, `response length` bytes long
 //! ```
 //!
-//! The writer emits a block every [`DEFAULT_BLOCK_RESULTS`] results or when the oldest buffered
-//! result is [`DEFAULT_BLOCK_AGE`] old (checked as results arrive), and flushes its output after
-//! each block, so a writer that is killed leaves a file that reads back up to its last complete
+//! Version 2 is the step that answers took: a reader of version 1 would take a block whose
+//! payload is longer than its results for a damaged one, so a file that keeps answers says
+//! version 2, and one that does not still says version 1 (every reader reads it). This crate
+//! reads both, and files of 48- and 56-byte results.
+//!
+//! The writer emits a block every [`DEFAULT_BLOCK_RESULTS`] results, when the block's answers
+//! reach [`DEFAULT_BLOCK_ANSWER_BYTES`], or when the oldest buffered result is
+//! [`DEFAULT_BLOCK_AGE`] old (checked as results arrive), and flushes its output after each
+//! block, so a writer that is killed leaves a file that reads back up to its last complete
 //! block. A block that is cut short or fails its checks costs only itself: the
 //! [`ResultsReader`] resynchronises on the next block whose header and CRC check out, and counts
 //! what it skipped ([`Damage`]).
@@ -51,8 +62,11 @@ use std::time::{Duration, Instant};
 
 /// The first eight bytes of every results file.
 pub const MAGIC: &[u8; 8] = b"LDPRSLTS";
-/// The format version this crate writes and reads.
-pub const VERSION: u16 = 1;
+/// The latest format version: the one of files that keep answers. This crate reads it and
+/// [`VERSION_WITHOUT_ANSWERS`].
+pub const VERSION: u16 = 2;
+/// The format version of files without answers (every reader of results files reads it).
+pub const VERSION_WITHOUT_ANSWERS: u16 = 1;
 /// Length of the file header this crate writes.
 pub const FILE_HEADER_LEN: usize = 16;
 /// The magic at the start of every block.
@@ -60,10 +74,14 @@ pub const BLOCK_MAGIC: &[u8; 4] = b"RBLK";
 /// Length of a block header.
 pub const BLOCK_HEADER_LEN: usize = 16;
 /// Length of one encoded result as this crate writes it.
-pub const RESULT_LEN: usize = 56;
+pub const RESULT_LEN: usize = 64;
 /// Length of the shortest result readers take: the results of the first files, before
 /// `handshake_ns` was added (it reads as 0).
 pub const MIN_RESULT_LEN: usize = 48;
+/// Length of the results of files written before `target` (it reads as 0).
+pub const TARGET_RESULT_LEN: usize = 58;
+/// The result flag saying that its answer follows the block's results (version 2).
+pub const FLAG_ANSWER: u8 = 4;
 /// Longest result a file header may announce (later versions append fields; readers skip them).
 pub const MAX_RESULT_LEN: usize = 1024;
 /// Most results in one block (writers and readers refuse more).
@@ -72,6 +90,11 @@ pub const MAX_BLOCK_RESULTS: usize = 65536;
 pub const DEFAULT_BLOCK_RESULTS: usize = 4096;
 /// Age of the oldest buffered result after which the writer emits a block.
 pub const DEFAULT_BLOCK_AGE: Duration = Duration::from_secs(1);
+/// Bytes of answers after which the writer emits a block: what a writer keeping answers holds
+/// in memory is one block of at most this much plus one answer.
+pub const DEFAULT_BLOCK_ANSWER_BYTES: usize = 1 << 20;
+/// Most bytes of answers in one block (readers refuse more: a block is read whole into memory).
+pub const MAX_BLOCK_ANSWER_BYTES: usize = 16 << 20;
 
 /// What went wrong reading a results file.
 #[derive(Debug, thiserror::Error)]
@@ -83,7 +106,10 @@ pub enum ResultsError {
     #[error("not an ldplayer results file ({0})")]
     NotResults(&'static str),
     /// A results file of a version this build does not read.
-    #[error("results file version {0} is not supported (this build reads version {VERSION})")]
+    #[error(
+        "results file version {0} is not supported (this build reads versions \
+         {VERSION_WITHOUT_ANSWERS} and {VERSION})"
+    )]
     Version(u16),
     /// A result holds a value this build does not know (the reader skips and counts such
     /// results; [`decode_result`] returns this).
@@ -91,13 +117,18 @@ pub enum ResultsError {
     Format(String),
 }
 
-pub use crate::reader::{incomplete_warning, read_all, Damage, ResultsReader, Tail};
+pub use crate::reader::{incomplete_warning, read_all, Answered, Damage, ResultsReader, Tail};
 
 pub(crate) fn file_header(info: &RunInfo) -> Vec<u8> {
     let extension = info.encode();
     let mut h = vec![0u8; FILE_HEADER_LEN];
     h[..8].copy_from_slice(MAGIC);
-    h[8..10].copy_from_slice(&VERSION.to_le_bytes());
+    let version = if info.keeps_answers() {
+        VERSION
+    } else {
+        VERSION_WITHOUT_ANSWERS
+    };
+    h[8..10].copy_from_slice(&version.to_le_bytes());
     h[10..12].copy_from_slice(&((FILE_HEADER_LEN + extension.len()) as u16).to_le_bytes());
     h[12..14].copy_from_slice(&(RESULT_LEN as u16).to_le_bytes());
     h.extend_from_slice(&extension);
@@ -158,11 +189,13 @@ pub fn encode_result(r: &QueryResult) -> [u8; RESULT_LEN] {
     b[45] = r.new_connection as u8 | (r.truncated as u8) << 1;
     b[46] = outcome_code(r.outcome);
     b[48..56].copy_from_slice(&r.handshake_ns.to_le_bytes());
+    b[56..58].copy_from_slice(&r.target.to_le_bytes());
     b
 }
 
 /// Decodes one result from `b`, a result as long as the file's header says: its first
-/// [`RESULT_LEN`] bytes, or [`MIN_RESULT_LEN`] for files written before `handshake_ns`.
+/// [`RESULT_LEN`] bytes, [`TARGET_RESULT_LEN`] for files written before `target` (it reads as 0)
+/// or [`MIN_RESULT_LEN`] for files written before `handshake_ns`.
 pub fn decode_result(b: &[u8]) -> Result<QueryResult, ResultsError> {
     if b.len() < MIN_RESULT_LEN {
         return Err(ResultsError::Format(format!(
@@ -189,13 +222,14 @@ pub fn decode_result(b: &[u8]) -> Result<QueryResult, ResultsError> {
         response_len: u16::from_le_bytes([b[42], b[43]]),
         proto,
         new_connection: b[45] & 1 != 0,
-        handshake_ns: if b.len() >= RESULT_LEN {
-            num(48) as i64
+        handshake_ns: if b.len() >= 56 { num(48) as i64 } else { 0 },
+        truncated: b[45] & 2 != 0,
+        outcome,
+        target: if b.len() >= TARGET_RESULT_LEN {
+            u16::from_le_bytes([b[56], b[57]])
         } else {
             0
         },
-        truncated: b[45] & 2 != 0,
-        outcome,
     })
 }
 
@@ -210,10 +244,15 @@ pub(crate) fn block_crc(header12: &[u8], payload: &[u8]) -> u32 {
 /// Writes results as a results file (see the [module docs](self) for the layout).
 ///
 /// Results are buffered into blocks; call [`finish`](ResultSink::finish) (or
-/// [`into_inner`](Self::into_inner)) at the end, or the last block is lost.
+/// [`into_inner`](Self::into_inner)) at the end, or the last block is lost. A writer whose run
+/// info says it keeps answers ([`RunInfo::answers`]) writes a version-2 file and keeps the
+/// answer of every result given with one ([`write_with_answer`](Self::write_with_answer)).
 pub struct ResultsWriter<W: Write> {
     out: W,
     block: Vec<u8>,
+    /// The answers of the buffered results, in order (version 2).
+    answers: Vec<u8>,
+    keep_answers: bool,
     count: usize,
     oldest: Option<Instant>,
     max_results: usize,
@@ -244,35 +283,38 @@ impl<W: Write> ResultsWriter<W> {
         Self::with_run_info(out, &RunInfo::default())
     }
 
-    /// Like [`new`](Self::new), with what the file should say about its run (its shard, start
-    /// and clock) in the header, for `results merge` to check.
-    pub fn with_run_info(mut out: W, info: &RunInfo) -> io::Result<Self> {
-        out.write_all(&file_header(info))?;
-        out.flush()?;
-        Self::headless(out, DEFAULT_BLOCK_RESULTS, DEFAULT_BLOCK_AGE)
+    /// Like [`new`](Self::new), with what the file should say about its run (its shard, start,
+    /// clock, targets, whether it keeps answers) in the header, for `results merge` and `diff`
+    /// to check.
+    pub fn with_run_info(out: W, info: &RunInfo) -> io::Result<Self> {
+        Self::with_run_info_and_limits(out, info, DEFAULT_BLOCK_RESULTS, DEFAULT_BLOCK_AGE)
     }
 
     /// Like [`new`](Self::new) with other block limits: a block is written when it holds
     /// `max_results` results (clamped to 1..=[`MAX_BLOCK_RESULTS`]) or, when a result arrives,
     /// if the block's first result arrived `max_age` ago or more.
-    pub fn with_block_limits(
+    pub fn with_block_limits(out: W, max_results: usize, max_age: Duration) -> io::Result<Self> {
+        Self::with_run_info_and_limits(out, &RunInfo::default(), max_results, max_age)
+    }
+
+    /// [`with_run_info`](Self::with_run_info) and [`with_block_limits`](Self::with_block_limits)
+    /// together.
+    pub fn with_run_info_and_limits(
         mut out: W,
+        info: &RunInfo,
         max_results: usize,
         max_age: Duration,
     ) -> io::Result<Self> {
-        out.write_all(&file_header(&RunInfo::default()))?;
+        out.write_all(&file_header(info))?;
         out.flush()?;
-        Self::headless(out, max_results, max_age)
-    }
-
-    /// A writer whose file header is already written.
-    fn headless(out: W, max_results: usize, max_age: Duration) -> io::Result<Self> {
         let max_results = max_results.clamp(1, MAX_BLOCK_RESULTS);
         let mut block = Vec::with_capacity(BLOCK_HEADER_LEN + max_results * RESULT_LEN);
         block.resize(BLOCK_HEADER_LEN, 0);
         Ok(ResultsWriter {
             out,
             block,
+            answers: Vec::new(),
+            keep_answers: info.keeps_answers(),
             count: 0,
             oldest: None,
             max_results,
@@ -282,14 +324,41 @@ impl<W: Write> ResultsWriter<W> {
         })
     }
 
+    /// Whether the file keeps answers (version 2).
+    pub fn keeps_answers(&self) -> bool {
+        self.keep_answers
+    }
+
     /// Adds one result; writes the block when it is full or old enough.
     pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
         self.block.extend_from_slice(&encode_result(r));
+        self.added()
+    }
+
+    /// Adds one result with the response message that answered it, kept byte for byte when the
+    /// file keeps answers (an answer longer than a DNS message can be, 65,535 bytes, is not);
+    /// the result alone otherwise.
+    pub fn write_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> io::Result<()> {
+        let mut b = encode_result(r);
+        if self.keep_answers && answer.len() <= usize::from(u16::MAX) {
+            b[42..44].copy_from_slice(&(answer.len() as u16).to_le_bytes());
+            b[45] |= FLAG_ANSWER;
+            self.answers.extend_from_slice(answer);
+        }
+        self.block.extend_from_slice(&b);
+        self.added()
+    }
+
+    /// Counts the result just buffered; writes the block when it is full or old enough.
+    fn added(&mut self) -> io::Result<()> {
         self.count += 1;
         self.written += 1;
         let now = Instant::now();
         let oldest = *self.oldest.get_or_insert(now);
-        if self.count >= self.max_results || now.duration_since(oldest) >= self.max_age {
+        if self.count >= self.max_results
+            || self.answers.len() >= DEFAULT_BLOCK_ANSWER_BYTES
+            || now.duration_since(oldest) >= self.max_age
+        {
             self.write_block()?;
         }
         Ok(())
@@ -300,19 +369,27 @@ impl<W: Write> ResultsWriter<W> {
         if self.count == 0 {
             return Ok(());
         }
-        let payload_len = self.count * RESULT_LEN;
-        let (head, payload) = self.block.split_at_mut(BLOCK_HEADER_LEN);
+        let payload_len = self.count * RESULT_LEN + self.answers.len();
+        let (head, results) = self.block.split_at_mut(BLOCK_HEADER_LEN);
         head[0..4].copy_from_slice(BLOCK_MAGIC);
         head[4..8].copy_from_slice(&(self.count as u32).to_le_bytes());
         head[8..12].copy_from_slice(&(payload_len as u32).to_le_bytes());
-        let crc = block_crc(&head[..12], payload);
-        head[12..16].copy_from_slice(&crc.to_le_bytes());
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&head[..12]);
+        crc.update(results);
+        crc.update(&self.answers);
+        head[12..16].copy_from_slice(&crc.finalize().to_le_bytes());
         let res = self
             .out
             .write_all(&self.block)
+            .and_then(|()| self.out.write_all(&self.answers))
             .and_then(|()| self.out.flush());
         // The block is dropped even on error: retrying would duplicate a partial write.
         self.block.truncate(BLOCK_HEADER_LEN);
+        self.answers.clear();
+        if self.answers.capacity() > 2 * DEFAULT_BLOCK_ANSWER_BYTES {
+            self.answers.shrink_to(DEFAULT_BLOCK_ANSWER_BYTES);
+        }
         self.count = 0;
         self.oldest = None;
         self.blocks += 1;
@@ -340,6 +417,9 @@ impl<W: Write> ResultsWriter<W> {
 impl<W: Write + Send> ResultSink for ResultsWriter<W> {
     fn result(&mut self, r: &QueryResult) -> io::Result<()> {
         self.write(r)
+    }
+    fn result_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> io::Result<()> {
+        self.write_with_answer(r, answer)
     }
     fn finish(&mut self) -> io::Result<()> {
         self.write_block()?;

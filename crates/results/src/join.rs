@@ -10,10 +10,13 @@
 //! order, not trace order, so it keeps the queries read but not yet matched, at most
 //! [`DEFAULT_WINDOW`] records back.
 //!
+//! A replay to several servers has one result per query and target
+//! ([`QueryResult::target`]; the file's run info lists the targets): each joins with the query.
+//!
 //! It refuses (a [`JoinError`]) a result whose record is not in the trace, is a response, was
-//! matched already or whose time disagrees with the result's `trace_ns`, and at the end queries
-//! without a result before the last result's record, beyond what damaged blocks of the results
-//! file lost. Queries after the last result's record (a replay stopped early, or a longer
+//! matched already (for its target) or whose time disagrees with the result's `trace_ns`, and at
+//! the end queries without a result (for some target) before the last result's record, beyond
+//! what damaged blocks of the results file lost. Queries after the last result's record (a replay stopped early, or a longer
 //! trace) are counted in the [`JoinReport`].
 
 use crate::file::ResultsError;
@@ -94,11 +97,21 @@ pub enum JoinError {
         /// The result's record.
         index: u64,
     },
-    /// Two results for one record.
+    /// Two results for one record (and target).
     #[error("two results are for record {index}: the results file is not one replay's")]
     Duplicate {
         /// The result's record.
         index: u64,
+    },
+    /// A result for a target the file does not list.
+    #[error("the result for record {index} is for target {target}, and the file lists {targets} targets: not one replay's results")]
+    UnknownTarget {
+        /// The result's record.
+        index: u64,
+        /// Its target.
+        target: u16,
+        /// Targets the file lists.
+        targets: usize,
     },
     /// A result's trace time differs from its record's.
     #[error("the result for record {index} has trace time {result_ns} ns, the trace's record {index} {trace_ns} ns: not the trace this run replayed (or it was changed since)")]
@@ -155,13 +168,16 @@ pub struct JoinReport {
     pub queries_after_last_result: bool,
 }
 
+/// The most targets a join tells apart (a replay takes at most as many servers).
+pub const MAX_TARGETS: usize = 64;
+
 /// One record of the window.
 enum Slot {
     /// A response, or a query of another shard's client: no result expected.
     Response,
-    /// A query waiting for its result.
-    Query(TraceFields),
-    /// A query already joined.
+    /// A query waiting for its results: those of the targets in the mask came already.
+    Query(TraceFields, u64),
+    /// A query joined for every target.
     Joined,
 }
 
@@ -184,6 +200,8 @@ pub struct TraceJoin<'r, R: Read, W> {
     error: Option<JoinError>,
     /// The shard the results are, from their file's run info.
     shard: Option<ShardId>,
+    /// Targets the results are of, from their file's run info (1 without a list).
+    targets: usize,
 }
 
 impl<'r, R: Read, W> TraceJoin<'r, R, W>
@@ -198,8 +216,13 @@ where
     /// Like [`new`](Self::new), keeping at most `window` records back (at least 1).
     pub fn with_window(results: &'r mut ResultsReader<R>, write: W, window: usize) -> Self {
         let shard = results.run_info().and_then(|r| r.shard);
+        let targets = results
+            .run_info()
+            .and_then(|r| r.targets.as_ref())
+            .map_or(1, |t| t.len().clamp(1, MAX_TARGETS));
         TraceJoin {
             shard,
+            targets,
             results,
             write,
             pending: None,
@@ -247,8 +270,20 @@ where
                     window: self.max_window,
                 });
             };
-            match std::mem::replace(slot, Slot::Joined) {
-                Slot::Query(t) => {
+            if usize::from(r.target) >= self.targets {
+                return Err(JoinError::UnknownTarget {
+                    index: r.index,
+                    target: r.target,
+                    targets: self.targets,
+                });
+            }
+            let all = all_targets(self.targets);
+            match slot {
+                Slot::Query(t, joined) => {
+                    let bit = 1u64 << r.target;
+                    if *joined & bit != 0 {
+                        return Err(JoinError::Duplicate { index: r.index });
+                    }
                     if t.time_ns != r.trace_ns {
                         return Err(JoinError::TimeMismatch {
                             index: r.index,
@@ -256,8 +291,12 @@ where
                             trace_ns: t.time_ns,
                         });
                     }
-                    (self.write)(&r, &t).map_err(JoinError::Write)?;
+                    (self.write)(&r, t).map_err(JoinError::Write)?;
                     self.report.rows += 1;
+                    *joined |= bit;
+                    if *joined == all {
+                        *slot = Slot::Joined;
+                    }
                 }
                 Slot::Response => return Err(JoinError::NotAQuery { index: r.index }),
                 Slot::Joined => return Err(JoinError::Duplicate { index: r.index }),
@@ -271,8 +310,8 @@ where
         while matches!(self.window.front(), Some(Slot::Joined | Slot::Response))
             || self.window.len() > self.max_window
         {
-            if let Some(Slot::Query(_)) = self.window.pop_front() {
-                self.evicted += 1;
+            if let Some(Slot::Query(_, joined)) = self.window.pop_front() {
+                self.evicted += u64::from((all_targets(self.targets) & !joined).count_ones());
             }
             self.base += 1;
         }
@@ -294,7 +333,8 @@ where
             self.window.push_back(Slot::Response);
         } else {
             self.report.queries += 1;
-            self.window.push_back(Slot::Query(TraceFields::of(record)));
+            self.window
+                .push_back(Slot::Query(TraceFields::of(record), 0));
         }
         self.drain()?;
         self.trim();
@@ -316,20 +356,24 @@ where
             });
         }
         let last = self.last_result;
+        let all = all_targets(self.targets);
         let unmatched = |before: bool| {
             let base = self.base;
             self.window
                 .iter()
                 .enumerate()
-                .filter(move |&(i, s)| {
+                .map(move |(i, s)| {
                     let index = base + i as u64;
-                    matches!(s, Slot::Query(_))
-                        && match last {
-                            Some(last) => (index < last) == before,
-                            None => !before,
-                        }
+                    let when = match last {
+                        Some(last) => (index < last) == before,
+                        None => !before,
+                    };
+                    match s {
+                        Slot::Query(_, joined) if when => u64::from((all & !joined).count_ones()),
+                        _ => 0,
+                    }
                 })
-                .count() as u64
+                .sum::<u64>()
         };
         let unmatched_before_last = unmatched(true);
         let missing = self.evicted + unmatched_before_last;
@@ -345,6 +389,15 @@ where
         self.report.missing = missing;
         self.report.queries_after_last_result |= unmatched(false) > 0;
         Ok(self.report)
+    }
+}
+
+/// The mask of `n` targets (1 to [`MAX_TARGETS`]).
+fn all_targets(n: usize) -> u64 {
+    if n >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << n) - 1
     }
 }
 

@@ -18,6 +18,10 @@
 //! - [`Tee`]: one replay's results to two sinks (say a [`Summary`] and, when asked for, a
 //!   [`ResultsWriter`]: `Tee::new(Summary::new(), writer_opt)`, since `Option<S>` is a sink too);
 //!   the engine hands the sink back when it is done, so each part is read by value.
+//!   [`Targeted`] marks a sink's results as one target's, for replays to several servers.
+//! - Answers: a results file created with [`RunInfo::answers`] keeps every answer byte for
+//!   byte (format version 2); sinks take it through [`ResultSink::result_with_answer`] and
+//!   [`ResultsReader::next_with_answer`] gives it back.
 //!
 //! Every result carries its query's [`QueryResult::index`], the record's position in the trace:
 //! the key on which results of several runs, or of several processes replaying parts of one
@@ -36,13 +40,16 @@ mod tee;
 
 pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS, TRACE_COLUMNS};
 pub use file::{
-    incomplete_warning, read_all, sniff, Damage, ResultsError, ResultsReader, ResultsWriter, Tail,
+    incomplete_warning, read_all, sniff, Answered, Damage, ResultsError, ResultsReader,
+    ResultsWriter, Tail,
 };
 pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
+/// The transport of a result ([`QueryResult::proto`]).
+pub use ldplayer_trace::Proto;
 pub use merge::{merge, InputReport, MergeReport, MERGE_WINDOW};
 pub use result::{ErrorCounts, ErrorKind, Outcome, QueryResult, ResultSink};
 pub use run_info::{mark_complete, shard_of, ClockState, RunInfo, ShardId};
 pub use summary::{
     ConnectionsReport, LatencyReport, RateErrorReport, Summary, SummaryReport, TimingErrorReport,
 };
-pub use tee::Tee;
+pub use tee::{Targeted, Tee};

@@ -3,8 +3,10 @@
 //!
 //! Each file holds its results in completion order, which is trace order give or take the
 //! queries in flight. Each input is put back in trace order through a bounded reorder window
-//! (a min-heap on [`QueryResult::index`]), and the inputs are then merged by index, so memory is
-//! `inputs × window` results whatever the files' sizes. A result that reaches its input's window
+//! (a min-heap on [`QueryResult::index`], then [`QueryResult::target`]), and the inputs are then
+//! merged by index and target, so memory is `inputs × window` results (and their answers, when
+//! the files keep them) whatever the files' sizes. Answers are carried over when the output
+//! keeps answers. A result that reaches its input's window
 //! after a later one was already written (a query that took longer than the window's worth of
 //! answers) is still written, just out of order, and counted in [`MergeReport::late`]; readers
 //! of a results file never rely on its order.
@@ -44,8 +46,8 @@ pub struct MergeReport {
     pub inputs: Vec<InputReport>,
     /// Results written.
     pub merged: u64,
-    /// Results whose trace index an earlier input already had, dropped: the inputs overlap
-    /// (shards of different splits, or one file given twice).
+    /// Results whose trace index (and target) an earlier input already had, dropped: the
+    /// inputs overlap (shards of different splits, or one file given twice).
     pub duplicates: u64,
     /// Results written after a result of a later trace index (too far out of order for the
     /// window).
@@ -62,17 +64,19 @@ struct Reordered<R: Read> {
     done: bool,
 }
 
-/// A held result, ordered by trace index (then by arrival, to keep the sort stable).
+/// A held result, ordered by trace index and target (then by arrival, to keep the sort
+/// stable).
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Held {
     index: u64,
+    target: u16,
     arrival: u64,
     result: Key,
 }
 
-/// The result itself; excluded from the order.
+/// The result itself, with its answer when the file keeps it; excluded from the order.
 #[derive(Debug)]
-struct Key(QueryResult);
+struct Key(QueryResult, Option<Box<[u8]>>);
 
 impl PartialEq for Key {
     fn eq(&self, _: &Self) -> bool {
@@ -92,11 +96,12 @@ impl Ord for Key {
 }
 
 impl<R: Read> Reordered<R> {
-    /// The input's next result in (windowed) trace order.
-    fn next(&mut self) -> Result<Option<QueryResult>, ResultsError> {
+    /// The input's next result in (windowed) trace order, with its answer if kept.
+    fn next(&mut self) -> Result<Option<Key>, ResultsError> {
         while !self.done && self.held.len() < self.window {
-            match self.reader.next_result()? {
-                Some(r) => {
+            match self.reader.next_with_answer()? {
+                Some((r, answer)) => {
+                    let answer = answer.map(Box::from);
                     if r.intended_ns != 0 {
                         if let Some(e) = r.timing_error_ns() {
                             self.timing.saturating_record(e.unsigned_abs() / 1_000);
@@ -105,14 +110,15 @@ impl<R: Read> Reordered<R> {
                     let arrival = self.reader.results_read();
                     self.held.push(Reverse(Held {
                         index: r.index,
+                        target: r.target,
                         arrival,
-                        result: Key(r),
+                        result: Key(r, answer),
                     }));
                 }
                 None => self.done = true,
             }
         }
-        Ok(self.held.pop().map(|Reverse(h)| h.result.0))
+        Ok(self.held.pop().map(|Reverse(h)| h.result))
     }
 
     fn report(&self) -> InputReport {
@@ -126,6 +132,9 @@ impl<R: Read> Reordered<R> {
         }
     }
 }
+
+/// An input's next result: its (index, target), the input, the result.
+type Head = ((u64, u16), usize, Key);
 
 /// Merges `inputs` into `out` in trace order, holding back at most `window` results per input
 /// ([`MERGE_WINDOW`] is a good default). The caller finishes `out`.
@@ -145,30 +154,33 @@ pub fn merge<R: Read, W: Write>(
             done: false,
         })
         .collect();
-    // The head of every input, smallest index first (ties: the earlier input).
-    let mut heads: BinaryHeap<Reverse<(u64, usize, Key)>> = BinaryHeap::new();
+    // The head of every input, smallest (index, target) first (ties: the earlier input).
+    let mut heads: BinaryHeap<Reverse<Head>> = BinaryHeap::new();
     for (i, input) in inputs.iter_mut().enumerate() {
-        if let Some(r) = input.next()? {
-            heads.push(Reverse((r.index, i, Key(r))));
+        if let Some(k) = input.next()? {
+            heads.push(Reverse(((k.0.index, k.0.target), i, k)));
         }
     }
     let (mut merged, mut duplicates, mut late) = (0, 0, 0);
-    let mut last: Option<u64> = None;
-    // Indexes written at or after `last` that could repeat: only the last one can, because
-    // each input yields its indexes in order (late ones aside).
-    while let Some(Reverse((index, i, Key(r)))) = heads.pop() {
-        if last == Some(index) {
+    let mut last: Option<(u64, u16)> = None;
+    // Keys written at or after `last` that could repeat: only the last one can, because each
+    // input yields its keys in order (late ones aside).
+    while let Some(Reverse((key, i, Key(r, answer)))) = heads.pop() {
+        if last == Some(key) {
             duplicates += 1;
         } else {
-            if last.is_some_and(|l| index < l) {
+            if last.is_some_and(|l| key < l) {
                 late += 1;
             }
-            out.write(&r)?;
+            match &answer {
+                Some(a) => out.write_with_answer(&r, a)?,
+                None => out.write(&r)?,
+            }
             merged += 1;
-            last = Some(last.map_or(index, |l| l.max(index)));
+            last = Some(last.map_or(key, |l| l.max(key)));
         }
         if let Some(next) = inputs[i].next()? {
-            heads.push(Reverse((next.index, i, Key(next))));
+            heads.push(Reverse(((next.0.index, next.0.target), i, next)));
         }
     }
     Ok(MergeReport {
@@ -199,6 +211,7 @@ mod tests {
             response_len: 40,
             truncated: false,
             outcome: Outcome::Answered,
+            target: 0,
         }
     }
 
@@ -248,6 +261,8 @@ mod tests {
             host: None,
             complete: None,
             closed_loop: None,
+            answers: None,
+            targets: None,
         };
         let mut w = ResultsWriter::with_run_info(Vec::new(), &info).unwrap();
         for i in [1, 3] {

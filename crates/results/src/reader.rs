@@ -10,8 +10,9 @@
 //! [`MAX_RESULT_LEN`] bytes) plus a read chunk, whatever the damage.
 
 use crate::file::{
-    block_crc, decode_result, ResultsError, BLOCK_HEADER_LEN, BLOCK_MAGIC, FILE_HEADER_LEN, MAGIC,
-    MAX_BLOCK_RESULTS, MAX_RESULT_LEN, MIN_RESULT_LEN, VERSION,
+    block_crc, decode_result, ResultsError, BLOCK_HEADER_LEN, BLOCK_MAGIC, FILE_HEADER_LEN,
+    FLAG_ANSWER, MAGIC, MAX_BLOCK_ANSWER_BYTES, MAX_BLOCK_RESULTS, MAX_RESULT_LEN, MIN_RESULT_LEN,
+    VERSION, VERSION_WITHOUT_ANSWERS,
 };
 use crate::result::QueryResult;
 use crate::run_info::RunInfo;
@@ -23,6 +24,9 @@ use std::path::Path;
 
 /// Bytes asked of the input per read.
 const READ_CHUNK: usize = 256 * 1024;
+
+/// A result with the response that answered it, when the file keeps it.
+pub type Answered<'a> = (QueryResult, Option<&'a [u8]>);
 
 /// How the stream of blocks ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,7 +162,7 @@ enum Found {
     /// A consistent block header (magic, count, length) whose block fails its CRC.
     Damaged { count: usize, total: usize },
     /// A consistent block header whose block runs past the end of the input.
-    CutShort { count: usize },
+    CutShort { count: usize, total: usize },
     /// No consistent block header.
     Nothing,
 }
@@ -272,7 +276,7 @@ fn block_remains(bytes: &[u8], result_len: usize) -> bool {
         || bytes[BLOCK_HEADER_LEN..]
             .chunks_exact(result_len)
             .take(LOOK_AT_RESULTS)
-            .any(|r| r[45] & !3 == 0 && r[47] == 0 && decode_result(r).is_ok())
+            .any(|r| r[45] & !(3 | FLAG_ANSWER) == 0 && r[47] == 0 && decode_result(r).is_ok())
 }
 
 /// Reads a results file, as an iterator of results, skipping (and counting) what is damaged.
@@ -283,6 +287,10 @@ fn block_remains(bytes: &[u8], result_len: usize) -> bool {
 pub struct ResultsReader<R: Read> {
     input: R,
     result_len: usize,
+    /// The file is of version 2: blocks carry answers after their results.
+    answers: bool,
+    /// Where the next answer of the current block starts in `buf`.
+    answer_pos: usize,
     /// Bytes read and not consumed are `buf[start..]`.
     buf: Vec<u8>,
     /// Where `buf[0]` lies in the input (bytes from its start).
@@ -296,6 +304,7 @@ pub struct ResultsReader<R: Read> {
     damage: Damage,
     read_results: u64,
     blocks: u64,
+    answer_bytes: u64,
     run_info: Option<RunInfo>,
 }
 
@@ -325,6 +334,16 @@ fn le32(b: &[u8]) -> u32 {
     u32::from_le_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// Length of the answer that follows a version-2 block's results for result `raw` (0 when its
+/// flag says none does).
+fn answer_len(raw: &[u8]) -> usize {
+    if raw[45] & FLAG_ANSWER != 0 {
+        usize::from(u16::from_le_bytes([raw[42], raw[43]]))
+    } else {
+        0
+    }
+}
+
 impl<R: Read> ResultsReader<R> {
     /// Reads and checks the file header. Give it an unbuffered reader or a buffered one: it
     /// reads in large chunks of its own.
@@ -338,7 +357,7 @@ impl<R: Read> ResultsReader<R> {
             return Err(ResultsError::NotResults("file shorter than its header"));
         }
         let version = u16::from_le_bytes([head[8], head[9]]);
-        if version != VERSION {
+        if version != VERSION && version != VERSION_WITHOUT_ANSWERS {
             return Err(ResultsError::Version(version));
         }
         let header_len = u16::from_le_bytes([head[10], head[11]]) as usize;
@@ -360,6 +379,8 @@ impl<R: Read> ResultsReader<R> {
         Ok(ResultsReader {
             input,
             result_len,
+            answers: version == VERSION,
+            answer_pos: 0,
             buf: Vec::new(),
             base: header_len as u64,
             start: 0,
@@ -370,8 +391,15 @@ impl<R: Read> ResultsReader<R> {
             damage: Damage::default(),
             read_results: 0,
             blocks: 0,
+            answer_bytes: 0,
             run_info,
         })
+    }
+
+    /// Whether the file keeps answers (version 2, `replay --keep-answers`): then
+    /// [`next_with_answer`](Self::next_with_answer) gives each answered result's response.
+    pub fn keeps_answers(&self) -> bool {
+        self.answers
     }
 
     /// What the file's header says about its run (shard, start, clock), if it says anything.
@@ -463,23 +491,39 @@ impl<R: Read> ResultsReader<R> {
         let h = &self.buf[self.start + at..self.start + at + BLOCK_HEADER_LEN];
         let count = le32(&h[4..8]) as usize;
         let len = le32(&h[8..12]) as usize;
-        if &h[0..4] != BLOCK_MAGIC
-            || count == 0
-            || count > MAX_BLOCK_RESULTS
-            || len != count * self.result_len
-        {
+        let results_len = count * self.result_len;
+        let consistent = if self.answers {
+            len >= results_len
+                && len - results_len <= MAX_BLOCK_ANSWER_BYTES.min(count * usize::from(u16::MAX))
+        } else {
+            len == results_len
+        };
+        if &h[0..4] != BLOCK_MAGIC || count == 0 || count > MAX_BLOCK_RESULTS || !consistent {
             return Ok(Found::Nothing);
         }
         let total = BLOCK_HEADER_LEN + len;
         if self.fill(at + total)? < at + total {
-            return Ok(Found::CutShort { count });
+            return Ok(Found::CutShort { count, total });
         }
         let block = &self.buf[self.start + at..self.start + at + total];
-        if block_crc(&block[..12], &block[BLOCK_HEADER_LEN..]) == le32(&block[12..16]) {
+        if block_crc(&block[..12], &block[BLOCK_HEADER_LEN..]) == le32(&block[12..16])
+            && self.answers_add_up(block, count)
+        {
             Ok(Found::Block { total })
         } else {
             Ok(Found::Damaged { count, total })
         }
+    }
+
+    /// Whether the answers of a version-2 block fill exactly what follows its `count` results
+    /// (always true in version 1, where nothing does).
+    fn answers_add_up(&self, block: &[u8], count: usize) -> bool {
+        if !self.answers {
+            return true;
+        }
+        let results = &block[BLOCK_HEADER_LEN..BLOCK_HEADER_LEN + count * self.result_len];
+        let kept: usize = results.chunks_exact(self.result_len).map(answer_len).sum();
+        BLOCK_HEADER_LEN + results.len() + kept == block.len()
     }
 
     /// Skips the damaged bytes at the read position, up to the next valid block or the end of
@@ -505,9 +549,7 @@ impl<R: Read> ResultsReader<R> {
                 }
                 Found::Block { .. } | Found::Nothing => {}
                 Found::Damaged { count, total } => walk.header(here, count, total),
-                Found::CutShort { count } => {
-                    walk.header(here, count, BLOCK_HEADER_LEN + count * self.result_len)
-                }
+                Found::CutShort { count, total } => walk.header(here, count, total),
             }
             // The next candidate: the next block magic after `at`.
             let mut from = at + 1;
@@ -564,9 +606,12 @@ impl<R: Read> ResultsReader<R> {
             }
             match self.probe(0)? {
                 Found::Block { total } => {
+                    let count = le32(&self.buf[self.start + 4..self.start + 8]) as usize;
                     self.pos = self.start + BLOCK_HEADER_LEN;
-                    self.end = self.start + total;
-                    self.start = self.end;
+                    self.end = self.pos + count * self.result_len;
+                    self.answer_pos = self.end;
+                    self.answer_bytes += (self.start + total - self.end) as u64;
+                    self.start += total;
                     self.blocks += 1;
                     return Ok(true);
                 }
@@ -582,20 +627,41 @@ impl<R: Read> ResultsReader<R> {
 
     /// The next result, `Ok(None)` at the end of the input.
     pub fn next_result(&mut self) -> Result<Option<QueryResult>, ResultsError> {
+        Ok(self.next_with_answer()?.map(|(r, _)| r))
+    }
+
+    /// The next result with the response that answered it when the file keeps it (version 2,
+    /// [`keeps_answers`](Self::keeps_answers)), borrowed until the next call; `Ok(None)` at the
+    /// end of the input.
+    pub fn next_with_answer(&mut self) -> Result<Option<Answered<'_>>, ResultsError> {
         loop {
             if self.pos >= self.end && (self.tail != Tail::Reading || !self.next_block()?) {
                 return Ok(None);
             }
             let at = self.pos;
             self.pos += self.result_len;
-            match decode_result(&self.buf[at..at + self.result_len]) {
+            let raw = &self.buf[at..at + self.result_len];
+            let answer = if self.answers {
+                let len = answer_len(raw);
+                let from = self.answer_pos;
+                self.answer_pos += len;
+                (raw[45] & FLAG_ANSWER != 0).then_some(from..from + len)
+            } else {
+                None
+            };
+            match decode_result(raw) {
                 Ok(r) => {
                     self.read_results += 1;
-                    return Ok(Some(r));
+                    return Ok(Some((r, answer.map(|span| &self.buf[span]))));
                 }
                 Err(_) => self.damage.unknown_results += 1,
             }
         }
+    }
+
+    /// Answer bytes of the valid blocks read so far (version 2; 0 otherwise).
+    pub fn answer_bytes_read(&self) -> u64 {
+        self.answer_bytes
     }
 }
 

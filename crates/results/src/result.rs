@@ -187,6 +187,11 @@ pub struct QueryResult {
     pub truncated: bool,
     /// The outcome.
     pub outcome: Outcome,
+    /// Which server of a replay to several (`replay --server A --server B`) the query went to:
+    /// its position among them, from 0, in the order given. Every query of such a replay goes
+    /// to each server, so the results of one query share its `index` and differ by `target`.
+    /// 0 for a replay to one server.
+    pub target: u16,
 }
 
 impl QueryResult {
@@ -204,6 +209,13 @@ impl QueryResult {
 pub trait ResultSink: Send {
     /// Takes one result. Results arrive in completion order, not trace order.
     fn result(&mut self, r: &QueryResult) -> std::io::Result<()>;
+    /// Takes one result with the response message that answered it, byte for byte as it was
+    /// received (`replay --keep-answers`). Sinks that have no use for answers take the result
+    /// alone (the default); the results file keeps the answer when it was created to.
+    fn result_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> std::io::Result<()> {
+        let _ = answer;
+        self.result(r)
+    }
     /// Flushes what is buffered; called once at the end, also after Ctrl-C.
     fn finish(&mut self) -> std::io::Result<()> {
         Ok(())

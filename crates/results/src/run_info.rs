@@ -44,6 +44,17 @@ pub struct RunInfo {
     /// recorded (files written before it was).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub closed_loop: Option<bool>,
+    /// Whether the file keeps each answer byte for byte (`replay --keep-answers`; the file is
+    /// then of version 2). `None`: it does not (files written before answers could be kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<bool>,
+    /// The servers the replay queried, in the order of [`QueryResult::target`]: each as it
+    /// was given (`--server`), for `diff` and `results summary` to name them. `None`: one
+    /// server, not named (files written before replays to several).
+    ///
+    /// [`QueryResult::target`]: crate::QueryResult::target
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<Vec<String>>,
 }
 
 /// The bytes of an unfinished run's flag, and what [`mark_complete`] writes over them (the same
@@ -130,6 +141,21 @@ impl RunInfo {
         *self == RunInfo::default()
     }
 
+    /// Whether the file keeps answers ([`answers`](Self::answers) is `Some(true)`).
+    pub fn keeps_answers(&self) -> bool {
+        self.answers == Some(true)
+    }
+
+    /// The name of target `target`: the server it was given as, or `#N` when the file does
+    /// not name its targets.
+    pub fn target_name(&self, target: u16) -> String {
+        self.targets
+            .as_ref()
+            .and_then(|t| t.get(usize::from(target)))
+            .cloned()
+            .unwrap_or_else(|| format!("#{target}"))
+    }
+
     /// The header extension that carries this run info (empty when there is nothing to say).
     pub(crate) fn encode(&self) -> Vec<u8> {
         if self.is_empty() {
@@ -171,6 +197,8 @@ mod tests {
             host: Some("node-7".into()),
             complete: Some(false),
             closed_loop: Some(false),
+            answers: Some(true),
+            targets: Some(vec!["127.0.0.1:53".into(), "[::1]:5300".into()]),
         };
         let bytes = info.encode();
         assert_eq!(RunInfo::decode(&bytes), Some(info));

@@ -45,6 +45,12 @@ impl<A: ResultSink, B: ResultSink> ResultSink for Tee<A, B> {
         first.and(second)
     }
 
+    fn result_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> io::Result<()> {
+        let first = self.first.result_with_answer(r, answer);
+        let second = self.second.result_with_answer(r, answer);
+        first.and(second)
+    }
+
     fn finish(&mut self) -> io::Result<()> {
         let first = self.first.finish();
         let second = self.second.finish();
@@ -52,11 +58,87 @@ impl<A: ResultSink, B: ResultSink> ResultSink for Tee<A, B> {
     }
 }
 
+/// Hands every result to `inner` as the result of target `target`: its
+/// [`QueryResult::target`] set so. A replay to several servers drives one engine per server,
+/// each with its sink so marked, into one results file.
+#[derive(Debug, Clone, Default)]
+pub struct Targeted<S> {
+    target: u16,
+    inner: S,
+}
+
+impl<S> Targeted<S> {
+    /// `inner`, taking results as target `target`'s.
+    pub fn new(target: u16, inner: S) -> Targeted<S> {
+        Targeted { target, inner }
+    }
+
+    /// The target its results are marked with.
+    pub fn target(&self) -> u16 {
+        self.target
+    }
+
+    /// The inner sink.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
+}
+
+impl<S: ResultSink> ResultSink for Targeted<S> {
+    fn result(&mut self, r: &QueryResult) -> io::Result<()> {
+        self.inner.result(&QueryResult {
+            target: self.target,
+            ..*r
+        })
+    }
+
+    fn result_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> io::Result<()> {
+        let r = QueryResult {
+            target: self.target,
+            ..*r
+        };
+        self.inner.result_with_answer(&r, answer)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        self.inner.finish()
+    }
+}
+
+/// One sink shared by several writers (the engines of a replay to several servers, each with
+/// its result writer thread): each result is handed over under the lock. Every writer finishes
+/// it; finishing is flushing, so finishing it again does no harm.
+impl<S: ResultSink> ResultSink for std::sync::Arc<std::sync::Mutex<S>> {
+    fn result(&mut self, r: &QueryResult) -> io::Result<()> {
+        lock(self).result(r)
+    }
+
+    fn result_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> io::Result<()> {
+        lock(self).result_with_answer(r, answer)
+    }
+
+    fn finish(&mut self) -> io::Result<()> {
+        lock(self).finish()
+    }
+}
+
+/// The shared sink, even when another writer panicked holding it (what it wrote stays).
+fn lock<S>(m: &std::sync::Mutex<S>) -> std::sync::MutexGuard<'_, S> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// No sink: takes nothing. `Some(sink)`: the sink. For outputs the user may or may not ask for.
 impl<S: ResultSink> ResultSink for Option<S> {
     fn result(&mut self, r: &QueryResult) -> io::Result<()> {
         match self {
             Some(s) => s.result(r),
+            None => Ok(()),
+        }
+    }
+
+    fn result_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> io::Result<()> {
+        match self {
+            Some(s) => s.result_with_answer(r, answer),
             None => Ok(()),
         }
     }
@@ -73,6 +155,10 @@ impl<S: ResultSink> ResultSink for Option<S> {
 impl<S: ResultSink + ?Sized> ResultSink for Box<S> {
     fn result(&mut self, r: &QueryResult) -> io::Result<()> {
         (**self).result(r)
+    }
+
+    fn result_with_answer(&mut self, r: &QueryResult, answer: &[u8]) -> io::Result<()> {
+        (**self).result_with_answer(r, answer)
     }
 
     fn finish(&mut self) -> io::Result<()> {
@@ -100,6 +186,7 @@ mod tests {
             response_len: 40,
             truncated: false,
             outcome: Outcome::Answered,
+            target: 0,
         }
     }
 

@@ -20,6 +20,7 @@ fn result(i: u64) -> QueryResult {
         response_len: 40,
         truncated: false,
         outcome: Outcome::Answered,
+        target: 0,
     }
 }
 

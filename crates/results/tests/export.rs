@@ -22,6 +22,7 @@ fn examples() -> Vec<QueryResult> {
             response_len: 120,
             truncated: true,
             outcome: Outcome::Answered,
+            target: 0,
         },
         QueryResult {
             index: 1,
@@ -36,6 +37,7 @@ fn examples() -> Vec<QueryResult> {
             response_len: 0,
             truncated: false,
             outcome: Outcome::Timeout,
+            target: 0,
         },
         QueryResult {
             index: 2,
@@ -50,6 +52,7 @@ fn examples() -> Vec<QueryResult> {
             response_len: 0,
             truncated: false,
             outcome: Outcome::Error(ErrorKind::BadQuery),
+            target: 0,
         },
         QueryResult {
             index: 3,
@@ -64,6 +67,7 @@ fn examples() -> Vec<QueryResult> {
             response_len: 512,
             truncated: false,
             outcome: Outcome::Answered,
+            target: 2,
         },
     ]
 }
@@ -86,11 +90,11 @@ fn csv_columns_exact() {
     assert_eq!(
         text,
         "index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,\
-new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns\n\
-0,1000000000,5000000000,5000000250,5000400250,400000,250,udp,0,3,NXDOMAIN,120,1,answered,\n\
-1,1000000100,5000000100,5000000050,0,,-50,tcp,1,,,0,0,timeout,35000\n\
-2,1000000200,5000000200,0,0,,,tls,0,,,0,0,bad-query,\n\
-3,1000000300,5000000300,5000000300,5000001300,1000,0,https,0,4000,RCODE4000,512,0,answered,\n"
+new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns,target\n\
+0,1000000000,5000000000,5000000250,5000400250,400000,250,udp,0,3,NXDOMAIN,120,1,answered,,0\n\
+1,1000000100,5000000100,5000000050,0,,-50,tcp,1,,,0,0,timeout,35000,0\n\
+2,1000000200,5000000200,0,0,,,tls,0,,,0,0,bad-query,,0\n\
+3,1000000300,5000000300,5000000300,5000001300,1000,0,https,0,4000,RCODE4000,512,0,answered,,2\n"
     );
     assert_eq!(text.lines().next().unwrap(), COLUMNS.join(","));
 }
@@ -106,15 +110,15 @@ fn jsonl_keys_exact() {
     assert_eq!(lines.len(), 4);
     assert_eq!(
         lines[0],
-        r#"{"index":0,"trace_ns":1000000000,"intended_ns":5000000000,"sent_ns":5000000250,"received_ns":5000400250,"latency_ns":400000,"timing_error_ns":250,"proto":"udp","new_connection":false,"rcode":3,"rcode_name":"NXDOMAIN","response_len":120,"truncated":true,"outcome":"answered","handshake_ns":null}"#
+        r#"{"index":0,"trace_ns":1000000000,"intended_ns":5000000000,"sent_ns":5000000250,"received_ns":5000400250,"latency_ns":400000,"timing_error_ns":250,"proto":"udp","new_connection":false,"rcode":3,"rcode_name":"NXDOMAIN","response_len":120,"truncated":true,"outcome":"answered","handshake_ns":null,"target":0}"#
     );
     assert_eq!(
         lines[1],
-        r#"{"index":1,"trace_ns":1000000100,"intended_ns":5000000100,"sent_ns":5000000050,"received_ns":0,"latency_ns":null,"timing_error_ns":-50,"proto":"tcp","new_connection":true,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"timeout","handshake_ns":35000}"#
+        r#"{"index":1,"trace_ns":1000000100,"intended_ns":5000000100,"sent_ns":5000000050,"received_ns":0,"latency_ns":null,"timing_error_ns":-50,"proto":"tcp","new_connection":true,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"timeout","handshake_ns":35000,"target":0}"#
     );
     assert_eq!(
         lines[2],
-        r#"{"index":2,"trace_ns":1000000200,"intended_ns":5000000200,"sent_ns":0,"received_ns":0,"latency_ns":null,"timing_error_ns":null,"proto":"tls","new_connection":false,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"bad-query","handshake_ns":null}"#
+        r#"{"index":2,"trace_ns":1000000200,"intended_ns":5000000200,"sent_ns":0,"received_ns":0,"latency_ns":null,"timing_error_ns":null,"proto":"tls","new_connection":false,"rcode":null,"rcode_name":null,"response_len":0,"truncated":false,"outcome":"bad-query","handshake_ns":null,"target":0}"#
     );
     for line in &lines {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();

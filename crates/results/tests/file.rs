@@ -40,6 +40,7 @@ fn result(i: u64) -> QueryResult {
         response_len: (i * 13 % 65536) as u16,
         truncated: i.is_multiple_of(11),
         outcome,
+        target: 0,
     }
 }
 
@@ -93,6 +94,7 @@ fn arb_result() -> impl Strategy<Value = QueryResult> {
                     response_len: len,
                     truncated: tc,
                     outcome,
+                    target: 0,
                 }
             },
         )
@@ -466,11 +468,12 @@ fn not_a_results_file() {
     );
     let err = ResultsReader::new(&b"hello"[..]).err().unwrap();
     assert!(matches!(err, ResultsError::NotResults(_)));
-    let mut v2 = write_file(&[result(1)], 1);
-    v2[8] = 2;
-    let err = ResultsReader::new(&v2[..]).err().unwrap();
-    assert!(matches!(err, ResultsError::Version(2)), "{err}");
-    assert!(err.to_string().contains("version 2"));
+    let mut v3 = write_file(&[result(1)], 1);
+    v3[8] = 3;
+    let err = ResultsReader::new(&v3[..]).err().unwrap();
+    assert!(matches!(err, ResultsError::Version(3)), "{err}");
+    assert!(err.to_string().contains("version 3"), "{err}");
+    assert!(err.to_string().contains("versions 1 and 2"), "{err}");
 }
 
 /// A result with an outcome code this build does not know, in a block whose CRC checks out, is
@@ -526,12 +529,15 @@ fn file_with(header_len: u16, result_len: u16, payload: &[u8]) -> Vec<u8> {
 
 #[test]
 fn longer_header_and_results_of_a_later_version_are_skipped() {
-    // A later writer with a 24-byte header and 64-byte results, same version number.
-    let r = result(7);
+    // A later writer with a 24-byte header and 72-byte results, same version number.
+    let r = QueryResult {
+        target: 3,
+        ..result(7)
+    };
     assert_ne!(r.handshake_ns, 0);
     let mut payload = ldplayer_results::file::encode_result(&r).to_vec();
     payload.extend_from_slice(&[0xee; 8]);
-    assert_eq!(read_all(&file_with(24, 64, &payload)[..]).unwrap(), vec![r]);
+    assert_eq!(read_all(&file_with(24, 72, &payload)[..]).unwrap(), vec![r]);
 }
 
 #[test]
@@ -549,6 +555,18 @@ fn results_of_files_written_before_handshake_times_read_with_none() {
     );
     // Shorter than that is not a results file this build reads.
     assert!(ResultsReader::new(&file_with(16, 40, &payload[..40])[..]).is_err());
+}
+
+#[test]
+fn results_of_files_written_before_targets_read_as_the_first() {
+    // Then 56-byte results: everything but target.
+    let r = QueryResult {
+        target: 5,
+        ..result(7)
+    };
+    let payload = ldplayer_results::file::encode_result(&r)[..56].to_vec();
+    let back = read_all(&file_with(16, 56, &payload)[..]).unwrap();
+    assert_eq!(back, vec![QueryResult { target: 0, ..r }]);
 }
 
 proptest! {

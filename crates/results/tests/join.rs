@@ -78,6 +78,7 @@ fn results_for(records: &[RecordBuf]) -> Vec<QueryResult> {
             response_len: 100,
             truncated: false,
             outcome: Outcome::Answered,
+            target: 0,
         })
         .collect()
 }
@@ -189,11 +190,11 @@ fn csv_and_jsonl_rows_end_with_the_trace_columns() {
     let mut lines = csv.lines();
     assert_eq!(
         lines.next(),
-        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns,client,qname,qtype,trace_proto")
+        Some("index,trace_ns,intended_ns,sent_ns,received_ns,latency_ns,timing_error_ns,proto,new_connection,rcode,rcode_name,response_len,truncated,outcome,handshake_ns,target,client,qname,qtype,trace_proto")
     );
     assert_eq!(
         lines.next(),
-        Some("0,1520000000000000000,1520000000000000007,1520000000000000009,1520000000000001000,991,2,udp,0,0,NOERROR,100,0,answered,,10.0.0.0,\"q0,x.example.\",A,tcp")
+        Some("0,1520000000000000000,1520000000000000007,1520000000000000009,1520000000000001000,991,2,udp,0,0,NOERROR,100,0,answered,,0,10.0.0.0,\"q0,x.example.\",A,tcp")
     );
     assert!(lines
         .next()
@@ -364,5 +365,64 @@ fn results_too_far_out_of_order_are_refused() {
             }
         ),
         "{err}"
+    );
+}
+
+/// A replay to several servers: one result per query and target, each joined with its query;
+/// a result twice for one target, or one target's result missing, is refused as for one.
+#[test]
+fn each_target_of_a_replay_to_several_joins_with_the_query() {
+    let records = trace(50, true);
+    let one = results_for(&records);
+    let both: Vec<QueryResult> = one
+        .iter()
+        .flat_map(|r| [*r, QueryResult { target: 1, ..*r }])
+        .collect();
+    let info = ldplayer_results::RunInfo {
+        targets: Some(vec!["127.0.0.1:5300".into(), "127.0.0.1:5301".into()]),
+        ..Default::default()
+    };
+    let file = |results: &[QueryResult]| {
+        let mut w = ResultsWriter::with_run_info(Vec::new(), &info).unwrap();
+        for r in shuffled(results.to_vec(), 7) {
+            w.result(&r).unwrap();
+        }
+        w.into_inner().unwrap()
+    };
+    let (rows, outcome, _) = join(&file(&both), &records, 1000);
+    assert_eq!(outcome.unwrap().rows, 100);
+    for target in [0, 1] {
+        let mut indexes: Vec<u64> = rows
+            .iter()
+            .filter(|(r, _)| r.target == target)
+            .map(|(r, t)| {
+                assert_eq!(t.time_ns, r.trace_ns);
+                r.index
+            })
+            .collect();
+        indexes.sort_unstable();
+        assert_eq!(indexes, one.iter().map(|r| r.index).collect::<Vec<_>>());
+    }
+    let mut twice = both.clone();
+    twice[5].target = 0;
+    twice[4].target = 0;
+    let (_, outcome, _) = join(&file(&twice), &records, 1000);
+    assert!(
+        matches!(outcome, Err(JoinError::Duplicate { .. })),
+        "{outcome:?}"
+    );
+    let mut short = both.clone();
+    short.remove(11);
+    let (_, outcome, _) = join(&file(&short), &records, 1000);
+    assert!(
+        matches!(outcome, Err(JoinError::Missing { missing: 1, .. })),
+        "{outcome:?}"
+    );
+    let mut stray = both;
+    stray[3].target = 2;
+    let (_, outcome, _) = join(&file(&stray), &records, 1000);
+    assert!(
+        matches!(outcome, Err(JoinError::UnknownTarget { target: 2, .. })),
+        "{outcome:?}"
     );
 }

@@ -21,6 +21,7 @@ fn answered(index: u64, proto: Proto, intended: i64, sent: i64, latency: i64) ->
         response_len: 100,
         truncated: false,
         outcome: Outcome::Answered,
+        target: 0,
     }
 }
 

@@ -23,13 +23,15 @@ pub enum ServerKind {
     Kresd,
     /// PowerDNS Recursor (`pdns_recursor`).
     PdnsRecursor,
+    /// ISC BIND 9 as a recursive resolver (`named`).
+    BindResolver,
     /// ldplayer's own authoritative meta-server, run inside this process.
     Ldplayer,
 }
 
 impl ServerKind {
     /// Every kind, authoritative ones first.
-    pub const ALL: [ServerKind; 7] = [
+    pub const ALL: [ServerKind; 8] = [
         ServerKind::Nsd,
         ServerKind::Knot,
         ServerKind::Bind,
@@ -37,6 +39,7 @@ impl ServerKind {
         ServerKind::Unbound,
         ServerKind::Kresd,
         ServerKind::PdnsRecursor,
+        ServerKind::BindResolver,
     ];
 
     /// The name plans use (`kind = "pdns-recursor"`), as serde spells it.
@@ -48,6 +51,7 @@ impl ServerKind {
             ServerKind::Unbound => "unbound",
             ServerKind::Kresd => "kresd",
             ServerKind::PdnsRecursor => "pdns-recursor",
+            ServerKind::BindResolver => "bind-resolver",
             ServerKind::Ldplayer => "ldplayer",
         }
     }
@@ -61,6 +65,7 @@ impl ServerKind {
             ServerKind::Unbound => "unbound",
             ServerKind::Kresd => "kresd",
             ServerKind::PdnsRecursor => "pdns_recursor",
+            ServerKind::BindResolver => "named",
             ServerKind::Ldplayer => "ldplayer",
         }
     }
@@ -75,16 +80,20 @@ impl ServerKind {
             ServerKind::Unbound => "unbound",
             ServerKind::Kresd => "knot-resolver",
             ServerKind::PdnsRecursor => "pdns-recursor",
+            ServerKind::BindResolver => "bind9",
             ServerKind::Ldplayer => "ldplayer",
         }
     }
 
-    /// Whether it resolves recursively from root hints rather than serving zone files. BIND can
-    /// do both; here it is an authoritative server.
+    /// Whether it resolves recursively from root hints rather than serving zone files. BIND
+    /// does both: `bind` serves zone files, `bind-resolver` resolves.
     pub fn is_recursive(self) -> bool {
         matches!(
             self,
-            ServerKind::Unbound | ServerKind::Kresd | ServerKind::PdnsRecursor
+            ServerKind::Unbound
+                | ServerKind::Kresd
+                | ServerKind::PdnsRecursor
+                | ServerKind::BindResolver
         )
     }
 
@@ -96,6 +105,7 @@ impl ServerKind {
             self,
             ServerKind::Nsd
                 | ServerKind::Bind
+                | ServerKind::BindResolver
                 | ServerKind::Unbound
                 | ServerKind::Kresd
                 | ServerKind::Ldplayer
@@ -107,7 +117,11 @@ impl ServerKind {
     pub fn supports_https(self) -> bool {
         matches!(
             self,
-            ServerKind::Bind | ServerKind::Unbound | ServerKind::Kresd | ServerKind::Ldplayer
+            ServerKind::Bind
+                | ServerKind::BindResolver
+                | ServerKind::Unbound
+                | ServerKind::Kresd
+                | ServerKind::Ldplayer
         )
     }
 

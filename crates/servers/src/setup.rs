@@ -361,6 +361,13 @@ fn validate(setup: &ServerSetup) -> Result<(), ServerError> {
                  cannot wrap; use unbound or pdns-recursor",
             ));
         }
+        if v.time.is_some() && kind == ServerKind::BindResolver {
+            return Err(unsupported(
+                "validate at another time: BIND has no option for it, and Debian's named does \
+                 not start under libfaketime (recursive clock_gettime calls); use unbound or \
+                 pdns-recursor",
+            ));
+        }
         for d in &v.insecure {
             validation::domain(d).map_err(|e| config(e.to_string()))?;
         }
@@ -577,6 +584,17 @@ mod tests {
         let mut s = setup(ServerKind::Knot);
         s.work_dir = "relative".into();
         assert!(refusal(&s).contains("not an absolute path"));
+        let mut s = setup(ServerKind::BindResolver);
+        s.validation = Some(crate::validation::Validation {
+            anchor: crate::validation::TrustAnchor::File("/nonexistent/anchor".into()),
+            time: Some(1_579_046_400),
+            insecure: Vec::new(),
+        });
+        assert!(
+            refusal(&s).starts_with("bind-resolver cannot validate at another time"),
+            "{}",
+            refusal(&s)
+        );
         let mut s = setup(ServerKind::Ldplayer);
         s.listen.clear();
         assert_eq!(refusal(&s), "ldplayer: no listen address");

@@ -148,3 +148,8 @@ fn kresd_resolves_through_the_hierarchy() {
 fn pdns_recursor_resolves_through_the_hierarchy() {
     resolves_through_the_hierarchy(ServerKind::PdnsRecursor, false);
 }
+
+#[test]
+fn bind_resolver_resolves_through_the_hierarchy() {
+    resolves_through_the_hierarchy(ServerKind::BindResolver, false);
+}

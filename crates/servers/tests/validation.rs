@@ -365,3 +365,13 @@ fn kresd_minimises_qnames_when_asked() {
 fn pdns_recursor_minimises_qnames_when_asked() {
     qname_minimisation(ServerKind::PdnsRecursor);
 }
+
+#[test]
+fn bind_resolver_validates_and_uses_nsec_aggressively_when_asked() {
+    validates(ServerKind::BindResolver);
+}
+
+#[test]
+fn bind_resolver_minimises_qnames_when_asked() {
+    qname_minimisation(ServerKind::BindResolver);
+}

@@ -88,11 +88,13 @@ pub fn run(args: ExperimentArgs) -> Result<()> {
                 "interrupted": report.interrupted,
                 "runs": runs,
                 "report": report_file,
+                "differences": differences_json(&report),
                 "seconds": started.elapsed().as_secs_f64(),
             })
         );
     } else if !args.quiet {
         print_summary(&report, started.elapsed().as_secs_f64());
+        print_differences(&report, &dir);
         if let Some(file) = &report_file {
             println!("report: {}", file.display());
         }
@@ -179,6 +181,70 @@ fn print_summary(report: &ldplayer_experiment::PlanReport, seconds: f64) {
         report.runs.len(),
         seconds,
         report.summary.display()
+    );
+}
+
+/// `[diff]`: each run's differences against its base, as JSON (`differences`).
+fn differences_json(report: &ldplayer_experiment::PlanReport) -> serde_json::Value {
+    report
+        .differences
+        .iter()
+        .map(|d| match &d.report {
+            Ok(r) => serde_json::json!({
+                "run": d.run,
+                "base": d.base,
+                "compared": r.counts.compared,
+                "different": r.counts.different,
+                "unstable": r.counts.unstable,
+                "not_compared": r.counts.not_compared,
+                "fields": r.fields.iter().filter(|f| f.queries > 0)
+                    .map(|f| (f.field.name().to_string(), serde_json::Value::from(f.queries)))
+                    .collect::<serde_json::Map<_, _>>(),
+            }),
+            Err(e) => serde_json::json!({ "run": d.run, "base": d.base, "error": e }),
+        })
+        .collect()
+}
+
+/// `[diff]`: one line per run, its differences against its base by field.
+fn print_differences(report: &ldplayer_experiment::PlanReport, dir: &Path) {
+    if report.differences.is_empty() {
+        return;
+    }
+    for d in &report.differences {
+        match &d.report {
+            Ok(r) => {
+                let fields: Vec<String> = r
+                    .fields
+                    .iter()
+                    .filter(|f| f.queries > 0)
+                    .map(|f| format!("{} {}", f.field.name(), f.queries))
+                    .collect();
+                println!(
+                    "{} against {}: {} of {} compared answers differ ({:.1}%){}{}",
+                    d.run,
+                    d.base,
+                    r.counts.different,
+                    r.counts.compared,
+                    r.different_pct,
+                    if fields.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {}", fields.join(", "))
+                    },
+                    if r.counts.unstable > 0 {
+                        format!("; {} unstable", r.counts.unstable)
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+            Err(e) => println!("{} against {}: not diffed: {e}", d.run, d.base),
+        }
+    }
+    println!(
+        "differences: {} (and each run's diff.json)",
+        dir.join("differences.csv").display()
     );
 }
 

@@ -3,6 +3,8 @@
 pub mod compare;
 pub mod convert;
 pub mod demo;
+pub mod diff;
+pub mod diff_reask;
 pub mod experiment;
 pub mod inspect;
 pub mod lab;
@@ -10,6 +12,7 @@ pub mod mutate;
 pub mod population;
 pub mod replay;
 pub mod replay_processes;
+pub mod replay_targets;
 pub mod report;
 pub mod results;
 pub mod serve;

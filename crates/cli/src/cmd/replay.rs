@@ -1,25 +1,44 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls|doh|doq]
 //! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
 
+use super::replay_targets::{live_total, target_sink, Fanout};
 use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes, StackArg};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
 use ldplayer_population::{AssignTransports, Population};
-use ldplayer_replay::{Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
+use ldplayer_replay::{
+    Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Running, Timing, TlsConfig,
+};
 use ldplayer_results::fidelity::Fidelity;
-use ldplayer_results::{ResultsWriter, RunInfo, Summary, Tee};
+use ldplayer_results::{ResultsWriter, RunInfo, Summary};
 use ldplayer_trace::{Proto, SinkError};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// How far ahead of now a replay to several targets sets their shared start: time for every
+/// engine to start its threads.
+const SHARED_START_AHEAD_NS: i64 = 300_000_000;
+
 pub fn run(args: ReplayArgs) -> Result<()> {
-    let mut config = config(&args)?;
+    if args.server.len() > ldplayer_results::join::MAX_TARGETS {
+        bail!(
+            "{} servers: a replay queries at most {} (--server)",
+            args.server.len(),
+            ldplayer_results::join::MAX_TARGETS
+        );
+    }
     let population = population(args.population.as_deref())?;
-    if let Some(p) = &population {
-        config.profiles = Some(p.profiles());
+    let mut configs = Vec::with_capacity(args.server.len());
+    for server in &args.server {
+        let mut config = config(&args, server)?;
+        if let Some(p) = &population {
+            config.profiles = Some(p.profiles());
+        }
+        configs.push(config);
     }
     match args.processes {
         Some(0) => bail!("--processes must be at least 1"),
@@ -32,8 +51,9 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         responses_only: false,
         drop_malformed: args.drop_malformed,
     };
-    replay_trace(
-        config,
+    replay_targets(
+        configs,
+        &args.server,
         &TraceReplay {
             trace: &args.trace,
             read,
@@ -104,14 +124,42 @@ pub struct TraceReplay<'a> {
 /// Replays `job.trace` with `config`, showing progress and stopping cleanly on Ctrl-C, and
 /// prints the summary of the results with the engine's counters.
 pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
-    let replay = Replay::new(config).context("replay")?;
+    replay_targets(vec![config], &[], job)
+}
+
+/// Replays `job.trace` to every target of `configs` (one engine each, on one schedule: see
+/// [`replay_targets`](super::replay_targets)), showing progress and stopping cleanly on Ctrl-C,
+/// and prints each target's summary with its engine's counters. `names` are the targets as
+/// given (`--server`), recorded in the results file when there are several.
+pub fn replay_targets(
+    mut configs: Vec<ReplayConfig>,
+    names: &[String],
+    job: &TraceReplay<'_>,
+) -> Result<()> {
+    let several = configs.len() > 1;
+    if several && configs[0].start_ns.is_none() {
+        // One schedule for every target: a start shared by the engines, far enough ahead for
+        // all of them to be ready.
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+        let start = now.saturating_add(SHARED_START_AHEAD_NS);
+        for c in &mut configs {
+            c.start_ns = Some(start);
+            c.late_start = Duration::from_secs(10);
+        }
+    }
+    let replays = configs
+        .into_iter()
+        .map(|c| Replay::new(c).context("replay"))
+        .collect::<Result<Vec<_>>>()?;
     // The results file is written in place, not renamed at the end: a replay killed with
     // SIGKILL leaves its results readable up to the last block under the name asked for.
     let writer = match job.results {
-        Some(p) => Some(
-            ResultsWriter::create_with_run_info(p, &run_info(replay.config()))
+        Some(p) => Some(Arc::new(Mutex::new(
+            ResultsWriter::create_with_run_info(p, &run_info(replays[0].config(), names))
                 .with_context(|| format!("cannot create {}", p.display()))?,
-        ),
+        ))),
         None => None,
     };
 
@@ -120,42 +168,52 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
     // queries sent and answered, not the bytes read.
     let mut input = open_input(job.trace, &job.read, &Progress::new(true))?;
 
-    // Ctrl-C: stop feeding, let the engine stop scheduling, wait for what is in flight, flush.
+    // Ctrl-C: stop feeding, let the engines stop scheduling, wait for what is in flight, flush.
     let ctrl_c = interrupted();
-    let stop = replay.stop_flag();
-    let live = replay.live();
+    let stops: Vec<_> = replays.iter().map(Replay::stop_flag).collect();
     let done = AtomicBool::new(false);
-    let mut running = replay
-        .start(Tee::new(Summary::new(), writer))
-        .context("starting the replay")?;
-    for w in running.warnings() {
-        eprintln!("ldplayer replay: {w}");
+    let mut fanout = Fanout {
+        engines: Vec::with_capacity(replays.len()),
+    };
+    for (i, replay) in replays.iter().enumerate() {
+        let target = u16::try_from(i).context("more than 65,536 targets")?;
+        let running = replay
+            .start(target_sink(target, writer.clone()))
+            .context("starting the replay")?;
+        for w in running.warnings() {
+            eprintln!("ldplayer replay: {w}");
+        }
+        fanout.engines.push(running);
     }
     let (read_result, finished) = std::thread::scope(|scope| {
         scope.spawn(|| {
             let mut ticks = 0u32;
             while !done.load(Ordering::Relaxed) {
                 if ctrl_c.load(Ordering::Relaxed) {
-                    stop.store(true, Ordering::SeqCst);
+                    for stop in &stops {
+                        stop.store(true, Ordering::SeqCst);
+                    }
                 }
                 if ticks.is_multiple_of(5) {
-                    progress.message(live_line(live.counts(), progress.elapsed()));
+                    progress.message(live_line(live_total(&replays), progress.elapsed()));
                 }
                 ticks = ticks.wrapping_add(1);
                 std::thread::sleep(Duration::from_millis(50));
             }
         });
         let read_result = match &job.population {
-            Some(p) => input
-                .source
-                .run(&mut AssignTransports::new(p, &mut running)),
-            None => input.source.run(&mut running),
+            Some(p) => input.source.run(&mut AssignTransports::new(p, &mut fanout)),
+            None => input.source.run(&mut fanout),
         };
-        let finished = running.finish();
+        let finished: Vec<_> = fanout.engines.drain(..).map(Running::finish).collect();
         done.store(true, Ordering::Relaxed);
         (read_result, finished)
     });
-    let Finished { results, stats } = finished.context("replay")?;
+    let mut targets = Vec::with_capacity(finished.len());
+    for f in finished {
+        let Finished { results, stats } = f.context("replay")?;
+        targets.push((results.into_parts().0, stats));
+    }
     progress.finish();
     // A damaged trace: what was sent is recorded and summed up as usual, then the error says
     // where reading stopped.
@@ -163,9 +221,8 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => None,
         Err(e) => Some(e),
     };
-    let (summary, written) = results.into_parts();
     // Closed before the report reads it, and marked complete: every result is in.
-    drop(written);
+    drop(writer);
     if let Some(p) = job.results {
         ldplayer_results::mark_complete(p)
             .with_context(|| format!("marking {} complete", p.display()))?;
@@ -178,25 +235,64 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         }
         _ => None,
     };
-    let report = summary.report();
-    let fidelity = Fidelity::of(&report, job.closed_loop);
+    let interrupted = stops.iter().any(|s| s.load(Ordering::Relaxed));
+    let reports: Vec<_> = targets
+        .iter()
+        .map(|(summary, _)| summary.report())
+        .collect();
+    let fidelities: Vec<_> = reports
+        .iter()
+        .map(|r| Fidelity::of(r, job.closed_loop))
+        .collect();
+    let mut all = Summary::new();
+    for (summary, _) in &targets {
+        all.merge(summary);
+    }
+    let report = all.report();
     if job.json {
-        let mut json = serde_json::to_value(&report)?;
-        if let Some(obj) = json.as_object_mut() {
-            obj.insert("replay".into(), serde_json::to_value(&stats)?);
-            obj.insert("fidelity".into(), serde_json::to_value(&fidelity)?);
-            if let Some(html) = drawn {
-                obj.insert("report".into(), serde_json::to_value(html)?);
+        let per_target = |i: usize| -> Result<serde_json::Value> {
+            let mut json = serde_json::to_value(&reports[i])?;
+            if let Some(obj) = json.as_object_mut() {
+                obj.insert("replay".into(), serde_json::to_value(&targets[i].1)?);
+                obj.insert("fidelity".into(), serde_json::to_value(&fidelities[i])?);
             }
+            Ok(json)
+        };
+        let mut json = if several {
+            let mut json = serde_json::to_value(&report)?;
+            let list = (0..targets.len())
+                .map(|i| {
+                    let mut t = per_target(i)?;
+                    if let Some(obj) = t.as_object_mut() {
+                        obj.insert("target".into(), i.into());
+                        obj.insert("server".into(), names.get(i).cloned().into());
+                    }
+                    Ok(t)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            if let Some(obj) = json.as_object_mut() {
+                obj.insert("targets".into(), list.into());
+            }
+            json
+        } else {
+            per_target(0)?
+        };
+        if let (Some(obj), Some(html)) = (json.as_object_mut(), drawn) {
+            obj.insert("report".into(), serde_json::to_value(html)?);
         }
         println!("{json}");
     } else if !job.quiet {
-        print!("{report}");
-        // A closed loop has no schedule: nothing to say of its timing.
-        if !job.closed_loop {
-            println!("{fidelity}");
+        for (i, (r, (_, stats))) in reports.iter().zip(&targets).enumerate() {
+            if several {
+                println!("target {i}: {}", names.get(i).map_or("", String::as_str));
+            }
+            print!("{r}");
+            // A closed loop has no schedule: nothing to say of its timing.
+            if !job.closed_loop {
+                println!("{}", fidelities[i]);
+            }
+            print_engine(stats, interrupted);
         }
-        print_engine(&stats, stop.load(Ordering::Relaxed));
         if let Some(p) = job.results {
             println!("results: {}", p.display());
         }
@@ -204,20 +300,29 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
             println!("report: {}", html.display());
         }
     }
-    if report.results > 0 && report.answered == 0 && read_error.is_none() {
-        bail!(
-            "not one of the {} queries was answered ({} timeouts, {} errors): is the server \
-             up, and at this address?",
-            report.results,
-            report.timeouts,
-            report.errors.values().sum::<u64>()
-        );
+    for (i, r) in reports.iter().enumerate() {
+        if r.results > 0 && r.answered == 0 && read_error.is_none() {
+            let which = if several {
+                format!(" sent to {}", names.get(i).map_or("", String::as_str))
+            } else {
+                String::new()
+            };
+            bail!(
+                "not one of the {} queries{which} was answered ({} timeouts, {} errors): is the \
+                 server up, and at this address?",
+                r.results,
+                r.timeouts,
+                r.errors.values().sum::<u64>()
+            );
+        }
     }
-    if job.strict && !fidelity.ok {
-        bail!(
-            "--strict: the replay did not keep the trace's timing: {}",
-            fidelity.problems.join("; ")
-        );
+    if job.strict {
+        if let Some(f) = fidelities.iter().find(|f| !f.ok) {
+            bail!(
+                "--strict: the replay did not keep the trace's timing: {}",
+                f.problems.join("; ")
+            );
+        }
     }
     match read_error {
         None => Ok(()),
@@ -319,8 +424,8 @@ fn print_causes(stats: &ReplayStats) {
     }
 }
 
-/// The engine configuration the flags ask for.
-fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
+/// The engine configuration the flags ask for, for the target `target` (one `--server`).
+fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
     let proto_override = args.proto.forced();
     let default_port = match proto_override {
         Some(Proto::Tls) => 853,
@@ -328,7 +433,23 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
         Some(Proto::Quic) => 853,
         _ => 53,
     };
-    let server = parse_server(&args.server, default_port)?;
+    if args.server.len() > 1 {
+        for (flag, given) in [
+            ("--tls-server", &args.tls_server),
+            ("--https-server", &args.https_server),
+            ("--quic-server", &args.quic_server),
+        ] {
+            if given.is_some() {
+                bail!(
+                    "{flag} names one server, and this replay has {} (--server): give each \
+                     --server without a port to send its encrypted transports to its host's \
+                     own ports",
+                    args.server.len()
+                );
+            }
+        }
+    }
+    let server = parse_server(target, default_port)?;
     let timing = if args.fast {
         Timing::Fast {
             max_in_flight: args.max_in_flight,
@@ -342,22 +463,29 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
     };
     let mut c = ReplayConfig::new(server.addr);
     c.proto_override = proto_override;
+    c.keep_answers = args.keep_answers;
     // Where each encrypted transport goes when a replay mixes transports.
     let mixed = proto_override.is_none();
-    c.tls_server = transport_server(args.tls_server.as_deref(), "--tls-server", 853, mixed, args)?;
+    c.tls_server = transport_server(
+        args.tls_server.as_deref(),
+        "--tls-server",
+        853,
+        mixed,
+        target,
+    )?;
     c.https_server = transport_server(
         args.https_server.as_deref(),
         "--https-server",
         443,
         mixed,
-        args,
+        target,
     )?;
     c.quic_server = transport_server(
         args.quic_server.as_deref(),
         "--quic-server",
         853,
         mixed,
-        args,
+        target,
     )?;
     c.doh = ldplayer_replay::DohConfig {
         method: match args.doh_method {
@@ -433,8 +561,9 @@ pub(crate) fn parse_instant_ns(s: &str, flag: &str) -> Result<i64> {
     i64::try_from(t.as_nanosecond()).with_context(|| format!("{flag} {s}: out of range"))
 }
 
-/// What the results file says about this run: its shard, the shared start, this host's clock.
-fn run_info(config: &ReplayConfig) -> RunInfo {
+/// What the results file says about this run: its shard, the shared start, this host's clock,
+/// whether it keeps answers, its targets when there are several.
+fn run_info(config: &ReplayConfig, targets: &[String]) -> RunInfo {
     RunInfo {
         shard: config.shard,
         start_ns: config.start_ns,
@@ -445,6 +574,8 @@ fn run_info(config: &ReplayConfig) -> RunInfo {
             .filter(|h| !h.is_empty()),
         complete: Some(false),
         closed_loop: Some(matches!(config.timing, Timing::Fast { .. })),
+        answers: config.keep_answers.then_some(true),
+        targets: (!targets.is_empty()).then(|| targets.to_vec()),
     }
 }
 
@@ -454,21 +585,22 @@ fn seconds(v: f64, flag: &str) -> Result<Duration> {
 }
 
 /// Where one encrypted transport goes: its own flag (`flag`, HOST:PORT, `port` when left out);
-/// else, in a replay that mixes transports (`mixed`) whose `--server` names no port, the
-/// `--server` host on the transport's own `port`, beside UDP and TCP on 53; else `--server`.
+/// else, in a replay that mixes transports (`mixed`) whose `--server` (`target`) names no
+/// port, the `--server` host on the transport's own `port`, beside UDP and TCP on 53; else
+/// `--server`.
 fn transport_server(
     given: Option<&str>,
     flag: &str,
     port: u16,
     mixed: bool,
-    args: &ReplayArgs,
+    target: &str,
 ) -> Result<Option<SocketAddr>> {
     if let Some(t) = given {
         return Ok(Some(parse_server(t, port).context(flag.to_string())?.addr));
     }
     // The port is left out when parsing with either default gives that default.
-    let own = parse_server(&args.server, port)?.addr;
-    let plain = parse_server(&args.server, 53)?.addr;
+    let own = parse_server(target, port)?.addr;
+    let plain = parse_server(target, 53)?.addr;
     Ok(
         (mixed && own.port() == port && plain.port() == 53)
             .then(|| SocketAddr::new(own.ip(), port)),
@@ -478,16 +610,18 @@ fn transport_server(
 /// The server to query, from `--server`: an address and port, and the host name when one was
 /// given (for TLS).
 #[derive(Debug, PartialEq, Eq)]
-struct ServerArg {
-    addr: SocketAddr,
-    name: Option<String>,
+pub(crate) struct ServerArg {
+    /// The address and port.
+    pub addr: SocketAddr,
+    /// The host name, when one was given.
+    pub name: Option<String>,
 }
 
 /// Reads `--server`: `IPV4[:PORT]`, `[IPV6][:PORT]`, a bare `IPV6` or `NAME[:PORT]`, with
 /// `default_port` when there is no port. Port 0 is refused, and so is an unbracketed IPv6
 /// address whose last group could be a port (`::1:5531`: port 5531 of `::1`, or the address
 /// `::1:5531`?), with both bracketed forms shown.
-fn parse_server(s: &str, default_port: u16) -> Result<ServerArg> {
+pub(crate) fn parse_server(s: &str, default_port: u16) -> Result<ServerArg> {
     let port_of = |p: &str| -> Result<u16> {
         match p.parse::<u16>() {
             Ok(0) => bail!("--server {s}: port 0 is not a server's port"),
@@ -576,7 +710,7 @@ mod tests {
         let crate::args::Command::Replay(a) = cli.command else {
             panic!("not a replay");
         };
-        config(&a).expect("a configuration")
+        config(&a, &a.server[0]).expect("a configuration")
     }
 
     /// A mixed replay to a server named without a port sends DoT, DoH and DoQ to their own

@@ -95,6 +95,8 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
     let unfinished_run = ldplayer_results::RunInfo {
         complete: Some(false),
         closed_loop: Some(args.fast),
+        answers: args.keep_answers.then_some(true),
+        targets: Some(args.server.clone()),
         ..Default::default()
     };
     let mut out = ResultsWriter::create_with_run_info(&merged, &unfinished_run)

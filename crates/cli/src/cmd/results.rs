@@ -39,6 +39,11 @@ fn merge_files(args: MergeArgs) -> Result<()> {
         .iter()
         .map(|r| r.run_info().and_then(|i| i.closed_loop))
         .collect();
+    // It keeps answers when every input does, and names the targets they all name.
+    let targets: Vec<Option<Vec<String>>> = readers
+        .iter()
+        .map(|r| r.run_info().and_then(|i| i.targets.clone()))
+        .collect();
     let unfinished_run = RunInfo {
         complete: Some(false),
         closed_loop: closed_loop
@@ -46,6 +51,12 @@ fn merge_files(args: MergeArgs) -> Result<()> {
             .copied()
             .flatten()
             .filter(|first| closed_loop.iter().all(|c| *c == Some(*first))),
+        answers: readers.iter().all(|r| r.keeps_answers()).then_some(true),
+        targets: targets
+            .first()
+            .cloned()
+            .flatten()
+            .filter(|first| targets.iter().all(|t| t.as_ref() == Some(first))),
         ..RunInfo::default()
     };
     let mut out = ResultsWriter::with_run_info(Output::create(&args.output)?, &unfinished_run)?;
@@ -381,25 +392,55 @@ fn shard_warnings(files: &[std::path::PathBuf], report: &MergeReport) -> Vec<Str
 fn summary(args: ResultsSummaryArgs) -> Result<()> {
     let mut reader = ResultsReader::open(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    let report = Summary::from_results(&mut reader)
-        .with_context(|| format!("reading {}", args.file.display()))?
-        .report();
+    // The whole file, and each target of a replay to several servers on its own.
+    let mut all = Summary::new();
+    let mut per_target: std::collections::BTreeMap<u16, Summary> = Default::default();
+    for r in &mut reader {
+        let r = r.with_context(|| format!("reading {}", args.file.display()))?;
+        all.add(&r);
+        per_target.entry(r.target).or_default().add(&r);
+    }
+    let report = all.report();
+    let info = reader.run_info().cloned().unwrap_or_default();
+    let several = info.targets.as_ref().is_some_and(|t| t.len() > 1) || per_target.len() > 1;
     // A run that did not finish is said first, where the summary is read.
     let incomplete = reader.incomplete_warning(args.file.display());
     // Whether the replay kept its trace's timing, judged as the replay judged it (only where
-    // the file says whether it had a schedule to keep).
-    let fidelity = reader
-        .run_info()
-        .and_then(|info| info.closed_loop)
-        .filter(|closed| !closed)
-        .map(|_| Fidelity::of(&report, false));
+    // the file says whether it had a schedule to keep), for each target.
+    let judged = info.closed_loop == Some(false);
+    let fidelity = |r: &ldplayer_results::SummaryReport| judged.then(|| Fidelity::of(r, false));
+    let targets: Vec<_> = per_target
+        .iter()
+        .map(|(&t, s)| {
+            let r = s.report();
+            (t, info.target_name(t), fidelity(&r), r)
+        })
+        .collect();
     if args.json {
         let mut json = serde_json::to_value(&report)?;
         if let Some(obj) = json.as_object_mut() {
             obj.insert("file_damage".into(), serde_json::to_value(reader.damage())?);
             obj.insert("complete".into(), serde_json::to_value(reader.complete())?);
-            if let Some(fidelity) = &fidelity {
-                obj.insert("fidelity".into(), serde_json::to_value(fidelity)?);
+            if !several {
+                if let Some(fidelity) = fidelity(&report) {
+                    obj.insert("fidelity".into(), serde_json::to_value(fidelity)?);
+                }
+            } else {
+                let list = targets
+                    .iter()
+                    .map(|(t, name, fidelity, r)| {
+                        let mut json = serde_json::to_value(r)?;
+                        if let Some(obj) = json.as_object_mut() {
+                            obj.insert("target".into(), (*t).into());
+                            obj.insert("server".into(), name.clone().into());
+                            if let Some(f) = fidelity {
+                                obj.insert("fidelity".into(), serde_json::to_value(f)?);
+                            }
+                        }
+                        Ok(json)
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                obj.insert("targets".into(), list.into());
             }
             obj.insert(
                 "warnings".into(),
@@ -414,9 +455,19 @@ fn summary(args: ResultsSummaryArgs) -> Result<()> {
         if let Some(w) = &incomplete {
             println!("WARNING: {w}");
         }
-        print!("{report}");
-        if let Some(fidelity) = &fidelity {
-            println!("{fidelity}");
+        if several {
+            for (t, name, fidelity, r) in &targets {
+                println!("target {t}: {name}");
+                print!("{r}");
+                if let Some(fidelity) = fidelity {
+                    println!("{fidelity}");
+                }
+            }
+        } else {
+            print!("{report}");
+            if let Some(fidelity) = fidelity(&report) {
+                println!("{fidelity}");
+            }
         }
     }
     report_damage(&args.file, &reader);

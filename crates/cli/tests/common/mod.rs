@@ -279,3 +279,39 @@ pub fn checker_accepts(cmd: &str, args: &[&str], dir: &std::path::Path) {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// One query of a hand-written trace: its name, type, header flags (`rd`, `rd,cd`, `-` for
+/// none) and whether it carries EDNS with DO set (`Some(true)`), EDNS without DO
+/// (`Some(false)`) or no EDNS (`None`).
+pub struct Query<'a> {
+    pub qname: &'a str,
+    pub qtype: &'a str,
+    pub flags: &'a str,
+    pub dnssec_ok: Option<bool>,
+}
+
+/// Writes `queries` as a text trace (`#ldplayer-text/2`, messages built from the columns) to
+/// `path`: one every millisecond from 1520000000 s, from 10.0.0.(i % clients + 1) over UDP.
+pub fn query_trace(path: &std::path::Path, queries: &[Query<'_>], clients: usize) {
+    let mut text = String::from(
+        "#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n",
+    );
+    for (i, q) in queries.iter().enumerate() {
+        let (edns, bufsize, dnssec_ok) = match q.dnssec_ok {
+            None => ("-", "-", "0"),
+            Some(d) => ("0", "1232", if d { "1" } else { "0" }),
+        };
+        text.push_str(&format!(
+            "{}.{:09}\t10.0.0.{}\t{}\t192.0.2.53\t53\tudp\t-\t{}\t0\tQUERY\tNOERROR\t{}\t{}\tIN\t{}\t{edns}\t{bufsize}\t{dnssec_ok}\t-\t-\n",
+            1_520_000_000 + i / 1000,
+            (i % 1000) * 1_000_000,
+            i % clients.max(1) + 1,
+            40000 + i % 20000,
+            i % 65536,
+            q.flags,
+            q.qname,
+            q.qtype,
+        ));
+    }
+    std::fs::write(path, text).expect("writing a trace");
+}

@@ -36,7 +36,9 @@ fn idle_unit(kind: ServerKind) -> IdleUnit {
         ServerKind::Knot => unit("tcp-idle-timeout", 1.0, 1.0, None),
         ServerKind::PdnsRecursor => unit("client-tcp-timeout", 1.0, 1.0, None),
         // A new connection waits `tcp-initial-timeout` for its first query, at least 2.5 s.
-        ServerKind::Bind => unit("tcp-idle-timeout", 0.1, 2.5, Some(120.0)),
+        ServerKind::Bind | ServerKind::BindResolver => {
+            unit("tcp-idle-timeout", 0.1, 2.5, Some(120.0))
+        }
         ServerKind::Unbound => unit("tcp-idle-timeout", 0.001, 0.001, None),
         ServerKind::Kresd => unit("net.tcp_in_idle", 0.001, 0.001, None),
         ServerKind::Ldplayer => unit("tcp_idle_timeout", 0.001, 0.0, None),

@@ -14,7 +14,7 @@
 //!   proto_share (1), set_do, clear_do, do_share (the exact share of queries with DO),
 //!   strip_edns, add_edns, udp_size, rd, time_scale, keep_clients, qtypes = [...],
 //!   qname_suffixes = [...], unique_names }`; `nonbusy_max_queries` (250).
-//! - `[server]`: `kind` (nsd, knot, bind, unbound, kresd, pdns-recursor, ldplayer), `zones = [...]`
+//! - `[server]`: `kind` (nsd, knot, bind, unbound, kresd, pdns-recursor, bind-resolver, ldplayer), `zones = [...]`
 //!   or `manifest` (recursive kinds need a manifest), `threads`, `idle_timeout_s` (20), `tls`
 //!   (on when some run uses TLS), `extra = [...]` raw configuration lines; for recursive kinds
 //!   `trust_anchor` ("auto" or a file), `validation_time`, `insecure = [...]`,
@@ -109,6 +109,35 @@ pub struct Plan {
     pub vary: Vec<VaryDimension>,
     /// Runs of each combination (`[run] repeat`), the innermost loop.
     pub repeat: u32,
+    /// `[diff]`: every run's answers against one run's; `None` without.
+    pub diff: Option<DiffPlan>,
+}
+
+/// `[diff] base = "RUN"`: the run whose answers every other run's are diffed against (as
+/// `ldplayer diff BASE RUN`), with an optional criteria file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiffPlan {
+    /// The base run: a run's name (`002-kind=kresd-r1`), or its varied values without the
+    /// number and repeat (`kind=kresd`), which then names the base of each repeat.
+    pub base: String,
+    /// The criteria file (`ldplayer diff --criteria`), resolved against the plan's folder.
+    pub criteria: Option<PathBuf>,
+}
+
+impl DiffPlan {
+    /// The base run of `run` among `runs`: the run named [`base`](Self::base), or the run of
+    /// `run`'s repeat whose varied values are `base`; `None` when none is.
+    pub fn base_of<'a>(&self, run: &RunSpec, runs: &'a [RunSpec]) -> Option<&'a RunSpec> {
+        runs.iter().find(|r| r.id == self.base).or_else(|| {
+            runs.iter().find(|r| {
+                r.repeat == run.repeat && {
+                    let values: Vec<String> =
+                        r.varied.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    values.join("+") == self.base || values.join(",") == self.base
+                }
+            })
+        })
+    }
 }
 
 /// One key of `[vary]` with its values.

@@ -24,6 +24,15 @@ pub(super) struct RawPlan {
     pub vary: RawVary,
     #[serde(default)]
     pub run: RawRun,
+    pub diff: Option<At<RawDiff>>,
+}
+
+/// `[diff]`: every run's answers against one run's.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawDiff {
+    pub base: At<String>,
+    pub criteria: Option<At<String>>,
 }
 
 #[derive(Debug, Deserialize)]

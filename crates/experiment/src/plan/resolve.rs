@@ -106,16 +106,69 @@ pub(super) fn resolve(raw: RawPlan, text: &str, dir: &Path) -> Checked<Plan> {
             });
         base.server.tls = tls_runs;
     }
-    let plan = Plan {
+    let diff = match &raw.diff {
+        Some(d) => Some(diff_section(&mut r, d)?),
+        None => None,
+    };
+    base.client.keep_answers = diff.is_some();
+    let mut plan = Plan {
         dir: dir.to_path_buf(),
         base,
         client_idle_follows,
         server_tls: tls_given,
         vary,
         repeat: run.repeat,
+        diff: None,
     };
     super::runs::check_runs(&r.loc, &r.spans, &plan, &raw)?;
+    if let (Some(d), Some(raw_diff)) = (diff, &raw.diff) {
+        let runs = plan.runs();
+        if !runs.iter().any(|run| d.base_of(run, &runs).is_some()) {
+            let names: Vec<String> = runs.iter().map(|r| r.id.clone()).collect();
+            return Err(r.loc.error(
+                Some(raw_diff.get_ref().base.span()),
+                "diff.base",
+                format!(
+                    "no run is named `{}`: give a run's name (its folder under runs/) or its \
+                     varied values without the number and repeat; the runs: {}",
+                    d.base,
+                    names.join(", ")
+                ),
+            ));
+        }
+        plan.diff = Some(d);
+    }
     Ok(plan)
+}
+
+/// `[diff]`: the base run's name and the criteria file (checked).
+fn diff_section(r: &mut Resolver, raw: &At<super::raw::RawDiff>) -> Checked<super::DiffPlan> {
+    let d = raw.get_ref();
+    let criteria = match &d.criteria {
+        Some(c) => {
+            let path = r.path(c, "diff.criteria")?;
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                r.loc.error(
+                    Some(c.span()),
+                    "diff.criteria",
+                    format!("{}: {e}", path.display()),
+                )
+            })?;
+            ldplayer_diff::Criteria::from_toml(&text).map_err(|e| {
+                r.loc.error(
+                    Some(c.span()),
+                    "diff.criteria",
+                    format!("{}: {e}", path.display()),
+                )
+            })?;
+            Some(path)
+        }
+        None => None,
+    };
+    Ok(super::DiffPlan {
+        base: d.base.get_ref().trim().to_string(),
+        criteria,
+    })
 }
 
 struct RunSection {
@@ -650,6 +703,7 @@ fn client_section(
             tc_retry: c.tc_retry.unwrap_or(true),
             max_udp_sockets,
             queriers,
+            keep_answers: false,
         },
         idle.is_none(),
     ))

@@ -204,7 +204,7 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
         return Err((
             vec![VaryKey::Kind, VaryKey::AggressiveNsec, VaryKey::QnameMinimisation],
             key,
-            format!("{kind} is not a resolver: DNSSEC validation and resolver options are for unbound, kresd and pdns-recursor"),
+            format!("{kind} is not a resolver: DNSSEC validation and resolver options are for unbound, kresd, pdns-recursor and bind-resolver"),
         ));
     }
     if options.aggressive_nsec.is_some() && s.server.validation.is_none() {

@@ -432,6 +432,9 @@ pub struct ClientSettings {
     /// The client stack of DoT, DoH and DoQ (lean otherwise).
     #[serde(default)]
     pub stack: super::kinds::StackChoice,
+    /// Keep every answer in the run's results file (`[diff]` compares them).
+    #[serde(default)]
+    pub keep_answers: bool,
 }
 
 impl ClientSettings {

@@ -727,3 +727,72 @@ fn the_client_stack_is_set_and_varied() {
         .to_string();
     assert!(e.contains("stack"), "{e}");
 }
+
+#[test]
+fn a_diff_names_its_base_run_and_its_criteria_are_read() {
+    let dir = folder();
+    let plan = |diff: &str| {
+        Plan::parse(
+            &format!(
+                "[trace]\nsynth = {{ workload = \"root\", rate = 10, duration_s = 20 }}\n\
+                 [server]\nkind = \"ldplayer\"\n[vary]\nproto = [\"udp\", \"tcp\"]\n\
+                 [run]\nrepeat = 2\n{diff}"
+            ),
+            dir.path(),
+        )
+    };
+    // Without [diff], no answers are kept.
+    let p = plan("").unwrap();
+    assert!(p.diff.is_none() && !p.base.client.keep_answers);
+    // By its values: each repeat against the base's same repeat.
+    let p = plan("[diff]\nbase = \"proto=udp\"\n").unwrap();
+    assert!(p.base.client.keep_answers);
+    let runs = p.runs();
+    assert!(runs.iter().all(|r| r.settings.client.keep_answers));
+    let d = p.diff.as_ref().unwrap();
+    let base = |id: &str| {
+        let run = runs.iter().find(|r| r.id == id).unwrap();
+        d.base_of(run, &runs).map(|b| b.id.clone())
+    };
+    assert_eq!(
+        base("004-proto=tcp-r2").as_deref(),
+        Some("002-proto=udp-r2")
+    );
+    assert_eq!(
+        base("003-proto=tcp-r1").as_deref(),
+        Some("001-proto=udp-r1")
+    );
+    // By its name: every run against that one.
+    let p = plan("[diff]\nbase = \"001-proto=udp-r1\"\n").unwrap();
+    let runs = p.runs();
+    let d = p.diff.as_ref().unwrap();
+    assert!(runs
+        .iter()
+        .all(|r| d.base_of(r, &runs).unwrap().id == "001-proto=udp-r1"));
+    // A name no run has: refused, with the runs' names and the line.
+    let e = plan("[diff]\nbase = \"proto=tls\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("diff.base") && e.contains("line 10") && e.contains("001-proto=udp-r1"),
+        "{e}"
+    );
+    // The criteria file must be there and read.
+    let e = plan("[diff]\nbase = \"proto=udp\"\ncriteria = \"nope.toml\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("diff.criteria") && e.contains("does not exist"),
+        "{e}"
+    );
+    std::fs::write(dir.path().join("bad.toml"), "fields = [\"rcodes\"]\n").unwrap();
+    let e = plan("[diff]\nbase = \"proto=udp\"\ncriteria = \"bad.toml\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("rcodes"), "{e}");
+    std::fs::write(dir.path().join("good.toml"), "ignore = [\"edns.*\"]\n").unwrap();
+    let p = plan("[diff]\nbase = \"proto=udp\"\ncriteria = \"good.toml\"\n").unwrap();
+    assert_eq!(p.diff.unwrap().criteria, Some(dir.path().join("good.toml")));
+    // Unknown keys are refused, as everywhere in a plan.
+    assert!(plan("[diff]\nbase = \"proto=udp\"\nbse = 1\n").is_err());
+}

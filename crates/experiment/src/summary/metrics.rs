@@ -357,6 +357,7 @@ mod tests {
             } else {
                 Outcome::Timeout
             },
+            target: 0,
         }
     }
 

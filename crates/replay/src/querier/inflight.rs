@@ -50,6 +50,7 @@ pub(super) fn blank_result(m: &QueryMeta, proto: Proto, outcome: Outcome) -> Que
         response_len: 0,
         truncated: false,
         outcome,
+        target: 0,
     }
 }
 
@@ -287,8 +288,11 @@ impl Querier {
             response_len: 0,
             truncated: false,
             outcome,
+            target: 0,
         };
+        let mut answer: &[u8] = &[];
         if let Some((wire, at)) = resp {
+            answer = wire;
             r.received_ns = at;
             r.response_len = wire.len().min(u16::MAX as usize) as u16;
             let flags = u16::from_be_bytes([wire[2], wire[3]]);
@@ -324,7 +328,7 @@ impl Querier {
         }
         self.free_slots.push(slot);
         self.in_flight = self.in_flight.saturating_sub(1);
-        self.push_result(r);
+        self.push_answered(r, answer);
     }
 
     pub(super) fn expire(&mut self, now: i64) {

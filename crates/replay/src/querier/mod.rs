@@ -31,6 +31,9 @@ const UDP_BASE: usize = 1 << 40;
 const CONN_BASE: usize = 2 << 40;
 const NONE: u32 = u32::MAX;
 const RESULT_BATCH: usize = 256;
+/// Bytes of kept answers after which a querier hands its results over, whatever their number:
+/// with the result channel's 4,096 batches, what answers can hold in flight stays bounded.
+const RESULT_BATCH_ANSWER_BYTES: usize = 256 * 1024;
 const HOUSEKEEPING_NS: i64 = 20_000_000;
 /// The least time before a due send that is worth a non-blocking look for answers (an empty
 /// `epoll_wait` costs about 1 µs here); closer sends are spun for.
@@ -50,7 +53,7 @@ pub(crate) struct Setup {
     pub poll: Poll,
     pub rx: Receiver<Batch>,
     pub recycle: Sender<Batch>,
-    pub results: Sender<Vec<QueryResult>>,
+    pub results: Sender<ResultBatch>,
     pub stop: Arc<AtomicBool>,
     pub live: Arc<Live>,
     pub tls: Option<Arc<TlsBase>>,
@@ -92,6 +95,49 @@ use stream::Conn;
 use transport::MatchKey;
 use udp::UdpSock;
 
+/// Results on their way from a querier to the result writer, with their answers when the replay
+/// keeps them ([`ReplayConfig::keep_answers`]).
+#[derive(Debug, Default)]
+pub(crate) struct ResultBatch {
+    pub results: Vec<QueryResult>,
+    /// With answers kept: where each result's answer ends in `answers` (its start is where the
+    /// previous one ends); a result without one has an empty span. Empty otherwise.
+    pub answer_ends: Vec<u32>,
+    /// The answers, one after the other.
+    pub answers: Vec<u8>,
+}
+
+impl ResultBatch {
+    fn with_capacity(n: usize, keep_answers: bool) -> ResultBatch {
+        ResultBatch {
+            results: Vec::with_capacity(n),
+            answer_ends: Vec::with_capacity(if keep_answers { n } else { 0 }),
+            answers: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.results.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.results.is_empty()
+    }
+
+    /// Each result with its answer, if it has one.
+    pub fn iter(&self) -> impl Iterator<Item = (&QueryResult, Option<&[u8]>)> {
+        let mut start = 0usize;
+        self.results.iter().enumerate().map(move |(i, r)| {
+            let answer = self.answer_ends.get(i).and_then(|&end| {
+                let span = start..end as usize;
+                start = end as usize;
+                (!span.is_empty()).then(|| &self.answers[span])
+            });
+            (r, answer)
+        })
+    }
+}
+
 struct Client {
     udp: u32,
     conn: u32,
@@ -130,11 +176,11 @@ fn fail_all(setup: Setup, e: io::Error) -> ReplayStats {
         server_name: "",
     };
     while let Ok(batch) = setup.rx.recv() {
-        let mut out = Vec::with_capacity(batch.queries.len());
+        let mut out = ResultBatch::with_capacity(batch.queries.len(), false);
         for m in &batch.queries {
             let r = blank_result(m, m.proto, Outcome::Error(ErrorKind::Send));
             stats.count_outcome(r.outcome);
-            out.push(r);
+            out.results.push(r);
         }
         stats.note_cause(ErrorKind::Send, &cause, &ctx, batch.queries.len() as u64);
         let _ = setup.results.send(out);
@@ -153,8 +199,8 @@ struct Querier {
     timer: TimerFd,
     rx: Receiver<Batch>,
     recycle: Sender<Batch>,
-    results_tx: Sender<Vec<QueryResult>>,
-    results: Vec<QueryResult>,
+    results_tx: Sender<ResultBatch>,
+    results: ResultBatch,
     last_results_flush: i64,
     stop: Arc<AtomicBool>,
     live: Arc<Live>,
@@ -248,6 +294,7 @@ impl Querier {
         }
         timer.drain();
         let config = s.config;
+        let keep_answers = config.keep_answers;
         Ok(Querier {
             fast: matches!(config.timing, Timing::Fast { .. }),
             max_in_flight: s.max_in_flight.max(1),
@@ -268,7 +315,7 @@ impl Querier {
             rx: s.rx,
             recycle: s.recycle,
             results_tx: s.results,
-            results: Vec::with_capacity(RESULT_BATCH),
+            results: ResultBatch::with_capacity(RESULT_BATCH, keep_answers),
             last_results_flush: 0,
             stop: s.stop,
             live: s.live,
@@ -329,6 +376,7 @@ impl Querier {
                 self.housekeeping(now);
             }
             if self.results.len() >= RESULT_BATCH
+                || self.results.answers.len() >= RESULT_BATCH_ANSWER_BYTES
                 || (!self.results.is_empty() && now - self.last_results_flush > HOUSEKEEPING_NS)
             {
                 self.flush_results(now);
@@ -572,11 +620,21 @@ impl Querier {
     // ---- completion ----
 
     fn push_result(&mut self, r: QueryResult) {
+        self.push_answered(r, &[]);
+    }
+
+    /// Records a result with its answer (empty: none), kept when the replay keeps answers.
+    fn push_answered(&mut self, r: QueryResult, answer: &[u8]) {
         if r.sent_ns != 0 {
             self.stats.sent += 1;
         }
         self.stats.count_outcome(r.outcome);
-        self.results.push(r);
+        self.results.results.push(r);
+        if self.config.keep_answers {
+            self.results.answers.extend_from_slice(answer);
+            let end = u32::try_from(self.results.answers.len()).unwrap_or(u32::MAX);
+            self.results.answer_ends.push(end);
+        }
     }
 
     fn flush_results(&mut self, now: i64) {
@@ -584,7 +642,8 @@ impl Querier {
         if self.results.is_empty() {
             return;
         }
-        let batch = std::mem::replace(&mut self.results, Vec::with_capacity(RESULT_BATCH));
+        let fresh = ResultBatch::with_capacity(RESULT_BATCH, self.config.keep_answers);
+        let batch = std::mem::replace(&mut self.results, fresh);
         self.stats.results += batch.len() as u64;
         // If the writer is gone, the results are lost but the replay still ends cleanly.
         let _ = self.results_tx.send(batch);

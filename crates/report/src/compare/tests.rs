@@ -173,6 +173,7 @@ fn result(
         response_len: 100,
         truncated: false,
         outcome,
+        target: 0,
     }
 }
 

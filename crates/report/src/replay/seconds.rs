@@ -289,6 +289,7 @@ mod tests {
             } else {
                 Outcome::Error(ErrorKind::Send)
             },
+            target: 0,
         }
     }
 

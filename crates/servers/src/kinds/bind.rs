@@ -26,67 +26,16 @@ const MIN_INITIAL: u128 = 25;
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let setup = p.setup;
     let d = p.dir_text();
-    let idle = p.idle_millis().div_ceil(100);
-    if idle > MAX_TIMEOUT {
-        return Err(ServerError::Unsupported {
-            kind: setup.kind,
-            what: format!(
-                "close idle TCP connections after {:?} (BIND's tcp-idle-timeout is at most 120 s)",
-                setup.tcp_idle_timeout
-            ),
-        });
-    }
-    let v4: Vec<&IpAddr> = setup.listen.iter().filter(|ip| ip.is_ipv4()).collect();
-    let v6: Vec<&IpAddr> = setup.listen.iter().filter(|ip| ip.is_ipv6()).collect();
-    let mut conf = String::new();
-    if let Some((_, files)) = p.tls.as_ref().or(p.https.as_ref()) {
-        let _ = writeln!(
-            conf,
-            "tls ldplayer-tls {{\n    key-file \"{}\";\n    cert-file \"{}\";\n}};",
-            show(&files.key),
-            show(&files.cert)
-        );
-    }
+    let mut conf = tls_block(p);
     let _ = write!(
         conf,
         "options {{\n    directory \"{d}\";\n    pid-file \"{d}/named.pid\";\n\
          \x20   session-keyfile \"{d}/session.key\";\n    managed-keys-directory \"{d}\";\n\
          \x20   recursion no;\n    allow-query {{ any; }};\n    dnssec-validation no;\n\
-         \x20   notify no;\n    automatic-interface-scan no;\n\
-         \x20   tcp-clients {clients};\n    tcp-idle-timeout {idle};\n\
-         \x20   tcp-initial-timeout {initial};\n    tcp-keepalive-timeout {idle};\n\
-         \x20   tcp-advertised-timeout {idle};\n",
-        clients = p.tcp_clients,
-        initial = idle.clamp(MIN_INITIAL, MAX_TIMEOUT),
+         \x20   notify no;\n    automatic-interface-scan no;\n",
     );
-    if v4.is_empty() {
-        conf.push_str("    listen-on { none; };\n");
-    } else {
-        listen(&mut conf, "listen-on", setup.port, "", &v4);
-    }
-    if v6.is_empty() {
-        conf.push_str("    listen-on-v6 { none; };\n");
-    } else {
-        listen(&mut conf, "listen-on-v6", setup.port, "", &v6);
-    }
-    if let Some((port, _)) = &p.tls {
-        if !v4.is_empty() {
-            listen(&mut conf, "listen-on", *port, " tls ldplayer-tls", &v4);
-        }
-        if !v6.is_empty() {
-            listen(&mut conf, "listen-on-v6", *port, " tls ldplayer-tls", &v6);
-        }
-    }
-    // BIND's built-in `default` endpoint serves `/dns-query`.
-    if let Some((port, _)) = &p.https {
-        let doh = " tls ldplayer-tls http default";
-        if !v4.is_empty() {
-            listen(&mut conf, "listen-on", *port, doh, &v4);
-        }
-        if !v6.is_empty() {
-            listen(&mut conf, "listen-on-v6", *port, doh, &v6);
-        }
-    }
+    conf.push_str(&tcp_timeouts(p)?);
+    listen(p, &mut conf);
     conf.push_str(&p.extra());
     conf.push_str("};\ncontrols { };\n");
     for z in &p.zones {
@@ -113,8 +62,78 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     })
 }
 
+/// The `tls` block naming the key and certificate, when TLS or DoH is served.
+pub(super) fn tls_block(p: &Prepared) -> String {
+    let mut conf = String::new();
+    if let Some((_, files)) = p.tls.as_ref().or(p.https.as_ref()) {
+        let _ = writeln!(
+            conf,
+            "tls ldplayer-tls {{\n    key-file \"{}\";\n    cert-file \"{}\";\n}};",
+            show(&files.key),
+            show(&files.cert)
+        );
+    }
+    conf
+}
+
+/// The options on TCP clients and timeouts (see the [module docs](self)).
+pub(super) fn tcp_timeouts(p: &Prepared) -> Result<String, ServerError> {
+    let idle = p.idle_millis().div_ceil(100);
+    if idle > MAX_TIMEOUT {
+        return Err(ServerError::Unsupported {
+            kind: p.setup.kind,
+            what: format!(
+                "close idle TCP connections after {:?} (BIND's tcp-idle-timeout is at most 120 s)",
+                p.setup.tcp_idle_timeout
+            ),
+        });
+    }
+    Ok(format!(
+        "    tcp-clients {clients};\n    tcp-idle-timeout {idle};\n\
+         \x20   tcp-initial-timeout {initial};\n    tcp-keepalive-timeout {idle};\n\
+         \x20   tcp-advertised-timeout {idle};\n",
+        clients = p.tcp_clients,
+        initial = idle.clamp(MIN_INITIAL, MAX_TIMEOUT),
+    ))
+}
+
+/// The `listen-on` statements: plain DNS, then TLS and DoH when served.
+pub(super) fn listen(p: &Prepared, conf: &mut String) {
+    let setup = p.setup;
+    let v4: Vec<&IpAddr> = setup.listen.iter().filter(|ip| ip.is_ipv4()).collect();
+    let v6: Vec<&IpAddr> = setup.listen.iter().filter(|ip| ip.is_ipv6()).collect();
+    if v4.is_empty() {
+        conf.push_str("    listen-on { none; };\n");
+    } else {
+        listen_on(conf, "listen-on", setup.port, "", &v4);
+    }
+    if v6.is_empty() {
+        conf.push_str("    listen-on-v6 { none; };\n");
+    } else {
+        listen_on(conf, "listen-on-v6", setup.port, "", &v6);
+    }
+    if let Some((port, _)) = &p.tls {
+        if !v4.is_empty() {
+            listen_on(conf, "listen-on", *port, " tls ldplayer-tls", &v4);
+        }
+        if !v6.is_empty() {
+            listen_on(conf, "listen-on-v6", *port, " tls ldplayer-tls", &v6);
+        }
+    }
+    // BIND's built-in `default` endpoint serves `/dns-query`.
+    if let Some((port, _)) = &p.https {
+        let doh = " tls ldplayer-tls http default";
+        if !v4.is_empty() {
+            listen_on(conf, "listen-on", *port, doh, &v4);
+        }
+        if !v6.is_empty() {
+            listen_on(conf, "listen-on-v6", *port, doh, &v6);
+        }
+    }
+}
+
 /// One `listen-on` (or `listen-on-v6`) statement for `ips` on `port`, `tls` naming the TLS block.
-fn listen(conf: &mut String, directive: &str, port: u16, tls: &str, ips: &[&IpAddr]) {
+fn listen_on(conf: &mut String, directive: &str, port: u16, tls: &str, ips: &[&IpAddr]) {
     let list: String = ips.iter().map(|ip| format!("{ip}; ")).collect();
     let _ = writeln!(conf, "    {directive} port {port}{tls} {{ {list}}};");
 }

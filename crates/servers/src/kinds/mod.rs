@@ -3,6 +3,7 @@
 //! foreground with it, plus the server's own checker when it has one.
 
 mod bind;
+mod bind_resolver;
 mod knot;
 mod kresd;
 mod nsd;
@@ -44,6 +45,7 @@ pub(crate) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         ServerKind::Nsd => nsd::launch(p),
         ServerKind::Knot => knot::launch(p),
         ServerKind::Bind => bind::launch(p),
+        ServerKind::BindResolver => bind_resolver::launch(p),
         ServerKind::Unbound => unbound::launch(p),
         ServerKind::Kresd => kresd::launch(p),
         ServerKind::PdnsRecursor => pdns::launch(p),
@@ -57,7 +59,7 @@ pub(crate) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
 /// The arguments that make `kind`'s program print its version.
 pub(crate) fn version_args(kind: ServerKind) -> &'static [&'static str] {
     match kind {
-        ServerKind::Nsd | ServerKind::Bind => &["-v"],
+        ServerKind::Nsd | ServerKind::Bind | ServerKind::BindResolver => &["-v"],
         ServerKind::Unbound => &["-V"],
         _ => &["--version"],
     }
@@ -80,7 +82,7 @@ pub(crate) fn version_line(kind: ServerKind, printed: &str) -> String {
         // "knotd (Knot DNS), version 3.2.6"
         ServerKind::Knot => ("Knot DNS", "version "),
         // "BIND 9.18.49-1~deb12u3-Debian (Extended Support Version) <id:>"
-        ServerKind::Bind => ("BIND", "BIND "),
+        ServerKind::Bind | ServerKind::BindResolver => ("BIND", "BIND "),
         // "Version 1.17.1"
         ServerKind::Unbound => ("Unbound", "Version "),
         // "Knot Resolver, version 5.6.0"
