@@ -27,8 +27,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Convert a trace (pcap, pcapng, text or binary; gzip/xz/zstd read transparently) to text,
-    /// binary or pcap.
+    /// Convert a trace (pcap, pcapng, dnstap, text or binary; gzip/xz/zstd read transparently)
+    /// to text, binary, pcap or dnstap.
     Convert(ConvertArgs),
     /// Summarize a trace: duration, queries, responses, clients, rates, transports, EDNS, DO,
     /// top types and rcodes, skipped records.
@@ -104,7 +104,7 @@ pub struct PopulationFitArgs {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// Trace to replay: pcap, pcapng, text or binary (`-` for standard input).
+    /// Trace to replay: pcap, pcapng, dnstap, text or binary (`-` for standard input).
     pub trace: PathBuf,
     /// Server to query: HOST[:PORT] (port 53, or 853 for TLS and DoQ and 443 for DoH, when left
     /// out).
@@ -253,6 +253,10 @@ pub struct ReplayArgs {
     /// Do not send malformed queries (skip them, counted by their `dns-*` reason).
     #[arg(long)]
     pub drop_malformed: bool,
+    /// The dnstap message types replayed from a dnstap log, comma-separated (or `all`).
+    /// Default: CLIENT_QUERY,CLIENT_RESPONSE.
+    #[arg(long, value_name = "TYPES", value_parser = dnstap_types)]
+    pub dnstap_types: Option<ldplayer_trace::dnstap::DnstapTypes>,
     /// Print nothing but errors (with --json, only the JSON summary).
     #[arg(short, long)]
     pub quiet: bool,
@@ -509,7 +513,8 @@ pub struct ZonesDeckardArgs {
 
 #[derive(Debug, Args)]
 pub struct ZonesBuildArgs {
-    /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary), or
+    /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary, or a
+    /// resolver's dnstap log, of which RESOLVER_RESPONSE messages are read by default), or
     /// Deckard scenarios (.rpl, or any file with a CONFIG_END line): every RANGE entry is taken
     /// as a response from each ADDRESS of its range (an entry with answers but neither AA nor
     /// RA is taken as authoritative). The scenarios' stub-addr (the resolver's root hints)
@@ -720,6 +725,9 @@ pub enum OutFormat {
     Binary,
     /// A pcap capture (opens in Wireshark).
     Pcap,
+    /// A dnstap file (Frame Streams of dnstap messages, as servers log): CLIENT_QUERY and
+    /// CLIENT_RESPONSE messages.
+    Dnstap,
 }
 
 /// Options for reading captures.
@@ -737,6 +745,16 @@ pub struct ReadArgs {
     /// Skip malformed messages (counted by their `dns-*` reason) instead of keeping them.
     #[arg(long)]
     pub drop_malformed: bool,
+    /// The dnstap message types read from dnstap logs, comma-separated (or `all`): the others
+    /// are counted, not read. Default: CLIENT_QUERY,CLIENT_RESPONSE (what the server was asked
+    /// and answered); RESOLVER_RESPONSE for `zones build`.
+    #[arg(long, value_name = "TYPES", value_parser = dnstap_types)]
+    pub dnstap_types: Option<ldplayer_trace::dnstap::DnstapTypes>,
+}
+
+/// Parses `--dnstap-types`.
+pub fn dnstap_types(s: &str) -> Result<ldplayer_trace::dnstap::DnstapTypes, String> {
+    s.parse()
 }
 
 impl From<&ReadArgs> for ldplayer_trace::open::ReadOptions {
@@ -746,6 +764,7 @@ impl From<&ReadArgs> for ldplayer_trace::open::ReadOptions {
         ldplayer_trace::open::ReadOptions {
             dns_ports: read.dns_ports.clone(),
             drop_malformed: read.drop_malformed,
+            dnstap_types: read.dnstap_types.unwrap_or_default(),
             ..Default::default()
         }
     }
@@ -785,7 +804,8 @@ impl WriteArgs {
 pub struct ConvertArgs {
     /// Input trace (`-` for standard input).
     pub input: PathBuf,
-    /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap, .bin binary).
+    /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap,
+    /// .dnstap/.fstrm dnstap, .bin binary).
     #[arg(long, value_enum)]
     pub to: Option<OutFormat>,
     #[command(flatten)]

@@ -240,6 +240,7 @@ fn workload(
         queries_only: false,
         responses_only: false,
         drop_malformed: false,
+        dnstap_types: None,
     };
     super::replay::replay_trace(
         config,

@@ -76,6 +76,7 @@ pub fn format_name(format: ldplayer_trace::input::Format) -> &'static str {
         Format::Capture => "capture",
         Format::Text => "text",
         Format::Binary => "binary",
+        Format::Dnstap => "dnstap",
     }
 }
 
@@ -86,5 +87,6 @@ pub fn out_format_name(format: crate::args::OutFormat) -> &'static str {
         OutFormat::Text => "text",
         OutFormat::Binary => "binary",
         OutFormat::Pcap => "pcap",
+        OutFormat::Dnstap => "dnstap",
     }
 }
