@@ -72,10 +72,53 @@ pub enum Command {
     /// metric; exit with status 1 when a metric worsened past its --max-regression bound, 2
     /// when the comparison could not be made.
     Compare(crate::cmd::compare::CompareArgs),
+    /// dnstap: collect what DNS servers log about their traffic, live, into a trace.
+    #[command(subcommand)]
+    Dnstap(DnstapCommand),
     /// Client populations: fit one to a real trace (its transport mix, per-client rates and
     /// gaps), for `replay --population`.
     #[command(subcommand)]
     Population(PopulationCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DnstapCommand {
+    /// Listen on a Unix or TCP socket for servers' dnstap (Frame Streams, bi-directional
+    /// handshake or not) and write what arrives as a trace until stopped (Ctrl-C, SIGTERM,
+    /// --count, --seconds); every whole frame is kept when a writer disconnects.
+    Listen(DnstapListenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DnstapListenArgs {
+    /// Listen on a Unix socket at this path (Unbound's dnstap-socket-path, BIND's
+    /// `dnstap-output unix`, Knot's sink).
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "tcp",
+        conflicts_with = "tcp"
+    )]
+    pub unix: Option<PathBuf>,
+    /// Listen on this TCP address, HOST:PORT (Unbound's dnstap-ip; port 0 takes a free one,
+    /// printed when listening).
+    #[arg(long, value_name = "ADDR")]
+    pub tcp: Option<std::net::SocketAddr>,
+    /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap,
+    /// .dnstap/.fstrm dnstap, else binary). A dnstap output keeps every frame as it arrived.
+    #[arg(long, value_enum)]
+    pub to: Option<OutFormat>,
+    /// The dnstap message types written as records, comma-separated (default: all).
+    #[arg(long, value_name = "TYPES", value_parser = dnstap_types)]
+    pub dnstap_types: Option<ldplayer_trace::dnstap::DnstapTypes>,
+    /// Stop after this many frames.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::values::queries)]
+    pub count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
+    pub seconds: Option<f64>,
+    #[command(flatten)]
+    pub write: WriteArgs,
 }
 
 #[derive(Debug, Subcommand)]

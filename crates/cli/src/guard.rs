@@ -5,7 +5,7 @@
 //! open themselves (the zone files of a manifest, the trace of an experiment plan), and every
 //! file is created through the guard, which checks it once more.
 
-use crate::args::{Command, PopulationCommand, ResultsCommand, ZonesCommand};
+use crate::args::{Command, DnstapCommand, PopulationCommand, ResultsCommand, ZonesCommand};
 use std::path::{Path, PathBuf};
 
 /// The files a command reads and the outputs it names (each with the option naming it).
@@ -99,6 +99,7 @@ pub fn files(command: &Command) -> Files<'_> {
         Command::Demo(_) => f,
         Command::Compare(a) => f.input(&a.base).input(&a.new),
         Command::Population(PopulationCommand::Fit(a)) => f.input(&a.input).output("-o", &a.output),
+        Command::Dnstap(DnstapCommand::Listen(a)) => f.output("-o", &a.write.output),
     }
 }
 

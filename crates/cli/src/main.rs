@@ -52,6 +52,7 @@ fn main() {
         args::Command::Demo(a) => cmd::demo::run(a),
         args::Command::Compare(a) => cmd::compare::run(a),
         args::Command::Population(c) => cmd::population::run(c),
+        args::Command::Dnstap(c) => cmd::dnstap::run(c),
     };
     exit_on_error(result);
 }

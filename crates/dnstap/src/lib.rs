@@ -10,13 +10,16 @@
 //!   of the bi-directional handshake of sockets;
 //! - [`Tap`]: one dnstap message, decoded from a data frame (its bytes shared with the frame,
 //!   not copied) or encoded into one;
-//! - [`Census`]: counts of a log's messages by type and by identity.
+//! - [`Census`]: counts of a log's messages by type and by identity;
+//! - [`collector`]: listens on a Unix or TCP socket for servers' dnstap, as `fstrm_capture`
+//!   does.
 //!
 //! This crate knows nothing of ldplayer's traces: `ldplayer-trace` builds on it to read
 //! dnstap files as traces and write traces as dnstap, as it builds on `pcap-parser` for
 //! captures.
 
 mod census;
+pub mod collector;
 pub mod fstrm;
 pub mod proto;
 mod tap;

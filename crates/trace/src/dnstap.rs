@@ -304,6 +304,60 @@ impl<R: Read> Source for DnstapReader<R> {
     }
 }
 
+/// Turns the data frames a collector receives ([`ldplayer_dnstap::collector`]) into records:
+/// each message counted in the census, those of the chosen types passed to a sink, the
+/// others left out, the ones that do not decode skipped by their reason.
+#[derive(Debug, Default)]
+pub struct FrameRecords {
+    types: DnstapTypes,
+    census: Census,
+    frames: u64,
+}
+
+impl FrameRecords {
+    /// Keeps the messages of `types`.
+    pub fn new(types: DnstapTypes) -> Self {
+        FrameRecords {
+            types,
+            census: Census::default(),
+            frames: 0,
+        }
+    }
+
+    /// Takes one data frame into `sink`.
+    pub fn frame(&mut self, data: Bytes, sink: &mut dyn Sink) -> Result<(), SinkError> {
+        self.frames += 1;
+        let tap = match Tap::decode(data) {
+            Ok(tap) => tap,
+            Err(e) => {
+                sink.skipped(tap_skip(&e), self.frames);
+                return Ok(());
+            }
+        };
+        self.census.add(&tap);
+        if !self.types.contains(tap.kind) {
+            return Ok(());
+        }
+        match record_of(&tap) {
+            Ok(record) => sink.record(&record),
+            Err(reason) => {
+                sink.skipped(reason, self.frames);
+                Ok(())
+            }
+        }
+    }
+
+    /// Data frames taken.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The messages taken, by type and identity.
+    pub fn census(&self) -> &Census {
+        &self.census
+    }
+}
+
 /// Writes records as a dnstap file: one message per record, `CLIENT_QUERY` for a query and
 /// `CLIENT_RESPONSE` for a response (by the QR bit; a message too short to have one is taken
 /// as a query), unless [`DnstapWriter::with_types`] says otherwise.

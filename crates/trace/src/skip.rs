@@ -56,6 +56,9 @@ pub enum SkipReason {
     /// A Frame Streams control frame that does not decode, or a data frame outside a stream
     /// (after its `STOP`).
     DnstapBadFrame,
+    /// A dnstap frame cut short on a collector's connection: the writer went away (or the
+    /// collector was stopped) in the middle of it.
+    DnstapCutFrame,
 }
 
 impl SkipReason {
@@ -83,6 +86,7 @@ impl SkipReason {
             SkipReason::DnstapBadTime => "dnstap-bad-time",
             SkipReason::DnstapContentType => "dnstap-content-type",
             SkipReason::DnstapBadFrame => "dnstap-bad-frame",
+            SkipReason::DnstapCutFrame => "dnstap-cut-frame",
         }
     }
 }

@@ -3,6 +3,7 @@
 pub mod compare;
 pub mod convert;
 pub mod demo;
+pub mod dnstap;
 pub mod experiment;
 pub mod inspect;
 pub mod lab;
