@@ -456,6 +456,12 @@ pub struct LabArgs {
     /// Capture the resolver's upstream traffic (the link between the namespaces) to this pcap.
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
+    /// Collect the resolver's own log of its upstream traffic (its dnstap RESOLVER_QUERY and
+    /// RESOLVER_RESPONSE messages, sent to a collector on a Unix socket) into this binary
+    /// trace, e.g. upstream.bin: a second witness beside --capture and the meta-server's
+    /// counts (unbound only).
+    #[arg(long, value_name = "FILE")]
+    pub dnstap: Option<PathBuf>,
     /// Keep configurations and logs here (default: a temporary directory, removed afterwards).
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,

@@ -93,7 +93,8 @@ pub fn files(command: &Command) -> Files<'_> {
             .maybe_input(a.population.as_ref())
             .maybe_output("--answers", a.answers.as_ref())
             .maybe_output("--results", a.results.as_ref())
-            .maybe_output("--capture", a.capture.as_ref()),
+            .maybe_output("--capture", a.capture.as_ref())
+            .maybe_output("--dnstap", a.dnstap.as_ref()),
         Command::Experiment(a) => f.input(&a.plan),
         Command::Report(a) => f.inputs(&a.inputs).output("-o", &a.output),
         Command::Demo(_) => f,

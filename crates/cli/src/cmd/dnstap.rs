@@ -72,7 +72,8 @@ fn listen(args: DnstapListenArgs) -> Result<()> {
     };
     let collector = Collector::bind(&listen)?;
     let progress = Progress::new(args.write.silent());
-    if !args.write.silent() {
+    // Also with --json (on standard error): whoever starts the collector waits for this line.
+    if !args.write.quiet {
         progress.println(&format!(
             "ldplayer dnstap: listening on {} (Ctrl-C to stop)",
             collector.local()
@@ -104,7 +105,7 @@ fn listen(args: DnstapListenArgs) -> Result<()> {
         match event {
             Event::Connected { id, peer, mode } => {
                 connections += 1;
-                if !args.write.silent() {
+                if !args.write.quiet {
                     let from = if peer.is_empty() {
                         String::new()
                     } else {

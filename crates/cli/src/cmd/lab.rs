@@ -118,6 +118,7 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
         hints: args.hints.as_deref().map(absolute).transpose()?,
         resolver,
         capture: args.capture.as_deref().map(absolute).transpose()?,
+        dnstap: args.dnstap.as_deref().map(absolute).transpose()?,
         work_dir: work_dir.clone(),
     };
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
@@ -134,7 +135,22 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
         );
     }
     let outcome = workload(&args, &side, population);
-    side.finish();
+    let (_, upstream) = side.finish_with_upstream();
+    match upstream {
+        Some(Ok(log)) if !args.quiet => eprintln!(
+            "ldplayer lab: the resolver's dnstap: {} upstream queries and {} responses in {}{}",
+            log.queries,
+            log.responses,
+            log.file.display(),
+            if log.skipped.total() > 0 {
+                format!("; skipped: {}", super::skipped_list(&log.skipped))
+            } else {
+                String::new()
+            }
+        ),
+        Some(Err(e)) => eprintln!("ldplayer lab: the resolver's dnstap: {e}"),
+        _ => {}
+    }
     let server_log = std::fs::read_to_string(work_dir.join("server-side.log")).unwrap_or_default();
     for line in server_log
         .lines()
