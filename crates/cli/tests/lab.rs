@@ -666,4 +666,35 @@ fn a_resolvers_dnstap_log_rebuilds_the_same_zones_as_its_capture() {
             b[name]
         );
     }
+    // The hierarchy rebuilt from dnstap, served by the meta-server: the resolver's dnstap
+    // counts the responses by zone level as the meta-server counts what it sent.
+    let log = run(
+        ldplayer()
+            .arg("lab")
+            .arg("--manifest")
+            .arg(d.join("from-dnstap/manifest"))
+            .arg("--names")
+            .arg(gt.join("names"))
+            .arg("--answers")
+            .arg(d.join("rb.answers"))
+            .arg("--dnstap")
+            .arg(d.join("rb-upstream.bin")),
+        "ldplayer lab --dnstap (meta-server)",
+    );
+    let levels = |prefix: &str| -> String {
+        log.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.split("by zone level: ").nth(1))
+            .unwrap_or_else(|| panic!("no levels after {prefix:?}:\n{log}"))
+            .to_string()
+    };
+    let (dnstap, meta) = (
+        levels("ldplayer lab: the resolver's dnstap:"),
+        levels("ldplayer lab: meta-server:"),
+    );
+    assert!(
+        dnstap.starts_with("root ") && !dnstap.starts_with("root 0 "),
+        "{log}"
+    );
+    assert_eq!(dnstap, meta, "{log}");
 }

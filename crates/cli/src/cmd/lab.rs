@@ -137,17 +137,33 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
     let outcome = workload(&args, &side, population);
     let (_, upstream) = side.finish_with_upstream();
     match upstream {
-        Some(Ok(log)) if !args.quiet => eprintln!(
-            "ldplayer lab: the resolver's dnstap: {} upstream queries and {} responses in {}{}",
-            log.queries,
-            log.responses,
-            log.file.display(),
-            if log.skipped.total() > 0 {
-                format!("; skipped: {}", super::skipped_list(&log.skipped))
-            } else {
-                String::new()
-            }
-        ),
+        Some(Ok(log)) if !args.quiet => {
+            // The responses by the level of the zone that answered, as the meta-server counts
+            // its own (printed below from the server side): a second witness of them.
+            let levels = match ldplayer_lab::upstream::levels(&config.manifest, &log.file) {
+                Ok(l) => format!(
+                    "; by zone level: root {} ({} NXDOMAIN), TLD {} ({} NXDOMAIN), below {} ({} NXDOMAIN)",
+                    l.level_total(0),
+                    l.counts[0][1],
+                    l.level_total(1),
+                    l.counts[1][1],
+                    l.level_total(2),
+                    l.counts[2][1]
+                ),
+                Err(e) => format!("; levels: {e}"),
+            };
+            eprintln!(
+                "ldplayer lab: the resolver's dnstap: {} upstream queries and {} responses in {}{}{levels}",
+                log.queries,
+                log.responses,
+                log.file.display(),
+                if log.skipped.total() > 0 {
+                    format!("; skipped: {}", super::skipped_list(&log.skipped))
+                } else {
+                    String::new()
+                }
+            )
+        }
         Some(Err(e)) => eprintln!("ldplayer lab: the resolver's dnstap: {e}"),
         _ => {}
     }
