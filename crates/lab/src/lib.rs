@@ -324,7 +324,14 @@ impl ResolverSide {
                     config.resolver
                 )));
             }
-            side.upstream = Some(upstream::UpstreamCollector::start(&config.work_dir, file)?);
+            side.upstream = Some(
+                upstream::UpstreamCollector::start(
+                    &upstream::socket_path(&config.work_dir),
+                    file,
+                    ldplayer_trace::dnstap::DnstapTypes::RESOLVER,
+                )
+                .map_err(LabError::Io)?,
+            );
         }
         let tls = if config.encrypted {
             Some(ldplayer_servers::make_certificate(
@@ -419,7 +426,7 @@ impl ResolverSide {
             // Unbound sends its dnstap once a second and drops what is queued when it stops.
             std::thread::sleep(Duration::from_millis(1500));
             drop(self.resolver.take());
-            self.upstream_log = Some(collector.finish());
+            self.upstream_log = Some(collector.finish().map_err(LabError::Io));
         }
         drop(self.resolver.take());
         if let Some((mut t, pcap)) = self.tcpdump.take() {

@@ -25,6 +25,8 @@
 //! (`dnstap-bad-frame`), a file that ends inside a frame (`file-truncated`). Every whole frame
 //! before the damage is read.
 
+pub mod collect;
+
 use crate::input::{cut_reason, Position};
 use crate::record::{Proto, Record};
 use crate::sink::{drive, Sink, SinkError, Source, TraceError};
