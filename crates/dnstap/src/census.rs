@@ -9,31 +9,81 @@ use std::fmt;
 pub const MAX_IDENTITIES: usize = 1024;
 
 /// Counts of messages by type and by identity (the server that logged them).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Census {
-    by_type: BTreeMap<MessageType, u64>,
-    by_identity: BTreeMap<String, u64>,
+    /// By type code (0 unused).
+    by_type: [u64; 15],
+    /// By identity bytes (empty when a message names none): looked up without allocating,
+    /// as every message of a log is counted.
+    by_identity: BTreeMap<Vec<u8>, u64>,
     other_identities: u64,
+    /// The identity of the last messages and how many of them are not yet in `by_identity`:
+    /// a log holds long runs of one identity, counted here without a lookup each.
+    last: Vec<u8>,
+    pending: u64,
 }
+
+impl Default for Census {
+    fn default() -> Self {
+        Census {
+            by_type: [0; 15],
+            by_identity: BTreeMap::new(),
+            other_identities: 0,
+            last: Vec::new(),
+            pending: 0,
+        }
+    }
+}
+
+impl PartialEq for Census {
+    fn eq(&self, other: &Census) -> bool {
+        let (a, b) = (self.settled(), other.settled());
+        a.by_type == b.by_type
+            && a.by_identity == b.by_identity
+            && a.other_identities == b.other_identities
+    }
+}
+
+impl Eq for Census {}
 
 impl Census {
     /// Counts one message.
     pub fn add(&mut self, tap: &Tap) {
-        *self.by_type.entry(tap.kind).or_insert(0) += 1;
-        let identity = tap
-            .identity
-            .as_ref()
-            .map(|i| String::from_utf8_lossy(i).into_owned())
-            .unwrap_or_default();
-        self.count_identity(identity, 1);
+        self.by_type[tap.kind.code() as usize] += 1;
+        let identity = tap.identity.as_deref().unwrap_or_default();
+        if self.pending > 0 && identity == self.last.as_slice() {
+            self.pending += 1;
+            return;
+        }
+        self.settle();
+        self.last.clear();
+        self.last.extend_from_slice(identity);
+        self.pending = 1;
     }
 
-    fn count_identity(&mut self, identity: String, n: u64) {
+    /// Moves the pending count of the last identity into the map.
+    fn settle(&mut self) {
+        if self.pending > 0 {
+            let last = std::mem::take(&mut self.last);
+            self.count_identity(&last, self.pending);
+            self.last = last;
+            self.pending = 0;
+        }
+    }
+
+    /// A copy with nothing pending.
+    fn settled(&self) -> Census {
+        let mut c = self.clone();
+        c.settle();
+        c
+    }
+
+    fn count_identity(&mut self, identity: &[u8], n: u64) {
         let room = self.by_identity.len() < MAX_IDENTITIES;
-        match self.by_identity.get_mut(&identity) {
+        match self.by_identity.get_mut(identity) {
             Some(m) => *m += n,
             None if room => {
-                self.by_identity.insert(identity, n);
+                self.by_identity.insert(identity.to_vec(), n);
             }
             None => self.other_identities += n,
         }
@@ -41,47 +91,55 @@ impl Census {
 
     /// Adds `other`'s counts (of another file or connection).
     pub fn merge(&mut self, other: &Census) {
-        for (t, n) in &other.by_type {
-            *self.by_type.entry(*t).or_insert(0) += n;
+        let other = other.settled();
+        self.settle();
+        for (a, b) in self.by_type.iter_mut().zip(other.by_type) {
+            *a += b;
         }
         for (i, n) in &other.by_identity {
-            self.count_identity(i.clone(), *n);
+            self.count_identity(i, *n);
         }
         self.other_identities += other.other_identities;
     }
 
     /// Messages counted.
     pub fn total(&self) -> u64 {
-        self.by_type.values().sum()
+        self.by_type.iter().sum()
     }
 
     /// Messages of `kind`.
     pub fn of_type(&self, kind: MessageType) -> u64 {
-        self.by_type.get(&kind).copied().unwrap_or(0)
+        self.by_type[kind.code() as usize]
     }
 
     /// (type, messages) for every type seen, in code order.
     pub fn by_type(&self) -> impl Iterator<Item = (MessageType, u64)> + '_ {
-        self.by_type.iter().map(|(t, n)| (*t, *n))
+        MessageType::ALL
+            .into_iter()
+            .map(|t| (t, self.of_type(t)))
+            .filter(|(_, n)| *n > 0)
     }
 
-    /// (identity, messages) for every identity seen (`""` when a message names none), in
-    /// byte order; the messages of identities past [`MAX_IDENTITIES`] are in
-    /// [`Census::other_identities`].
-    pub fn by_identity(&self) -> impl Iterator<Item = (&str, u64)> + '_ {
-        self.by_identity.iter().map(|(i, n)| (i.as_str(), *n))
+    /// (identity, messages) for every identity seen (`""` when a message names none; bytes
+    /// that are not UTF-8 shown as U+FFFD), in byte order; the messages of identities past
+    /// [`MAX_IDENTITIES`] are in [`Census::other_identities`].
+    pub fn by_identity(&self) -> impl Iterator<Item = (String, u64)> {
+        self.settled()
+            .by_identity
+            .into_iter()
+            .map(|(i, n)| (String::from_utf8_lossy(&i).into_owned(), n))
     }
 
     /// Messages of identities beyond the first [`MAX_IDENTITIES`].
     pub fn other_identities(&self) -> u64 {
-        self.other_identities
+        self.settled().other_identities
     }
 }
 
 impl fmt::Display for Census {
     /// `CLIENT_QUERY=10, CLIENT_RESPONSE=10`, or `none`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.by_type.is_empty() {
+        if self.total() == 0 {
             return f.write_str("none");
         }
         for (i, (t, n)) in self.by_type().enumerate() {
@@ -119,7 +177,10 @@ mod tests {
         c.add(&tap(MessageType::ClientQuery, "a"));
         c.add(&tap(MessageType::ClientQuery, "a"));
         assert_eq!(c.to_string(), "CLIENT_QUERY=2, CLIENT_RESPONSE=1");
-        assert_eq!(c.by_identity().collect::<Vec<_>>(), [("a", 2), ("b", 1)]);
+        assert_eq!(
+            c.by_identity().collect::<Vec<_>>(),
+            [("a".to_string(), 2), ("b".to_string(), 1)]
+        );
         for i in 0..MAX_IDENTITIES + 5 {
             c.add(&tap(MessageType::ResolverQuery, &i.to_string()));
         }

@@ -22,8 +22,9 @@
 //! the DNS message of its direction (`dnstap-no-message`) or its time (`dnstap-bad-time`), the
 //! frames of a stream whose content type is not `protobuf:dnstap.Dnstap`
 //! (`dnstap-content-type`), a control frame that does not decode or data outside a stream
-//! (`dnstap-bad-frame`), a file that ends inside a frame (`file-truncated`). Every whole frame
-//! before the damage is read.
+//! (`dnstap-bad-frame`), a file that ends inside a frame (`file-truncated`); on a collector's
+//! connection, a frame a writer cut short by going away (`dnstap-cut-frame`, [`collect`]).
+//! Every whole frame before the damage is read.
 
 pub mod collect;
 

@@ -70,7 +70,6 @@ impl DnstapJson {
             types: census.by_type().map(|(t, n)| (t.name(), n)).collect(),
             identities: census
                 .by_identity()
-                .map(|(i, n)| (i.to_string(), n))
                 .collect(),
             other_identities: census.other_identities(),
             read_types: kept.iter().map(|t| t.name()).collect(),
@@ -83,7 +82,7 @@ fn identities_text(census: &Census) -> String {
     let mut parts: Vec<String> = census
         .by_identity()
         .map(|(i, n)| {
-            let name = if i.is_empty() { "(none)" } else { i };
+            let name = if i.is_empty() { "(none)" } else { &i };
             format!("{name}={n}")
         })
         .collect();
