@@ -68,9 +68,7 @@ impl DnstapJson {
     fn new(census: &Census, kept: DnstapTypes) -> DnstapJson {
         DnstapJson {
             types: census.by_type().map(|(t, n)| (t.name(), n)).collect(),
-            identities: census
-                .by_identity()
-                .collect(),
+            identities: census.by_identity().collect(),
             other_identities: census.other_identities(),
             read_types: kept.iter().map(|t| t.name()).collect(),
         }
