@@ -9,7 +9,7 @@ use std::fmt;
 pub const MAX_IDENTITIES: usize = 1024;
 
 /// Counts of messages by type and by identity (the server that logged them).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Census {
     /// By type code (0 unused).
     by_type: [u64; 15],
@@ -21,18 +21,6 @@ pub struct Census {
     /// a log holds long runs of one identity, counted here without a lookup each.
     last: Vec<u8>,
     pending: u64,
-}
-
-impl Default for Census {
-    fn default() -> Self {
-        Census {
-            by_type: [0; 15],
-            by_identity: BTreeMap::new(),
-            other_identities: 0,
-            last: Vec::new(),
-            pending: 0,
-        }
-    }
 }
 
 impl PartialEq for Census {

@@ -65,8 +65,8 @@ impl UpstreamCollector {
     /// Listens on the Unix socket `socket` and writes the messages of `types` to the binary
     /// trace `file` (through the output guard) until [`UpstreamCollector::finish`].
     pub fn start(socket: &Path, file: &Path, types: DnstapTypes) -> io::Result<UpstreamCollector> {
-        let collector = Collector::bind(&Listen::Unix(socket.to_path_buf()))
-            .map_err(|e| io::Error::other(e))?;
+        let collector =
+            Collector::bind(&Listen::Unix(socket.to_path_buf())).map_err(io::Error::other)?;
         let destination = ldplayer_output::create(file).map_err(io::Error::other)?;
         let out = destination.writer().map_err(io::Error::other)?;
         let mut writer = BinaryWriter::new(BufWriter::with_capacity(1 << 20, out))?;
