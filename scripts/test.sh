@@ -54,6 +54,12 @@ command -v ldns-signzone >/dev/null 2>&1 || packages+=(ldnsutils)
 [ -x /usr/sbin/kresd ] || packages+=(knot-resolver)
 [ -x /usr/sbin/named ] || packages+=(bind9)
 [ -x /usr/sbin/pdns_recursor ] || packages+=(pdns-recursor)
+# dnstap: fstrm_capture (a Frame Streams collector) takes unbound's dnstap to a file; the dnstap
+# readers (dnstap-ldns, the golang dnstap tool, BIND's dnstap-read) read `convert --to dnstap`.
+command -v fstrm_capture >/dev/null 2>&1 || packages+=(fstrm-bin)
+command -v dnstap-ldns >/dev/null 2>&1 || packages+=(dnstap-ldns)
+command -v dnstap >/dev/null 2>&1 || packages+=(golang-github-dnstap-golang-dnstap-cli)
+command -v dnstap-read >/dev/null 2>&1 || packages+=(bind9-dnsutils)
 # The clock of a validating resolver that has no date option of its own (lab --time).
 command -v faketime >/dev/null 2>&1 || packages+=(faketime)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).

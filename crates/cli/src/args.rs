@@ -27,8 +27,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Convert a trace (pcap, pcapng, text or binary; gzip/xz/zstd read transparently) to text,
-    /// binary or pcap.
+    /// Convert a trace (pcap, pcapng, dnstap, text or binary; gzip/xz/zstd read transparently)
+    /// to text, binary, pcap or dnstap.
     Convert(ConvertArgs),
     /// Summarize a trace: duration, queries, responses, clients, rates, transports, EDNS, DO,
     /// top types and rcodes, skipped records.
@@ -78,10 +78,53 @@ pub enum Command {
     /// others field by field; unstable references kept apart; exit with status 1 past a
     /// --max-differences bound, 2 when no comparison can be made.
     Diff(crate::cmd::diff::DiffArgs),
+    /// dnstap: collect what DNS servers log about their traffic, live, into a trace.
+    #[command(subcommand)]
+    Dnstap(DnstapCommand),
     /// Client populations: fit one to a real trace (its transport mix, per-client rates and
     /// gaps), for `replay --population`.
     #[command(subcommand)]
     Population(PopulationCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DnstapCommand {
+    /// Listen on a Unix or TCP socket for servers' dnstap (Frame Streams, bi-directional
+    /// handshake or not) and write what arrives as a trace until stopped (Ctrl-C, SIGTERM,
+    /// --count, --seconds); every whole frame is kept when a writer disconnects.
+    Listen(DnstapListenArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DnstapListenArgs {
+    /// Listen on a Unix socket at this path (Unbound's dnstap-socket-path, BIND's
+    /// `dnstap-output unix`, Knot's sink).
+    #[arg(
+        long,
+        value_name = "PATH",
+        required_unless_present = "tcp",
+        conflicts_with = "tcp"
+    )]
+    pub unix: Option<PathBuf>,
+    /// Listen on this TCP address, HOST:PORT (Unbound's dnstap-ip; port 0 takes a free one,
+    /// printed when listening).
+    #[arg(long, value_name = "ADDR")]
+    pub tcp: Option<std::net::SocketAddr>,
+    /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap,
+    /// .dnstap/.fstrm dnstap, else binary). A dnstap output keeps every frame as it arrived.
+    #[arg(long, value_enum)]
+    pub to: Option<OutFormat>,
+    /// The dnstap message types written as records, comma-separated (default: all).
+    #[arg(long, value_name = "TYPES", value_parser = dnstap_types)]
+    pub dnstap_types: Option<ldplayer_trace::dnstap::DnstapTypes>,
+    /// Stop after this many frames.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::values::queries)]
+    pub count: Option<u64>,
+    /// Stop after this many seconds.
+    #[arg(long, value_name = "S", allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
+    pub seconds: Option<f64>,
+    #[command(flatten)]
+    pub write: WriteArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -110,7 +153,7 @@ pub struct PopulationFitArgs {
 
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// Trace to replay: pcap, pcapng, text or binary (`-` for standard input).
+    /// Trace to replay: pcap, pcapng, dnstap, text or binary (`-` for standard input).
     pub trace: PathBuf,
     /// Server to query: HOST[:PORT] (port 53, or 853 for TLS and DoQ and 443 for DoH, when left
     /// out). Repeat to send every query of the trace to each server on the same schedule, each
@@ -271,6 +314,10 @@ pub struct ReplayArgs {
     /// Do not send malformed queries (skip them, counted by their `dns-*` reason).
     #[arg(long)]
     pub drop_malformed: bool,
+    /// The dnstap message types replayed from a dnstap log, comma-separated (or `all`).
+    /// Default: CLIENT_QUERY,CLIENT_RESPONSE.
+    #[arg(long, value_name = "TYPES", value_parser = dnstap_types)]
+    pub dnstap_types: Option<ldplayer_trace::dnstap::DnstapTypes>,
     /// Print nothing but errors (with --json, only the JSON summary).
     #[arg(short, long)]
     pub quiet: bool,
@@ -427,6 +474,12 @@ pub struct LabArgs {
     /// Capture the resolver's upstream traffic (the link between the namespaces) to this pcap.
     #[arg(long, value_name = "FILE")]
     pub capture: Option<PathBuf>,
+    /// Collect the resolver's own log of its upstream traffic (its dnstap RESOLVER_QUERY and
+    /// RESOLVER_RESPONSE messages, sent to a collector on a Unix socket) into this binary
+    /// trace, e.g. upstream.bin: a second witness beside --capture and the meta-server's
+    /// counts (unbound only).
+    #[arg(long, value_name = "FILE")]
+    pub dnstap: Option<PathBuf>,
     /// Keep configurations and logs here (default: a temporary directory, removed afterwards).
     #[arg(long, value_name = "DIR")]
     pub work_dir: Option<PathBuf>,
@@ -527,7 +580,8 @@ pub struct ZonesDeckardArgs {
 
 #[derive(Debug, Args)]
 pub struct ZonesBuildArgs {
-    /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary), or
+    /// Captures or traces holding the nameservers' responses (pcap, pcapng, text, binary, or a
+    /// resolver's dnstap log, of which RESOLVER_RESPONSE messages are read by default), or
     /// Deckard scenarios (.rpl, or any file with a CONFIG_END line): every RANGE entry is taken
     /// as a response from each ADDRESS of its range (an entry with answers but neither AA nor
     /// RA is taken as authoritative). The scenarios' stub-addr (the resolver's root hints)
@@ -747,6 +801,9 @@ pub enum OutFormat {
     Binary,
     /// A pcap capture (opens in Wireshark).
     Pcap,
+    /// A dnstap file (Frame Streams of dnstap messages, as servers log): CLIENT_QUERY and
+    /// CLIENT_RESPONSE messages.
+    Dnstap,
 }
 
 /// Options for reading captures.
@@ -764,6 +821,16 @@ pub struct ReadArgs {
     /// Skip malformed messages (counted by their `dns-*` reason) instead of keeping them.
     #[arg(long)]
     pub drop_malformed: bool,
+    /// The dnstap message types read from dnstap logs, comma-separated (or `all`): the others
+    /// are counted, not read. Default: CLIENT_QUERY,CLIENT_RESPONSE (what the server was asked
+    /// and answered); RESOLVER_RESPONSE for `zones build`.
+    #[arg(long, value_name = "TYPES", value_parser = dnstap_types)]
+    pub dnstap_types: Option<ldplayer_trace::dnstap::DnstapTypes>,
+}
+
+/// Parses `--dnstap-types`.
+pub fn dnstap_types(s: &str) -> Result<ldplayer_trace::dnstap::DnstapTypes, String> {
+    s.parse()
 }
 
 impl From<&ReadArgs> for ldplayer_trace::open::ReadOptions {
@@ -773,6 +840,7 @@ impl From<&ReadArgs> for ldplayer_trace::open::ReadOptions {
         ldplayer_trace::open::ReadOptions {
             dns_ports: read.dns_ports.clone(),
             drop_malformed: read.drop_malformed,
+            dnstap_types: read.dnstap_types.unwrap_or_default(),
             ..Default::default()
         }
     }
@@ -812,7 +880,8 @@ impl WriteArgs {
 pub struct ConvertArgs {
     /// Input trace (`-` for standard input).
     pub input: PathBuf,
-    /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap, .bin binary).
+    /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap,
+    /// .dnstap/.fstrm dnstap, .bin binary).
     #[arg(long, value_enum)]
     pub to: Option<OutFormat>,
     #[command(flatten)]

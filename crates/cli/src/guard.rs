@@ -5,7 +5,7 @@
 //! open themselves (the zone files of a manifest, the trace of an experiment plan), and every
 //! file is created through the guard, which checks it once more.
 
-use crate::args::{Command, PopulationCommand, ResultsCommand, ZonesCommand};
+use crate::args::{Command, DnstapCommand, PopulationCommand, ResultsCommand, ZonesCommand};
 use std::path::{Path, PathBuf};
 
 /// The files a command reads and the outputs it names (each with the option naming it).
@@ -93,7 +93,8 @@ pub fn files(command: &Command) -> Files<'_> {
             .maybe_input(a.population.as_ref())
             .maybe_output("--answers", a.answers.as_ref())
             .maybe_output("--results", a.results.as_ref())
-            .maybe_output("--capture", a.capture.as_ref()),
+            .maybe_output("--capture", a.capture.as_ref())
+            .maybe_output("--dnstap", a.dnstap.as_ref()),
         Command::Experiment(a) => f.input(&a.plan),
         Command::Report(a) => f.inputs(&a.inputs).output("-o", &a.output),
         Command::Demo(_) => f,
@@ -105,6 +106,7 @@ pub fn files(command: &Command) -> Files<'_> {
             .maybe_input(a.tls_ca.as_ref())
             .maybe_output("--csv", a.csv.as_ref()),
         Command::Population(PopulationCommand::Fit(a)) => f.input(&a.input).output("-o", &a.output),
+        Command::Dnstap(DnstapCommand::Listen(a)) => f.output("-o", &a.write.output),
     }
 }
 

@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use ldplayer_dns::DnsError;
 use ldplayer_trace::binary::BinaryWriter;
 use ldplayer_trace::capture::PcapWriter;
+use ldplayer_trace::dnstap::DnstapWriter;
 use ldplayer_trace::input::Format;
 use ldplayer_trace::open::{self, ReadOptions};
 use ldplayer_trace::text::TextWriter;
@@ -114,20 +115,21 @@ impl<S: Sink> Sink for QrFilter<S> {
     }
 }
 
-/// The output format implied by a file name: `.txt`/`.tsv`/`.text` text, `.pcap` pcap, else
-/// binary (a compression suffix is looked through).
+/// The output format implied by a file name: `.txt`/`.tsv`/`.text` text, `.pcap` pcap,
+/// `.dnstap`/`.fstrm` dnstap, else binary (a compression suffix is looked through).
 pub fn format_from_name(path: &Path) -> OutFormat {
     named_format(path).unwrap_or(OutFormat::Binary)
 }
 
-/// The output format a file name states (`.txt`/`.tsv`/`.text`, `.pcap` or `.bin`, a
-/// compression suffix looked through), or an error asking for `--to` when it states none
+/// The output format a file name states (`.txt`/`.tsv`/`.text`, `.pcap`, `.dnstap`/`.fstrm`
+/// or `.bin`, a compression suffix looked through), or an error asking for `--to` when it
+/// states none
 /// (standard output, another suffix).
 pub fn strict_format_from_name(path: &Path) -> Result<OutFormat> {
     named_format(path).with_context(|| {
         format!(
-            "cannot tell the output format from the name {}: say --to text, binary or pcap \
-             (or name it .txt, .bin or .pcap)",
+            "cannot tell the output format from the name {}: say --to text, binary, pcap or \
+             dnstap (or name it .txt, .bin, .pcap or .dnstap)",
             path.display()
         )
     })
@@ -148,6 +150,8 @@ fn named_format(path: &Path) -> Option<OutFormat> {
         Some(OutFormat::Text)
     } else if name.ends_with(".pcap") {
         Some(OutFormat::Pcap)
+    } else if name.ends_with(".dnstap") || name.ends_with(".fstrm") {
+        Some(OutFormat::Dnstap)
     } else if name.ends_with(".bin") {
         Some(OutFormat::Binary)
     } else {
@@ -165,6 +169,7 @@ enum FormatWriter {
     Text(TextWriter<Output>),
     Binary(BinaryWriter<Output>),
     Pcap(PcapWriter<Output>),
+    Dnstap(DnstapWriter<Output>),
 }
 
 /// Creates a writer sink for `path` in `format` (written under a temporary name until
@@ -175,6 +180,7 @@ pub fn create_output(path: &Path, format: OutFormat) -> Result<TraceWriter> {
         OutFormat::Text => FormatWriter::Text(TextWriter::new(out)?),
         OutFormat::Binary => FormatWriter::Binary(BinaryWriter::new(out)?),
         OutFormat::Pcap => FormatWriter::Pcap(PcapWriter::new(out)?),
+        OutFormat::Dnstap => FormatWriter::Dnstap(DnstapWriter::new(out)?),
     };
     Ok(TraceWriter { writer, written: 0 })
 }
@@ -191,6 +197,7 @@ impl TraceWriter {
             FormatWriter::Text(w) => w.into_inner(),
             FormatWriter::Binary(w) => w.into_inner(),
             FormatWriter::Pcap(w) => w.into_inner(),
+            FormatWriter::Dnstap(w) => w.into_inner(),
         }?;
         out.close()
     }
@@ -200,6 +207,7 @@ impl TraceWriter {
             FormatWriter::Text(w) => w,
             FormatWriter::Binary(w) => w,
             FormatWriter::Pcap(w) => w,
+            FormatWriter::Dnstap(w) => w,
         }
     }
 }

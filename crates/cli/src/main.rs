@@ -53,6 +53,7 @@ fn main() {
         args::Command::Compare(a) => cmd::compare::run(a),
         args::Command::Diff(a) => cmd::diff::run(a),
         args::Command::Population(c) => cmd::population::run(c),
+        args::Command::Dnstap(c) => cmd::dnstap::run(c),
     };
     exit_on_error(result);
 }

@@ -53,6 +53,15 @@ impl Progress {
         self.bar.set_message(msg);
     }
 
+    /// Prints a line above the bar (on standard error, as is, when the bar is hidden).
+    pub fn println(&self, line: &str) {
+        if self.bar.is_hidden() {
+            eprintln!("{line}");
+        } else {
+            self.bar.println(line);
+        }
+    }
+
     /// Seconds since the display was created.
     pub fn elapsed(&self) -> f64 {
         self.started.elapsed().as_secs_f64()

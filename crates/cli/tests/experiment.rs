@@ -876,6 +876,27 @@ fn recursive_servers_resolve_through_the_hierarchy_behind_them() {
             tld as f64,
             "{id}"
         );
+        // Unbound's own log of its upstream traffic (its dnstap), kept beside the counts: a
+        // second witness. Responses from example.'s nameserver are the TLD's count; the root's
+        // are at most the root's (Unbound may prime its cache before its dnstap connects).
+        let trace = run.join("server/upstream.bin");
+        if id.contains("unbound") {
+            let out = ldplayer(&["convert", &s(&trace), "--to", "text", "-o", "-", "-q"]);
+            let text = String::from_utf8(out.stdout).unwrap();
+            let from = |ns: &str| {
+                text.lines()
+                    .filter(|l| {
+                        let f: Vec<&str> = l.split('\t').collect();
+                        f.len() > 8 && f[1] == ns && f[8] == "1"
+                    })
+                    .count() as u64
+            };
+            assert_eq!(from("192.0.2.53"), tld, "{id}: {upstream}");
+            let root = upstream["root"]["queries"].as_u64().unwrap();
+            assert!((1..=root).contains(&from("198.41.0.4")), "{id}: {upstream}");
+        } else {
+            assert!(!trace.exists(), "{id}: only unbound's dnstap is collected");
+        }
     }
 }
 

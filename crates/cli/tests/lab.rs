@@ -580,3 +580,121 @@ fn every_resolver_kind_resolves_through_the_meta_server_and_a_trace_replays() {
         "{stderr}"
     );
 }
+
+/// Every file of `dir` (not recursing), by name, with its text, the folder's own path in it
+/// (BIND's configuration names it) written `DIR`.
+fn files_of(dir: &Path) -> BTreeMap<String, String> {
+    let own = dir.to_string_lossy().into_owned();
+    std::fs::read_dir(dir)
+        .expect("read dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_file())
+        .map(|p| {
+            let name = p.file_name().expect("name").to_string_lossy().into_owned();
+            let text =
+                String::from_utf8_lossy(&std::fs::read(&p).expect("read")).replace(&own, "DIR");
+            (name, text)
+        })
+        .collect()
+}
+
+#[test]
+fn a_resolvers_dnstap_log_rebuilds_the_same_zones_as_its_capture() {
+    if !lab_prerequisites(&[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let d = dir.path();
+    let gt = d.join("gt");
+    std::fs::create_dir(&gt).unwrap();
+    ground_truth(&gt);
+    // One run, two witnesses of the resolver's upstream traffic: tcpdump on the link, and
+    // unbound's own dnstap sent to the lab's collector.
+    let log = run(
+        ldplayer()
+            .arg("lab")
+            .arg("--manifest")
+            .arg(gt.join("manifest"))
+            .args(["--nameservers", "nsd", "--names"])
+            .arg(gt.join("names"))
+            .arg("--answers")
+            .arg(d.join("gt.answers"))
+            .arg("--capture")
+            .arg(d.join("gt.pcap"))
+            .arg("--dnstap")
+            .arg(d.join("upstream.bin")),
+        "ldplayer lab --capture --dnstap",
+    );
+    assert!(log.contains("the resolver's dnstap:"), "{log}");
+    // The same upstream queries in both: tshark counts the capture's, inspect the trace's.
+    let captured_queries = common::packets_in(&d.join("gt.pcap"), "dns.flags.response == 0");
+    let out = ldplayer()
+        .arg("inspect")
+        .arg(d.join("upstream.bin"))
+        .arg("--json")
+        .output()
+        .expect("inspect runs");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert!(captured_queries > 0);
+    assert_eq!(
+        v["queries"].as_u64(),
+        Some(captured_queries as u64),
+        "dnstap and the capture hold different numbers of upstream queries: {log}"
+    );
+    // zones build from each: the same zones.
+    for (input, out) in [("gt.pcap", "from-capture"), ("upstream.bin", "from-dnstap")] {
+        run(
+            ldplayer()
+                .args(["zones", "build"])
+                .arg(d.join(input))
+                .arg("-o")
+                .arg(d.join(out))
+                .arg("-q"),
+            "zones build",
+        );
+    }
+    let (a, b) = (
+        files_of(&d.join("from-capture")),
+        files_of(&d.join("from-dnstap")),
+    );
+    assert!(a.len() > 3, "zones were rebuilt: {:?}", a.keys());
+    assert_eq!(a.keys().collect::<Vec<_>>(), b.keys().collect::<Vec<_>>());
+    for (name, text) in &a {
+        assert!(
+            text == &b[name],
+            "{name} differs:\n--- from the capture\n{text}\n--- from dnstap\n{}",
+            b[name]
+        );
+    }
+    // The hierarchy rebuilt from dnstap, served by the meta-server: the resolver's dnstap
+    // counts the responses by zone level as the meta-server counts what it sent.
+    let log = run(
+        ldplayer()
+            .arg("lab")
+            .arg("--manifest")
+            .arg(d.join("from-dnstap/manifest"))
+            .arg("--names")
+            .arg(gt.join("names"))
+            .arg("--answers")
+            .arg(d.join("rb.answers"))
+            .arg("--dnstap")
+            .arg(d.join("rb-upstream.bin")),
+        "ldplayer lab --dnstap (meta-server)",
+    );
+    let levels = |prefix: &str| -> String {
+        log.lines()
+            .find(|l| l.starts_with(prefix))
+            .and_then(|l| l.split("by zone level: ").nth(1))
+            .unwrap_or_else(|| panic!("no levels after {prefix:?}:\n{log}"))
+            .to_string()
+    };
+    let (dnstap, meta) = (
+        levels("ldplayer lab: the resolver's dnstap:"),
+        levels("ldplayer lab: meta-server:"),
+    );
+    assert!(
+        dnstap.starts_with("root ") && !dnstap.starts_with("root 0 "),
+        "{log}"
+    );
+    assert_eq!(dnstap, meta, "{log}");
+}

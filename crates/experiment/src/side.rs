@@ -215,6 +215,33 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         }
         None => None,
     };
+    // Unbound in front of the hierarchy sends its own log of its upstream traffic (dnstap) to a
+    // collector here, kept as `upstream.bin` beside the meta-server's counts: a second witness.
+    let dnstap = match (&meta, c.kind) {
+        (Some(_), ServerKind::Unbound) => {
+            let socket = c.work_dir.join("dnstap.sock");
+            let file = c.work_dir.join(crate::upstream::TRACE);
+            let collector = ldplayer_trace::dnstap::collect::UpstreamCollector::start(
+                &socket,
+                &file,
+                ldplayer_trace::dnstap::DnstapTypes::RESOLVER,
+            )
+            .map_err(|e| ExperimentError::io(&socket, e))?;
+            Some((collector, socket))
+        }
+        _ => None,
+    };
+    let mut extra = c.extra.clone();
+    if let Some((_, socket)) = &dnstap {
+        extra.extend([
+            "dnstap:".to_string(),
+            "    dnstap-enable: yes".to_string(),
+            format!("    dnstap-socket-path: \"{}\"", socket.display()),
+            "    dnstap-bidirectional: yes".to_string(),
+            "    dnstap-log-resolver-query-messages: yes".to_string(),
+            "    dnstap-log-resolver-response-messages: yes".to_string(),
+        ]);
+    }
     let setup = ServerSetup {
         kind: c.kind,
         listen: vec![IpAddr::V4(SERVER_V4), IpAddr::V6(SERVER_V6)],
@@ -230,7 +257,7 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
         tcp_idle_timeout: Duration::from_millis(c.idle_timeout_ms),
         max_tcp_clients: 60_000,
         work_dir: c.work_dir.clone(),
-        extra: c.extra.clone(),
+        extra,
         validation: c.validation.clone(),
         resolver: c.resolver,
     };
@@ -261,7 +288,16 @@ fn run_server_side(c: &ServerSideConfig, stop: &Arc<AtomicBool>) -> Result<(), E
             upstream.timeline.push(sample);
         }
     });
+    if dnstap.is_some() {
+        // Unbound sends its dnstap once a second and drops what is queued when it stops.
+        std::thread::sleep(Duration::from_millis(1500));
+    }
     server.stop()?;
+    if let Some((collector, socket)) = dnstap {
+        collector
+            .finish()
+            .map_err(|e| ExperimentError::io(&socket, e))?;
+    }
     if let Some(meta) = meta {
         if let Some(stats) = meta.embedded_stats() {
             upstream.total = crate::upstream::UpstreamCounts::from_levels(&stats.levels);

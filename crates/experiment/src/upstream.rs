@@ -10,6 +10,10 @@ use serde::{Deserialize, Serialize};
 /// The file, in the server side's work directory, that carries the counts to the runner.
 pub const FILE: &str = "upstream.json";
 
+/// The trace, beside it, of the resolver's own log of its upstream queries and responses (its
+/// dnstap; Unbound), a second witness of the counts.
+pub const TRACE: &str = "upstream.bin";
+
 /// The answers of one level of the hierarchy.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LevelUpstream {

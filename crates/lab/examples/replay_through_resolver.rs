@@ -49,6 +49,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             hints: None,
             resolver: ResolverKind::Unbound,
             capture: None,
+            dnstap: None,
             work_dir: work_dir.path().to_path_buf(),
             encrypted: false,
             validation: None,

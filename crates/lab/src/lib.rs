@@ -40,6 +40,7 @@ pub mod authoritative;
 pub mod client;
 pub mod netns;
 pub mod resolver;
+pub mod upstream;
 pub mod validation;
 
 use std::io::Read;
@@ -115,6 +116,10 @@ pub struct LabConfig {
     pub resolver: ResolverKind,
     /// Write the resolver's upstream traffic (tcpdump on the link) to this pcap.
     pub capture: Option<PathBuf>,
+    /// Write the resolver's own log of its upstream traffic (its dnstap `RESOLVER_QUERY` and
+    /// `RESOLVER_RESPONSE` messages, collected on a Unix socket) to this binary trace
+    /// (Unbound only).
+    pub dnstap: Option<PathBuf>,
     /// Configurations and logs go here (an absolute path: the server side writes here too).
     pub work_dir: PathBuf,
     /// The resolver also answers stubs over DNS over TLS (127.0.0.1:853) and DNS over HTTPS
@@ -240,6 +245,10 @@ pub struct ResolverSide {
     server: Option<Child>,
     /// The capture of the resolver's upstream traffic, and its file.
     tcpdump: Option<(Child, PathBuf)>,
+    /// The collector of the resolver's dnstap.
+    upstream: Option<upstream::UpstreamCollector>,
+    /// What it collected, once stopped.
+    upstream_log: Option<Result<upstream::UpstreamLog, LabError>>,
     resolver: Option<RunningResolver>,
     /// Nameserver addresses of the manifest.
     pub nameservers: Vec<std::net::IpAddr>,
@@ -276,6 +285,8 @@ impl ResolverSide {
         let mut side = ResolverSide {
             server: Some(server),
             tcpdump: None,
+            upstream: None,
+            upstream_log: None,
             resolver: None,
             nameservers,
         };
@@ -306,6 +317,22 @@ impl ResolverSide {
         if let Some(pcap) = &config.capture {
             side.tcpdump = Some((start_tcpdump(pcap, &config.work_dir)?, pcap.clone()));
         }
+        if let Some(file) = &config.dnstap {
+            if config.resolver != ResolverKind::Unbound {
+                return Err(LabError::Input(format!(
+                    "the lab collects the resolver's dnstap from unbound only, not {}",
+                    config.resolver
+                )));
+            }
+            side.upstream = Some(
+                upstream::UpstreamCollector::start(
+                    &upstream::socket_path(&config.work_dir),
+                    file,
+                    ldplayer_trace::dnstap::DnstapTypes::RESOLVER,
+                )
+                .map_err(LabError::Io)?,
+            );
+        }
         let tls = if config.encrypted {
             Some(ldplayer_servers::make_certificate(
                 &config.work_dir.join("tls"),
@@ -315,6 +342,10 @@ impl ResolverSide {
         } else {
             None
         };
+        let dnstap_socket = config
+            .dnstap
+            .as_ref()
+            .map(|_| upstream::socket_path(&config.work_dir));
         side.resolver = Some(resolver::start(
             config.resolver,
             &config.work_dir,
@@ -329,6 +360,7 @@ impl ResolverSide {
                     .as_ref()
                     .map_or(&[][..], |v| &v.insecure[..]),
             }),
+            dnstap_socket.as_deref(),
         )?);
         Ok(side)
     }
@@ -379,7 +411,23 @@ impl ResolverSide {
         self.stop()
     }
 
+    /// [`ResolverSide::finish`], and what the resolver's dnstap held when
+    /// [`LabConfig::dnstap`] asked for it.
+    pub fn finish_with_upstream(
+        mut self,
+    ) -> (String, Option<Result<upstream::UpstreamLog, LabError>>) {
+        let printed = self.stop();
+        let log = self.upstream_log.take();
+        (printed, log)
+    }
+
     fn stop(&mut self) -> String {
+        if let Some(collector) = self.upstream.take() {
+            // Unbound sends its dnstap once a second and drops what is queued when it stops.
+            std::thread::sleep(Duration::from_millis(1500));
+            drop(self.resolver.take());
+            self.upstream_log = Some(collector.finish().map_err(LabError::Io));
+        }
         drop(self.resolver.take());
         if let Some((mut t, pcap)) = self.tcpdump.take() {
             wait_until_written(&pcap);

@@ -162,10 +162,22 @@ pub struct Validating<'a> {
     pub insecure: &'a [String],
 }
 
+/// Unbound's `dnstap:` section: its upstream queries and responses, to the Unix socket
+/// `socket` (bi-directional Frame Streams).
+fn unbound_dnstap(socket: &Path) -> String {
+    format!(
+        "dnstap:\n  dnstap-enable: yes\n  dnstap-socket-path: \"{}\"\n  dnstap-bidirectional: yes\n  \
+         dnstap-send-identity: yes\n  dnstap-send-version: yes\n  \
+         dnstap-log-resolver-query-messages: yes\n  dnstap-log-resolver-response-messages: yes\n",
+        socket.display()
+    )
+}
+
 /// Writes `kind`'s configuration into `dir` (root hints from `hints`), starts it in the
 /// foreground on 127.0.0.1:53 (and with `tls`, DNS over TLS on 853 and DNS over HTTPS on 443
-/// with that certificate; with `validating`, validating DNSSEC), and waits until it answers
-/// (up to `wait`).
+/// with that certificate; with `validating`, validating DNSSEC; with `dnstap`, Unbound sending
+/// its upstream queries and responses as dnstap to that Unix socket), and waits until it
+/// answers (up to `wait`).
 pub fn start(
     kind: ResolverKind,
     dir: &Path,
@@ -173,6 +185,7 @@ pub fn start(
     wait: Duration,
     tls: Option<&ldplayer_servers::TlsFiles>,
     validating: Option<Validating<'_>>,
+    dnstap: Option<&Path>,
 ) -> Result<RunningResolver, LabError> {
     if tls.is_some() && kind == ResolverKind::PdnsRecursor {
         return Err(LabError::Input(
@@ -276,8 +289,9 @@ pub fn start(
                      {dnssec}  access-control: 127.0.0.0/8 allow\n\
                      \x20 so-reuseport: no\n  harden-referral-path: no\n  prefetch: no\n\
                      \x20 do-not-query-localhost: no\n{encrypted}\
-                     remote-control:\n  control-enable: no\n",
-                    log.display()
+                     remote-control:\n  control-enable: no\n{}",
+                    log.display(),
+                    dnstap.map(unbound_dnstap).unwrap_or_default()
                 ),
             )?;
             cmd.arg("-d").arg("-c").arg(conf);

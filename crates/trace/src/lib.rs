@@ -9,14 +9,16 @@
 //! - [`text`]: one tab-separated line per message, for people and scripts (awk, Python);
 //! - [`binary`]: a versioned, length-prefixed record stream for the replay hot path.
 //!
-//! Packet captures (pcap, pcapng) are read and written by [`capture`]. [`open`] opens a trace
-//! of any of these formats, compressed or not, as one [`Source`].
+//! Packet captures (pcap, pcapng) are read and written by [`capture`], dnstap logs by
+//! [`dnstap`]. [`open`] opens a trace of any of these formats, compressed or not, as one
+//! [`Source`].
 
 pub mod binary;
 pub mod capture;
 mod check;
 mod client_hash;
 pub mod compress;
+pub mod dnstap;
 pub mod input;
 pub mod open;
 mod record;

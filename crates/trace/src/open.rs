@@ -1,5 +1,5 @@
-//! Opening a trace of any kind in one call: a pcap or pcapng capture, a text or binary trace,
-//! plain or gzip/xz/zstd-compressed, from a file or standard input.
+//! Opening a trace of any kind in one call: a pcap or pcapng capture, a dnstap log, a text or
+//! binary trace, plain or gzip/xz/zstd-compressed, from a file or standard input.
 //!
 //! [`open`] (or [`open_reader`], for a byte stream the caller already holds, say one that
 //! counts bytes for a progress bar) detects the compression and the format from the content
@@ -25,10 +25,11 @@ pub use port_hint::PortHint;
 
 use crate::binary::BinaryReader;
 use crate::capture::{CaptureOptions, CaptureReader};
+use crate::dnstap::{DnstapReader, DnstapTypes};
 use crate::input::{self, Compression, Format};
 use crate::text::TextReader;
 use crate::{Checked, Source, TraceError};
-use report::{ReportLines, ReportPorts};
+use report::{ReportDnstap, ReportLines, ReportPorts};
 use std::fs::File;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -48,6 +49,9 @@ pub struct ReadOptions {
     /// oldest records of a larger frame are passed on before their check (a corrupt frame's
     /// error then says which they were).
     pub hold_bytes: usize,
+    /// The dnstap message types made into records ([`DnstapTypes::CLIENT`] by default); the
+    /// others are only counted ([`ReadNote::Dnstap`]).
+    pub dnstap_types: DnstapTypes,
 }
 
 /// The default [`ReadOptions::hold_bytes`]: 16 MiB, some 100,000 records of typical queries
@@ -63,6 +67,7 @@ impl Default for ReadOptions {
             drop_malformed: false,
             notes: Notes::default(),
             hold_bytes: HOLD_BYTES,
+            dnstap_types: DnstapTypes::default(),
         }
     }
 }
@@ -171,6 +176,17 @@ pub fn open_reader(
             (
                 Box::new(Checked::new(
                     ReportLines::new(reader, notes),
+                    options.drop_malformed,
+                )),
+                position,
+            )
+        }
+        Format::Dnstap => {
+            let reader = DnstapReader::new(opened.reader, options.dnstap_types);
+            let position = reader.position();
+            (
+                Box::new(Checked::new(
+                    ReportDnstap::new(reader, notes),
                     options.drop_malformed,
                 )),
                 position,

@@ -41,6 +41,24 @@ pub enum SkipReason {
     TextLine,
     /// A binary-format record that does not parse.
     BinaryRecord,
+    /// A dnstap data frame that does not decode as a `Dnstap` protobuf message.
+    DnstapNotProtobuf,
+    /// A dnstap message of a type `dnstap.proto` does not define (or not a `MESSAGE`).
+    DnstapUnknownType,
+    /// A dnstap message without the DNS message of its direction (`query_message` for a query
+    /// type, `response_message` for a response type).
+    DnstapNoMessage,
+    /// A dnstap message without the time of its direction, or with one beyond 2262.
+    DnstapBadTime,
+    /// A data frame of a Frame Streams stream whose content type is not
+    /// `protobuf:dnstap.Dnstap`.
+    DnstapContentType,
+    /// A Frame Streams control frame that does not decode, or a data frame outside a stream
+    /// (after its `STOP`).
+    DnstapBadFrame,
+    /// A dnstap frame cut short on a collector's connection: the writer went away (or the
+    /// collector was stopped) in the middle of it.
+    DnstapCutFrame,
 }
 
 impl SkipReason {
@@ -62,6 +80,13 @@ impl SkipReason {
             SkipReason::BadBlock => "capture-bad-block",
             SkipReason::TextLine => "text-bad-line",
             SkipReason::BinaryRecord => "binary-bad-record",
+            SkipReason::DnstapNotProtobuf => "dnstap-not-protobuf",
+            SkipReason::DnstapUnknownType => "dnstap-unknown-type",
+            SkipReason::DnstapNoMessage => "dnstap-no-message",
+            SkipReason::DnstapBadTime => "dnstap-bad-time",
+            SkipReason::DnstapContentType => "dnstap-content-type",
+            SkipReason::DnstapBadFrame => "dnstap-bad-frame",
+            SkipReason::DnstapCutFrame => "dnstap-cut-frame",
         }
     }
 }

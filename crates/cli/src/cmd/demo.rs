@@ -211,6 +211,7 @@ fn pipeline(args: DemoArgs) -> Result<()> {
         queries_only: false,
         responses_only: false,
         drop_malformed: false,
+        dnstap_types: None,
     };
     let progress = Progress::new(true);
     let mut report = Report::new(&args);

@@ -82,6 +82,7 @@ pub fn reask(run: &mut DiffRun, rounds: u32, args: &DiffArgs) -> Result<(ReaskRe
             queries_only: false,
             responses_only: false,
             drop_malformed: false,
+            dnstap_types: None,
         };
         let mut input = open_input(trace, &read, &Progress::new(true))?;
         match input.source.run(&mut pick) {

@@ -5,9 +5,11 @@ use crate::io::{open_input_noting, QrFilter};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
 use ldplayer_dns::DnsError;
+use ldplayer_dnstap::Census;
 use ldplayer_inspect::Inspector;
 use ldplayer_population::{Fitter, Quantiles};
 use ldplayer_trace::capture::TunnelCounts;
+use ldplayer_trace::dnstap::DnstapTypes;
 use ldplayer_trace::open::{Notes, ReadNote};
 use ldplayer_trace::{Record, Sink, SinkError, SkipReason};
 use std::sync::{Arc, Mutex};
@@ -44,6 +46,52 @@ struct InspectJson<'a> {
     client_gap_s: Option<Quantiles>,
     /// Packets taken out of each kind of tunnel (`vxlan`, `geneve`, `gre`, `ipip`).
     tunnels: std::collections::BTreeMap<&'static str, u64>,
+    /// A dnstap log's messages by type and identity (dnstap input only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    dnstap: Option<DnstapJson>,
+}
+
+/// `inspect --json`'s `dnstap` object.
+#[derive(serde::Serialize)]
+struct DnstapJson {
+    /// Messages by dnstap type, every type counted.
+    types: std::collections::BTreeMap<&'static str, u64>,
+    /// Messages by identity (`""` for messages naming none).
+    identities: std::collections::BTreeMap<String, u64>,
+    /// Messages of identities past the first `ldplayer_dnstap::MAX_IDENTITIES`.
+    other_identities: u64,
+    /// The types read as records (`--dnstap-types`).
+    read_types: Vec<&'static str>,
+}
+
+impl DnstapJson {
+    fn new(census: &Census, kept: DnstapTypes) -> DnstapJson {
+        DnstapJson {
+            types: census.by_type().map(|(t, n)| (t.name(), n)).collect(),
+            identities: census.by_identity().collect(),
+            other_identities: census.other_identities(),
+            read_types: kept.iter().map(|t| t.name()).collect(),
+        }
+    }
+}
+
+/// `name=count, ...` of a dnstap log's identities, `(none)` for messages naming none.
+fn identities_text(census: &Census) -> String {
+    let mut parts: Vec<String> = census
+        .by_identity()
+        .map(|(i, n)| {
+            let name = if i.is_empty() { "(none)" } else { &i };
+            format!("{name}={n}")
+        })
+        .collect();
+    if census.other_identities() > 0 {
+        parts.push(format!("(others)={}", census.other_identities()));
+    }
+    if parts.is_empty() {
+        "none".into()
+    } else {
+        parts.join(", ")
+    }
 }
 
 /// `p50 A, p90 B, p99 C` with `unit`.
@@ -58,10 +106,14 @@ pub fn run(args: InspectArgs) -> Result<()> {
     let progress = Progress::new(args.json || args.quiet);
     // Tunnels go into the summary; other notes to standard error.
     let tunnels = Arc::new(Mutex::new(TunnelCounts::default()));
-    let noted = tunnels.clone();
+    let dnstap = Arc::new(Mutex::new(None));
+    let (noted, noted_dnstap) = (tunnels.clone(), dnstap.clone());
     let notes = Notes::to(move |note| match note {
         ReadNote::Tunneled(counts) => {
             *noted.lock().unwrap_or_else(|e| e.into_inner()) = *counts;
+        }
+        ReadNote::Dnstap { census, kept } => {
+            *noted_dnstap.lock().unwrap_or_else(|e| e.into_inner()) = Some((census.clone(), *kept));
         }
         other => eprintln!("ldplayer: {other}"),
     });
@@ -85,12 +137,14 @@ pub fn run(args: InspectArgs) -> Result<()> {
     let summary = inspector.summary();
     let clients = fitter.stats();
     let tunnels = *tunnels.lock().unwrap_or_else(|e| e.into_inner());
+    let dnstap = dnstap.lock().unwrap_or_else(|e| e.into_inner()).take();
     if args.json {
         let json = InspectJson {
             summary: &summary,
             client_rate_qps: clients.rate_qps,
             client_gap_s: clients.gap_s,
             tunnels: tunnels.iter().map(|(t, n)| (t.name(), n)).collect(),
+            dnstap: dnstap.as_ref().map(|(c, k)| DnstapJson::new(c, *k)),
         };
         println!("{}", serde_json::to_string(&json)?);
     } else if !args.quiet {
@@ -109,6 +163,11 @@ pub fn run(args: InspectArgs) -> Result<()> {
         }
         if !tunnels.is_empty() {
             println!("{:<28} {tunnels}", "inside tunnels");
+        }
+        if let Some((census, kept)) = &dnstap {
+            println!("{:<28} {census}", "dnstap types");
+            println!("{:<28} {kept}", "dnstap types read");
+            println!("{:<28} {}", "dnstap identities", identities_text(census));
         }
     }
     result.with_context(|| {

@@ -118,6 +118,7 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
         hints: args.hints.as_deref().map(absolute).transpose()?,
         resolver,
         capture: args.capture.as_deref().map(absolute).transpose()?,
+        dnstap: args.dnstap.as_deref().map(absolute).transpose()?,
         work_dir: work_dir.clone(),
     };
     let exe = std::env::current_exe().context("finding the ldplayer executable")?;
@@ -134,7 +135,38 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
         );
     }
     let outcome = workload(&args, &side, population);
-    side.finish();
+    let (_, upstream) = side.finish_with_upstream();
+    match upstream {
+        Some(Ok(log)) if !args.quiet => {
+            // The responses by the level of the zone that answered, as the meta-server counts
+            // its own (printed below from the server side): a second witness of them.
+            let levels = match ldplayer_lab::upstream::levels(&config.manifest, &log.file) {
+                Ok(l) => format!(
+                    "; by zone level: root {} ({} NXDOMAIN), TLD {} ({} NXDOMAIN), below {} ({} NXDOMAIN)",
+                    l.level_total(0),
+                    l.counts[0][1],
+                    l.level_total(1),
+                    l.counts[1][1],
+                    l.level_total(2),
+                    l.counts[2][1]
+                ),
+                Err(e) => format!("; levels: {e}"),
+            };
+            eprintln!(
+                "ldplayer lab: the resolver's dnstap: {} upstream queries and {} responses in {}{}{levels}",
+                log.queries,
+                log.responses,
+                log.file.display(),
+                if log.skipped.total() > 0 {
+                    format!("; skipped: {}", super::skipped_list(&log.skipped))
+                } else {
+                    String::new()
+                }
+            )
+        }
+        Some(Err(e)) => eprintln!("ldplayer lab: the resolver's dnstap: {e}"),
+        _ => {}
+    }
     let server_log = std::fs::read_to_string(work_dir.join("server-side.log")).unwrap_or_default();
     for line in server_log
         .lines()
@@ -240,6 +272,7 @@ fn workload(
         queries_only: false,
         responses_only: false,
         drop_malformed: false,
+        dnstap_types: None,
     };
     super::replay::replay_trace(
         config,

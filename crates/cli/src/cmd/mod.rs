@@ -5,6 +5,7 @@ pub mod convert;
 pub mod demo;
 pub mod diff;
 pub mod diff_reask;
+pub mod dnstap;
 pub mod experiment;
 pub mod inspect;
 pub mod lab;
@@ -79,6 +80,7 @@ pub fn format_name(format: ldplayer_trace::input::Format) -> &'static str {
         Format::Capture => "capture",
         Format::Text => "text",
         Format::Binary => "binary",
+        Format::Dnstap => "dnstap",
     }
 }
 
@@ -89,5 +91,6 @@ pub fn out_format_name(format: crate::args::OutFormat) -> &'static str {
         OutFormat::Text => "text",
         OutFormat::Binary => "binary",
         OutFormat::Pcap => "pcap",
+        OutFormat::Dnstap => "dnstap",
     }
 }

@@ -50,6 +50,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
         queries_only: false,
         responses_only: false,
         drop_malformed: args.drop_malformed,
+        dnstap_types: args.dnstap_types,
     };
     replay_targets(
         configs,

@@ -221,6 +221,7 @@ fn write_joined_rows(
         queries_only: false,
         responses_only: false,
         drop_malformed: false,
+        dnstap_types: None,
     };
     let mut input = open_input(trace, &read, &Progress::new(true))?;
     let joined = if args.csv {

@@ -327,7 +327,11 @@ fn warn_delegations_without_zone(missing: &[String]) {
     );
 }
 
-fn build(args: ZonesBuildArgs) -> Result<()> {
+fn build(mut args: ZonesBuildArgs) -> Result<()> {
+    // A resolver's dnstap log: the responses it received from upstream are the hierarchy.
+    args.read
+        .dnstap_types
+        .get_or_insert(ldplayer_trace::dnstap::DnstapTypes::RESOLVER_RESPONSE);
     let progress = Progress::new(args.json || args.quiet);
     let mut builder = ZoneBuilder::new();
     let mut root_hints = Vec::new();

@@ -33,6 +33,8 @@ pub enum Format {
     Text,
     /// The binary format ([`crate::binary`]).
     Binary,
+    /// A dnstap log: Frame Streams of dnstap protobuf messages ([`crate::dnstap`]).
+    Dnstap,
 }
 
 /// Compression wrapped around a file, recognised by its magic number.
@@ -100,6 +102,8 @@ pub fn sniff_format(head: &[u8]) -> Option<Format> {
         Some(Format::Text)
     } else if head.len() >= 4 && CAPTURE_MAGICS.iter().any(|m| head[..4] == m[..]) {
         Some(Format::Capture)
+    } else if crate::dnstap::sniff(head) {
+        Some(Format::Dnstap)
     } else {
         None
     }
@@ -145,7 +149,7 @@ pub fn open_reader(raw: Box<dyn Read + Send>) -> io::Result<Input> {
     let format = sniff_format(head).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidData,
-            "not a trace: expected pcap, pcapng, ldplayer text or ldplayer binary (possibly gzip/xz/zstd-compressed)",
+            "not a trace: expected pcap, pcapng, dnstap, ldplayer text or ldplayer binary (possibly gzip/xz/zstd-compressed)",
         )
     })?;
     Ok(Input {

@@ -2,8 +2,10 @@
 
 use super::PortHint;
 use crate::capture::TunnelCounts;
+use crate::dnstap::DnstapTypes;
 use crate::input::StreamCut;
 use crate::text::LineError;
+use ldplayer_dnstap::Census;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -33,6 +35,26 @@ pub enum ReadNote {
         /// Where and how the stream ended.
         cut: StreamCut,
     },
+    /// A dnstap log was read: its messages by type and identity, every type counted, and the
+    /// types that were made into records.
+    Dnstap {
+        /// The messages read.
+        census: Census,
+        /// The types kept (`--dnstap-types`).
+        kept: DnstapTypes,
+    },
+}
+
+impl ReadNote {
+    /// True for a note that only describes the input without anything lost or left out (a
+    /// dnstap log whose messages were all of the types kept): [`Notes::stderr`] does not print
+    /// it, `inspect` shows it in its summary.
+    pub fn is_descriptive(&self) -> bool {
+        match self {
+            ReadNote::Dnstap { census, kept } => census.by_type().all(|(t, _)| kept.contains(t)),
+            _ => false,
+        }
+    }
 }
 
 impl fmt::Display for ReadNote {
@@ -41,6 +63,21 @@ impl fmt::Display for ReadNote {
             ReadNote::NoDns(hint) => hint.fmt(f),
             ReadNote::Tunneled(counts) => write!(f, "packets taken out of tunnels: {counts}"),
             ReadNote::LineSkipped { line, error } => write!(f, "line {line} skipped: {error}"),
+            ReadNote::Dnstap { census, kept } => {
+                write!(f, "dnstap messages by type: {census}")?;
+                let left: u64 = census
+                    .by_type()
+                    .filter(|(t, _)| !kept.contains(*t))
+                    .map(|(_, n)| n)
+                    .sum();
+                if left > 0 {
+                    write!(
+                        f,
+                        "; {left} of types other than {kept} were left out (choose with --dnstap-types)"
+                    )?;
+                }
+                Ok(())
+            }
             ReadNote::Damaged { input, cut } => write!(
                 f,
                 "{}: {cut}; what came before was read, and the damage is counted as {}",
@@ -57,9 +94,14 @@ impl fmt::Display for ReadNote {
 pub struct Notes(Arc<dyn Fn(&ReadNote) + Send + Sync>);
 
 impl Notes {
-    /// Notes printed on standard error, one line each, as `ldplayer: NOTE`.
+    /// Notes printed on standard error, one line each, as `ldplayer: NOTE` (but for the
+    /// [descriptive](ReadNote::is_descriptive) ones).
     pub fn stderr() -> Self {
-        Notes::to(|note| eprintln!("ldplayer: {note}"))
+        Notes::to(|note| {
+            if !note.is_descriptive() {
+                eprintln!("ldplayer: {note}")
+            }
+        })
     }
 
     /// Notes handed to `tell`, in the order they were noticed.

@@ -2,6 +2,7 @@
 
 use super::{Notes, PortHint, ReadNote};
 use crate::capture::CaptureReader;
+use crate::dnstap::DnstapReader;
 use crate::text::TextReader;
 use crate::{Sink, Source, TraceError};
 use std::io::{BufRead, Read};
@@ -64,6 +65,33 @@ impl<R: BufRead> Source for ReportLines<R> {
                 error: error.clone(),
             });
         }
+        result
+    }
+}
+
+/// A dnstap reader that tells its census (messages by type and identity, and the types kept).
+pub(super) struct ReportDnstap<R: Read> {
+    reader: DnstapReader<R>,
+    notes: Notes,
+}
+
+impl<R: Read> ReportDnstap<R> {
+    /// Wraps `reader`.
+    pub(super) fn new(reader: DnstapReader<R>, notes: &Notes) -> Self {
+        ReportDnstap {
+            reader,
+            notes: notes.clone(),
+        }
+    }
+}
+
+impl<R: Read> Source for ReportDnstap<R> {
+    fn run(&mut self, sink: &mut dyn Sink) -> Result<(), TraceError> {
+        let result = self.reader.run(sink);
+        self.notes.tell(&ReadNote::Dnstap {
+            census: self.reader.census().clone(),
+            kept: self.reader.types(),
+        });
         result
     }
 }
