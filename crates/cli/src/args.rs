@@ -208,8 +208,9 @@ pub struct ReplayArgs {
     /// keep one schedule (original timing: the trace's first query is sent then).
     #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
     pub start_at: Option<String>,
-    /// With --start-at: how many seconds late a shard may still begin, keeping the shared
-    /// schedule (its first queries then go out late, and it says by how much).
+    /// With --start-at: how many seconds late a shard may still begin, keeping its place in the
+    /// shared schedule (the queries due before it began are not sent but recorded as
+    /// late-start, and it says by how much); later than that, it refuses to start.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, allow_negative_numbers = true, value_parser = crate::values::seconds)]
     pub late_start: f64,
     /// Do not retry truncated (TC=1) UDP answers over TCP.
