@@ -59,6 +59,10 @@ command -v faketime >/dev/null 2>&1 || packages+=(faketime)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)
+# The Slurm recipes run under a real one-node Slurm (slurmctld, slurmd) with munge, which the
+# test starts in a scratch directory of its own (deploy/slurm, crates/cli/tests/slurm.rs).
+[ -x /usr/sbin/slurmctld ] || packages+=(slurm-wlm)
+[ -x /usr/sbin/munged ] || packages+=(munge)
 # Experiments with a recursive server keep the link for its answers (nft).
 [ -x /usr/sbin/nft ] || packages+=(nftables)
 # Reports are read in headless Chromium with the network off (the browser witness), and their
