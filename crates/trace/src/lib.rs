@@ -10,7 +10,8 @@
 //! - [`binary`]: a versioned, length-prefixed record stream for the replay hot path.
 //!
 //! Packet captures (pcap, pcapng) are read and written by [`capture`]. [`open`] opens a trace
-//! of any of these formats, compressed or not, as one [`Source`].
+//! of any of these formats, compressed or not, as one [`Source`]; [`many`] opens many files
+//! as one, merged in time order and decoded on several cores.
 
 pub mod binary;
 pub mod capture;
@@ -18,6 +19,7 @@ mod check;
 mod client_hash;
 pub mod compress;
 pub mod input;
+pub mod many;
 pub mod open;
 mod record;
 mod sink;
