@@ -33,6 +33,8 @@ trap list_skips EXIT
 packages=()
 command -v tshark >/dev/null 2>&1 || packages+=(tshark)
 command -v tcpdump >/dev/null 2>&1 || packages+=(tcpdump)
+# editcap and mergecap cut captures into files and join them again (convert of many files).
+command -v mergecap >/dev/null 2>&1 || packages+=(wireshark-common)
 [ -x /usr/bin/time ] || packages+=(time)
 command -v xz >/dev/null 2>&1 || packages+=(xz-utils)
 command -v zstd >/dev/null 2>&1 || packages+=(zstd)

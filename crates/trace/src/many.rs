@@ -36,7 +36,7 @@ use crate::input::Format;
 use crate::open::{self, Notes, OpenError, ReadOptions};
 use crate::record::Record;
 use crate::sink::{drive, Sink, SinkError, Source, TraceError};
-use chunk::{Chunk, ChunkSink, Event, Message};
+use chunk::{Chunk, ChunkSink, Event, Message, Pool};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::fmt;
@@ -284,15 +284,18 @@ impl Many {
     }
 
     /// Starts reading part `k` on a thread of its own.
-    fn start(&self, k: usize) -> Reading {
+    fn start(&self, k: usize, pool: &Pool, active: &Arc<AtomicUsize>) -> Reading {
         let (tx, rx) = sync_channel(AHEAD_BYTES / chunk::CHUNK_BYTES);
         let path = self.parts[k].path.clone();
         let options = self.options.clone();
         let opener = self.opener.clone();
+        let worker_pool = pool.clone();
+        active.fetch_add(1, Ordering::SeqCst);
+        let decoding = active.clone();
         let thread = std::thread::Builder::new()
             .name(format!("ldplayer-read{k}"))
             .spawn(move || {
-                let mut sink = ChunkSink::new(tx.clone());
+                let mut sink = ChunkSink::new(tx.clone(), worker_pool);
                 let result = opener(&path)
                     .map_err(TraceError::Io)
                     .and_then(|raw| {
@@ -300,13 +303,18 @@ impl Many {
                             .map_err(|e| TraceError::Format(chained(&e)))
                     })
                     .and_then(|mut input| input.source.run(&mut sink));
+                decoding.fetch_sub(1, Ordering::SeqCst);
                 let _ = tx.send(Message::End(result, sink.span));
             });
+        if thread.is_err() {
+            active.fetch_sub(1, Ordering::SeqCst);
+        }
         Reading {
             rx,
+            pool: pool.clone(),
             thread: thread.ok(),
             chunk: Chunk::default(),
-            group: 0,
+            pos: 0,
         }
     }
 }
@@ -326,10 +334,13 @@ fn chained(e: &dyn std::error::Error) -> String {
 /// A file being read: its events as they come.
 struct Reading {
     rx: Receiver<Message>,
+    /// Where merged chunks go back.
+    pool: Pool,
     thread: Option<JoinHandle<()>>,
     chunk: Chunk,
-    /// The next group of `chunk` to merge.
-    group: usize,
+    /// The next event of `chunk` to merge: a group's first (or the file's first events, before
+    /// its first group).
+    pos: usize,
 }
 
 /// How a file's reading ended.
@@ -337,16 +348,18 @@ type Ended = (Result<(), TraceError>, Span);
 
 impl Reading {
     /// The time of the next group, waiting for the reader if need be; `Err` with how the
-    /// reading ended when it has no more.
+    /// reading ended when it has no more. Events before a file's first group (skips) count as
+    /// a group at the earliest time.
     fn next_key(&mut self) -> Result<i64, Ended> {
         loop {
-            if let Some(&(key, _)) = self.chunk.groups.get(self.group) {
-                return Ok(key);
+            if let Some(event) = self.chunk.events.get(self.pos) {
+                return Ok(chunk::leads(&self.chunk, event).unwrap_or(i64::MIN));
             }
             match self.rx.recv() {
                 Ok(Message::Chunk(chunk)) => {
-                    self.chunk = chunk;
-                    self.group = 0;
+                    let done = std::mem::replace(&mut self.chunk, chunk);
+                    self.pool.give(done);
+                    self.pos = 0;
                 }
                 Ok(Message::End(result, span)) => return Err((result, span)),
                 Err(_) => {
@@ -376,8 +389,13 @@ impl Drop for Reading {
 /// The merge's state: the files being read and the decoder of the whole capture.
 struct Join<'a> {
     many: &'a Many,
+    pool: Pool,
     readings: Vec<Option<Reading>>,
     started: Vec<bool>,
+    /// Readers still decoding (not those done whose events wait for the merge).
+    active: Arc<AtomicUsize>,
+    /// The next part to start reading ahead of the merge.
+    ahead: usize,
     ended: Vec<Option<Ended>>,
     /// The earliest part (in time order) not yet read to its end.
     lowest: usize,
@@ -390,7 +408,21 @@ impl Join<'_> {
     fn ensure_started(&mut self, k: usize) {
         if !self.started[k] {
             self.started[k] = true;
-            self.readings[k] = Some(self.many.start(k));
+            self.readings[k] = Some(self.many.start(k, &self.pool, &self.active));
+        }
+    }
+
+    /// Starts reading the next parts while fewer than `jobs` readers are decoding, up to
+    /// `2 × jobs` parts ahead of the earliest one not merged (which bounds the memory).
+    fn read_ahead(&mut self) {
+        let jobs = self.many.jobs;
+        let n = self.many.parts.len();
+        while self.ahead < n
+            && self.ahead < self.lowest + 2 * jobs
+            && self.active.load(Ordering::SeqCst) < jobs
+        {
+            self.ensure_started(self.ahead);
+            self.ahead += 1;
         }
     }
 
@@ -410,43 +442,53 @@ impl Join<'_> {
         }
     }
 
-    /// Passes the next group of part `k` on.
-    fn replay(&mut self, k: usize, sink: &mut dyn Sink) -> Result<(), SinkError> {
-        let Some(reading) = self.readings[k].as_mut() else {
-            return Ok(());
-        };
-        let chunk = &reading.chunk;
-        for event in chunk.group(reading.group) {
-            match *event {
-                Event::Record {
-                    time_ns,
-                    src,
-                    dst,
-                    proto,
-                    conn,
-                    at,
-                    len,
-                } => sink.record(&Record {
-                    time_ns,
-                    src,
-                    dst,
-                    proto,
-                    conn,
-                    wire: chunk.bytes(at, len),
-                })?,
-                Event::Skipped(reason, location) => sink.skipped(reason, location),
-                Event::Malformed(error, location) => sink.malformed(error, location),
-                Event::Deferred { part, at, len } => {
-                    if let Deferred::Packet { number, .. } = part {
+    /// Passes the groups of part `k` on, the first whatever its time, the next ones while they
+    /// come before `bound` (a time and a part: ties go to the earlier part). Returns the time
+    /// of the group it stopped at, `None` once the part has ended.
+    fn replay(
+        &mut self,
+        k: usize,
+        bound: Option<(i64, usize)>,
+        sink: &mut dyn Sink,
+    ) -> Result<Option<i64>, SinkError> {
+        let mut first = true;
+        loop {
+            let Some(key) = self.next_key(k) else {
+                return Ok(None);
+            };
+            if self.readings[k].as_ref().is_some_and(|r| r.pos == 0) {
+                // A new chunk: a reader may have finished meanwhile.
+                self.read_ahead();
+            }
+            if !first && bound.is_some_and(|b| (key, k) >= b) {
+                return Ok(Some(key));
+            }
+            first = false;
+            let Some(reading) = self.readings[k].as_mut() else {
+                return Ok(None);
+            };
+            let chunk = &reading.chunk;
+            let events = &chunk.events;
+            let mut i = reading.pos;
+            loop {
+                match events[i] {
+                    Event::Packet { time_ns, number } => {
                         self.packet = number;
+                        self.decoder
+                            .resume(Deferred::Packet { time_ns, number }, sink)?;
                     }
-                    self.decoder
-                        .resume(part.with_bytes(chunk.bytes(at, len)), sink)?;
+                    Event::Record { at, .. } => sink.record(&chunk.record(at))?,
+                    Event::Skipped(reason, location) => sink.skipped(reason, location),
+                    Event::Malformed(error, location) => sink.malformed(error, location),
+                    Event::Deferred { at } => self.decoder.resume(chunk.deferred(at), sink)?,
+                }
+                i += 1;
+                if i == events.len() || chunk::leads(chunk, &events[i]).is_some() {
+                    break;
                 }
             }
+            reading.pos = i;
         }
-        reading.group += 1;
-        Ok(())
     }
 
     /// Merges every part into `sink`.
@@ -455,20 +497,18 @@ impl Join<'_> {
         let firsts: Vec<i64> = (self.many.parts.iter())
             .map(|p| p.first_ns.unwrap_or(i64::MIN))
             .collect();
-        let first = |k: usize| firsts[k];
         // Ties in time go to the earlier part: files that follow one another keep their order
-        // where the one ends and the next begins within the same instant.
+        // where the one ends and the next begins within the same instant (mergecap gives them
+        // to the later file).
         let mut heap: BinaryHeap<Reverse<(i64, usize)>> = BinaryHeap::new();
         let mut next = 0;
         loop {
-            for k in self.lowest..n.min(self.lowest + self.many.jobs) {
-                self.ensure_started(k);
-            }
+            self.read_ahead();
             // A part joins the merge once the merge reaches its first time.
             while next < n
                 && heap
                     .peek()
-                    .is_none_or(|Reverse((key, ..))| first(next) <= *key)
+                    .is_none_or(|Reverse((key, _))| firsts[next] <= *key)
             {
                 self.ensure_started(next);
                 if let Some(key) = self.next_key(next) {
@@ -479,8 +519,15 @@ impl Join<'_> {
             let Some(Reverse((_, k))) = heap.pop() else {
                 break;
             };
-            self.replay(k, sink)?;
-            if let Some(key) = self.next_key(k) {
+            // Part k goes on until another part's next group, or the next part's start, comes
+            // first: most often to its end, files following one another.
+            let others = heap.peek().map(|Reverse(b)| *b);
+            let joining = (next < n).then(|| (firsts[next], next));
+            let bound = match (others, joining) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if let Some(key) = self.replay(k, bound, sink)? {
                 heap.push(Reverse((key, k)));
             }
         }
@@ -493,8 +540,11 @@ impl Source for Many {
         let n = self.parts.len();
         let mut join = Join {
             many: self,
+            pool: Pool::default(),
             readings: (0..n).map(|_| None).collect(),
             started: vec![false; n],
+            active: Arc::new(AtomicUsize::new(0)),
+            ahead: 0,
             ended: (0..n).map(|_| None).collect(),
             lowest: 0,
             decoder: PacketDecoder::new(&self.capture),
