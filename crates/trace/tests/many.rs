@@ -366,3 +366,71 @@ fn a_sink_that_cannot_join_refuses_a_split_capture() {
     });
     assert!(refused.is_err());
 }
+
+/// Cuts a pcap (legacy format) at the packet numbers in `cuts` (sorted, from 1).
+fn cut_at(capture: &Path, cuts: &[usize], dir: &Path) -> Vec<PathBuf> {
+    let data = std::fs::read(capture).expect("read");
+    let (header, mut rest) = data.split_at(24);
+    let mut files = Vec::new();
+    let mut out = header.to_vec();
+    let mut packet = 0;
+    let mut next_cut = cuts.iter().copied().peekable();
+    while rest.len() >= 16 {
+        let len = u32::from_le_bytes(rest[8..12].try_into().expect("4 bytes")) as usize;
+        let (p, tail) = rest.split_at(16 + len);
+        if next_cut.peek() == Some(&packet) {
+            next_cut.next();
+            let path = dir.join(format!("cut-{:03}.pcap", files.len()));
+            std::fs::write(&path, &out).expect("write a part");
+            files.push(path);
+            out = header.to_vec();
+        }
+        out.extend_from_slice(p);
+        packet += 1;
+        rest = tail;
+    }
+    let path = dir.join(format!("cut-{:03}.pcap", files.len()));
+    std::fs::write(&path, &out).expect("write a part");
+    files.push(path);
+    files
+}
+
+/// The synthetic capture and what reading it whole gives, made once for the property test.
+fn shared_capture() -> &'static (tempfile::TempDir, PathBuf, Collect, usize) {
+    static CAPTURE: std::sync::OnceLock<(tempfile::TempDir, PathBuf, Collect, usize)> =
+        std::sync::OnceLock::new();
+    CAPTURE.get_or_init(|| {
+        let dir = tempfile::tempdir().expect("scratch");
+        let whole = capture(dir.path());
+        let expected = read_one(&whole);
+        let data = std::fs::read(&whole).expect("read");
+        let (mut at, mut packets) = (24, 0);
+        while at + 16 <= data.len() {
+            at += 16 + u32::from_le_bytes(data[at + 8..at + 12].try_into().expect("4")) as usize;
+            packets += 1;
+        }
+        (dir, whole, expected, packets)
+    })
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(12))]
+
+    /// Wherever the cuts fall, in whatever order the files are named, on any number of threads,
+    /// the files read back to the whole capture's records and skips.
+    #[test]
+    fn cuts_anywhere_read_back_as_the_whole(
+        cuts in proptest::collection::btree_set(1usize..24_000, 1..8),
+        jobs in 1usize..4,
+        rotate in 0usize..8,
+    ) {
+        let (_, whole, expected, packets) = shared_capture();
+        let cuts: Vec<usize> = cuts.into_iter().filter(|c| c < packets).collect();
+        let dir = tempfile::tempdir().expect("scratch");
+        let mut files = cut_at(whole, &cuts, dir.path());
+        let n = files.len();
+        files.rotate_left(rotate % n);
+        let (joined, _) = read_many(&files, jobs);
+        assert_same(expected, &joined, &format!("cuts {cuts:?}, {jobs} jobs"));
+    }
+}
