@@ -398,7 +398,7 @@ fn input_name(file: &Path, input: &ldplayer_results::InputReport) -> String {
 
 /// The warning for an input that kept the shared schedule badly: which shard, whether it began
 /// late and how many queries it then did not send, and its timing error.
-fn late_warning(file: &Path, input: &ldplayer_results::InputReport) -> String {
+pub(crate) fn late_warning(file: &Path, input: &ldplayer_results::InputReport) -> String {
     let who = match input.run_info.as_ref().and_then(|r| r.shard) {
         Some(shard) => format!("shard {shard} ({})", file.display()),
         None => file.display().to_string(),
