@@ -33,6 +33,8 @@ trap list_skips EXIT
 packages=()
 command -v tshark >/dev/null 2>&1 || packages+=(tshark)
 command -v tcpdump >/dev/null 2>&1 || packages+=(tcpdump)
+# editcap and mergecap cut captures into files and join them again (convert of many files).
+command -v mergecap >/dev/null 2>&1 || packages+=(wireshark-common)
 [ -x /usr/bin/time ] || packages+=(time)
 command -v xz >/dev/null 2>&1 || packages+=(xz-utils)
 command -v zstd >/dev/null 2>&1 || packages+=(zstd)
@@ -65,6 +67,10 @@ command -v faketime >/dev/null 2>&1 || packages+=(faketime)
 # Network namespaces for the split-horizon server and the lab (ip, unshare).
 command -v ip >/dev/null 2>&1 || packages+=(iproute2)
 command -v unshare >/dev/null 2>&1 || packages+=(util-linux)
+# The Slurm recipes run under a real one-node Slurm (slurmctld, slurmd) with munge, which the
+# test starts in a scratch directory of its own (deploy/slurm, crates/cli/tests/slurm.rs).
+[ -x /usr/sbin/slurmctld ] || packages+=(slurm-wlm)
+[ -x /usr/sbin/munged ] || packages+=(munge)
 # Experiments with a recursive server keep the link for its answers (nft).
 [ -x /usr/sbin/nft ] || packages+=(nftables)
 # Reports are read in headless Chromium with the network off (the browser witness), and their

@@ -263,8 +263,9 @@ pub struct ReplayArgs {
     /// keep one schedule (original timing: the trace's first query is sent then).
     #[arg(long, value_name = "TIME", allow_negative_numbers = true)]
     pub start_at: Option<String>,
-    /// With --start-at: how many seconds late a shard may still begin, keeping the shared
-    /// schedule (its first queries then go out late, and it says by how much).
+    /// With --start-at: how many seconds late a shard may still begin, keeping its place in the
+    /// shared schedule (the queries due before it began are not sent but recorded as
+    /// late-start, and it says by how much); later than that, it refuses to start.
     #[arg(long, value_name = "SECONDS", default_value_t = 10.0, allow_negative_numbers = true, value_parser = crate::values::seconds)]
     pub late_start: f64,
     /// Do not retry truncated (TC=1) UDP answers over TCP.
@@ -587,7 +588,8 @@ pub struct ZonesBuildArgs {
     /// RA is taken as authoritative). The scenarios' stub-addr (the resolver's root hints)
     /// serve the root from the start; when the rebuilt root zone has no NS records, its NS set
     /// is made from them, named by a recorded name with that address or
-    /// stub-addr-N.deckard.invalid. (reported on standard error).
+    /// stub-addr-N.deckard.invalid. (reported on standard error). Several captures or traces
+    /// are read as one, after the scenarios (see `convert`).
     #[arg(required_unless_present = "zone")]
     pub inputs: Vec<PathBuf>,
     /// An existing zone file, taken as it is (repeat for several; `FILE@ORIGIN` when its names
@@ -609,6 +611,8 @@ pub struct ZonesBuildArgs {
     /// Print nothing but errors.
     #[arg(short, long, conflicts_with = "json")]
     pub quiet: bool,
+    #[command(flatten)]
+    pub jobs: JobsArgs,
     #[command(flatten)]
     pub read: ReadArgs,
 }
@@ -846,6 +850,24 @@ impl From<&ReadArgs> for ldplayer_trace::open::ReadOptions {
     }
 }
 
+/// How many files are decoded at once, for commands that read many.
+#[derive(Debug, Clone, Args)]
+pub struct JobsArgs {
+    /// Decode up to N input files at once, each on a core of its own (default: the cores this
+    /// process may use).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::values::jobs)]
+    pub jobs: Option<usize>,
+}
+
+impl JobsArgs {
+    /// The number of files decoded at once: `--jobs`, or the cores available.
+    pub fn get(&self) -> usize {
+        self.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        })
+    }
+}
+
 /// Output options shared by commands that write traces.
 #[derive(Debug, Clone, Args)]
 pub struct WriteArgs {
@@ -878,8 +900,13 @@ impl WriteArgs {
 
 #[derive(Debug, Args)]
 pub struct ConvertArgs {
-    /// Input trace (`-` for standard input).
-    pub input: PathBuf,
+    /// Input traces (`-` for standard input). Several files (a day of rotated captures) are read
+    /// as one: merged in time order, TCP streams and IP fragments crossing a file boundary
+    /// reassembled, gaps and overlaps between files reported.
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub jobs: JobsArgs,
     /// Output format (default: from the output's name: .txt/.tsv text, .pcap pcap,
     /// .dnstap/.fstrm dnstap, .bin binary).
     #[arg(long, value_enum)]
@@ -892,8 +919,11 @@ pub struct ConvertArgs {
 
 #[derive(Debug, Args)]
 pub struct InspectArgs {
-    /// Input trace (`-` for standard input).
-    pub input: PathBuf,
+    /// Input traces (`-` for standard input); several are read as one (see `convert`).
+    #[arg(required = true, value_name = "INPUT")]
+    pub inputs: Vec<PathBuf>,
+    #[command(flatten)]
+    pub jobs: JobsArgs,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -48,8 +48,8 @@ impl<'a> Files<'a> {
 pub fn files(command: &Command) -> Files<'_> {
     let f = Files::default();
     match command {
-        Command::Convert(a) => f.input(&a.input).output("-o", &a.write.output),
-        Command::Inspect(a) => f.input(&a.input),
+        Command::Convert(a) => f.inputs(&a.inputs).output("-o", &a.write.output),
+        Command::Inspect(a) => f.inputs(&a.inputs),
         Command::Synth(a) => f
             .maybe_input(a.population.as_ref())
             .output("-o", &a.write.output),

@@ -15,6 +15,7 @@ use ldplayer_trace::binary::BinaryWriter;
 use ldplayer_trace::capture::PcapWriter;
 use ldplayer_trace::dnstap::DnstapWriter;
 use ldplayer_trace::input::Format;
+use ldplayer_trace::many::{Many, ManyReport};
 use ldplayer_trace::open::{self, ReadOptions};
 use ldplayer_trace::text::TextWriter;
 use ldplayer_trace::{Record, Sink, SinkError, SkipReason, Source, TraceError};
@@ -61,6 +62,156 @@ pub fn open_input_noting(
         source: opened.source,
         format: opened.format,
     })
+}
+
+/// Inputs opened to be read as one: a single one as it is, several through
+/// [`ldplayer_trace::many`] (merged in time order, decoded on several cores).
+pub enum Inputs {
+    /// One input.
+    One(Input, std::path::PathBuf),
+    /// Several.
+    Many(Box<Many>),
+}
+
+impl Inputs {
+    /// The reader of all of them.
+    pub fn source(&mut self) -> &mut dyn Source {
+        match self {
+            Inputs::One(input, _) => &mut *input.source,
+            Inputs::Many(many) => &mut **many,
+        }
+    }
+
+    /// What they hold, if they all hold the same (`None`: a mix of formats).
+    pub fn format(&self) -> Option<Format> {
+        match self {
+            Inputs::One(input, _) => Some(input.format),
+            Inputs::Many(many) => {
+                let mut formats = many.inputs().map(|(_, f)| f);
+                let first = formats.next()?;
+                formats.all(|f| f == first).then_some(first)
+            }
+        }
+    }
+
+    /// Their name in messages: the file, or `N files (FIRST ... LAST)` in time order.
+    pub fn describe(&self) -> String {
+        match self {
+            Inputs::One(_, path) => path.display().to_string(),
+            Inputs::Many(many) => {
+                let paths: Vec<&Path> = many.inputs().map(|(p, _)| p).collect();
+                match paths.as_slice() {
+                    [first, .., last] => format!(
+                        "{} files ({} ... {})",
+                        paths.len(),
+                        first.display(),
+                        last.display()
+                    ),
+                    [one] => one.display().to_string(),
+                    [] => "no file".into(),
+                }
+            }
+        }
+    }
+
+    /// The file that stopped at an error, once read (several inputs: the first in time order).
+    pub fn failed(&self) -> Option<String> {
+        match self {
+            Inputs::One(_, path) => Some(path.display().to_string()),
+            Inputs::Many(many) => many
+                .report()?
+                .inputs
+                .iter()
+                .find(|i| i.error.is_some())
+                .map(|i| i.path.display().to_string()),
+        }
+    }
+
+    /// What reading several files found (their times, gaps and overlaps), once read.
+    pub fn report(&self) -> Option<&ManyReport> {
+        match self {
+            Inputs::One(..) => None,
+            Inputs::Many(many) => many.report(),
+        }
+    }
+
+    /// Tells the gaps and overlaps between the files, and the files that stopped at an error
+    /// but the first (which the command's error names), on standard error.
+    pub fn tell(&self) {
+        let Some(report) = self.report() else {
+            return;
+        };
+        for seam in &report.seams {
+            eprintln!("ldplayer: note: {seam}");
+        }
+        for input in report.inputs.iter().filter(|i| i.error.is_some()).skip(1) {
+            eprintln!(
+                "ldplayer: {}: stopped at an error, what came before it is read: {}",
+                input.path.display(),
+                input.error.as_deref().unwrap_or("")
+            );
+        }
+    }
+
+    /// The inputs in `--json`: each file in time order with its format, first and last time
+    /// (seconds since the Unix epoch) and error; then the gaps and overlaps. `None` for one.
+    pub fn json(&self) -> Option<serde_json::Value> {
+        let report = self.report()?;
+        let seconds = |ns: Option<i64>| ns.map(|n| n as f64 / 1e9);
+        let files: Vec<serde_json::Value> = report
+            .inputs
+            .iter()
+            .map(|i| {
+                serde_json::json!({
+                    "file": i.path.display().to_string(),
+                    "format": crate::cmd::format_name(i.format),
+                    "first": seconds(i.span.first_ns),
+                    "last": seconds(i.span.last_ns),
+                    "error": i.error,
+                })
+            })
+            .collect();
+        let seams: Vec<serde_json::Value> = report
+            .seams
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "kind": if s.is_overlap() { "overlap" } else { "gap" },
+                    "before": s.before.display().to_string(),
+                    "after": s.after.display().to_string(),
+                    "seconds": s.length_ns() as f64 / 1e9,
+                })
+            })
+            .collect();
+        Some(serde_json::json!({ "files": files, "seams": seams }))
+    }
+}
+
+/// Opens `paths` to be read as one, `jobs` files decoded at once, with a progress bar over the
+/// bytes read; what the readers notice goes to `notes`.
+pub fn open_inputs(
+    paths: &[std::path::PathBuf],
+    read: &ReadArgs,
+    jobs: usize,
+    progress: &Progress,
+    notes: ldplayer_trace::open::Notes,
+) -> Result<Inputs> {
+    if let [path] = paths {
+        let input = open_input_noting(path, read, progress, notes)?;
+        return Ok(Inputs::One(input, path.clone()));
+    }
+    let options = ReadOptions {
+        notes,
+        ..ReadOptions::from(read)
+    };
+    let total: u64 = paths
+        .iter()
+        .filter_map(|p| std::fs::metadata(p).ok())
+        .map(|m| m.len())
+        .sum();
+    let many = Many::open(paths, &options, jobs, progress.opener())?;
+    progress.set_input_len(total);
+    Ok(Inputs::Many(Box::new(many)))
 }
 
 /// Keeps only queries or only responses, as asked.
@@ -175,7 +326,15 @@ enum FormatWriter {
 /// Creates a writer sink for `path` in `format` (written under a temporary name until
 /// [`TraceWriter::close`]; see [`Output`]).
 pub fn create_output(path: &Path, format: OutFormat) -> Result<TraceWriter> {
-    let out = Output::create(path)?;
+    writer_over(Output::create(path)?, format)
+}
+
+/// [`create_output`], written by a thread of its own ([`Output::create_background`]).
+pub fn create_output_background(path: &Path, format: OutFormat) -> Result<TraceWriter> {
+    writer_over(Output::create_background(path)?, format)
+}
+
+fn writer_over(out: Output, format: OutFormat) -> Result<TraceWriter> {
     let writer = match format {
         OutFormat::Text => FormatWriter::Text(TextWriter::new(out)?),
         OutFormat::Binary => FormatWriter::Binary(BinaryWriter::new(out)?),
@@ -272,11 +431,127 @@ pub fn end_run(
 /// [`Output::close`]; dropped without `close`, it leaves no trace (a file of that name keeps
 /// its old content). Standard output is completed on drop as well.
 pub struct Output {
-    stream: Option<FramedEncoder<BufWriter<Box<dyn Write + Send>>>>,
+    stream: Option<Stream>,
     destination: Option<Destination>,
 }
 
+/// The compressed, buffered stream of an [`Output`].
+type Encoder = FramedEncoder<BufWriter<Box<dyn Write + Send>>>;
+
+/// Where an [`Output`] writes: the encoder itself, or a thread of its own that runs it.
+enum Stream {
+    Direct(Encoder),
+    Background(Background),
+}
+
+/// An encoder run by a thread of its own: the compression and the system calls of writing
+/// leave the thread that produces the bytes (the merge of many inputs). Bytes go over in
+/// buffers of [`BACKGROUND_BUFFER`]; a write error shows at the next write or at the end.
+struct Background {
+    buf: Vec<u8>,
+    tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    /// Buffers written, to fill again.
+    spare: std::sync::mpsc::Receiver<Vec<u8>>,
+    /// Buffers made so far (at most [`BACKGROUND_BUFFERS`]: fresh memory costs page faults).
+    made: usize,
+    thread: Option<std::thread::JoinHandle<io::Result<Encoder>>>,
+}
+
+/// The buffers an [`Output`] written by a thread of its own hands over.
+const BACKGROUND_BUFFER: usize = 1 << 20;
+/// How many such buffers it uses, in turn.
+const BACKGROUND_BUFFERS: usize = 6;
+
+impl Background {
+    fn new(mut encoder: Encoder) -> io::Result<Background> {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+        let (back, spare) = std::sync::mpsc::channel();
+        let thread = std::thread::Builder::new()
+            .name("ldplayer-write".into())
+            .spawn(move || {
+                for mut buf in rx {
+                    encoder.write_all(&buf)?;
+                    buf.clear();
+                    let _ = back.send(buf);
+                }
+                Ok(encoder)
+            })?;
+        Ok(Background {
+            buf: Vec::with_capacity(BACKGROUND_BUFFER),
+            tx: Some(tx),
+            spare,
+            made: 1,
+            thread: Some(thread),
+        })
+    }
+
+    /// Hands the buffer to the thread; its error if it stopped at one.
+    fn hand(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let next = match self.spare.try_recv() {
+            Ok(buf) => buf,
+            Err(_) if self.made < BACKGROUND_BUFFERS => {
+                self.made += 1;
+                Vec::with_capacity(BACKGROUND_BUFFER)
+            }
+            // The thread gives one back once it has written it (or has stopped at an error).
+            Err(_) => match self.spare.recv() {
+                Ok(buf) => buf,
+                Err(_) => return self.end().map(drop),
+            },
+        };
+        let full = std::mem::replace(&mut self.buf, next);
+        let sent = self.tx.as_ref().map(|tx| tx.send(full));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            _ => self.end().map(drop),
+        }
+    }
+
+    /// Waits for the thread to write everything; the encoder back.
+    fn end(&mut self) -> io::Result<Encoder> {
+        self.tx = None;
+        match self.thread.take().map(std::thread::JoinHandle::join) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(io::Error::other("the output's writing thread failed")),
+            None => Err(io::Error::other("the output is closed")),
+        }
+    }
+
+    fn finish(mut self) -> io::Result<Encoder> {
+        self.hand()?;
+        self.end()
+    }
+}
+
+impl Write for Background {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(buf);
+        if self.buf.len() >= BACKGROUND_BUFFER {
+            self.hand()?;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.hand()
+    }
+}
+
 impl Output {
+    /// [`Output::create`], with the output written (and compressed) by a thread of its own:
+    /// for a command whose own thread is the bottleneck. Standard output is written in place.
+    pub fn create_background(path: &Path) -> Result<Output> {
+        let mut out = Output::create(path)?;
+        if path != Path::new("-") {
+            if let Some(Stream::Direct(encoder)) = out.stream.take() {
+                out.stream = Some(Stream::Background(Background::new(encoder)?));
+            }
+        }
+        Ok(out)
+    }
+
     /// Creates `path` (`-`: standard output).
     pub fn create(path: &Path) -> Result<Output> {
         let (raw, destination): (Box<dyn Write + Send>, _) = if path == Path::new("-") {
@@ -288,7 +563,7 @@ impl Output {
         let buf = BufWriter::with_capacity(1 << 20, raw);
         let stream = FramedEncoder::new(Compression::from_name(path), buf)?;
         Ok(Output {
-            stream: Some(stream),
+            stream: Some(Stream::Direct(stream)),
             destination,
         })
     }
@@ -296,7 +571,11 @@ impl Output {
     /// Completes the compressed stream, flushes, and puts the file in place.
     pub fn close(mut self) -> Result<()> {
         if let Some(stream) = self.stream.take() {
-            finish(stream).context("finishing the output")?;
+            let encoder = match stream {
+                Stream::Direct(encoder) => encoder,
+                Stream::Background(b) => b.finish().context("writing the output")?,
+            };
+            finish(encoder).context("finishing the output")?;
         }
         match self.destination.take() {
             Some(d) => Ok(d.commit()?),
@@ -306,14 +585,15 @@ impl Output {
 
     fn writer(&mut self) -> io::Result<&mut dyn Write> {
         match &mut self.stream {
-            Some(w) => Ok(w),
+            Some(Stream::Direct(w)) => Ok(w),
+            Some(Stream::Background(w)) => Ok(w),
             None => Err(io::Error::other("the output is closed")),
         }
     }
 }
 
 /// Writes the end of the compressed stream and flushes everything.
-fn finish(stream: FramedEncoder<BufWriter<Box<dyn Write + Send>>>) -> io::Result<()> {
+fn finish(stream: Encoder) -> io::Result<()> {
     stream.finish()?.flush()
 }
 
@@ -337,7 +617,11 @@ impl Drop for Output {
             return;
         }
         if let Some(stream) = self.stream.take() {
-            if let Err(e) = finish(stream) {
+            let encoder = match stream {
+                Stream::Direct(encoder) => Ok(encoder),
+                Stream::Background(b) => b.finish(),
+            };
+            if let Err(e) = encoder.and_then(finish) {
                 eprintln!("ldplayer: finishing the output failed: {e}");
             }
         }

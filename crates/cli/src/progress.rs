@@ -48,6 +48,16 @@ impl Progress {
         self.bar.wrap_read(r)
     }
 
+    /// Opens input files through the bar, so that it follows what every reader reads (for
+    /// inputs read on several threads).
+    pub fn opener(&self) -> ldplayer_trace::many::Opener {
+        let bar = self.bar.clone();
+        std::sync::Arc::new(move |path: &std::path::Path| {
+            let file = std::fs::File::open(path)?;
+            Ok(Box::new(bar.wrap_read(file)) as Box<dyn Read + Send>)
+        })
+    }
+
     /// Sets the message shown beside the bar.
     pub fn message(&self, msg: String) {
         self.bar.set_message(msg);

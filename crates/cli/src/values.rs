@@ -182,6 +182,11 @@ pub fn processes(s: &str) -> Result<u32, String> {
     whole(s, 1, 1024, "a number of processes").map(|v| v as u32)
 }
 
+/// Input files decoded at once: 1 to 1024.
+pub fn jobs(s: &str) -> Result<usize, String> {
+    whole(s, 1, 1024, "a number of files decoded at once").map(|v| v as usize)
+}
+
 /// Shards of one replay over processes or hosts: 1 to a million.
 pub fn shards(s: &str) -> Result<u32, String> {
     whole(s, 1, 1_000_000, "a number of shards").map(|v| v as u32)

@@ -298,9 +298,11 @@ pub struct ReplayConfig {
     /// and closed-loop timing.
     pub trace_origin_ns: Option<i64>,
     /// How long past [`start_ns`](Self::start_ns) the replay may still begin: a shard that an
-    /// orchestrator started a little late keeps the shared, absolute schedule (its first
-    /// queries go out late, at once, and say so in their timing error) and warns by how much.
-    /// Later than that, [`Replay::start`](crate::Replay::start) refuses.
+    /// orchestrator started a little late keeps its place in the shared, absolute schedule
+    /// (the queries due before it began are not sent, each recorded as
+    /// [`ErrorKind::LateStart`](ldplayer_results::ErrorKind::LateStart), rather than sent at
+    /// once) and warns by how much. Later than that, [`Replay::start`](crate::Replay::start)
+    /// refuses.
     pub late_start: Duration,
     /// Replay only the clients of this shard (see [`crate::shard_of`]); `None`: every client.
     pub shard: Option<ldplayer_results::ShardId>,

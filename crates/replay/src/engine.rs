@@ -12,7 +12,7 @@ use crate::stats::ReplayStats;
 use crate::tls::TlsBase;
 use crossbeam_channel::{bounded, Receiver, Sender};
 use ldplayer_dns::flag;
-use ldplayer_results::ResultSink;
+use ldplayer_results::{ErrorKind, Outcome, QueryResult, ResultSink};
 use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipReason, Source};
 use mio::{Poll, Waker};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -105,6 +105,9 @@ impl Replay {
     /// [`Sink`]. Fails if [`ReplayConfig::start_ns`] is already past.
     pub fn start<S: ResultSink + 'static>(&self, results: S) -> Result<Running<S>, ReplayError> {
         let mut warnings = Vec::new();
+        // A shard that begins after the shared start: the queries due before it began are not
+        // sent (sending them at once would burst them at the server).
+        let mut late_before_ns = None;
         let t0_ns = match self.config.start_ns {
             Some(t0) => {
                 let now = clock::now_ns();
@@ -119,9 +122,11 @@ impl Replay {
                     )));
                 }
                 if late >= 0 {
+                    late_before_ns = Some(now);
                     warnings.push(format!(
-                        "started {:.3} s after the shared start: the queries due before now go \
-                         out at once, late, and the rest on the shared schedule",
+                        "started {:.3} s after the shared start: it keeps its place in the \
+                         shared schedule; the queries due before now are not sent (late-start \
+                         in the results) rather than sent at once",
                         late as f64 / 1e9
                     ));
                 }
@@ -228,6 +233,7 @@ impl Replay {
                 }
             }
         }
+        let late_tx = late_before_ns.map(|_| res_tx.clone());
         drop(res_tx);
         drop(placed_tx);
         // Every querier says where it runs before the first query is due (the schedule starts
@@ -241,6 +247,13 @@ impl Replay {
             live: self.live.clone(),
             distributor: Distributor::new(n),
             schedule,
+            late: late_before_ns
+                .zip(late_tx)
+                .map(|(before_ns, tx)| LateStart {
+                    before_ns,
+                    tx,
+                    pending: Vec::new(),
+                }),
             queriers,
             writer: Some(writer),
             stats: ReplayStats::default(),
@@ -283,6 +296,33 @@ impl QuerierHandle {
     }
 }
 
+/// The queries of a shard that began after the shared start which were due before it began:
+/// never sent, each written straight to the results as `late-start`, so that the shard keeps
+/// its place in the schedule instead of sending its backlog at once.
+struct LateStart {
+    /// When the replay began (`CLOCK_REALTIME` ns): queries due before it are not sent.
+    before_ns: i64,
+    /// To the result writer.
+    tx: Sender<ResultBatch>,
+    /// Results not yet handed to the writer.
+    pending: Vec<QueryResult>,
+}
+
+impl LateStart {
+    /// Hands the pending results to the writer.
+    fn flush(&mut self) -> Result<(), SinkError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        self.tx
+            .send(ResultBatch {
+                results: std::mem::take(&mut self.pending),
+                ..ResultBatch::default()
+            })
+            .map_err(|_| SinkError::Other("the result writer ended early".into()))
+    }
+}
+
 /// A finished replay: the result sink it was given, and what it did.
 #[derive(Debug)]
 pub struct Finished<S> {
@@ -303,6 +343,8 @@ pub struct Running<S: ResultSink> {
     live: Arc<Live>,
     distributor: Distributor,
     schedule: Schedule,
+    /// Set when the replay began after the shared start.
+    late: Option<LateStart>,
     queriers: Vec<QuerierHandle>,
     writer: Option<JoinHandle<(S, std::io::Result<u64>)>>,
     stats: ReplayStats,
@@ -339,6 +381,9 @@ impl<S: ResultSink> Running<S> {
     }
 
     fn flush_all(&mut self) -> Result<(), SinkError> {
+        if let Some(late) = &mut self.late {
+            late.flush()?;
+        }
         for q in &mut self.queriers {
             self.live.add_queued(q.batch.queries.len() as u64);
             q.flush()?;
@@ -368,6 +413,8 @@ impl<S: ResultSink> Running<S> {
 
     fn shutdown(&mut self) -> Result<Finished<S>, ReplayError> {
         let _ = self.flush_all();
+        // The writer ends once every sender is gone.
+        self.late = None;
         let mut panicked = false;
         for q in &mut self.queriers {
             q.tx = None;
@@ -444,6 +491,34 @@ impl<S: ResultSink> Sink for Running<S> {
                 self.stats.other_shards += 1;
                 return Ok(());
             }
+        }
+        if let Some(late) = self
+            .late
+            .as_mut()
+            .filter(|l| intended != 0 && intended < l.before_ns)
+        {
+            self.stats.queries += 1;
+            self.stats
+                .count_outcome(Outcome::Error(ErrorKind::LateStart));
+            late.pending.push(QueryResult {
+                index,
+                trace_ns: record.time_ns,
+                intended_ns: intended,
+                sent_ns: 0,
+                received_ns: 0,
+                proto: self.config.proto_override.unwrap_or(record.proto),
+                new_connection: false,
+                handshake_ns: 0,
+                rcode: ldplayer_dns::Rcode::NOERROR,
+                response_len: 0,
+                truncated: false,
+                outcome: Outcome::Error(ErrorKind::LateStart),
+                target: 0,
+            });
+            if late.pending.len() >= BATCH_QUERIES {
+                late.flush()?;
+            }
+            return Ok(());
         }
         if intended != 0 {
             // Stay at most `preload` ahead of real time. When the window is full, sleep until a

@@ -19,7 +19,8 @@ pub enum ShardError {
     #[error(
         "--shard auto found no shard in the environment: set LDPLAYER_SHARD=I/N, or run as a \
          Kubernetes Indexed Job (JOB_COMPLETION_INDEX, with the count in --shards or \
-         LDPLAYER_SHARDS) or a Slurm array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT)"
+         LDPLAYER_SHARDS), a Slurm array (SLURM_ARRAY_TASK_ID, SLURM_ARRAY_TASK_COUNT) or the \
+         tasks of a Slurm job step started by srun (SLURM_PROCID, SLURM_STEP_NUM_TASKS)"
     )]
     NotFound,
     /// An orchestrator's variable holds something unusable.
@@ -45,7 +46,10 @@ pub fn parse_shard(s: &str) -> Result<ShardId, ShardError> {
 /// - a Kubernetes Indexed Job: `JOB_COMPLETION_INDEX`, with the count from `count` (a flag)
 ///   or `LDPLAYER_SHARDS` (Kubernetes does not export the job's completions);
 /// - a Slurm job array: `SLURM_ARRAY_TASK_ID` less `SLURM_ARRAY_TASK_MIN` (arrays may start at
-///   1), of `SLURM_ARRAY_TASK_COUNT`.
+///   1), of `SLURM_ARRAY_TASK_COUNT`;
+/// - the tasks of a Slurm job step (`srun` in a job of `--ntasks=N`, which Slurm starts
+///   together): `SLURM_PROCID` of `SLURM_STEP_NUM_TASKS`. Only inside a step: a batch script
+///   has `SLURM_PROCID=0` of the job's tasks too, and is not a shard.
 pub fn shard_from_env(
     var: impl Fn(&str) -> Option<String>,
     count: Option<u32>,
@@ -100,6 +104,12 @@ pub fn shard_from_env(
             ))
         })?;
         return checked(index, count, "SLURM_ARRAY_TASK_ID");
+    }
+    if let Some(tasks) = number("SLURM_STEP_NUM_TASKS")? {
+        let index = number("SLURM_PROCID")?.ok_or_else(|| {
+            ShardError::Environment("SLURM_STEP_NUM_TASKS is set but not SLURM_PROCID".into())
+        })?;
+        return checked(index, count.unwrap_or(tasks), "SLURM_PROCID");
     }
     Err(ShardError::NotFound)
 }
@@ -182,6 +192,38 @@ mod tests {
             Err(ShardError::Environment(_))
         ));
         assert_eq!(shard_from_env(env(&[]), None), Err(ShardError::NotFound));
+    }
+
+    #[test]
+    fn the_tasks_of_a_slurm_step_are_shards_but_its_batch_script_is_not() {
+        let step = env(&[
+            ("SLURM_PROCID", "2"),
+            ("SLURM_NTASKS", "3"),
+            ("SLURM_STEP_NUM_TASKS", "3"),
+        ]);
+        assert_eq!(
+            shard_from_env(&step, None),
+            Ok(ShardId { index: 2, count: 3 })
+        );
+        // The batch script of a job of 3 tasks: task 0 of the job, no step.
+        let batch = env(&[("SLURM_PROCID", "0"), ("SLURM_NTASKS", "3")]);
+        assert_eq!(shard_from_env(batch, None), Err(ShardError::NotFound));
+        // An array task's own variables come first.
+        let array_step = env(&[
+            ("SLURM_ARRAY_TASK_ID", "1"),
+            ("SLURM_ARRAY_TASK_COUNT", "2"),
+            ("SLURM_PROCID", "0"),
+            ("SLURM_STEP_NUM_TASKS", "1"),
+        ]);
+        assert_eq!(
+            shard_from_env(array_step, None),
+            Ok(ShardId { index: 1, count: 2 })
+        );
+        let beyond = env(&[("SLURM_PROCID", "3"), ("SLURM_STEP_NUM_TASKS", "3")]);
+        assert!(matches!(
+            shard_from_env(beyond, None),
+            Err(ShardError::Environment(_))
+        ));
     }
 
     #[test]

@@ -28,7 +28,7 @@
 //!  44  u8  transport (0 udp, 1 tcp, 2 tls, 3 https, 4 quic)
 //!  45  u8  flags: 1 = new connection, 2 = truncated (TC), 4 = its answer follows (version 2)
 //!  46  u8  outcome: 0 answered, 1 timeout, 2 refused, 3 reset, 4 tls, 5 send, 6 bad-query,
-//!          7 stopped, 8 http, 9 quic, 10 bad-response
+//!          7 stopped, 8 http, 9 quic, 10 bad-response, 11 late-start
 //!  47  u8  reserved (0)
 //!  48  i64 handshake_ns: for the query that opened its connection, the connection's set-up
 //!          time (TCP, and TLS, handshake); 0 otherwise
@@ -154,6 +154,7 @@ fn outcome_code(o: Outcome) -> u8 {
             ErrorKind::Http => 8,
             ErrorKind::Quic => 9,
             ErrorKind::BadResponse => 10,
+            ErrorKind::LateStart => 11,
         },
     }
 }
@@ -171,6 +172,7 @@ fn outcome_from_code(c: u8) -> Option<Outcome> {
         8 => Outcome::Error(ErrorKind::Http),
         9 => Outcome::Error(ErrorKind::Quic),
         10 => Outcome::Error(ErrorKind::BadResponse),
+        11 => Outcome::Error(ErrorKind::LateStart),
         _ => return None,
     })
 }

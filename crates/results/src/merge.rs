@@ -11,15 +11,19 @@
 //! answers) is still written, just out of order, and counted in [`MergeReport::late`]; readers
 //! of a results file never rely on its order.
 
+use crate::fidelity::MAX_P99_LATE_US;
 use crate::file::{ResultsError, ResultsReader, ResultsWriter};
 use crate::reader::{Damage, Tail};
-use crate::result::QueryResult;
+use crate::result::{ErrorKind, Outcome, QueryResult};
 use crate::run_info::RunInfo;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io::{Read, Write};
+
+/// The largest timing error (µs) told apart: a day; larger ones count as a day.
+const TIMING_MAX_US: u64 = 86_400_000_000;
 
 /// Results each input holds back to restore trace order (64 B each: 4 MiB per input).
 pub const MERGE_WINDOW: usize = 65_536;
@@ -37,6 +41,28 @@ pub struct InputReport {
     pub run_info: Option<RunInfo>,
     /// The median of its queries' absolute timing errors (µs), over those sent on a schedule.
     pub timing_error_p50_us: Option<f64>,
+    /// The 99th percentile of the same.
+    pub timing_error_p99_us: Option<f64>,
+    /// Its queries never sent because they were due before its replay began (a shard started
+    /// after the shared start: [`ErrorKind::LateStart`]).
+    pub late_start: u64,
+    /// How long after the shared start ([`RunInfo::start_ns`]) the last of those was due, in
+    /// ns: how late it began, at least.
+    pub began_late_ns: Option<i64>,
+}
+
+impl InputReport {
+    /// Whether this input kept the shared schedule badly: it began after the shared start (some
+    /// of its queries are [`ErrorKind::LateStart`]), or its timing error p99 is over
+    /// [`MAX_P99_LATE_US`]. A replay that sent as fast as answers came has no schedule to keep.
+    pub fn late(&self) -> bool {
+        let closed_loop = self.run_info.as_ref().and_then(|r| r.closed_loop) == Some(true);
+        self.late_start > 0
+            || (!closed_loop
+                && self
+                    .timing_error_p99_us
+                    .is_some_and(|p99| p99 > MAX_P99_LATE_US))
+    }
 }
 
 /// What a merge wrote and found.
@@ -59,6 +85,10 @@ struct Reordered<R: Read> {
     reader: ResultsReader<R>,
     /// Absolute timing errors, µs.
     timing: Histogram<u64>,
+    /// Results that are [`ErrorKind::LateStart`].
+    late_start: u64,
+    /// The latest intended time of those.
+    late_start_until_ns: Option<i64>,
     held: BinaryHeap<Reverse<Held>>,
     window: usize,
     done: bool,
@@ -102,6 +132,11 @@ impl<R: Read> Reordered<R> {
             match self.reader.next_with_answer()? {
                 Some((r, answer)) => {
                     let answer = answer.map(Box::from);
+                    if r.outcome == Outcome::Error(ErrorKind::LateStart) {
+                        self.late_start += 1;
+                        self.late_start_until_ns =
+                            self.late_start_until_ns.max(Some(r.intended_ns));
+                    }
                     if r.intended_ns != 0 {
                         if let Some(e) = r.timing_error_ns() {
                             self.timing.saturating_record(e.unsigned_abs() / 1_000);
@@ -129,6 +164,15 @@ impl<R: Read> Reordered<R> {
             run_info: self.reader.run_info().cloned(),
             timing_error_p50_us: (!self.timing.is_empty())
                 .then(|| self.timing.value_at_quantile(0.5) as f64),
+            timing_error_p99_us: (!self.timing.is_empty())
+                .then(|| self.timing.value_at_quantile(0.99) as f64),
+            late_start: self.late_start,
+            began_late_ns: self
+                .reader
+                .run_info()
+                .and_then(|i| i.start_ns)
+                .zip(self.late_start_until_ns)
+                .map(|(start, until)| until.saturating_sub(start).max(0)),
         }
     }
 }
@@ -148,7 +192,11 @@ pub fn merge<R: Read, W: Write>(
         .into_iter()
         .map(|reader| Reordered {
             reader,
-            timing: Histogram::new(3).expect("3 significant figures are valid"),
+            // Bounds given: `Histogram::new` tracks values up to 2 and clamps the rest to it
+            // when recording with saturation, so a shard seconds late read as 2 µs.
+            timing: Histogram::new_with_bounds(1, TIMING_MAX_US, 3).expect("valid bounds"),
+            late_start: 0,
+            late_start_until_ns: None,
             held: BinaryHeap::new(),
             window,
             done: false,
@@ -279,6 +327,32 @@ mod tests {
         assert_eq!(report.inputs[1].run_info, Some(info));
         let p50 = report.inputs[1].timing_error_p50_us.unwrap();
         assert!((249.0..=251.0).contains(&p50), "{p50}");
+    }
+
+    #[test]
+    fn a_shard_that_began_late_or_sent_late_is_late() {
+        let on_time = file(&[0, 1]);
+        let mut w = ResultsWriter::new(Vec::new()).unwrap();
+        let mut skipped = result(2);
+        skipped.sent_ns = 0;
+        skipped.outcome = Outcome::Error(ErrorKind::LateStart);
+        w.write(&skipped).unwrap();
+        w.write(&result(3)).unwrap();
+        let began_late = w.into_inner().unwrap();
+        let mut w = ResultsWriter::new(Vec::new()).unwrap();
+        for i in [4, 5] {
+            let mut r = result(i);
+            r.intended_ns = 1_000_000_000;
+            r.sent_ns = 1_000_000_000 + 3_800_000_000;
+            w.write(&r).unwrap();
+        }
+        let sent_late = w.into_inner().unwrap();
+        let (_, report) = run(&[on_time, began_late, sent_late], 8);
+        let late: Vec<bool> = report.inputs.iter().map(InputReport::late).collect();
+        assert_eq!(late, [false, true, true], "{report:?}");
+        assert_eq!(report.inputs[1].late_start, 1);
+        let p99 = report.inputs[2].timing_error_p99_us.unwrap();
+        assert!((3.79e6..=3.81e6).contains(&p99), "{p99}");
     }
 
     #[test]

@@ -29,11 +29,15 @@ pub enum ErrorKind {
     /// opcode (the query echoed back), a response to another question, or bytes on its TCP or
     /// TLS connection that are not a DNS response (the connection is then closed).
     BadResponse,
+    /// Never sent: the query was due before its replay began, a shard started after the shared
+    /// start (`--start-at`) and keeps its place in the schedule rather than send its backlog
+    /// at once.
+    LateStart,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order (the order of summaries).
-    pub const ALL: [ErrorKind; 9] = [
+    pub const ALL: [ErrorKind; 10] = [
         ErrorKind::Refused,
         ErrorKind::Reset,
         ErrorKind::Tls,
@@ -43,6 +47,7 @@ impl ErrorKind {
         ErrorKind::Http,
         ErrorKind::Quic,
         ErrorKind::BadResponse,
+        ErrorKind::LateStart,
     ];
 
     /// The kind's position in [`ALL`](Self::ALL), for tables indexed by kind.
@@ -67,6 +72,7 @@ impl ErrorKind {
             ErrorKind::Http => "http",
             ErrorKind::Quic => "quic",
             ErrorKind::BadResponse => "bad-response",
+            ErrorKind::LateStart => "late-start",
         }
     }
 }
@@ -253,7 +259,7 @@ mod tests {
         assert_eq!(a.total(), 10);
         assert_eq!(
             serde_json::to_string(&a).unwrap(),
-            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4,"http":0,"quic":0,"bad-response":0}"#
+            r#"{"refused":0,"reset":5,"tls":0,"send":0,"bad-query":1,"stopped":4,"http":0,"quic":0,"bad-response":0,"late-start":0}"#
         );
         assert_eq!(
             serde_json::to_string(&ErrorKind::BadQuery).unwrap(),

@@ -2,12 +2,13 @@
 //! with free ports and a configuration written into a scratch directory, killed on drop, and test
 //! certificates made with openssl. A missing binary fails the test with a clear message: the
 //! project's test script installs the packages, and a test that silently passes without its
-//! server would prove nothing.
+//! server would prove nothing. [`slurm`] starts a one-node Slurm cluster of its own the same way.
 //!
 //! Only loopback addresses are used.
 
 pub mod browser;
 pub mod prerequisite;
+pub mod slurm;
 
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::path::{Path, PathBuf};

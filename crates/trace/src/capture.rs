@@ -18,6 +18,7 @@
 //! Memory is bounded whatever the input: see [`CaptureOptions`].
 
 mod decoder;
+mod deferred;
 mod frag;
 mod net;
 mod options;
@@ -28,6 +29,7 @@ mod tunnel;
 mod writer;
 
 pub use decoder::PacketDecoder;
+pub use deferred::{Deferred, DeferredBuf};
 pub use net::linktype;
 pub use options::{CaptureOptions, Keep};
 pub use ports::PortCensus;

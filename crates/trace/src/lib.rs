@@ -11,7 +11,8 @@
 //!
 //! Packet captures (pcap, pcapng) are read and written by [`capture`], dnstap logs by
 //! [`dnstap`]. [`open`] opens a trace of any of these formats, compressed or not, as one
-//! [`Source`].
+//! [`Source`]; [`many`] opens many files as one, merged in time order and decoded on several
+//! cores.
 
 pub mod binary;
 pub mod capture;
@@ -20,6 +21,7 @@ mod client_hash;
 pub mod compress;
 pub mod dnstap;
 pub mod input;
+pub mod many;
 pub mod open;
 mod record;
 mod sink;

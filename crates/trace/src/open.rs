@@ -146,6 +146,17 @@ pub fn open_reader(
     name: &Path,
     options: &ReadOptions,
 ) -> Result<Input, OpenError> {
+    open_reader_as(raw, name, options, false)
+}
+
+/// [`open_reader`], with a capture read in split mode when `split` (see
+/// [`CaptureReader::split`]): what [`crate::many`] decodes on several cores.
+pub(crate) fn open_reader_as(
+    raw: Box<dyn Read + Send>,
+    name: &Path,
+    options: &ReadOptions,
+    split: bool,
+) -> Result<Input, OpenError> {
     let opened = input::open_reader(raw).map_err(|source| OpenError::Read {
         input: name.to_path_buf(),
         source,
@@ -163,6 +174,7 @@ pub fn open_reader(
                 ..CaptureOptions::default()
             };
             let reader = CaptureReader::new(opened.reader, capture).map_err(header)?;
+            let reader = if split { reader.split() } else { reader };
             let position = reader.position();
             (
                 Box::new(ReportPorts::new(reader, &options.dns_ports, notes)),

@@ -1,3 +1,4 @@
+use crate::capture::Deferred;
 use crate::input::CorruptStream;
 use crate::record::{Record, RecordBuf};
 use crate::skip::{SkipCounts, SkipReason};
@@ -67,6 +68,16 @@ pub trait Sink {
         let _ = (error, location);
     }
 
+    /// Takes a part of a capture that a reader in split mode left undecoded (see
+    /// [`Deferred`]), in order among the records. Only the sinks of [`crate::many`] ask for
+    /// split mode; any other sink refuses.
+    fn deferred(&mut self, part: Deferred<'_>) -> Result<(), SinkError> {
+        let _ = part;
+        Err(SinkError::Other(
+            "a capture read in split mode went to a sink that cannot join it".into(),
+        ))
+    }
+
     /// Flushes whatever is buffered; called once when the source is done.
     fn finish(&mut self) -> Result<(), SinkError> {
         Ok(())
@@ -82,6 +93,9 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     }
     fn malformed(&mut self, error: DnsError, location: u64) {
         (**self).malformed(error, location)
+    }
+    fn deferred(&mut self, part: Deferred<'_>) -> Result<(), SinkError> {
+        (**self).deferred(part)
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         (**self).finish()
@@ -141,6 +155,9 @@ impl<S: Sink + ?Sized> Sink for Box<S> {
     }
     fn malformed(&mut self, error: DnsError, location: u64) {
         (**self).malformed(error, location)
+    }
+    fn deferred(&mut self, part: Deferred<'_>) -> Result<(), SinkError> {
+        (**self).deferred(part)
     }
     fn finish(&mut self) -> Result<(), SinkError> {
         (**self).finish()

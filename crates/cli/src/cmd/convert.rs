@@ -1,7 +1,9 @@
-//! `ldplayer convert INPUT [--to text|binary|pcap] -o OUTPUT [--json | -q]`
+//! `ldplayer convert INPUT... [--to text|binary|pcap] -o OUTPUT [--jobs N] [--json | -q]`
 
 use crate::args::ConvertArgs;
-use crate::io::{create_output, end_run, open_input, strict_format_from_name};
+use crate::io::{
+    create_output, create_output_background, end_run, open_inputs, strict_format_from_name,
+};
 use crate::progress::{Progress, Watch};
 use anyhow::Result;
 
@@ -13,11 +15,26 @@ pub fn run(args: ConvertArgs) -> Result<()> {
     };
     args.write.check_json()?;
     let progress = Progress::new(args.write.silent());
-    let mut input = open_input(&args.input, &args.read, &progress)?;
-    let mut writer = create_output(output, to)?;
+    let mut input = open_inputs(
+        &args.inputs,
+        &args.read,
+        args.jobs.get(),
+        &progress,
+        ldplayer_trace::open::Notes::stderr(),
+    )?;
+    // Many inputs merged on this thread while others decode: the writing goes to a thread of
+    // its own.
+    let mut writer = if matches!(input, crate::io::Inputs::Many(_)) && args.jobs.get() > 1 {
+        create_output_background(output, to)?
+    } else {
+        create_output(output, to)?
+    };
     let mut watch = Watch::new(crate::io::QrFilter::new(&mut writer, &args.read), &progress);
-    let result = input.source.run(&mut watch);
+    let result = input.source().run(&mut watch);
     progress.finish();
+    if !args.write.json {
+        input.tell();
+    }
     let (records, interrupted, skipped, malformed) = (
         watch.records,
         watch.interrupted,
@@ -27,12 +44,11 @@ pub fn run(args: ConvertArgs) -> Result<()> {
     let written = writer.written();
     // A damaged input: the summary of what was read, then the error saying where it stopped.
     let read_error = super::is_read_error(&result);
-    let ended = end_run(
-        writer,
-        output,
-        &format!("converting {}", args.input.display()),
-        result,
-    );
+    let what = match input.failed().filter(|_| read_error) {
+        Some(file) => file,
+        None => input.describe(),
+    };
+    let ended = end_run(writer, output, &format!("converting {what}"), result);
     if ended.is_err() && !read_error {
         return ended;
     }
@@ -43,7 +59,8 @@ pub fn run(args: ConvertArgs) -> Result<()> {
             serde_json::json!({
                 "messages": records,
                 "written": written,
-                "input_format": super::format_name(input.format),
+                "input_format": input.format().map_or("mixed", super::format_name),
+                "inputs": input.json(),
                 "output_format": super::out_format_name(to),
                 "output": output.display().to_string(),
                 "seconds": secs,
@@ -54,10 +71,12 @@ pub fn run(args: ConvertArgs) -> Result<()> {
         );
     } else if !args.write.quiet {
         eprintln!(
-            "ldplayer: {} messages{} from {:?} to {:?} in {:.2} s ({}){}; skipped: {}",
+            "ldplayer: {} messages{} from {} to {:?} in {:.2} s ({}){}; skipped: {}",
             records,
             super::malformed_note(&malformed),
-            input.format,
+            input
+                .format()
+                .map_or("mixed".to_string(), |f| format!("{f:?}")),
             to,
             secs,
             super::per_second(records, secs),

@@ -1,7 +1,7 @@
-//! `ldplayer inspect INPUT [--json | -q]`
+//! `ldplayer inspect INPUT... [--jobs N] [--json | -q]`
 
 use crate::args::InspectArgs;
-use crate::io::{open_input_noting, QrFilter};
+use crate::io::{open_inputs, QrFilter};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
 use ldplayer_dns::DnsError;
@@ -46,6 +46,9 @@ struct InspectJson<'a> {
     client_gap_s: Option<Quantiles>,
     /// Packets taken out of each kind of tunnel (`vxlan`, `geneve`, `gre`, `ipip`).
     tunnels: std::collections::BTreeMap<&'static str, u64>,
+    /// Several input files: each in time order with its times, and the gaps and overlaps.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    inputs: Option<serde_json::Value>,
     /// A dnstap log's messages by type and identity (dnstap input only).
     #[serde(skip_serializing_if = "Option::is_none")]
     dnstap: Option<DnstapJson>,
@@ -110,14 +113,18 @@ pub fn run(args: InspectArgs) -> Result<()> {
     let (noted, noted_dnstap) = (tunnels.clone(), dnstap.clone());
     let notes = Notes::to(move |note| match note {
         ReadNote::Tunneled(counts) => {
-            *noted.lock().unwrap_or_else(|e| e.into_inner()) = *counts;
+            // Several files: each tells its own.
+            noted
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .merge(counts);
         }
         ReadNote::Dnstap { census, kept } => {
             *noted_dnstap.lock().unwrap_or_else(|e| e.into_inner()) = Some((census.clone(), *kept));
         }
         other => eprintln!("ldplayer: {other}"),
     });
-    let mut input = open_input_noting(&args.input, &args.read, &progress, notes)?;
+    let mut input = open_inputs(&args.inputs, &args.read, args.jobs.get(), &progress, notes)?;
     let mut inspector = Inspector::new();
     let mut fitter = Fitter::new();
     let both = Both {
@@ -125,13 +132,20 @@ pub fn run(args: InspectArgs) -> Result<()> {
         fitter: &mut fitter,
     };
     let mut watch = Watch::new(QrFilter::new(both, &args.read), &progress);
-    let result = input.source.run(&mut watch);
+    let result = input.source().run(&mut watch);
     progress.finish();
+    if !args.json {
+        input.tell();
+    }
+    let what = match input.failed().filter(|_| super::is_read_error(&result)) {
+        Some(file) => file,
+        None => input.describe(),
+    };
     // A damaged input: the summary of what was read, then the error saying where it stopped.
     let result = if super::is_read_error(&result) {
         result
     } else {
-        result.with_context(|| format!("reading {}", args.input.display()))?;
+        result.with_context(|| format!("reading {what}"))?;
         Ok(())
     };
     let summary = inspector.summary();
@@ -144,15 +158,18 @@ pub fn run(args: InspectArgs) -> Result<()> {
             client_rate_qps: clients.rate_qps,
             client_gap_s: clients.gap_s,
             tunnels: tunnels.iter().map(|(t, n)| (t.name(), n)).collect(),
+            inputs: input.json(),
             dnstap: dnstap.as_ref().map(|(c, k)| DnstapJson::new(c, *k)),
         };
         println!("{}", serde_json::to_string(&json)?);
     } else if !args.quiet {
         println!(
-            "{:<28} {} ({:?})",
+            "{:<28} {} ({})",
             "trace",
-            args.input.display(),
-            input.format
+            input.describe(),
+            input
+                .format()
+                .map_or("mixed".to_string(), |f| format!("{f:?}"))
         );
         print!("{summary}");
         if let Some(r) = &clients.rate_qps {
@@ -171,9 +188,6 @@ pub fn run(args: InspectArgs) -> Result<()> {
         }
     }
     result.with_context(|| {
-        format!(
-            "reading {}: stopped at an error (the summary is of what came before it)",
-            args.input.display()
-        )
+        format!("reading {what}: stopped at an error (the summary is of what came before it)")
     })
 }

@@ -102,6 +102,13 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
     let mut out = ResultsWriter::create_with_run_info(&merged, &unfinished_run)
         .with_context(|| format!("cannot create {}", merged.display()))?;
     let report = merge(readers, &mut out, MERGE_WINDOW)?;
+    // A child that began after the shared start (a host too busy to start it in time) did not
+    // send what was due before it began: said, whatever the output.
+    for (file, input) in files.iter().zip(&report.inputs) {
+        if input.late_start > 0 {
+            eprintln!("ldplayer: {}", super::results::late_warning(file, input));
+        }
+    }
     out.into_inner()
         .with_context(|| format!("writing {}", merged.display()))?;
     let unfinished = report.inputs.iter().any(|input| {

@@ -111,6 +111,10 @@ fn merge_files(args: MergeArgs) -> Result<()> {
                     "clock": i.run_info.as_ref().and_then(|r| r.clock),
                     "host": i.run_info.as_ref().and_then(|r| r.host.clone()),
                     "timing_error_p50_us": i.timing_error_p50_us,
+                    "timing_error_p99_us": i.timing_error_p99_us,
+                    "late_start": i.late_start,
+                    "began_late_s": i.began_late_ns.map(|ns| ns as f64 / 1e9),
+                    "late": i.late(),
                 })
             })
             .collect();
@@ -122,6 +126,7 @@ fn merge_files(args: MergeArgs) -> Result<()> {
                 "duplicates": report.duplicates,
                 "late": report.late,
                 "missing_shards": missing_shards(&report).iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+                "late_shards": args.files.iter().zip(&report.inputs).filter(|(_, i)| i.late()).map(|(f, i)| input_name(f, i)).collect::<Vec<_>>(),
                 "inputs": inputs,
             })
         );
@@ -340,6 +345,11 @@ fn shard_warnings(files: &[std::path::PathBuf], report: &MergeReport) -> Vec<Str
             }
         }
     }
+    for (file, input) in files.iter().zip(&report.inputs) {
+        if input.late() {
+            warnings.push(late_warning(file, input));
+        }
+    }
     let missing = missing_shards(report);
     if !missing.is_empty() {
         let list: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
@@ -387,6 +397,56 @@ fn shard_warnings(files: &[std::path::PathBuf], report: &MergeReport) -> Vec<Str
         }
     }
     warnings
+}
+
+/// How an input is named in the merge's report: its shard (`1/3`), or its file when it is not a
+/// shard of a split replay.
+fn input_name(file: &Path, input: &ldplayer_results::InputReport) -> String {
+    match input.run_info.as_ref().and_then(|r| r.shard) {
+        Some(shard) => shard.to_string(),
+        None => file.display().to_string(),
+    }
+}
+
+/// The warning for an input that kept the shared schedule badly: which shard, whether it began
+/// late and how many queries it then did not send, and its timing error.
+pub(crate) fn late_warning(file: &Path, input: &ldplayer_results::InputReport) -> String {
+    let who = match input.run_info.as_ref().and_then(|r| r.shard) {
+        Some(shard) => format!("shard {shard} ({})", file.display()),
+        None => file.display().to_string(),
+    };
+    let timing = match (input.timing_error_p50_us, input.timing_error_p99_us) {
+        (Some(p50), Some(p99)) => format!("timing error p50 {}, p99 {}", micros(p50), micros(p99)),
+        _ => "it sent nothing".to_string(),
+    };
+    if input.late_start > 0 {
+        let by = input
+            .began_late_ns
+            .map(|ns| format!(" at least {}", micros(ns as f64 / 1e3)))
+            .unwrap_or_default();
+        format!(
+            "{who} began{by} after the shared start: the {} queries due before then were not \
+             sent (late-start); {timing} over the queries it sent",
+            input.late_start
+        )
+    } else {
+        format!(
+            "{who} sent late, it did not keep the shared schedule: {timing} (at most {} at \
+             p99)",
+            micros(ldplayer_results::fidelity::MAX_P99_LATE_US)
+        )
+    }
+}
+
+/// A duration in µs, in the unit that reads best (µs, ms, s).
+fn micros(us: f64) -> String {
+    if us >= 1e6 {
+        format!("{:.2} s", us / 1e6)
+    } else if us >= 1e3 {
+        format!("{:.2} ms", us / 1e3)
+    } else {
+        format!("{us:.0} µs")
+    }
 }
 
 /// `results summary`: the summary `replay` printed at the end, from the results file.

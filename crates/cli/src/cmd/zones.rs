@@ -3,7 +3,7 @@
 //! `ldplayer zones synth -o DIR [--tlds N] [--slds N] [--providers P] [--sign] [--nsec3]`.
 
 use crate::args::{ZonesBuildArgs, ZonesCommand, ZonesDeckardArgs, ZonesSynthArgs};
-use crate::io::{open_input, Output};
+use crate::io::{open_inputs, Output};
 use crate::progress::{Progress, Watch};
 use anyhow::{Context, Result};
 use ldplayer_zonebuild::deckard::{self, Scenario};
@@ -335,6 +335,7 @@ fn build(mut args: ZonesBuildArgs) -> Result<()> {
     let progress = Progress::new(args.json || args.quiet);
     let mut builder = ZoneBuilder::new();
     let mut root_hints = Vec::new();
+    let mut traces = Vec::new();
     for path in &args.inputs {
         if deckard::is_scenario(path) {
             let s = read_scenario(path, args.quiet)?;
@@ -353,12 +354,30 @@ fn build(mut args: ZonesBuildArgs) -> Result<()> {
             }
             continue;
         }
-        let mut input = open_input(path, &args.read, &progress)?;
+        traces.push(path.clone());
+    }
+    // The captures and traces are read as one: in time order, several files at once.
+    if !traces.is_empty() {
+        let mut input = open_inputs(
+            &traces,
+            &args.read,
+            args.jobs.get(),
+            &progress,
+            ldplayer_trace::open::Notes::stderr(),
+        )?;
         let mut watch = Watch::new(&mut builder, &progress);
-        input
-            .source
-            .run(&mut watch)
-            .with_context(|| format!("reading {}", path.display()))?;
+        let result = input.source().run(&mut watch);
+        if !args.quiet {
+            input.tell();
+        }
+        let what = match input
+            .failed()
+            .filter(|_| crate::cmd::is_read_error(&result))
+        {
+            Some(file) => file,
+            None => input.describe(),
+        };
+        result.with_context(|| format!("reading {what}"))?;
     }
     progress.finish();
     let mut hierarchy = if args.inputs.is_empty() {

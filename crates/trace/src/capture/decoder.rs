@@ -1,5 +1,6 @@
 //! From captured frames to DNS messages: link layer, IP (with fragment reassembly), UDP, TCP.
 
+use super::deferred::Deferred;
 use super::frag::{Defrag, FragKey, Fragment};
 use super::net::{ether_payload, link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
 use super::options::{CaptureOptions, Keep, PortSet};
@@ -30,6 +31,11 @@ pub struct PacketDecoder {
     tcp: TcpTable,
     next_sweep: Option<i64>,
     last_time: i64,
+    /// Split mode: TCP segments and IP fragments are handed to the sink undecoded, with a
+    /// mark where each packet begins (see [`Deferred`]).
+    defer: bool,
+    /// The number of the packet being decoded, for the skips of [`PacketDecoder::resume`].
+    packet: u64,
 }
 
 impl PacketDecoder {
@@ -49,6 +55,82 @@ impl PacketDecoder {
             }),
             next_sweep: None,
             last_time: 0,
+            defer: false,
+            packet: 0,
+        }
+    }
+
+    /// The decoder in split mode: it decodes what each packet holds by itself (DNS over UDP,
+    /// the tunnels around it) and hands TCP segments and IP fragments on DNS ports to the sink
+    /// undecoded ([`Sink::deferred`]), with a [`Deferred::Packet`] where each packet begins, for
+    /// a decoder that holds the state of the whole capture to [`resume`](Self::resume). Ports
+    /// are counted here for UDP and TCP; fragments are counted by no census.
+    pub fn split(mut self) -> Self {
+        self.defer = true;
+        self
+    }
+
+    /// Decodes what a decoder in split mode handed over, in the order it was handed over
+    /// (across files, as if they were one capture): a packet's start runs the reassembly
+    /// timeouts as [`packet`](Self::packet) would, segments and fragments are reassembled, and
+    /// the messages they complete go to `sink`. Only the sink's errors are returned.
+    pub fn resume(&mut self, part: Deferred<'_>, sink: &mut dyn Sink) -> Result<(), SinkError> {
+        let mut out = Out {
+            sink,
+            packet: self.packet,
+            keep: self.keep,
+            keep_malformed: self.keep_malformed,
+        };
+        match part {
+            Deferred::Packet { time_ns, number } => {
+                self.packet = number;
+                out.packet = number;
+                self.last_time = time_ns;
+                self.housekeeping(time_ns, &mut out)
+            }
+            Deferred::Segment { src, dst, segment } => match parse_tcp(segment) {
+                Some(h) => {
+                    let time = self.last_time;
+                    self.tcp
+                        .segment(src, dst, &h, &segment[h.header_len..], time, &mut out)
+                }
+                None => Ok(()),
+            },
+            Deferred::Fragment {
+                src,
+                dst,
+                id,
+                proto,
+                offset,
+                more,
+                depth,
+                payload,
+            } => {
+                let frag = Fragment {
+                    key: FragKey {
+                        src,
+                        dst,
+                        id,
+                        proto,
+                    },
+                    offset,
+                    more,
+                    payload,
+                };
+                self.reassemble(frag, self.last_time, &mut out, depth)
+            }
+        }
+    }
+
+    /// Runs the reassembly timeouts at most once per [`SWEEP_INTERVAL_NS`] of capture time.
+    fn housekeeping(&mut self, time_ns: i64, out: &mut Out<'_>) -> Result<(), SinkError> {
+        match self.next_sweep {
+            Some(t) if time_ns < t => Ok(()),
+            _ => {
+                self.next_sweep = Some(time_ns.saturating_add(SWEEP_INTERVAL_NS));
+                self.defrag.expire(time_ns, &mut |r| out.skip(r));
+                self.tcp.sweep(time_ns, out)
+            }
         }
     }
 
@@ -70,13 +152,13 @@ impl PacketDecoder {
             keep_malformed: self.keep_malformed,
         };
         self.last_time = time_ns;
-        match self.next_sweep {
-            Some(t) if time_ns < t => {}
-            _ => {
-                self.next_sweep = Some(time_ns.saturating_add(SWEEP_INTERVAL_NS));
-                self.defrag.expire(time_ns, &mut |r| out.skip(r));
-                self.tcp.sweep(time_ns, &mut out)?;
-            }
+        if self.defer {
+            out.sink.deferred(Deferred::Packet {
+                time_ns,
+                number: packet,
+            })?;
+        } else {
+            self.housekeeping(time_ns, &mut out)?;
         }
         let ip = match link_payload(link, frame) {
             Ok(Some(ip)) => ip,
@@ -135,6 +217,18 @@ impl PacketDecoder {
                     out.skip(SkipReason::TruncatedPacket);
                     return Ok(());
                 }
+                if self.defer {
+                    return out.sink.deferred(Deferred::Fragment {
+                        src,
+                        dst,
+                        id,
+                        proto,
+                        offset,
+                        more,
+                        depth,
+                        payload,
+                    });
+                }
                 let frag = Fragment {
                     key: FragKey {
                         src,
@@ -146,26 +240,39 @@ impl PacketDecoder {
                     more,
                     payload,
                 };
-                let Some(data) = self.defrag.add(frag, time_ns, &mut |r| out.skip(r)) else {
-                    return Ok(());
-                };
-                let (proto, body) = if src.is_ipv6() {
-                    match skip_ipv6_extensions(proto, &data) {
-                        Some(x) => x,
-                        None => {
-                            self.defrag.recycle(data);
-                            return Ok(());
-                        }
-                    }
-                } else {
-                    (proto, &data[..])
-                };
-                let r = self.transport(src, dst, proto, body, false, time_ns, out, depth);
-                self.defrag.recycle(data);
-                r
+                self.reassemble(frag, time_ns, out, depth)
             }
             Ip::Opaque => Ok(()),
         }
+    }
+
+    /// Adds a fragment; decodes the datagram it completes, if any.
+    fn reassemble(
+        &mut self,
+        frag: Fragment<'_>,
+        time_ns: i64,
+        out: &mut Out<'_>,
+        depth: u8,
+    ) -> Result<(), SinkError> {
+        let (src, dst) = (frag.key.src, frag.key.dst);
+        let proto = frag.key.proto;
+        let Some(data) = self.defrag.add(frag, time_ns, &mut |r| out.skip(r)) else {
+            return Ok(());
+        };
+        let (proto, body) = if src.is_ipv6() {
+            match skip_ipv6_extensions(proto, &data) {
+                Some(x) => x,
+                None => {
+                    self.defrag.recycle(data);
+                    return Ok(());
+                }
+            }
+        } else {
+            (proto, &data[..])
+        };
+        let r = self.transport(src, dst, proto, body, false, time_ns, out, depth);
+        self.defrag.recycle(data);
+        r
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -277,6 +384,13 @@ impl PacketDecoder {
                 if truncated {
                     out.skip(SkipReason::TruncatedPacket);
                     return Ok(());
+                }
+                if self.defer {
+                    return out.sink.deferred(Deferred::Segment {
+                        src: SocketAddr::new(src, sport),
+                        dst: SocketAddr::new(dst, dport),
+                        segment: payload,
+                    });
                 }
                 self.tcp.segment(
                     SocketAddr::new(src, sport),

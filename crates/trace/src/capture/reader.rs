@@ -46,6 +46,8 @@ pub struct CaptureReader<R: Read> {
     options: CaptureOptions,
     census: PortCensus,
     position: Position,
+    /// Decode in split mode ([`PacketDecoder::split`]).
+    split: bool,
 }
 
 /// An input whose format is known, with the bytes read to recognize it.
@@ -68,7 +70,15 @@ impl<R: Read> CaptureReader<R> {
             options,
             census: PortCensus::default(),
             position: Position::default(),
+            split: false,
         })
+    }
+
+    /// The reader in split mode: TCP segments and IP fragments go to the sink undecoded, for
+    /// a decoder that holds the state of several files (see [`PacketDecoder::split`]).
+    pub fn split(mut self) -> Self {
+        self.split = true;
+        self
     }
 
     /// Where the reader is: the end of the last block it took, as it reads.
@@ -89,8 +99,9 @@ impl<R: Read> Source for CaptureReader<R> {
         let options = &self.options;
         let census = &mut self.census;
         let position = &self.position;
+        let split = self.split;
         drive(sink, |sink| match opened {
-            Some(opened) => read_opened(opened, options, sink, census, position),
+            Some(opened) => read_opened(opened, options, split, sink, census, position),
             None => Err(TraceError::Format("the capture was already read".into())),
         })
     }
@@ -107,6 +118,7 @@ pub fn read_capture_bytes(
         read_opened(
             open(data)?,
             options,
+            false,
             sink,
             &mut PortCensus::default(),
             &Position::default(),
@@ -217,6 +229,7 @@ fn open<R: Read>(mut input: R) -> Result<Opened<R>, TraceError> {
 fn read_opened<R: Read>(
     opened: Opened<R>,
     options: &CaptureOptions,
+    split: bool,
     sink: &mut dyn Sink,
     census: &mut PortCensus,
     position: &Position,
@@ -232,8 +245,9 @@ fn read_opened<R: Read>(
         inner: input,
         error: error.clone(),
     });
+    let decoder = PacketDecoder::new(options);
     let mut state = State {
-        decoder: PacketDecoder::new(options),
+        decoder: if split { decoder.split() } else { decoder },
         packets: 0,
         interfaces: Vec::new(),
         legacy: None,

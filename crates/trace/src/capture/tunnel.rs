@@ -126,6 +126,13 @@ impl TunnelCounts {
         self.0[tunnel as usize] += 1;
     }
 
+    /// Adds `other`'s counts (those of another file).
+    pub fn merge(&mut self, other: &TunnelCounts) {
+        for (a, b) in self.0.iter_mut().zip(other.0) {
+            *a += b;
+        }
+    }
+
     /// Packets taken out of `tunnel`.
     pub fn get(&self, tunnel: Tunnel) -> u64 {
         self.0[tunnel as usize]

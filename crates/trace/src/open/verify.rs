@@ -13,6 +13,7 @@
 //! short is no corruption: what came before the cut is passed on, and a note tells the cut.
 
 use super::{Notes, ReadNote};
+use crate::capture::{Deferred, DeferredBuf};
 use crate::input::{CorruptStream, Damage, Passed, Position};
 use crate::record::{Record, RecordBuf};
 use crate::sink::{Sink, SinkError, Source, TraceError};
@@ -112,6 +113,7 @@ enum Event {
     Record(RecordBuf),
     Skipped(SkipReason, u64),
     Malformed(DnsError, u64),
+    Deferred(DeferredBuf),
 }
 
 struct Held {
@@ -158,6 +160,7 @@ impl Hold<'_> {
     fn cost(event: &Event) -> usize {
         match event {
             Event::Record(r) => ENTRY_COST + r.wire.len(),
+            Event::Deferred(d) => ENTRY_COST + d.cost(),
             _ => ENTRY_COST,
         }
     }
@@ -223,6 +226,13 @@ impl Hold<'_> {
                 self.sink.malformed(error, location);
                 Ok(())
             }
+            Event::Deferred(part) => {
+                let result = self.sink.deferred(part.as_deferred());
+                if matches!(result, Err(SinkError::Stopped)) {
+                    self.stopped = true;
+                }
+                result
+            }
         }
     }
 
@@ -242,8 +252,8 @@ impl Hold<'_> {
                     self.sink.skipped(SkipReason::CorruptFrame, held.number);
                     Ok(())
                 }
-                // A note about a dropped record goes with it.
-                Event::Malformed(..) if corrupt => Ok(()),
+                // A note about a dropped record goes with it; so do the packets of the frame.
+                Event::Malformed(..) | Event::Deferred(_) if corrupt => Ok(()),
                 event => self.deliver(event),
             };
         }
@@ -289,6 +299,16 @@ impl Sink for Hold<'_> {
             return self.sink.malformed(error, location);
         }
         let _ = self.hold(Event::Malformed(error, location));
+    }
+
+    fn deferred(&mut self, part: Deferred<'_>) -> Result<(), SinkError> {
+        if self.stopped {
+            return Err(SinkError::Stopped);
+        }
+        if self.held.is_empty() && self.position.get() <= self.damage.verified() {
+            return self.sink.deferred(part);
+        }
+        self.hold(Event::Deferred(part.to_owned_deferred()))
     }
 
     /// The sink is finished by [`Hold::settle`], once the fate of what is held is known.
