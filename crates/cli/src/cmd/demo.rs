@@ -34,12 +34,22 @@ pub fn run(args: DemoArgs) -> Result<()> {
 /// Where the demo's folder goes when none is given: the Cargo target folder the program was
 /// built in (`cargo run ... demo` leaves nothing in the source tree), else the current folder.
 fn default_parent() -> std::path::PathBuf {
-    let target = std::env::current_exe().ok().and_then(|exe| {
-        // target/release/ldplayer: Cargo marks its target folder with CACHEDIR.TAG.
-        let dir = exe.parent()?.parent()?.to_path_buf();
-        dir.join("CACHEDIR.TAG").is_file().then_some(dir)
-    });
-    target.unwrap_or_else(|| std::path::PathBuf::from("."))
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| cargo_target_of(&exe))
+        .unwrap_or_else(|| std::path::PathBuf::from("."))
+}
+
+/// The Cargo target folder `exe` was built in (`target/` of `target/release/ldplayer`), if it
+/// was built by Cargo and not installed elsewhere.
+fn cargo_target_of(exe: &Path) -> Option<std::path::PathBuf> {
+    // Cargo keeps the build's fingerprints beside the program in every profile folder.
+    // CACHEDIR.TAG in the target folder is not enough: Cargo writes it only when it creates the
+    // folder itself, not in one a script made beforehand (as scripts/test.sh does).
+    let profile = exe.parent()?;
+    let target = profile.parent()?;
+    (profile.join(".fingerprint").is_dir() || target.join("CACHEDIR.TAG").is_file())
+        .then(|| target.to_path_buf())
 }
 
 /// The quick what-if study, its report, and what it found.
@@ -404,4 +414,28 @@ fn replay_against_embedded_server(
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_target_folder_is_found_without_its_cachedir_tag() {
+        let tmp = tempfile::tempdir().unwrap();
+        let profile = tmp.path().join("target").join("debug");
+        std::fs::create_dir_all(profile.join(".fingerprint")).unwrap();
+        assert_eq!(
+            cargo_target_of(&profile.join("ldplayer")),
+            Some(tmp.path().join("target"))
+        );
+    }
+
+    #[test]
+    fn an_installed_program_has_no_target_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let bin = tmp.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        assert_eq!(cargo_target_of(&bin.join("ldplayer")), None);
+    }
 }
