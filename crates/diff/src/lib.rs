@@ -16,6 +16,8 @@
 //! Everything streams: memory holds the queries in flight between the files and a bounded
 //! number of examples per field, not the queries of the trace.
 
+#![forbid(unsafe_code)]
+
 mod canon;
 pub mod criteria;
 mod differ;

@@ -26,6 +26,8 @@
 //! [`Fields::of`] reads them off a message and [`apply`] rewrites a message so it carries a given
 //! set of fields, touching only what differs, so an unedited message stays byte-identical.
 
+#![forbid(unsafe_code)]
+
 mod class;
 mod edit;
 mod edns;

@@ -18,6 +18,8 @@
 //! dnstap files as traces and write traces as dnstap, as it builds on `pcap-parser` for
 //! captures.
 
+#![forbid(unsafe_code)]
+
 mod census;
 pub mod collector;
 pub mod fstrm;

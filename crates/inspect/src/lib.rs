@@ -6,6 +6,8 @@
 //! [`Inspector`] is a [`Sink`]: feed it from any trace source, then call
 //! [`Inspector::summary`].
 
+#![forbid(unsafe_code)]
+
 mod summary;
 
 pub use summary::{Count, Rate, Summary};

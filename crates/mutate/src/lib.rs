@@ -13,6 +13,8 @@
 //!
 //! Mutations run in a fixed order, documented on [`Mutation`].
 
+#![forbid(unsafe_code)]
+
 mod anon;
 mod choice;
 mod config;

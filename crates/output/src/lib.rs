@@ -27,6 +27,8 @@
 //! that must be readable while they grow (a results file that a killed replay leaves
 //! readable, a statistics log).
 
+#![forbid(unsafe_code)]
+
 mod atomic;
 mod guard;
 

@@ -14,6 +14,8 @@
 //! - [`Fitter`] is a sink that measures a real trace (transport mix, per-client rates, gaps)
 //!   and [`Fitter::population`] writes a population that resembles it.
 
+#![forbid(unsafe_code)]
+
 mod assign;
 mod file;
 mod fit;

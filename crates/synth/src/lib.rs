@@ -17,6 +17,8 @@
 //! the same trace on every platform. Generation is allocation-free per query (one reused wire
 //! buffer, a hand-written encoder) and keeps O(clients) state.
 
+#![forbid(unsafe_code)]
+
 mod clients;
 mod config;
 mod encode;

@@ -25,6 +25,8 @@
 //! the response there, keeping what was already written (no additional section then);
 //! additional-section RRsets that do not fit are left out without TC.
 
+#![forbid(unsafe_code)]
+
 mod answer;
 mod check;
 mod entries;
