@@ -106,7 +106,10 @@ pub fn files(command: &Command) -> Files<'_> {
             .maybe_input(a.tls_ca.as_ref())
             .maybe_output("--csv", a.csv.as_ref()),
         Command::Population(PopulationCommand::Fit(a)) => f.input(&a.input).output("-o", &a.output),
-        Command::Dnstap(DnstapCommand::Listen(a)) => f.output("-o", &a.write.output),
+        // The socket the collector makes is a file it writes too: never the output.
+        Command::Dnstap(DnstapCommand::Listen(a)) => f
+            .maybe_output("--unix", a.unix.as_ref())
+            .output("-o", &a.write.output),
     }
 }
 

@@ -28,10 +28,12 @@ const OUTPUTS: &[(&str, &str)] = &[
     ("lab", "--answers"),
     ("lab", "--results"),
     ("lab", "--capture"),
+    ("lab", "--dnstap"),
     ("experiment", "--output"),
     ("report", "--output"),
     ("population fit", "--output"),
     ("diff", "--csv"),
+    ("dnstap listen", "--output"),
 ];
 
 /// Output folders whose files are not named by the user and hold no input: checked by the
@@ -514,6 +516,7 @@ fn zones_and_lab_outputs_refuse_their_inputs() {
     for (flag, inputs) in [
         ("--answers", vec![&names, &manifest, &zone]),
         ("--capture", vec![&names, &manifest, &zone]),
+        ("--dnstap", vec![&names, &manifest, &zone]),
     ] {
         for input in inputs {
             refused(
@@ -575,6 +578,26 @@ fn experiment_refuses_to_replace_its_plan_with_another() {
     );
 }
 
+#[test]
+fn the_dnstap_collector_refuses_to_write_its_trace_over_its_socket() {
+    let t = Scratch::new();
+    let socket = s(&t.path("tap.sock"));
+    refused(
+        &t,
+        &[
+            "dnstap",
+            "listen",
+            "--unix",
+            &socket,
+            "-o",
+            &socket,
+            "--seconds",
+            "1",
+        ],
+        &["--unix", "tap.sock"],
+    );
+}
+
 /// Every option of every command that names a file or a folder is in one of the lists above.
 #[test]
 fn every_file_option_of_every_command_is_classified() {
@@ -598,6 +621,7 @@ fn every_file_option_of_every_command_is_classified() {
         "compare",
         "population fit",
         "diff",
+        "dnstap listen",
     ];
     // The top-level help lists every command: none may be missing here.
     let top = String::from_utf8(ldplayer(&["--help"]).stdout).expect("utf-8");
