@@ -14,7 +14,10 @@ pub use summary::{Count, Rate, Summary};
 
 use ldplayer_dns::{opcode_to_string, Header, Message, Partial, Rcode, Rtype};
 use ldplayer_trace::{Proto, Record, Sink, SinkError, SkipCounts, SkipReason};
-use rustc_hash::{FxHashMap, FxHashSet};
+/// Per-record counters: hashbrown's map with `inline-more`, so that a count is an inlined probe.
+type FxHashMap<K, V> = hashbrown::HashMap<K, V, rustc_hash::FxBuildHasher>;
+type FxHashSet<K> = hashbrown::HashSet<K, rustc_hash::FxBuildHasher>;
+
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 

@@ -3,7 +3,9 @@
 
 use crate::file::{proto_to_name, Arrivals, Group, Population, RateDist};
 use ldplayer_trace::{Proto, Record, Sink, SinkError};
-use rustc_hash::FxHashMap;
+/// Per-record counters: hashbrown's map with `inline-more`, so that a count is an inlined probe.
+type FxHashMap<K, V> = hashbrown::HashMap<K, V, rustc_hash::FxBuildHasher>;
+
 use serde::Serialize;
 use std::net::IpAddr;
 
