@@ -95,8 +95,16 @@ if [ ${#packages[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 fi
 
+# cargo-deny checks the dependencies' licenses, duplicate and wildcard versions and sources
+# (deny.toml); its advisories check needs the RustSec database, which these machines cannot fetch.
+if ! cargo deny --version 2>/dev/null | grep -q '^cargo-deny 0\.20\.2$'; then
+  echo "test.sh: installing cargo-deny 0.20.2 from crates.io (a few minutes of building, once)"
+  cargo install -q --locked cargo-deny --version 0.20.2
+fi
+
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo deny --log-level error check licenses bans sources
 # The fuzz targets (fuzz/ is outside the workspace, with its own Cargo.lock) must keep compiling;
 # running them takes cargo-fuzz and a nightly toolchain: cargo +nightly fuzz run TARGET.
 cargo build --manifest-path fuzz/Cargo.toml --locked
