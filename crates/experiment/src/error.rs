@@ -70,3 +70,16 @@ impl ExperimentError {
         }
     }
 }
+
+impl From<ldplayer_system::CommandError> for ExperimentError {
+    fn from(e: ldplayer_system::CommandError) -> Self {
+        match e {
+            ldplayer_system::CommandError::Spawn { program, error } => {
+                ExperimentError::Spawn { program, error }
+            }
+            ldplayer_system::CommandError::Failed { command, stderr } => {
+                ExperimentError::Command { command, stderr }
+            }
+        }
+    }
+}

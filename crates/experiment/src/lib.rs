@@ -18,6 +18,8 @@
 //! A program that runs experiments must call [`SideConfig::from_env`] first thing in `main`:
 //! the sides are that program started again in the run's namespaces.
 
+#![forbid(unsafe_code)]
+
 pub mod client;
 pub mod differences;
 pub mod environment;

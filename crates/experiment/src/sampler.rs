@@ -106,16 +106,7 @@ pub fn spawn(
     std::thread::spawn(move || sample_until(&what, link, start_ns, &stop, &out))
 }
 
-/// `CLOCK_REALTIME` in ns.
-pub fn realtime_ns() -> i64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: ts is a valid timespec to write into.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
-    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
-}
+pub use ldplayer_system::clock::realtime_ns;
 
 /// Sleeps until `tick` (realtime ns) in short steps; false when `stop` was set first.
 fn sleep_until_realtime(tick: i64, stop: &AtomicBool) -> bool {
@@ -132,13 +123,7 @@ fn sleep_until_realtime(tick: i64, stop: &AtomicBool) -> bool {
 }
 
 fn clock_ticks_per_s() -> f64 {
-    // SAFETY: sysconf has no preconditions.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 {
-        t as f64
-    } else {
-        100.0
-    }
+    ldplayer_system::clock::clock_ticks_per_second() as f64
 }
 
 /// One process of the server, as read from `/proc/PID/stat`.
@@ -166,15 +151,7 @@ fn read_proc(pid: u32) -> Option<Proc> {
     })
 }
 
-fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
-}
+use ldplayer_system::clock::page_size;
 
 /// The processes under `root` (not `root` itself, `unshare`), without `exclude`.
 fn process_tree(root: u32, exclude: Option<u32>) -> Vec<Proc> {

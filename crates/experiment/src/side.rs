@@ -459,8 +459,8 @@ impl Capture {
 
     /// Stops tcpdump (SIGINT, so that it writes its last packets) and waits for it.
     fn stop(mut self) {
-        // SAFETY: kill with a valid pid and signal.
-        unsafe { libc::kill(self.0.id() as libc::pid_t, libc::SIGINT) };
+        let _ =
+            ldplayer_system::process::signal(self.0.id(), ldplayer_system::process::Signal::INT);
         let _ = self.0.wait();
     }
 }

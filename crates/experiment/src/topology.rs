@@ -17,7 +17,6 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, Ipv6Addr};
-use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
@@ -66,19 +65,10 @@ impl SideProcess {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(log_file);
-        // SAFETY: only async-signal-safe calls between fork and exec.
-        unsafe {
-            command.pre_exec(|| {
-                // Its own process group: Ctrl-C in the terminal reaches the orchestrator only,
-                // which then stops the sides in order.
-                libc::setpgid(0, 0);
-                // Dies with the orchestrator (the thread that spawned it: the caller's).
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
+        // Its own process group: Ctrl-C in the terminal reaches the orchestrator only, which
+        // then stops the sides in order; and it dies with the orchestrator (the thread that
+        // spawned it: the caller's).
+        ldplayer_system::process::own_group_dying_with_parent(&mut command);
         let mut child = command.spawn().map_err(|e| ExperimentError::Spawn {
             program: "unshare".into(),
             error: e,
@@ -241,22 +231,7 @@ impl Drop for SideProcess {
 
 /// Runs `ip args` in this process's namespace.
 pub fn ip(args: &[&str]) -> Result<(), ExperimentError> {
-    let out = Command::new("ip")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| ExperimentError::Spawn {
-            program: "ip".into(),
-            error: e,
-        })?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(ExperimentError::Command {
-            command: format!("ip {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+    Ok(ldplayer_system::ip(args)?)
 }
 
 /// Runs `ip -batch -` with `commands` (one per line) in this process's namespace.

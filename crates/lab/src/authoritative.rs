@@ -92,8 +92,10 @@ impl Drop for Nameservers {
     fn drop(&mut self) {
         if let Nameservers::Nsd(children) = self {
             for c in children.iter_mut() {
-                // SAFETY: kill with a pid we own and SIGTERM has no memory effects.
-                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGTERM) };
+                let _ = ldplayer_system::process::signal(
+                    c.id(),
+                    ldplayer_system::process::Signal::TERM,
+                );
             }
             for c in children.iter_mut() {
                 let _ = c.wait();

@@ -36,6 +36,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod authoritative;
 pub mod client;
 pub mod netns;
@@ -90,6 +92,19 @@ pub enum LabError {
     /// The certificate for the resolver's DNS over TLS and HTTPS could not be made.
     #[error("certificate: {0}")]
     Certificate(#[from] ldplayer_servers::ServerError),
+}
+
+impl From<ldplayer_system::CommandError> for LabError {
+    fn from(e: ldplayer_system::CommandError) -> Self {
+        match e {
+            ldplayer_system::CommandError::Spawn { program, error } => {
+                LabError::Spawn(program, error)
+            }
+            ldplayer_system::CommandError::Failed { command, stderr } => {
+                LabError::Command { command, stderr }
+            }
+        }
+    }
 }
 
 /// Which nameservers the server side runs.
@@ -208,9 +223,11 @@ pub fn launch(exe: &Path, args: &[String], stop: &AtomicBool) -> Result<ExitStat
             return Ok(status);
         }
         if !forwarded && stop.load(Ordering::Relaxed) {
-            // SAFETY: kill of the process group we made (its leader is our child, not reaped
-            // yet); SIGINT has no memory effects.
-            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGINT) };
+            // The process group we made (its leader is our child, not reaped yet).
+            let _ = ldplayer_system::process::signal_group(
+                child.id(),
+                ldplayer_system::process::Signal::INT,
+            );
             forwarded = true;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -452,8 +469,7 @@ impl Drop for ResolverSide {
 
 /// SIGINT, then wait (SIGKILL after 5 s).
 fn interrupt(child: &mut Child) {
-    // SAFETY: kill with a pid we own and SIGINT has no memory effects.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let _ = ldplayer_system::process::signal(child.id(), ldplayer_system::process::Signal::INT);
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
         if let Ok(Some(_)) = child.try_wait() {

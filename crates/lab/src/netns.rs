@@ -16,7 +16,7 @@
 //! `unshare -rn` (a user namespace) otherwise; they disappear with their last process.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::LabError;
@@ -36,8 +36,7 @@ pub const SERVER_V6: &str = "fd53::1";
 
 /// True when running as root (real or in a user namespace).
 pub fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() == 0 }
+    ldplayer_system::process::is_root()
 }
 
 /// Whether this process runs in a user namespace other than the first (where "root" is
@@ -61,24 +60,12 @@ pub fn in_new_netns(root: bool, program: &Path) -> Command {
 
 /// Runs `ip args`, failing with its standard error.
 pub fn ip(args: &[&str]) -> Result<(), LabError> {
-    run("ip", args)
+    Ok(ldplayer_system::ip(args)?)
 }
 
 /// Runs a command to completion, failing with its standard error.
 pub fn run(program: &str, args: &[&str]) -> Result<(), LabError> {
-    let out = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| LabError::Spawn(program.to_string(), e))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(LabError::Command {
-            command: format!("{program} {}", args.join(" ")),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
+    Ok(ldplayer_system::run(program, args)?)
 }
 
 /// Sets up the resolver side, run inside it: loopback up, the veth pair created with its other

@@ -130,9 +130,9 @@ pub struct RunningResolver {
 impl Drop for RunningResolver {
     fn drop(&mut self) {
         // The whole group: the resolver, and faketime's child when it runs under faketime.
-        let group = -(self.child.id() as libc::pid_t);
-        // SAFETY: kill with the group of a child we started; signals have no memory effects.
-        unsafe { libc::kill(group, libc::SIGTERM) };
+        let group = self.child.id();
+        let _ =
+            ldplayer_system::process::signal_group(group, ldplayer_system::process::Signal::TERM);
         let deadline = Instant::now() + Duration::from_secs(5);
         let mut ended = false;
         while Instant::now() < deadline {
@@ -142,8 +142,9 @@ impl Drop for RunningResolver {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        // SAFETY: as above; whatever of the group is left.
-        unsafe { libc::kill(group, libc::SIGKILL) };
+        // Whatever of the group is left.
+        let _ =
+            ldplayer_system::process::signal_group(group, ldplayer_system::process::Signal::KILL);
         if !ended {
             let _ = self.child.wait();
         }

@@ -36,6 +36,8 @@
 //! server.stop().unwrap();
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod certificate;
 mod embedded;
 mod error;

@@ -43,14 +43,7 @@ pub(crate) fn spawn(
         .stdout(out)
         .stderr(err)
         .process_group(0);
-    // SAFETY: the closure runs in the child between fork and exec and only calls getrlimit and
-    // setrlimit, which are async-signal-safe, on stack memory.
-    unsafe {
-        command.pre_exec(move || {
-            raise_file_limit(files);
-            Ok(())
-        });
-    }
+    ldplayer_system::limits::raise_file_limit_of(&mut command, files);
     command.spawn().map_err(|source| ServerError::Spawn {
         command: command_line(program, args),
         source,
@@ -71,15 +64,7 @@ pub(crate) fn attainable_files(wanted: u64) -> u64 {
 
 /// The hard limit on open files of this process (and so of the servers it starts).
 fn hard_file_limit() -> u64 {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct given, nothing else.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
-        return 1024;
-    }
-    limit.rlim_max
+    ldplayer_system::limits::hard_file_limit()
 }
 
 /// Whether this process has `CAP_SYS_RESOURCE` (bit 24 of `CapEff`), which lets it raise a
@@ -103,35 +88,7 @@ fn nr_open() -> u64 {
         .unwrap_or(1 << 20)
 }
 
-/// Raises the soft (and, when allowed, hard) limit on open files to at least `wanted`; never
-/// lowers it. Failures leave the limit as it was: the server then reports what it cannot open.
-fn raise_file_limit(wanted: u64) {
-    let mut limit = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit and setrlimit write and read the struct given, nothing else.
-    unsafe {
-        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-            return;
-        }
-        let wanted = wanted as libc::rlim_t;
-        if limit.rlim_cur >= wanted {
-            return;
-        }
-        let raised = libc::rlimit {
-            rlim_cur: wanted,
-            rlim_max: limit.rlim_max.max(wanted),
-        };
-        if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
-            let soft = libc::rlimit {
-                rlim_cur: limit.rlim_max,
-                rlim_max: limit.rlim_max,
-            };
-            libc::setrlimit(libc::RLIMIT_NOFILE, &soft);
-        }
-    }
-}
+use ldplayer_system::limits::raise_file_limit;
 
 /// Raises this process's own soft limit on open files towards `files` (never above its hard
 /// limit, never lower), for the embedded server, which opens its connections here.
@@ -139,22 +96,7 @@ pub(crate) fn raise_own_file_limit(files: u64) {
     raise_file_limit(files.min(hard_file_limit()));
 }
 
-/// Whether the child has exited, without reaping it: while it stays a zombie its pid (and so
-/// its process group's id) cannot be reused, and the group can still be killed safely.
-pub(crate) fn has_exited(child: &Child) -> bool {
-    // SAFETY: waitid fills the siginfo_t given; WNOWAIT leaves the child waitable.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let r = libc::waitid(
-            libc::P_PID,
-            child.id() as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        // With WNOHANG and no exited child, the pid field stays zero.
-        r == 0 && info.si_pid() != 0
-    }
-}
+pub(crate) use ldplayer_system::process::has_exited;
 
 /// Stops the server: SIGTERM to its main process, up to [`STOP_GRACE`] for it to exit, then
 /// SIGKILL to its whole process group (what it forked included), and reaps it. A server that
@@ -162,8 +104,7 @@ pub(crate) fn has_exited(child: &Child) -> bool {
 /// that cannot be reaped is an error.
 pub(crate) fn stop(kind: ServerKind, child: &mut Child) -> Result<(), ServerError> {
     let pid = child.id();
-    // SAFETY: kill sends a signal to a process (group) we started and have not reaped.
-    unsafe { libc::kill(pid as libc::pid_t, libc::SIGTERM) };
+    let _ = ldplayer_system::process::signal(pid, ldplayer_system::process::Signal::TERM);
     let deadline = Instant::now() + STOP_GRACE;
     while !has_exited(child) && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
@@ -171,8 +112,8 @@ pub(crate) fn stop(kind: ServerKind, child: &mut Child) -> Result<(), ServerErro
     if !has_exited(child) {
         eprintln!("{kind} (pid {pid}) still ran {STOP_GRACE:?} after SIGTERM: killed");
     }
-    // SAFETY: as above; the group's leader is not reaped yet, so its id is still ours.
-    unsafe { libc::kill(-(pid as libc::pid_t), libc::SIGKILL) };
+    // The group's leader is not reaped yet, so its id is still ours.
+    let _ = ldplayer_system::process::signal_group(pid, ldplayer_system::process::Signal::KILL);
     child.wait().map_err(|e| ServerError::Stop {
         kind,
         pid,

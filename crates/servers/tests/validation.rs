@@ -345,8 +345,7 @@ struct Witness(std::process::Child);
 
 impl Drop for Witness {
     fn drop(&mut self) {
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGINT) };
+        let _ = ldplayer_system::process::signal(self.0.id(), ldplayer_system::Signal::INT);
         let _ = self.0.wait();
     }
 }

@@ -6,6 +6,8 @@
 //!
 //! Only loopback addresses are used.
 
+#![forbid(unsafe_code)]
+
 pub mod browser;
 pub mod prerequisite;
 pub mod slurm;

@@ -217,8 +217,9 @@ impl Cluster {
         match rx.recv_timeout(limit) {
             Ok(out) => out.expect("a Slurm command's output"),
             Err(_) => {
-                // SAFETY: kill(2) on the process this call started and has not reaped.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGKILL) };
+                // The process this call started and has not reaped.
+                let _ =
+                    ldplayer_system::process::signal(pid, ldplayer_system::process::Signal::KILL);
                 panic!(
                     "{command:?} did not end within {limit:?}\n{}\n{}",
                     self.queue(),
@@ -302,8 +303,10 @@ impl Drop for Cluster {
         self.cancel_all();
         // Stop in reverse order of start: slurmd, slurmctld, then munged.
         while let Some((_, mut child)) = self.daemons.pop() {
-            // SAFETY: kill(2) on a child this cluster started and has not reaped.
-            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+            let _ = ldplayer_system::process::signal(
+                child.id(),
+                ldplayer_system::process::Signal::TERM,
+            );
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline && matches!(child.try_wait(), Ok(None)) {
                 std::thread::sleep(Duration::from_millis(50));

@@ -1,0 +1,74 @@
+//! Commands run to completion, their standard error kept for the error: `ip`, `tc`, `sysctl`
+//! and the like, whose failure is a sentence on standard error.
+
+use std::process::{Command, Stdio};
+
+/// A command that could not be started or did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    /// The program could not be started (not installed, not executable).
+    #[error("cannot run {program}: {error}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        #[source]
+        error: std::io::Error,
+    },
+    /// The command ran and failed.
+    #[error("{command} failed: {stderr}")]
+    Failed {
+        /// The command line.
+        command: String,
+        /// Its standard error, trimmed.
+        stderr: String,
+    },
+}
+
+/// Runs `program args` to completion with nothing on its standard input, failing with its
+/// standard error.
+pub fn run(program: &str, args: &[&str]) -> Result<(), CommandError> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|error| CommandError::Spawn {
+            program: program.to_string(),
+            error,
+        })?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(CommandError::Failed {
+            command: format!("{program} {}", args.join(" ")),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Runs `ip args` in this process's network namespace.
+pub fn ip(args: &[&str]) -> Result<(), CommandError> {
+    run("ip", args)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failure_keeps_the_commands_own_words() {
+        let e = run("sh", &["-c", "echo no such thing >&2; exit 3"]).unwrap_err();
+        assert!(
+            matches!(&e, CommandError::Failed { stderr, .. } if stderr == "no such thing"),
+            "{e}"
+        );
+        assert!(e.to_string().starts_with("sh -c"), "{e}");
+    }
+
+    #[test]
+    fn a_program_that_is_not_there_says_so() {
+        let e = run("ldplayer-no-such-program", &[]).unwrap_err();
+        assert!(matches!(e, CommandError::Spawn { .. }), "{e}");
+        assert!(run("true", &[]).is_ok());
+    }
+}

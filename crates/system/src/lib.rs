@@ -1,0 +1,18 @@
+//! The operating-system plumbing ldplayer's lab, experiments, servers and tests share, in one
+//! place and on `rustix`: signals to a process or its whole group ([`process`]), a child in a
+//! group of its own that dies with its parent, open-file limits ([`limits`]), commands such as
+//! `ip` run to completion with their standard error kept ([`command`]), and the clock and units
+//! `/proc` reports in ([`clock`]).
+//!
+//! The one `unsafe` block of this crate is [`process::own_group_dying_with_parent`]'s
+//! `pre_exec`; everything else goes through rustix's safe calls.
+
+#![deny(unsafe_code)]
+
+pub mod clock;
+pub mod command;
+pub mod limits;
+pub mod process;
+
+pub use command::{ip, run, CommandError};
+pub use process::Signal;
