@@ -2,7 +2,7 @@
 //! query (DNS ID 0, the 2-byte length prefix, then the stream finished), 0-RTT on a resumed
 //! session when the server allows it.
 //!
-//! The connections ([`crate::quic::conn::Connection`], the replay's own QUIC client) run on a
+//! The connections ([`ldplayer_stacks::quic::conn::Connection`], the replay's own QUIC client) run on a
 //! thread of their own beside each querier that has DoQ clients ([`Doq`]), an epoll (mio) loop
 //! over the clients' sockets: the querier hands it queries and takes back [`DoqEvent`]s (sent,
 //! answered, failed, connections), woken through its poll's waker. The querier keeps what it
@@ -16,9 +16,9 @@
 
 use crate::cause::Cause;
 use crate::clock;
-use crate::quic::conn::{self, Closed, Connection, Event};
-use crate::quic::h3;
 use ldplayer_results::ErrorKind;
+use ldplayer_stacks::h3;
+use ldplayer_stacks::quic::conn::{self, Closed, Connection, Event};
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;

@@ -26,7 +26,7 @@
 //!   `ClientConnection` under the same [`TlsFraming`], DoH on the `h2` crate; the socket side
 //!   is the same, so are the kernel's stamps.
 //! - **DoQ** (RFC 9250) is not a [`StreamProtocol`]: its connections are QUIC over UDP, run on
-//!   a thread of their own by the replay's sans-IO QUIC client (`crate::quic`), one
+//!   a thread of their own by the replay's sans-IO QUIC client (`ldplayer_stacks::quic`), one
 //!   bidirectional stream per query (see `super::doq`).
 //!
 //! Send times: a query is sent when the socket has taken the last byte the protocol produced
@@ -38,8 +38,8 @@ pub(super) use super::doh_framing::DohFraming;
 pub(super) use super::tcp_framing::TcpFraming;
 pub(super) use super::tls_framing::TlsFraming;
 use crate::cause::Cause;
-use crate::tls_session::SessionError;
 use ldplayer_results::ErrorKind;
+use ldplayer_stacks::tls::SessionError;
 
 /// What a response is matched to its query by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,8 +91,16 @@ impl StreamError {
     pub fn into_cause(self) -> Cause {
         match self {
             StreamError::BadQuery => Cause::Unframeable,
-            StreamError::Tls(e) => e.into_cause(),
+            StreamError::Tls(e) => session_cause(e),
         }
+    }
+}
+
+/// Why the queries on a failed TLS session failed.
+pub(crate) fn session_cause(e: SessionError) -> Cause {
+    match e {
+        SessionError::Tls(e) => Cause::Tls(e),
+        SessionError::Record | SessionError::Failed => Cause::TlsRecord,
     }
 }
 

@@ -5,9 +5,9 @@
 //! the server's dynamic table has a capacity of 0 and every field it sends is a static
 //! reference or a literal. Requests are built from static references and literals alike.
 
-use super::wire::{self, Reader};
-use crate::querier::hpack::{integer, put_integer};
-use crate::querier::is_dns_message;
+use crate::doh::is_dns_message;
+use crate::hpack::{integer, put_integer};
+use crate::quic::wire::{self, Reader};
 use httlib_huffman::DecoderSpeed;
 
 /// The client's control stream (RFC 9114 §6.2.1): its type, then an empty SETTINGS frame (a
@@ -25,7 +25,9 @@ const FRAME_HEADERS: u64 = 0x01;
 pub struct Request {
     /// GET (`?dns=`, base64url) rather than POST.
     pub get: bool,
+    /// The URL path of the DoH endpoint (`/dns-query`).
     pub path: String,
+    /// The `:authority` (the server's name, and its port when not 443).
     pub authority: String,
 }
 

@@ -55,6 +55,7 @@ pub struct Config {
     /// The client's TLS configuration (ALPN `doq`, its session store; early data enabled for
     /// 0-RTT).
     pub tls: Arc<ClientConfig>,
+    /// The name the server's certificate must have (and the SNI sent).
     pub server_name: ServerName<'static>,
     /// How long the connection may stay idle (this client's side; the server's may be
     /// shorter).
@@ -79,7 +80,12 @@ pub enum Closed {
     TimedOut,
     /// The server closed it (CONNECTION_CLOSE): its error code, and whether its application
     /// did (0x1d).
-    ByPeer { code: u64, application: bool },
+    ByPeer {
+        /// The error code of the CONNECTION_CLOSE.
+        code: u64,
+        /// Whether the application closed it (frame type 0x1d) rather than the transport.
+        application: bool,
+    },
     /// The TLS handshake failed here (a certificate refused, no common ALPN...): the alert.
     Tls,
     /// The server broke the protocol: why.
@@ -98,15 +104,30 @@ pub enum Event {
     /// The handshake finished: whether it resumed a session, and whether the server took the
     /// 0-RTT data (`None` without).
     Connected {
+        /// Whether the TLS handshake resumed an earlier session.
         resumed: bool,
+        /// Whether the server took the 0-RTT data (`None`: none was sent).
         zero_rtt_accepted: Option<bool>,
     },
     /// A stream's query went out for the first time.
-    Sent { stream: u64 },
+    Sent {
+        /// The stream's ID.
+        stream: u64,
+    },
     /// A stream's whole answer (as sent: the 2-byte length and the message).
-    Answer { stream: u64, data: Vec<u8> },
+    Answer {
+        /// The stream's ID.
+        stream: u64,
+        /// Every byte the server sent on it.
+        data: Vec<u8>,
+    },
     /// A stream ended without an answer: why (a cause key).
-    StreamFailed { stream: u64, cause: &'static str },
+    StreamFailed {
+        /// The stream's ID.
+        stream: u64,
+        /// Why, as a cause key (`quic-stream-reset`, `quic-response-too-long`...).
+        cause: &'static str,
+    },
 }
 
 /// A frame to send again if the packet that carried it is lost.
@@ -328,7 +349,7 @@ impl Connection {
             max_idle_timeout_ms: idle_ms,
             initial_max_data: RECEIVE_WINDOW,
             initial_max_stream_data_bidi_local: if config.h3 {
-                super::h3::MAX_RESPONSE
+                crate::h3::MAX_RESPONSE
             } else {
                 MAX_STREAM_RECV
             },
@@ -379,7 +400,7 @@ impl Connection {
             server_uni: Vec::new(),
             max_streams_uni: 0,
             max_stream_recv: if config.h3 {
-                super::h3::MAX_RESPONSE
+                crate::h3::MAX_RESPONSE
             } else {
                 MAX_STREAM_RECV
             },
@@ -404,7 +425,7 @@ impl Connection {
         };
         conn.drive_tls(now);
         if config.h3 {
-            conn.control = Some(super::h3::CONTROL_STREAM);
+            conn.control = Some(crate::h3::CONTROL_STREAM);
             conn.unsent.push_back(CONTROL_STREAM_ID);
         }
         if config.zero_rtt {

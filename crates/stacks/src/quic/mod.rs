@@ -8,8 +8,7 @@
 //! far less, and once its handshake is over it can let TLS go and keep its keys.
 
 pub mod conn;
-pub mod h3;
-pub mod wire;
+pub(crate) mod wire;
 
 #[cfg(test)]
 mod tests;
@@ -39,7 +38,7 @@ pub(crate) fn fuzz_client(data: &[u8]) {
         zero_rtt: false,
         h3: data.first().is_some_and(|b| b & 1 == 1),
     };
-    let _ = h3::response(data);
+    let _ = crate::h3::response(data);
     let Ok(mut c) = conn::Connection::new(config, 0) else {
         return;
     };

@@ -6,14 +6,15 @@
 //! session cost 24.2 KB against 3.5 KB for DoT), and its streams, wakers and futures made a
 //! `--fast` DoH query cost 13.8 µs of CPU against 16.3 µs for dnsperf, short of the ⅔ asked.
 //! DoH needs little of HTTP/2: one request per stream, small bodies, no push, no priorities.
-//! Responses are decoded by [`hpack`](super::hpack); requests are encoded with the static
+//! Responses are decoded by [`hpack`](crate::hpack); requests are encoded with the static
 //! table and literals, which needs no encoder state.
 //!
 //! What the server sends is bounded: frames above 16,384 bytes (our `SETTINGS_MAX_FRAME_SIZE`)
 //! and bodies above 65,535 bytes are errors, header blocks are capped, and every buffer is
 //! given back when the connection has nothing in flight.
 
-use super::hpack::put_integer;
+use crate::doh::is_dns_message;
+use crate::hpack::put_integer;
 use std::collections::VecDeque;
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -80,7 +81,7 @@ fn error_key(code: u32) -> &'static str {
 
 /// How one request ended, for the caller's query `key`.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// Status 200 with `application/dns-message`: the body.
     Answer(Vec<u8>),
     /// Another status.
@@ -93,8 +94,9 @@ pub(crate) enum Outcome {
 }
 
 /// Why the connection as a whole cannot go on (the key of the HTTP/2 error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ConnectionError(pub &'static str);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("HTTP/2 connection error: {0}")]
+pub struct ConnectionError(pub &'static str);
 
 /// A request waiting to be written: its caller's key, the encoded header block, and the body
 /// (POST).
@@ -116,7 +118,7 @@ struct Stream {
 }
 
 /// One HTTP/2 client connection.
-pub(crate) struct Http2Client {
+pub struct Http2Client {
     /// Bytes for the server (the preface first); `out[out_start..]` are not yet taken.
     out: Vec<u8>,
     /// Where the untaken output starts: bytes are taken by moving it, and `out` is emptied
@@ -128,7 +130,7 @@ pub(crate) struct Http2Client {
     ends: VecDeque<(u64, u64)>,
     /// Bytes from the server not yet making a whole frame.
     input: Vec<u8>,
-    hpack: super::hpack::Decoder,
+    hpack: crate::hpack::Decoder,
     /// The header block being gathered (HEADERS, then CONTINUATION): its stream, whether the
     /// HEADERS frame ended the stream, the fragments so far.
     block: Option<(u32, bool, Vec<u8>)>,
@@ -155,6 +157,12 @@ pub(crate) struct Http2Client {
     error: Option<ConnectionError>,
 }
 
+impl Default for Http2Client {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Http2Client {
     /// A connection whose preface and SETTINGS are the first output: no push, no dynamic
     /// table for the server's headers (so that an idle connection keeps none), and a large
@@ -173,7 +181,7 @@ impl Http2Client {
             out_base: 0,
             ends: VecDeque::new(),
             input: Vec::new(),
-            hpack: super::hpack::Decoder::default(),
+            hpack: crate::hpack::Decoder::default(),
             block: None,
             waiting: VecDeque::new(),
             streams: VecDeque::new(),
@@ -653,18 +661,10 @@ fn unpad(flags: u8, payload: &[u8]) -> Option<&[u8]> {
         .map(|end| &rest[..end])
 }
 
-/// Whether a `content-type` value is `application/dns-message` (parameters allowed).
-pub(crate) fn is_dns_message(value: &[u8]) -> bool {
-    let media = value.split(|&b| b == b';').next().unwrap_or_default();
-    media
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"application/dns-message")
-}
-
 /// The HPACK header block of a DoH request, with the static table and literals without
 /// indexing (no encoder state to keep): `:method` (GET or POST), `:scheme https`, `:path`,
 /// `:authority`, `accept`, and for POST `content-type` and `content-length`.
-pub(crate) fn request_headers(post: bool, authority: &str, path: &str, body_len: usize) -> Vec<u8> {
+pub fn request_headers(post: bool, authority: &str, path: &str, body_len: usize) -> Vec<u8> {
     let mut b = Vec::with_capacity(48 + authority.len() + path.len());
     // Indexed fields: :method GET (2) or POST (3), :scheme https (7).
     b.push(0x80 | if post { 3 } else { 2 });
@@ -1028,7 +1028,7 @@ mod tests {
             bytes in server_bytes()
         ) {
             fuzz_server_bytes(&bytes);
-            super::super::hpack::fuzz_block(&bytes);
+            crate::hpack::fuzz_block(&bytes);
         }
     }
 

@@ -4,13 +4,13 @@
 //! session tickets have arrived), rustls hands over the traffic keys and sequence numbers and its
 //! connection state is dropped: ≈ 1 KB of AEAD keys instead of ≈ 4 KB of rustls state per idle
 //! connection, which brings a simulated TLS client under 4 KiB. A server's key update (RFC 8446
-//! §4.6.3) is followed with the session's traffic secrets ([`crate::traffic_secrets`]), and an
+//! §4.6.3) is followed with the session's traffic secrets ([`super::secrets`]), and an
 //! update request answered with the client's own before its next record. An update that comes
 //! before the first answer is rustls' to follow, and rustls keeps its answer to a request
 //! until its next application data: a session handed over then cannot send it, and the
 //! server then fails it. Later session tickets are ignored.
 
-use crate::traffic_secrets::Secret;
+use super::secrets::Secret;
 use ring::aead::{
     Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, NONCE_LEN,
 };
