@@ -21,6 +21,7 @@
 #[cfg(test)]
 mod alloc_count;
 pub mod doh;
+pub mod doq;
 pub mod h3;
 pub(crate) mod hpack;
 pub mod http2;
@@ -36,9 +37,11 @@ pub mod fuzzing {
         crate::http2::fuzz_server_bytes(data)
     }
 
-    /// The DoQ client's QUIC connection fed arbitrary datagrams and decrypted packets.
+    /// The DoQ client's QUIC connection fed arbitrary datagrams and decrypted packets, and
+    /// the same bytes as an HTTP/3 response stream.
     pub fn quic_client(data: &[u8]) {
-        crate::quic::fuzz_client(data)
+        crate::quic::fuzz_client(data);
+        let _ = crate::h3::response(data);
     }
 
     /// The DoH client's HPACK decoder fed an arbitrary header block.

@@ -1,11 +1,17 @@
-//! One client QUIC connection for DNS over QUIC, sans IO: datagrams in ([`Connection::handle`]),
+//! One client QUIC connection, sans IO: datagrams in ([`Connection::handle`]),
 //! datagrams out ([`Connection::poll_transmit`]), timers ([`Connection::next_timeout`]) and
 //! events for the caller ([`Connection::poll_event`]). rustls does the TLS 1.3 handshake and
 //! derives the keys; everything else (packets, frames, acknowledgements, loss recovery,
 //! NewReno congestion control, flow control, 0-RTT, key updates) is here.
 //!
-//! It does only what a DoQ client needs: bidirectional streams it opens itself, one query
-//! each; the server may open none. Once the handshake is confirmed and a session ticket has
+//! It does only what a client of a request/response protocol on QUIC needs (DNS over QUIC,
+//! [`crate::doq`]; DNS over HTTPS on HTTP/3, [`crate::h3`]), and knows neither: bidirectional
+//! streams it opens itself, one request each, sent whole and finished, each response read
+//! whole; at most one unidirectional stream of its own, of fixed bytes and never finished
+//! (HTTP/3's control stream, [`Connection::open_uni_stream`]); unidirectional streams the
+//! server may open ([`Config::peer_uni_streams`]), read and dropped. The application on top
+//! chooses those limits and what goes on the streams. Once the handshake is confirmed and a
+//! session ticket has
 //! come (or a little later), the TLS connection is dropped: an idle connection keeps its
 //! 1-RTT keys, the secrets for key updates and a few counters, about 2.5 KB.
 
@@ -20,8 +26,6 @@ use std::sync::{Arc, OnceLock};
 pub const LOCAL_CID_LEN: usize = 8;
 /// The largest datagram this client sends (RFC 9000 §14: every path carries 1,200 bytes).
 const MAX_DATAGRAM: usize = 1200;
-/// The largest stream this client reads: a 2-byte length and a DNS message.
-pub const MAX_STREAM_RECV: u64 = 2 + 65_535;
 /// What the server may send over the connection before this client raises the limit.
 const RECEIVE_WINDOW: u64 = 4 << 20;
 /// Out-of-order CRYPTO data buffered per packet number space (RFC 9000 §7.5 asks for 4 KiB).
@@ -60,18 +64,21 @@ pub struct Config {
     /// How long the connection may stay idle (this client's side; the server's may be
     /// shorter).
     pub idle_timeout_ns: i64,
-    /// Whether to send queries in 0-RTT when the session store has a ticket that allows it.
+    /// Whether to send requests in 0-RTT when the session store has a ticket that allows it.
     pub zero_rtt: bool,
-    /// HTTP/3 (DNS over HTTPS) rather than DoQ: the client opens its control stream and lets
-    /// the server open its own, and the QPACK streams; response streams may be a little
-    /// longer than a DNS message.
-    pub h3: bool,
+    /// The longest response stream taken (and each stream's receive limit told to the server,
+    /// `initial_max_stream_data_bidi_local`): a longer one fails its stream. The application
+    /// sets it: a DNS message and its framing ([`crate::doq::MAX_STREAM_RECV`],
+    /// [`crate::h3::MAX_RESPONSE`]).
+    pub max_stream_recv: u64,
+    /// Unidirectional streams the server may open (HTTP/3's control and QPACK streams: 3;
+    /// DoQ: none). Their bytes are read and dropped, counted for flow control only: the
+    /// applications on this client need nothing from them.
+    pub peer_uni_streams: u64,
 }
 
-/// The client's HTTP/3 control stream (the first client-initiated unidirectional stream).
-const CONTROL_STREAM_ID: u64 = 2;
-/// Unidirectional streams an HTTP/3 server may open: control, QPACK encoder and decoder.
-const H3_SERVER_UNI_STREAMS: u64 = 3;
+/// The first client-initiated unidirectional stream, the only one this client opens.
+const UNI_STREAM_ID: u64 = 2;
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,7 +116,7 @@ pub enum Event {
         /// Whether the server took the 0-RTT data (`None`: none was sent).
         zero_rtt_accepted: Option<bool>,
     },
-    /// A stream's query went out for the first time.
+    /// A stream's request went out for the first time.
     Sent {
         /// The stream's ID.
         stream: u64,
@@ -234,7 +241,7 @@ struct OneRtt {
     phase: bool,
 }
 
-/// One query's stream.
+/// One request's stream.
 struct Stream {
     query: Vec<u8>,
     sent: bool,
@@ -246,7 +253,7 @@ struct Stream {
     recv_max: u64,
 }
 
-/// A DoQ client connection; see the module's documentation.
+/// A QUIC client connection; see the module's documentation.
 pub struct Connection {
     tls: Option<Box<rustls::quic::ClientConnection>>,
     spaces: [Space; 3],
@@ -281,10 +288,11 @@ pub struct Connection {
     max_data_pending: bool,
     path_response: Option<[u8; 8]>,
     retire_cid: Option<u64>,
-    /// HTTP/3: the control stream's bytes (kept for retransmission), the unidirectional
-    /// streams the server may open (and the highest offset seen on each, for flow control),
-    /// and how many the server lets this client open.
-    control: Option<&'static [u8]>,
+    /// The client's unidirectional stream's bytes (kept for retransmission), if it opened one.
+    uni: Option<&'static [u8]>,
+    /// The unidirectional streams the server may open, the highest offset seen on each of
+    /// those it did (for flow control), and how many the server lets this client open.
+    peer_uni_streams: u64,
     server_uni: Vec<u64>,
     max_streams_uni: u64,
     /// The longest response stream taken.
@@ -348,12 +356,8 @@ impl Connection {
             initial_scid: &scid,
             max_idle_timeout_ms: idle_ms,
             initial_max_data: RECEIVE_WINDOW,
-            initial_max_stream_data_bidi_local: if config.h3 {
-                crate::h3::MAX_RESPONSE
-            } else {
-                MAX_STREAM_RECV
-            },
-            initial_max_streams_uni: if config.h3 { H3_SERVER_UNI_STREAMS } else { 0 },
+            initial_max_stream_data_bidi_local: config.max_stream_recv,
+            initial_max_streams_uni: config.peer_uni_streams,
             initial_max_stream_data_uni: 64 << 10,
         }
         .encode();
@@ -396,14 +400,11 @@ impl Connection {
             max_data_pending: false,
             path_response: None,
             retire_cid: None,
-            control: None,
+            uni: None,
+            peer_uni_streams: config.peer_uni_streams,
             server_uni: Vec::new(),
             max_streams_uni: 0,
-            max_stream_recv: if config.h3 {
-                crate::h3::MAX_RESPONSE
-            } else {
-                MAX_STREAM_RECV
-            },
+            max_stream_recv: config.max_stream_recv,
             srtt: INITIAL_RTT_NS,
             rttvar: INITIAL_RTT_NS / 2,
             latest_rtt: INITIAL_RTT_NS,
@@ -424,10 +425,6 @@ impl Connection {
             events: VecDeque::new(),
         };
         conn.drive_tls(now);
-        if config.h3 {
-            conn.control = Some(crate::h3::CONTROL_STREAM);
-            conn.unsent.push_back(CONTROL_STREAM_ID);
-        }
         if config.zero_rtt {
             if let Some(tls) = conn.tls.as_ref() {
                 let remembered = tls
@@ -463,7 +460,20 @@ impl Connection {
         self.one_rtt.is_some() || self.zero_rtt_keys.is_some()
     }
 
-    /// Opens a stream for one query (its bytes as sent: length and message, the stream then
+    /// Opens the client's unidirectional stream with these bytes (HTTP/3's control stream),
+    /// never finished: it stays open for the connection's life. It goes out before the
+    /// requests opened after it, once the server allows a unidirectional stream. A client has
+    /// one at most: a second call opens nothing and returns `None`.
+    pub fn open_uni_stream(&mut self, data: &'static [u8]) -> Option<u64> {
+        if self.uni.is_some() {
+            return None;
+        }
+        self.uni = Some(data);
+        self.unsent.push_back(UNI_STREAM_ID);
+        Some(UNI_STREAM_ID)
+    }
+
+    /// Opens a bidirectional stream for one request (its bytes as sent, the stream then
     /// finished); it goes out as soon as keys, the server's limits and congestion allow.
     pub fn open_stream(&mut self, query: Vec<u8>) -> u64 {
         let id = self.next_stream;
@@ -483,7 +493,7 @@ impl Connection {
         id
     }
 
-    /// Forgets a stream (its query timed out): nothing more is sent or told for it.
+    /// Forgets a stream (its request timed out): nothing more is sent or told for it.
     pub fn forget_stream(&mut self, id: u64) {
         self.streams.remove(&id);
     }
@@ -561,11 +571,12 @@ impl Connection {
         }
     }
 
-    /// Closes the connection with DOQ_NO_ERROR (RFC 9250 §4.3), told to the server if it has
-    /// keys to tell it with.
-    pub fn close(&mut self) {
+    /// Closes the connection with the application's error code (DOQ_NO_ERROR,
+    /// [`crate::doq::NO_ERROR`]; H3_NO_ERROR, [`crate::h3::NO_ERROR`]), told to the server if it
+    /// has keys to tell it with.
+    pub fn close(&mut self, code: u64) {
         if self.closed.is_none() {
-            self.close_with(Closed::Locally, 0, true);
+            self.close_with(Closed::Locally, code, true);
         }
     }
 
@@ -1183,11 +1194,10 @@ impl Connection {
     fn on_stream(&mut self, id: u64, offset: u64, data: &[u8], fin: bool) {
         let end = offset + data.len() as u64;
         if id % 4 == 3 {
-            // A server's unidirectional stream (HTTP/3's control and QPACK streams): read
-            // and dropped (its SETTINGS ask nothing of a client without a dynamic table),
-            // counted for connection-level flow control.
+            // A server's unidirectional stream: read and dropped (the application needs
+            // nothing from it), counted for connection-level flow control.
             let n = (id / 4) as usize;
-            if n < self.server_uni.len() + 1 && n < H3_SERVER_UNI_STREAMS as usize {
+            if n < self.server_uni.len() + 1 && (n as u64) < self.peer_uni_streams {
                 if n == self.server_uni.len() {
                     self.server_uni.push(0);
                 }
@@ -1507,17 +1517,17 @@ impl Connection {
     }
 
     fn may_open(&self, id: u64) -> bool {
-        if id == CONTROL_STREAM_ID {
+        if id == UNI_STREAM_ID {
             return self.max_streams_uni > 0;
         }
         let len = self.streams.get(&id).map_or(0, |s| s.query.len() as u64);
         id / 4 < self.max_streams && self.data_sent + len <= self.max_data
     }
 
-    /// A stream's bytes as sent: a query's, or HTTP/3's control stream.
+    /// A stream's bytes as sent: a request's, or the client's unidirectional stream's.
     fn stream_bytes(&self, id: u64) -> Option<&[u8]> {
-        match self.control {
-            Some(c) if id == CONTROL_STREAM_ID => Some(c),
+        match self.uni {
+            Some(c) if id == UNI_STREAM_ID => Some(c),
             _ => self.streams.get(&id).map(|s| &s.query[..]),
         }
     }
@@ -1739,8 +1749,8 @@ impl Connection {
                             id,
                             offset: 0,
                             len,
-                            // The control stream stays open for the connection's life.
-                            fin: id != CONTROL_STREAM_ID,
+                            // The unidirectional stream stays open for the connection's life.
+                            fin: id != UNI_STREAM_ID,
                         }
                     }
                     _ => break,
