@@ -25,9 +25,17 @@
 //! - **The reference stack** (`--stack reference`, `crate::reference`): DoT on rustls'
 //!   `ClientConnection` under the same [`TlsFraming`], DoH on the `h2` crate; the socket side
 //!   is the same, so are the kernel's stamps.
-//! - **DoQ** (RFC 9250) is not a [`StreamProtocol`]: its connections are QUIC over UDP, run on
-//!   a thread of their own by the replay's sans-IO QUIC client (`ldplayer_stacks::quic`), one
-//!   bidirectional stream per query (see `super::doq`).
+//! - **DoQ** (RFC 9250) and **DoH over HTTP/3** are not [`StreamProtocol`]s: their connections
+//!   are QUIC over UDP, run on a thread of their own beside the querier. Their seam is that
+//!   thread's handle (`super::doq::Doq`: queries in, `DoqEvent`s out), started on the lean
+//!   stack (`Doq::start`, the sans-IO `ldplayer_stacks::quic` with `ldplayer_stacks::doq` and
+//!   `ldplayer_stacks::h3` on its streams) or the reference one (`crate::reference::quic`,
+//!   quinn and h3), one bidirectional stream per query either way.
+//!
+//! The lean protocol code itself (the TLS record layer, HTTP/2 and HPACK, QUIC, HTTP/3 and
+//! QPACK, DoQ's framing) is the `ldplayer-stacks` crate, sans IO; what is here and in
+//! `tcp_framing`, `tls_framing` and `doh_framing` fits it to the querier (match keys, send
+//! positions, causes).
 //!
 //! Send times: a query is sent when the socket has taken the last byte the protocol produced
 //! for it. The protocol tells where that byte lies in its output stream: at once from
