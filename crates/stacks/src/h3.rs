@@ -222,13 +222,16 @@ pub fn request(req: &Request, msg: &[u8]) -> Vec<u8> {
 }
 
 /// Why a response stream gave no DNS message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
     /// A final status other than 200.
+    #[error("HTTP status {0}")]
     Status(u16),
     /// Status 200, but not `application/dns-message`.
+    #[error("a response that is not application/dns-message")]
     NotDns,
     /// The stream broke HTTP/3 or QPACK: a cause key.
+    #[error("a malformed HTTP/3 response: {0}")]
     Malformed(&'static str),
 }
 

@@ -345,9 +345,10 @@ fn initial_suite() -> Option<rustls::quic::Suite> {
 }
 
 /// Why a connection could not be opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum OpenError {
     /// The TLS configuration cannot do QUIC (no TLS 1.3, no QUIC cipher suite).
+    #[error("the TLS configuration cannot do QUIC (TLS 1.3 and a QUIC cipher suite)")]
     TlsConfig,
 }
 
