@@ -213,11 +213,13 @@ impl Http2Client {
     }
 
     /// The bytes for the server.
+    #[inline]
     pub fn output(&self) -> &[u8] {
         &self.out[self.out_start..]
     }
 
     /// Forgets the first `n` bytes of [`output`](Self::output).
+    #[inline]
     pub fn consume_output(&mut self, n: usize) {
         self.out_start = (self.out_start + n).min(self.out.len());
         if self.out_start == self.out.len() {
@@ -234,6 +236,7 @@ impl Http2Client {
 
     /// Where in the output the next request still to be told of ends, and its key: the byte
     /// count (from [`output`](Self::output)'s start) up to and including its last frame.
+    #[inline]
     pub fn next_end(&self) -> Option<(u64, usize)> {
         let &(key, end) = self.ends.front()?;
         let taken = self.out_base + self.out_start as u64;
@@ -241,27 +244,32 @@ impl Http2Client {
     }
 
     /// The request of [`next_end`](Self::next_end) was told of.
+    #[inline]
     pub fn pop_end(&mut self) {
         self.ends.pop_front();
     }
 
     /// Completed requests since the last call.
+    #[inline]
     pub fn take_done(&mut self) -> std::vec::Drain<'_, (u64, Outcome)> {
         self.done.drain(..)
     }
 
     /// The connection's failure, if it failed (every request in flight has failed with it).
+    #[inline]
     pub fn error(&self) -> Option<ConnectionError> {
         self.error
     }
 
     /// Whether the server said GOAWAY and nothing it will still answer is in flight: the
     /// connection is done.
+    #[inline]
     pub fn finished(&self) -> bool {
         self.goaway.is_some() && self.streams.is_empty()
     }
 
     /// Whether requests are waiting or in flight.
+    #[inline]
     pub fn busy(&self) -> bool {
         !self.streams.is_empty() || !self.waiting.is_empty()
     }

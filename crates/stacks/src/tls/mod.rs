@@ -63,33 +63,43 @@ pub trait TlsRecords {
 }
 
 impl TlsRecords for TlsSession {
+    #[inline]
     fn is_handshaking(&self) -> bool {
         TlsSession::is_handshaking(self)
     }
+    #[inline]
     fn queued_total(&self) -> u64 {
         TlsSession::queued_total(self)
     }
+    #[inline]
     fn sent_total(&self) -> u64 {
         TlsSession::sent_total(self)
     }
+    #[inline]
     fn handshake_kind(&self) -> Option<HandshakeKind> {
         TlsSession::handshake_kind(self)
     }
+    #[inline]
     fn alpn(&self) -> Option<&[u8]> {
         TlsSession::alpn(self)
     }
+    #[inline]
     fn write_plain(&mut self, plain: &[u8]) -> Result<usize, SessionError> {
         TlsSession::write_plain(self, plain)
     }
+    #[inline]
     fn received(&mut self, bytes: &mut [u8], plain: &mut Vec<u8>) -> Result<bool, SessionError> {
         TlsSession::received(self, bytes, plain)
     }
+    #[inline]
     fn output(&self) -> &[u8] {
         TlsSession::output(self)
     }
+    #[inline]
     fn consume_output(&mut self, n: usize) {
         TlsSession::consume_output(self, n)
     }
+    #[inline]
     fn close(&mut self) {
         TlsSession::close(self)
     }
@@ -152,28 +162,33 @@ impl TlsSession {
     }
 
     /// Whether the handshake is still going on.
+    #[inline]
     pub fn is_handshaking(&self) -> bool {
         !self.ready
     }
 
     /// TLS bytes queued for the socket over the session's life, written or not: a message
     /// encrypted now is on its way once [`sent_total`](Self::sent_total) reaches this.
+    #[inline]
     pub fn queued_total(&self) -> u64 {
         self.sent_total + (self.outgoing.len() - self.sent) as u64
     }
 
     /// TLS bytes written to the socket over the session's life.
+    #[inline]
     pub fn sent_total(&self) -> u64 {
         self.sent_total
     }
 
     /// Whether the session runs on its traffic keys alone (rustls' state let go), as it does
     /// from its first answer on: what the memory figures and their tests rest on.
+    #[inline]
     pub fn on_traffic_keys(&self) -> bool {
         matches!(self.stage, Stage::Keys(_))
     }
 
     /// How the handshake went (full or resumed), once it is over.
+    #[inline]
     pub fn handshake_kind(&self) -> Option<HandshakeKind> {
         match &self.stage {
             Stage::Rustls(conn) => conn.handshake_kind(),
@@ -182,6 +197,7 @@ impl TlsSession {
     }
 
     /// The application protocol the server chose by ALPN, once the handshake is over.
+    #[inline]
     pub fn alpn(&self) -> Option<&[u8]> {
         self.alpn.as_deref()
     }
@@ -288,11 +304,13 @@ impl TlsSession {
     }
 
     /// The TLS bytes waiting for the socket.
+    #[inline]
     pub fn output(&self) -> &[u8] {
         &self.outgoing[self.sent..]
     }
 
     /// Forgets the first `n` bytes of [`output`](Self::output): the socket took them.
+    #[inline]
     pub fn consume_output(&mut self, n: usize) {
         let n = n.min(self.outgoing.len() - self.sent);
         self.sent += n;

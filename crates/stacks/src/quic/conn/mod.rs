@@ -451,21 +451,25 @@ impl Connection {
     }
 
     /// Whether this connection sends its first queries in 0-RTT.
+    #[inline]
     pub fn zero_rtt(&self) -> bool {
         self.zero_rtt
     }
 
     /// Packets declared lost so far by loss detection (RFC 9002 §6.1), their frames sent again.
+    #[inline]
     pub fn lost_packets(&self) -> u64 {
         self.lost_packets
     }
 
     /// Why the connection ended, once it has.
+    #[inline]
     pub fn closed(&self) -> Option<Closed> {
         self.closed
     }
 
     /// Whether queries can go now (1-RTT or 0-RTT keys), rather than after the handshake.
+    #[inline]
     pub fn can_send_now(&self) -> bool {
         self.one_rtt.is_some() || self.zero_rtt_keys.is_some()
     }
@@ -551,6 +555,7 @@ impl Connection {
     }
 
     /// The next thing to tell the caller.
+    #[inline]
     pub fn poll_event(&mut self) -> Option<Event> {
         let e = self.events.pop_front();
         if e.is_none() && self.events.capacity() > 0 && self.is_quiet() {
