@@ -2,8 +2,9 @@
 //! query (DNS ID 0, the 2-byte length prefix, then the stream finished), 0-RTT on a resumed
 //! session when the server allows it.
 //!
-//! The connections ([`ldplayer_stacks::quic::conn::Connection`], the replay's own QUIC client) run on a
-//! thread of their own beside each querier that has DoQ clients ([`Doq`]), an epoll (mio) loop
+//! The connections ([`ldplayer_stacks::quic::conn::Connection`], the replay's own QUIC client,
+//! with [`ldplayer_stacks::doq`] or [`ldplayer_stacks::h3`] on its streams) run on a thread of
+//! their own beside each querier that has DoQ clients ([`Doq`]), an epoll (mio) loop
 //! over the clients' sockets: the querier hands it queries and takes back [`DoqEvent`]s (sent,
 //! answered, failed, connections), woken through its poll's waker. The querier keeps what it
 //! keeps for every transport (the in-flight table, timeouts, results); the send and answer
