@@ -44,6 +44,12 @@ pub mod fuzzing {
         let _ = crate::h3::response(data);
     }
 
+    /// The TLS record layer on traffic keys (after rustls lets go) fed arbitrary server bytes
+    /// and damaged records.
+    pub fn tls_records(data: &[u8]) {
+        crate::tls::fuzz_records(data)
+    }
+
     /// The DoH client's HPACK decoder fed an arbitrary header block.
     pub fn hpack_block(block: &[u8]) {
         crate::hpack::fuzz_block(block)

@@ -19,6 +19,8 @@ use std::sync::Arc;
 mod keys;
 pub mod secrets;
 
+pub(crate) use keys::fuzz_records;
+
 /// Why a session failed.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
