@@ -1,4 +1,4 @@
-//! The DoQ client's QUIC layer (`ldplayer-replay`'s `quic/`): arbitrary bytes as a datagram from
+//! The DoQ client's QUIC layer (`ldplayer-stacks`' `quic/`): arbitrary bytes as a datagram from
 //! the server (headers, header protection, decryption) and, past the crypto, as decrypted
 //! packets of each space (frames, acknowledgements, streams, flow control), then its timers and
 //! what it sends. Checks: no panic, no unbounded buffering (out-of-order data is capped).
@@ -6,5 +6,5 @@
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
-    ldplayer_replay::fuzzing::quic_client(data);
+    ldplayer_stacks::fuzzing::quic_client(data);
 });

@@ -1,24 +1,16 @@
-//! The test binary's allocator: the system's, counting the bytes live, in the whole process
-//! and per thread, so that tests can bound what a session or connection keeps.
+//! The test binary's allocator: the system's, counting the bytes live in the whole process, so
+//! that tests can bound what a client's TLS configuration and session keep.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 /// Bytes allocated and not yet freed, by every thread of this test binary.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
-thread_local! {
-    /// Bytes this thread allocated less those it freed.
-    static THREAD_LIVE: Cell<isize> = const { Cell::new(0) };
-}
-
 struct Counting;
 
 fn count(delta: isize) {
     LIVE.fetch_add(delta, Ordering::Relaxed);
-    // A thread being torn down has no thread-local left: only the process total counts then.
-    let _ = THREAD_LIVE.try_with(|t| t.set(t.get() + delta));
 }
 
 // SAFETY: forwards to the system allocator; only counts.
@@ -41,9 +33,4 @@ static ALLOCATOR: Counting = Counting;
 /// Bytes live in the whole process.
 pub fn live() -> isize {
     LIVE.load(Ordering::Relaxed)
-}
-
-/// Bytes this thread has allocated and not freed (frees of other threads' memory included).
-pub fn thread_live() -> isize {
-    THREAD_LIVE.with(Cell::get)
 }

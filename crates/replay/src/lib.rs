@@ -65,36 +65,13 @@ mod error;
 mod live;
 mod net;
 mod querier;
-mod quic;
 mod reference;
 mod shard;
 mod stats;
 mod tls;
-mod tls_session;
-mod traffic_keys;
-mod traffic_secrets;
 
 pub use clock::clock_state;
 
-/// Entry points for the fuzz targets (`fuzz/`): not an API.
-#[doc(hidden)]
-pub mod fuzzing {
-    /// The DoH client's HTTP/2 layer fed arbitrary server bytes; the first byte shapes the
-    /// requests and the read sizes.
-    pub fn doh_server_bytes(data: &[u8]) {
-        crate::querier::fuzz_doh_server_bytes(data)
-    }
-
-    /// The DoQ client's QUIC connection fed arbitrary datagrams and decrypted packets.
-    pub fn quic_client(data: &[u8]) {
-        crate::quic::fuzz_client(data)
-    }
-
-    /// The DoH client's HPACK decoder fed an arbitrary header block.
-    pub fn hpack_block(block: &[u8]) {
-        crate::querier::fuzz_hpack_block(block)
-    }
-}
 pub use config::{
     ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Stack, Timing, TlsConfig,
     MAX_GAP_SECS, MIN_RATE, MIN_SPEED,

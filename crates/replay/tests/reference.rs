@@ -143,7 +143,7 @@ fn reference_doq_resumes_in_0rtt_as_the_server_counts() {
 /// Not after the first: the lean stack lets rustls go at its first answer, and rustls holds
 /// its answer to an update request until its next application data, which never comes; an
 /// update that early is for rustls to follow, and a lean session then fails (see
-/// `traffic_keys`).
+/// `ldplayer_stacks::tls`).
 fn key_updating_dot_server(
     dir: &std::path::Path,
 ) -> (SocketAddr, std::path::PathBuf, Arc<AtomicU64>) {

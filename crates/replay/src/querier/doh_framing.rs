@@ -12,14 +12,14 @@
 //! `application/dns-message` fails its query with a [`Cause`] naming the status or the content
 //! type.
 
-use super::http2::{request_headers, Http2Client, Outcome};
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
 use super::KEEP_BUF;
 use crate::cause::Cause;
 use crate::config::{DohConfig, DohMethod};
-use crate::tls_session::TlsSession;
 use base64::Engine as _;
 use ldplayer_dns::HEADER_LEN;
+use ldplayer_stacks::http2::{request_headers, Http2Client, Outcome};
+use ldplayer_stacks::tls::TlsSession;
 use rustls::{ClientConfig, HandshakeKind};
 use rustls_pki_types::ServerName;
 use std::collections::VecDeque;

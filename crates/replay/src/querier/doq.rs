@@ -2,8 +2,9 @@
 //! query (DNS ID 0, the 2-byte length prefix, then the stream finished), 0-RTT on a resumed
 //! session when the server allows it.
 //!
-//! The connections ([`crate::quic::conn::Connection`], the replay's own QUIC client) run on a
-//! thread of their own beside each querier that has DoQ clients ([`Doq`]), an epoll (mio) loop
+//! The connections ([`ldplayer_stacks::quic::conn::Connection`], the replay's own QUIC client,
+//! with [`ldplayer_stacks::doq`] or [`ldplayer_stacks::h3`] on its streams) run on a thread of
+//! their own beside each querier that has DoQ clients ([`Doq`]), an epoll (mio) loop
 //! over the clients' sockets: the querier hands it queries and takes back [`DoqEvent`]s (sent,
 //! answered, failed, connections), woken through its poll's waker. The querier keeps what it
 //! keeps for every transport (the in-flight table, timeouts, results); the send and answer
@@ -16,9 +17,9 @@
 
 use crate::cause::Cause;
 use crate::clock;
-use crate::quic::conn::{self, Closed, Connection, Event};
-use crate::quic::h3;
 use ldplayer_results::ErrorKind;
+use ldplayer_stacks::quic::conn::{self, Closed, Connection, Event};
+use ldplayer_stacks::{doq, h3};
 use mio::net::UdpSocket;
 use mio::{Events, Interest, Poll, Token};
 use rustc_hash::FxHashMap;
@@ -378,7 +379,6 @@ impl Driver {
                 }
             },
         };
-        let c = self.clients[idx].as_mut()?;
         let framed = match &q.h3 {
             Some(h3) => {
                 let req = h3::Request {
@@ -393,17 +393,21 @@ impl Driver {
                 }
                 h3::request(&req, &msg)
             }
-            None => {
-                let mut framed = Vec::with_capacity(2 + q.wire.len());
-                framed.extend_from_slice(&(q.wire.len() as u16).to_be_bytes());
-                framed.extend_from_slice(&q.wire);
-                // RFC 9250 §4.2.1: the DNS ID is 0 on DoQ.
-                if framed.len() >= 4 {
-                    framed[2..4].copy_from_slice(&[0, 0]);
+            // RFC 9250 §4.2.1: the DNS ID is 0 on DoQ.
+            None => match doq::query(&q.wire) {
+                Some(framed) => framed,
+                None => {
+                    self.tell.tell(DoqEvent::Failed {
+                        slot: q.slot,
+                        gen: q.gen,
+                        kind: ErrorKind::BadQuery,
+                        cause: Cause::Unframeable,
+                    });
+                    return None;
                 }
-                framed
-            }
+            },
         };
+        let c = self.clients[idx].as_mut()?;
         let stream = c.conn.open_stream(framed);
         c.in_flight.push(InFlight {
             stream,
@@ -440,10 +444,24 @@ impl Driver {
             server_name: self.server_name.clone(),
             idle_timeout_ns: q.idle_timeout.as_nanos().min(i64::MAX as u128) as i64,
             zero_rtt: q.zero_rtt,
-            h3: q.h3.is_some(),
+            // What the application on QUIC's streams asks of them.
+            max_stream_recv: if q.h3.is_some() {
+                h3::MAX_RESPONSE
+            } else {
+                doq::MAX_STREAM_RECV
+            },
+            peer_uni_streams: if q.h3.is_some() {
+                h3::SERVER_UNI_STREAMS
+            } else {
+                0
+            },
         };
-        let conn = Connection::new(config, now)
+        let mut conn = Connection::new(config, now)
             .map_err(|_| (ErrorKind::Tls, Cause::Quic("quic-tls-config")))?;
+        if q.h3.is_some() {
+            // RFC 9114 §6.2.1: the client's control stream, first.
+            conn.open_uni_stream(h3::CONTROL_STREAM);
+        }
         let idx = self.free.pop().unwrap_or_else(|| {
             self.clients.push(None);
             self.clients.len() - 1
@@ -540,18 +558,14 @@ impl Driver {
                     let event = if c.h3 {
                         h3_answer(&f, now, &data)
                     } else {
-                        match data.as_slice() {
-                            [a, b, msg @ ..]
-                                if usize::from(u16::from_be_bytes([*a, *b])) == msg.len() =>
-                            {
-                                DoqEvent::Answer {
-                                    slot: f.slot,
-                                    gen: f.gen,
-                                    at: now,
-                                    msg: msg.to_vec(),
-                                }
-                            }
-                            _ => DoqEvent::Failed {
+                        match doq::answer(&data) {
+                            Some(msg) => DoqEvent::Answer {
+                                slot: f.slot,
+                                gen: f.gen,
+                                at: now,
+                                msg: msg.to_vec(),
+                            },
+                            None => DoqEvent::Failed {
                                 slot: f.slot,
                                 gen: f.gen,
                                 kind: ErrorKind::Quic,
@@ -612,11 +626,12 @@ impl Driver {
         }
     }
 
-    /// Closes every connection, telling the servers (DOQ_NO_ERROR).
+    /// Closes every connection, telling the servers (DOQ_NO_ERROR, H3_NO_ERROR).
     fn close_all(&mut self) {
         let now = clock::now_ns();
         for c in self.clients.iter_mut().flatten() {
-            c.conn.close();
+            c.conn
+                .close(if c.h3 { h3::NO_ERROR } else { doq::NO_ERROR });
             if c.conn.poll_transmit(now, &mut self.out) {
                 let _ = c.socket.send(&self.out);
             }

@@ -74,12 +74,7 @@ mod answer;
 mod doh_framing;
 pub(crate) mod doq;
 mod doq_glue;
-pub(crate) mod hpack;
-mod http2;
 
-pub(crate) use hpack::fuzz_block as fuzz_hpack_block;
-pub(crate) use http2::fuzz_server_bytes as fuzz_doh_server_bytes;
-pub(crate) use http2::is_dns_message;
 mod inflight;
 mod profile;
 mod send_times;

@@ -2,7 +2,7 @@
 
 use super::tcp_framing::TcpFraming;
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
-use crate::tls_session::{TlsRecords, TlsSession};
+use ldplayer_stacks::tls::{TlsRecords, TlsSession};
 use rustls::{ClientConfig, HandshakeKind};
 use rustls_pki_types::ServerName;
 use std::sync::Arc;

@@ -25,9 +25,17 @@
 //! - **The reference stack** (`--stack reference`, `crate::reference`): DoT on rustls'
 //!   `ClientConnection` under the same [`TlsFraming`], DoH on the `h2` crate; the socket side
 //!   is the same, so are the kernel's stamps.
-//! - **DoQ** (RFC 9250) is not a [`StreamProtocol`]: its connections are QUIC over UDP, run on
-//!   a thread of their own by the replay's sans-IO QUIC client (`crate::quic`), one
-//!   bidirectional stream per query (see `super::doq`).
+//! - **DoQ** (RFC 9250) and **DoH over HTTP/3** are not [`StreamProtocol`]s: their connections
+//!   are QUIC over UDP, run on a thread of their own beside the querier. Their seam is that
+//!   thread's handle (`super::doq::Doq`: queries in, `DoqEvent`s out), started on the lean
+//!   stack (`Doq::start`, the sans-IO `ldplayer_stacks::quic` with `ldplayer_stacks::doq` and
+//!   `ldplayer_stacks::h3` on its streams) or the reference one (`crate::reference::quic`,
+//!   quinn and h3), one bidirectional stream per query either way.
+//!
+//! The lean protocol code itself (the TLS record layer, HTTP/2 and HPACK, QUIC, HTTP/3 and
+//! QPACK, DoQ's framing) is the `ldplayer-stacks` crate, sans IO; what is here and in
+//! `tcp_framing`, `tls_framing` and `doh_framing` fits it to the querier (match keys, send
+//! positions, causes).
 //!
 //! Send times: a query is sent when the socket has taken the last byte the protocol produced
 //! for it. The protocol tells where that byte lies in its output stream: at once from
@@ -38,8 +46,8 @@ pub(super) use super::doh_framing::DohFraming;
 pub(super) use super::tcp_framing::TcpFraming;
 pub(super) use super::tls_framing::TlsFraming;
 use crate::cause::Cause;
-use crate::tls_session::SessionError;
 use ldplayer_results::ErrorKind;
+use ldplayer_stacks::tls::SessionError;
 
 /// What a response is matched to its query by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -91,8 +99,16 @@ impl StreamError {
     pub fn into_cause(self) -> Cause {
         match self {
             StreamError::BadQuery => Cause::Unframeable,
-            StreamError::Tls(e) => e.into_cause(),
+            StreamError::Tls(e) => session_cause(e),
         }
+    }
+}
+
+/// Why the queries on a failed TLS session failed.
+pub(crate) fn session_cause(e: SessionError) -> Cause {
+    match e {
+        SessionError::Tls(e) => Cause::Tls(e),
+        SessionError::Record | SessionError::Failed => Cause::TlsRecord,
     }
 }
 

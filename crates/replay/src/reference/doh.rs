@@ -19,12 +19,12 @@ use super::tls::RustlsSession;
 use crate::cause::Cause;
 use crate::config::{DohConfig, DohMethod};
 use crate::querier::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
-use crate::tls_session::TlsRecords;
 use base64::Engine as _;
 use bytes::Bytes;
 use h2::client::{Connection, ResponseFuture, SendRequest};
 use h2::RecvStream;
 use ldplayer_dns::HEADER_LEN;
+use ldplayer_stacks::tls::TlsRecords;
 use rustls::{ClientConfig, HandshakeKind};
 use rustls_pki_types::ServerName;
 use std::cell::RefCell;
@@ -474,7 +474,9 @@ impl H2Doh {
                                 let dns = response
                                     .headers()
                                     .get(http::header::CONTENT_TYPE)
-                                    .is_some_and(|v| crate::querier::is_dns_message(v.as_bytes()));
+                                    .is_some_and(|v| {
+                                        ldplayer_stacks::doh::is_dns_message(v.as_bytes())
+                                    });
                                 if !dns {
                                     self.failed.push((q.key, Cause::NotDnsContent));
                                     break;

@@ -496,7 +496,7 @@ async fn doh3(
     let dns = response
         .headers()
         .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| crate::querier::is_dns_message(v.as_bytes()));
+        .is_some_and(|v| ldplayer_stacks::doh::is_dns_message(v.as_bytes()));
     if !dns {
         return Err((ErrorKind::Http, Cause::NotDnsContent));
     }

@@ -2,7 +2,7 @@
 //! rustls-based DoT or DoH client runs. rustls buffers, decrypts, answers key updates and keeps
 //! late session tickets itself; this only moves bytes between it and the querier.
 
-use crate::tls_session::{SessionError, TlsRecords};
+use ldplayer_stacks::tls::{SessionError, TlsRecords};
 use rustls::{ClientConfig, ClientConnection, HandshakeKind};
 use rustls_pki_types::ServerName;
 use std::io::{self, Read, Write};

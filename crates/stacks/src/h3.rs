@@ -1,21 +1,33 @@
-//! DNS over HTTPS on HTTP/3 (RFC 8484 over RFC 9114): the bytes of a request stream and of
-//! the client's control stream, and the DNS message read back from a response stream.
+//! DNS over HTTPS on HTTP/3 (RFC 8484 over RFC 9114), on top of the QUIC client's streams
+//! ([`crate::quic`], which knows nothing of HTTP/3): the limits an HTTP/3 connection asks of
+//! QUIC, the bytes of a request stream and of the client's control stream (opened with
+//! [`Connection::open_uni_stream`](crate::quic::conn::Connection::open_uni_stream)), and the
+//! DNS message read back from a response stream.
 //!
 //! QPACK (RFC 9204) with the static table only: the client says nothing in its SETTINGS, so
 //! the server's dynamic table has a capacity of 0 and every field it sends is a static
 //! reference or a literal. Requests are built from static references and literals alike.
 
-use super::wire::{self, Reader};
-use crate::querier::hpack::{integer, put_integer};
-use crate::querier::is_dns_message;
+use crate::doh::is_dns_message;
+use crate::hpack::{integer, put_integer};
+use crate::quic::wire::{self, Reader};
 use httlib_huffman::DecoderSpeed;
 
 /// The client's control stream (RFC 9114 §6.2.1): its type, then an empty SETTINGS frame (a
 /// QPACK table capacity of 0 and no blocked streams are the defaults).
 pub const CONTROL_STREAM: &[u8] = &[0x00, 0x04, 0x00];
 
-/// The largest response stream read: a DNS message and its HTTP/3 framing and head.
+/// The largest response stream read: a DNS message and its HTTP/3 framing and head (the QUIC
+/// connection's [`Config::max_stream_recv`](crate::quic::conn::Config::max_stream_recv)).
 pub const MAX_RESPONSE: u64 = 65_535 + 4_096;
+
+/// Unidirectional streams an HTTP/3 server may open: its control stream and QPACK's encoder
+/// and decoder streams (the QUIC connection's
+/// [`Config::peer_uni_streams`](crate::quic::conn::Config::peer_uni_streams)).
+pub const SERVER_UNI_STREAMS: u64 = 3;
+
+/// H3_NO_ERROR (RFC 9114 §8.1): the code a client closes its connection with when all is well.
+pub const NO_ERROR: u64 = 0x100;
 
 const FRAME_DATA: u64 = 0x00;
 const FRAME_HEADERS: u64 = 0x01;
@@ -25,7 +37,9 @@ const FRAME_HEADERS: u64 = 0x01;
 pub struct Request {
     /// GET (`?dns=`, base64url) rather than POST.
     pub get: bool,
+    /// The URL path of the DoH endpoint (`/dns-query`).
     pub path: String,
+    /// The `:authority` (the server's name, and its port when not 443).
     pub authority: String,
 }
 
@@ -208,13 +222,16 @@ pub fn request(req: &Request, msg: &[u8]) -> Vec<u8> {
 }
 
 /// Why a response stream gave no DNS message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum Failure {
     /// A final status other than 200.
+    #[error("HTTP status {0}")]
     Status(u16),
     /// Status 200, but not `application/dns-message`.
+    #[error("a response that is not application/dns-message")]
     NotDns,
     /// The stream broke HTTP/3 or QPACK: a cause key.
+    #[error("a malformed HTTP/3 response: {0}")]
     Malformed(&'static str),
 }
 

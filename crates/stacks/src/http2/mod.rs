@@ -6,14 +6,15 @@
 //! session cost 24.2 KB against 3.5 KB for DoT), and its streams, wakers and futures made a
 //! `--fast` DoH query cost 13.8 µs of CPU against 16.3 µs for dnsperf, short of the ⅔ asked.
 //! DoH needs little of HTTP/2: one request per stream, small bodies, no push, no priorities.
-//! Responses are decoded by [`hpack`](super::hpack); requests are encoded with the static
+//! Responses are decoded by [`hpack`](crate::hpack); requests are encoded with the static
 //! table and literals, which needs no encoder state.
 //!
 //! What the server sends is bounded: frames above 16,384 bytes (our `SETTINGS_MAX_FRAME_SIZE`)
 //! and bodies above 65,535 bytes are errors, header blocks are capped, and every buffer is
 //! given back when the connection has nothing in flight.
 
-use super::hpack::put_integer;
+use crate::doh::is_dns_message;
+use crate::hpack::put_integer;
 use std::collections::VecDeque;
 
 /// The client connection preface (RFC 9113 §3.4).
@@ -80,7 +81,7 @@ fn error_key(code: u32) -> &'static str {
 
 /// How one request ended, for the caller's query `key`.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// Status 200 with `application/dns-message`: the body.
     Answer(Vec<u8>),
     /// Another status.
@@ -93,8 +94,9 @@ pub(crate) enum Outcome {
 }
 
 /// Why the connection as a whole cannot go on (the key of the HTTP/2 error).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ConnectionError(pub &'static str);
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("HTTP/2 connection error: {0}")]
+pub struct ConnectionError(pub &'static str);
 
 /// A request waiting to be written: its caller's key, the encoded header block, and the body
 /// (POST).
@@ -116,7 +118,7 @@ struct Stream {
 }
 
 /// One HTTP/2 client connection.
-pub(crate) struct Http2Client {
+pub struct Http2Client {
     /// Bytes for the server (the preface first); `out[out_start..]` are not yet taken.
     out: Vec<u8>,
     /// Where the untaken output starts: bytes are taken by moving it, and `out` is emptied
@@ -128,7 +130,7 @@ pub(crate) struct Http2Client {
     ends: VecDeque<(u64, u64)>,
     /// Bytes from the server not yet making a whole frame.
     input: Vec<u8>,
-    hpack: super::hpack::Decoder,
+    hpack: crate::hpack::Decoder,
     /// The header block being gathered (HEADERS, then CONTINUATION): its stream, whether the
     /// HEADERS frame ended the stream, the fragments so far.
     block: Option<(u32, bool, Vec<u8>)>,
@@ -155,6 +157,12 @@ pub(crate) struct Http2Client {
     error: Option<ConnectionError>,
 }
 
+impl Default for Http2Client {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl Http2Client {
     /// A connection whose preface and SETTINGS are the first output: no push, no dynamic
     /// table for the server's headers (so that an idle connection keeps none), and a large
@@ -173,7 +181,7 @@ impl Http2Client {
             out_base: 0,
             ends: VecDeque::new(),
             input: Vec::new(),
-            hpack: super::hpack::Decoder::default(),
+            hpack: crate::hpack::Decoder::default(),
             block: None,
             waiting: VecDeque::new(),
             streams: VecDeque::new(),
@@ -205,11 +213,13 @@ impl Http2Client {
     }
 
     /// The bytes for the server.
+    #[inline]
     pub fn output(&self) -> &[u8] {
         &self.out[self.out_start..]
     }
 
     /// Forgets the first `n` bytes of [`output`](Self::output).
+    #[inline]
     pub fn consume_output(&mut self, n: usize) {
         self.out_start = (self.out_start + n).min(self.out.len());
         if self.out_start == self.out.len() {
@@ -226,6 +236,7 @@ impl Http2Client {
 
     /// Where in the output the next request still to be told of ends, and its key: the byte
     /// count (from [`output`](Self::output)'s start) up to and including its last frame.
+    #[inline]
     pub fn next_end(&self) -> Option<(u64, usize)> {
         let &(key, end) = self.ends.front()?;
         let taken = self.out_base + self.out_start as u64;
@@ -233,27 +244,32 @@ impl Http2Client {
     }
 
     /// The request of [`next_end`](Self::next_end) was told of.
+    #[inline]
     pub fn pop_end(&mut self) {
         self.ends.pop_front();
     }
 
     /// Completed requests since the last call.
+    #[inline]
     pub fn take_done(&mut self) -> std::vec::Drain<'_, (u64, Outcome)> {
         self.done.drain(..)
     }
 
     /// The connection's failure, if it failed (every request in flight has failed with it).
+    #[inline]
     pub fn error(&self) -> Option<ConnectionError> {
         self.error
     }
 
     /// Whether the server said GOAWAY and nothing it will still answer is in flight: the
     /// connection is done.
+    #[inline]
     pub fn finished(&self) -> bool {
         self.goaway.is_some() && self.streams.is_empty()
     }
 
     /// Whether requests are waiting or in flight.
+    #[inline]
     pub fn busy(&self) -> bool {
         !self.streams.is_empty() || !self.waiting.is_empty()
     }
@@ -653,18 +669,10 @@ fn unpad(flags: u8, payload: &[u8]) -> Option<&[u8]> {
         .map(|end| &rest[..end])
 }
 
-/// Whether a `content-type` value is `application/dns-message` (parameters allowed).
-pub(crate) fn is_dns_message(value: &[u8]) -> bool {
-    let media = value.split(|&b| b == b';').next().unwrap_or_default();
-    media
-        .trim_ascii()
-        .eq_ignore_ascii_case(b"application/dns-message")
-}
-
 /// The HPACK header block of a DoH request, with the static table and literals without
 /// indexing (no encoder state to keep): `:method` (GET or POST), `:scheme https`, `:path`,
 /// `:authority`, `accept`, and for POST `content-type` and `content-length`.
-pub(crate) fn request_headers(post: bool, authority: &str, path: &str, body_len: usize) -> Vec<u8> {
+pub fn request_headers(post: bool, authority: &str, path: &str, body_len: usize) -> Vec<u8> {
     let mut b = Vec::with_capacity(48 + authority.len() + path.len());
     // Indexed fields: :method GET (2) or POST (3), :scheme https (7).
     b.push(0x80 | if post { 3 } else { 2 });
@@ -732,314 +740,4 @@ pub(crate) fn fuzz_server_bytes(data: &[u8]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// What the server would say: frames built by hand.
-    fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
-        let mut f = Vec::new();
-        frame_header(&mut f, payload.len(), kind, flags, stream);
-        f.extend_from_slice(payload);
-        f
-    }
-
-    /// A response head: `:status` and `content-type` as literals.
-    fn head(status: &str, content_type: &str) -> Vec<u8> {
-        let mut b = Vec::new();
-        literal(&mut b, 8, status.as_bytes());
-        literal(&mut b, 31, content_type.as_bytes());
-        b
-    }
-
-    fn client_with(requests: u64) -> Http2Client {
-        let mut c = Http2Client::new();
-        for key in 0..requests {
-            c.request(
-                key,
-                request_headers(true, "a.test", "/dns-query", 3),
-                Some(vec![1, 2, 3]),
-            );
-        }
-        c
-    }
-
-    #[test]
-    fn the_request_header_block_decodes_to_the_doh_request() {
-        let block = request_headers(true, "resolver.test:8443", "/dns-query", 33);
-        let mut fields = Vec::new();
-        loona_hpack::Decoder::new()
-            .decode_with_cb(&block, |n, v| fields.push((n.to_vec(), v.to_vec())))
-            .unwrap();
-        let text: Vec<(String, String)> = fields
-            .into_iter()
-            .map(|(n, v)| (String::from_utf8(n).unwrap(), String::from_utf8(v).unwrap()))
-            .collect();
-        let want = [
-            (":method", "POST"),
-            (":scheme", "https"),
-            (":path", "/dns-query"),
-            (":authority", "resolver.test:8443"),
-            ("accept", "application/dns-message"),
-            ("content-type", "application/dns-message"),
-            ("content-length", "33"),
-        ];
-        let want: Vec<(String, String)> = want
-            .iter()
-            .map(|(n, v)| (n.to_string(), v.to_string()))
-            .collect();
-        assert_eq!(text, want);
-        // A long path takes a multi-byte length.
-        let long = format!("/dns-query?dns={}", "A".repeat(300));
-        let block = request_headers(false, "a", &long, 0);
-        let fields = loona_hpack::Decoder::new().decode(&block).unwrap();
-        assert_eq!(fields[0].1, b"GET");
-        assert_eq!(fields[2].1, long.as_bytes());
-    }
-
-    #[test]
-    fn requests_go_out_after_the_preface_and_answers_come_back_by_stream() {
-        let mut c = client_with(2);
-        let out = c.output().to_vec();
-        assert!(out.starts_with(PREFACE));
-        let (key, end) = c.next_end().unwrap();
-        assert_eq!(key, 0);
-        assert!(end < out.len(), "the second request follows the first");
-        c.pop_end();
-        assert_eq!(c.next_end(), Some((1, out.len())));
-        c.consume_output(out.len());
-        assert_eq!(c.next_end().map(|(_, e)| e), Some(0));
-
-        // The server's SETTINGS, then the answer to stream 3 before stream 1's, split across
-        // reads at awkward places.
-        let mut server = frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 100]);
-        server.extend(frame(
-            kind::HEADERS,
-            flag::END_HEADERS,
-            3,
-            &head("200", "application/dns-message"),
-        ));
-        server.extend(frame(kind::DATA, flag::END_STREAM, 3, b"answer-3"));
-        server.extend(frame(
-            kind::HEADERS,
-            flag::END_HEADERS,
-            1,
-            &head("200", "application/dns-message; charset=x"),
-        ));
-        server.extend(frame(kind::DATA, 0, 1, b"ans"));
-        server.extend(frame(
-            kind::DATA,
-            flag::END_STREAM | flag::PADDED,
-            1,
-            &[2, b'w', b'e', b'r', 0, 0],
-        ));
-        for chunk in server.chunks(7) {
-            c.received(chunk);
-        }
-        let done: Vec<_> = c.take_done().collect();
-        assert_eq!(
-            done,
-            [
-                (1, Outcome::Answer(b"answer-3".to_vec())),
-                (0, Outcome::Answer(b"answer".to_vec()))
-            ]
-        );
-        assert!(c.error().is_none());
-        // SETTINGS acknowledged.
-        assert_eq!(c.output(), frame(kind::SETTINGS, flag::ACK, 0, &[]));
-        assert!(!c.busy());
-    }
-
-    #[test]
-    fn statuses_content_types_and_resets_fail_their_own_request_only() {
-        let mut c = client_with(4);
-        let mut server = frame(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            1,
-            &head("404", "text/plain"),
-        );
-        server.extend(frame(
-            kind::HEADERS,
-            flag::END_HEADERS,
-            3,
-            &head("200", "text/html"),
-        ));
-        server.extend(frame(kind::DATA, flag::END_STREAM, 3, b"<html>"));
-        server.extend(frame(kind::RST_STREAM, 0, 5, &7u32.to_be_bytes()));
-        // An informational head, then the real one, then trailers.
-        let mut info = Vec::new();
-        literal(&mut info, 8, b"103");
-        server.extend(frame(kind::HEADERS, flag::END_HEADERS, 7, &info));
-        server.extend(frame(
-            kind::HEADERS,
-            flag::END_HEADERS,
-            7,
-            &head("200", "application/dns-message"),
-        ));
-        server.extend(frame(kind::DATA, 0, 7, b"dns"));
-        server.extend(frame(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            7,
-            &[],
-        ));
-        c.received(&server);
-        let done: Vec<_> = c.take_done().collect();
-        assert_eq!(
-            done,
-            [
-                (0, Outcome::Status(404)),
-                (1, Outcome::NotDns),
-                (2, Outcome::Failed("h2-refused-stream")),
-                (3, Outcome::Answer(b"dns".to_vec())),
-            ]
-        );
-        assert!(c.error().is_none());
-    }
-
-    #[test]
-    fn the_server_stream_limit_holds_requests_back_until_streams_end() {
-        let mut c = Http2Client::new();
-        c.received(&frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 1]));
-        let before = c.output().len();
-        for key in 0..3 {
-            c.request(key, request_headers(false, "a", "/q", 0), None);
-        }
-        assert_eq!(c.streams.len(), 1, "one stream at a time");
-        assert!(c.output().len() > before);
-        c.received(&frame(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            1,
-            &head("500", "x"),
-        ));
-        assert_eq!(c.streams.len(), 1, "the next one went out");
-        assert_eq!(c.streams[0].id, 3);
-        assert_eq!(
-            c.take_done().collect::<Vec<_>>(),
-            [(0, Outcome::Status(500))]
-        );
-    }
-
-    #[test]
-    fn goaway_fails_what_the_server_did_not_take_and_ping_is_answered() {
-        let mut c = client_with(3);
-        c.consume_output(c.output().len());
-        c.received(&frame(kind::PING, 0, 0, b"12345678"));
-        assert_eq!(c.output(), frame(kind::PING, flag::ACK, 0, b"12345678"));
-        let mut goaway = 1u32.to_be_bytes().to_vec();
-        goaway.extend_from_slice(&0u32.to_be_bytes());
-        c.received(&frame(kind::GOAWAY, 0, 0, &goaway));
-        assert_eq!(
-            c.take_done().collect::<Vec<_>>(),
-            [
-                (2, Outcome::Failed("h2-goaway")),
-                (1, Outcome::Failed("h2-goaway"))
-            ]
-        );
-        assert!(!c.finished(), "stream 1 is still answered");
-        c.received(&frame(
-            kind::HEADERS,
-            flag::END_HEADERS | flag::END_STREAM,
-            1,
-            &head("204", "x"),
-        ));
-        assert!(c.finished());
-    }
-
-    #[test]
-    fn protocol_errors_end_the_connection_and_fail_everything() {
-        for bad in [
-            frame(kind::PUSH_PROMISE, 0, 1, &[0, 0, 0, 2]),
-            frame(kind::DATA, 0, 0, b"x"),
-            frame(kind::SETTINGS, 0, 0, &[0, 1, 0]),
-            frame(
-                kind::HEADERS,
-                flag::END_HEADERS,
-                1,
-                &[0xff, 0xff, 0xff, 0xff, 0x0f],
-            ),
-            {
-                let mut f = Vec::new();
-                frame_header(&mut f, MAX_FRAME + 1, kind::DATA, 0, 1);
-                f
-            },
-        ] {
-            let mut c = client_with(2);
-            c.received(&bad);
-            assert!(c.error().is_some(), "{bad:?}");
-            assert_eq!(c.take_done().count(), 2, "{bad:?}");
-            // Nothing more is taken: a new request fails at once.
-            let error = c.error().map(|e| e.0);
-            c.request(9, request_headers(false, "a", "/", 0), None);
-            c.received(&frame(kind::PING, 0, 0, b"12345678"));
-            assert!(!c.busy());
-            let done: Vec<_> = c.take_done().collect();
-            assert_eq!(done.len(), 1);
-            assert_eq!(Some(done[0].0), Some(9));
-            assert!(matches!(done[0].1, Outcome::Failed(why) if Some(why) == error));
-        }
-    }
-
-    #[test]
-    fn a_body_beyond_a_dns_message_resets_its_stream() {
-        let mut c = client_with(1);
-        c.received(&frame(
-            kind::HEADERS,
-            flag::END_HEADERS,
-            1,
-            &head("200", "application/dns-message"),
-        ));
-        let chunk = vec![0u8; MAX_FRAME];
-        for _ in 0..4 {
-            c.received(&frame(kind::DATA, 0, 1, &chunk));
-        }
-        assert_eq!(
-            c.take_done().collect::<Vec<_>>(),
-            [(0, Outcome::Failed("h2-body-too-large"))]
-        );
-        assert!(c.error().is_none());
-    }
-
-    /// Frames of any type, flags and stream (mostly the client's first streams), with any
-    /// payload; and bytes that are not frames at all.
-    fn server_bytes() -> impl proptest::strategy::Strategy<Value = Vec<u8>> {
-        use proptest::prelude::*;
-        let frame = (
-            0u8..11,
-            any::<u8>(),
-            0u32..10,
-            proptest::collection::vec(any::<u8>(), 0..64),
-        )
-            .prop_map(|(kind, flags, stream, payload)| frame(kind, flags, stream, &payload));
-        prop_oneof![
-            (any::<u8>(), proptest::collection::vec(frame, 0..24)).prop_map(|(control, frames)| {
-                let mut b = vec![control];
-                b.extend(frames.concat());
-                b
-            }),
-            proptest::collection::vec(any::<u8>(), 0..512),
-        ]
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn whatever_the_server_sends_requests_end_once_and_buffers_stay_bounded(
-            bytes in server_bytes()
-        ) {
-            fuzz_server_bytes(&bytes);
-            super::super::hpack::fuzz_block(&bytes);
-        }
-    }
-
-    #[test]
-    fn hpack_integers_follow_rfc_7541_examples() {
-        // C.1.2: 1337 with a 5-bit prefix.
-        let mut b = Vec::new();
-        put_integer(&mut b, 0, 5, 1337);
-        assert_eq!(b, [31, 154, 10]);
-        let mut b = Vec::new();
-        put_integer(&mut b, 0, 5, 10);
-        assert_eq!(b, [10]);
-    }
-}
+mod tests;

@@ -339,7 +339,8 @@ fn connect_to(
             server_name: name.try_into().unwrap(),
             idle_timeout_ns: idle_ns,
             zero_rtt,
-            h3: false,
+            max_stream_recv: crate::doq::MAX_STREAM_RECV,
+            peer_uni_streams: 0,
         },
         now,
     )
@@ -445,7 +446,7 @@ fn a_resumed_connection_sends_in_0rtt_and_the_server_takes_it() {
     first.open_stream(query(1));
     sim.run(&mut first, sim.now + 1_000 * MS, |_, _| false);
     assert_eq!(sim.answers().len(), 1);
-    first.close();
+    first.close(crate::doq::NO_ERROR);
     sim.run(&mut first, sim.now + 1_000 * MS, |_, _| false);
     sim.events.clear();
 
@@ -463,7 +464,7 @@ fn a_resumed_connection_sends_in_0rtt_and_the_server_takes_it() {
         zero_rtt_accepted: Some(true)
     }));
     assert_eq!(second.lost_packets(), 0, "nothing was lost on the way");
-    second.close();
+    second.close(crate::doq::NO_ERROR);
     sim.run(&mut second, sim.now + 1_000 * MS, |_, _| false);
     sim.events.clear();
 

@@ -4,13 +4,13 @@
 //! session tickets have arrived), rustls hands over the traffic keys and sequence numbers and its
 //! connection state is dropped: ≈ 1 KB of AEAD keys instead of ≈ 4 KB of rustls state per idle
 //! connection, which brings a simulated TLS client under 4 KiB. A server's key update (RFC 8446
-//! §4.6.3) is followed with the session's traffic secrets ([`crate::traffic_secrets`]), and an
+//! §4.6.3) is followed with the session's traffic secrets ([`super::secrets`]), and an
 //! update request answered with the client's own before its next record. An update that comes
 //! before the first answer is rustls' to follow, and rustls keeps its answer to a request
 //! until its next application data: a session handed over then cannot send it, and the
 //! server then fails it. Later session tickets are ignored.
 
-use crate::traffic_secrets::Secret;
+use super::secrets::Secret;
 use ring::aead::{
     Aad, LessSafeKey, Nonce, UnboundKey, AES_128_GCM, AES_256_GCM, CHACHA20_POLY1305, NONCE_LEN,
 };
@@ -231,6 +231,50 @@ impl TrafficKeys {
     }
 }
 
+/// Arbitrary bytes as what a server sends a session on its traffic keys (the `tls_records`
+/// fuzz target): as they come, and as valid records whose bytes the fuzzer's then flip and
+/// cut. Checks: no panic, no read past the buffer, never more consumed than given.
+pub(crate) fn fuzz_records(data: &[u8]) {
+    use rustls::crypto::cipher::{AeadKey, Iv};
+    let secrets = |k: u8, i: u8| ConnectionTrafficSecrets::Aes256Gcm {
+        key: AeadKey::from([k; 32]),
+        iv: Iv::new([i; NONCE_LEN]),
+    };
+    let keys = |tx, rx| {
+        TrafficKeys::new(ExtractedSecrets {
+            tx: (0, secrets(tx, tx)),
+            rx: (0, secrets(rx, rx)),
+        })
+    };
+    let (Some(mut server), Some(mut client)) = (keys(1, 2), keys(2, 1)) else {
+        return;
+    };
+    let mut plain = Vec::new();
+    let mut raw = data.to_vec();
+    if let Ok(opened) = client.open(&mut raw, &mut plain) {
+        assert!(opened.consumed <= data.len());
+    }
+    let Some((&control, rest)) = data.split_first() else {
+        return;
+    };
+    let mut wire = Vec::new();
+    if server.seal(rest, &mut wire).is_err() {
+        return;
+    }
+    if !wire.is_empty() {
+        let at = usize::from(control) % wire.len();
+        wire[at] ^= control | 1;
+        wire.truncate(wire.len() - usize::from(control >> 4).min(wire.len()));
+    }
+    let Some(mut client) = keys(2, 1) else {
+        return;
+    };
+    let len = wire.len();
+    if let Ok(opened) = client.open(&mut wire, &mut plain) {
+        assert!(opened.consumed <= len);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -278,6 +322,19 @@ mod tests {
         let opened = client.open(&mut back, &mut answer).unwrap();
         assert_eq!(answer, b"answer");
         assert!(opened.closed);
+    }
+
+    /// The `tls_records` fuzz target's entry point on a few inputs: empty, a record header,
+    /// and records damaged at each place the control byte picks.
+    #[test]
+    fn the_fuzz_entry_point_takes_anything() {
+        fuzz_records(&[]);
+        fuzz_records(&[23, 3, 3, 0, 40, 1, 2, 3]);
+        for control in 0..=255u8 {
+            let mut data = vec![control];
+            data.extend_from_slice(b"a query of some length");
+            fuzz_records(&data);
+        }
     }
 
     /// Whatever the network sends, opening gives records or an error, never a panic or a

@@ -6,42 +6,40 @@
 //! received TLS bytes and the encrypted bytes waiting for the socket live in vectors that are
 //! released once empty, whole records are decrypted in place in the read buffer on the stack,
 //! and after the first answer rustls' state gives way to the traffic keys alone
-//! ([`crate::traffic_keys`]). Generator memory per idle TLS connection in
+//! ([`keys`]). Generator memory per idle TLS connection in
 //! `bench/connections.sh` (8,000 clients): ≈ 10.0 KB buffered, ≈ 3.7 KB now.
 
-use crate::cause::Cause;
-use crate::traffic_keys::TrafficKeys;
+use keys::TrafficKeys;
 use rustls::client::UnbufferedClientConnection;
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
 use rustls::{ClientConfig, HandshakeKind, ProtocolVersion};
 use rustls_pki_types::ServerName;
 use std::sync::Arc;
 
+mod keys;
+pub mod secrets;
+
+pub(crate) use keys::fuzz_records;
+
 /// Why a session failed.
-#[derive(Debug)]
-pub(crate) enum SessionError {
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
     /// A TLS protocol failure reported by rustls (handshake, certificate, alert).
+    #[error("TLS: {0}")]
     Tls(rustls::Error),
     /// A record under the traffic keys did not open, or could not be sealed.
+    #[error("a TLS record under the traffic keys did not open or could not be sealed")]
     Record,
     /// The session had failed before.
+    #[error("the TLS session had failed before")]
     Failed,
 }
 
-impl SessionError {
-    /// Why the queries on the session failed.
-    pub fn into_cause(self) -> Cause {
-        match self {
-            SessionError::Tls(e) => Cause::Tls(e),
-            SessionError::Record | SessionError::Failed => Cause::TlsRecord,
-        }
-    }
-}
-
-/// A TLS client session under a stream framing, without I/O: the lean [`TlsSession`] or the
-/// reference stack's (rustls' `ClientConnection`, `crate::reference::tls`). The framing hands
-/// it plaintext and the bytes read from the socket; the querier writes its output.
-pub(crate) trait TlsRecords {
+/// A TLS client session under a stream framing, without I/O: the lean [`TlsSession`] or a
+/// reference stack's (the replay's wrapper of rustls' `ClientConnection`). The framing hands
+/// it plaintext and the bytes read from the socket; the caller writes its output. The trait
+/// lets one framing run over either, so that the two differ in the session alone.
+pub trait TlsRecords {
     /// Whether the handshake is still going on.
     fn is_handshaking(&self) -> bool;
     /// TLS bytes queued for the socket over the session's life, written or not.
@@ -67,33 +65,43 @@ pub(crate) trait TlsRecords {
 }
 
 impl TlsRecords for TlsSession {
+    #[inline]
     fn is_handshaking(&self) -> bool {
         TlsSession::is_handshaking(self)
     }
+    #[inline]
     fn queued_total(&self) -> u64 {
         TlsSession::queued_total(self)
     }
+    #[inline]
     fn sent_total(&self) -> u64 {
         TlsSession::sent_total(self)
     }
+    #[inline]
     fn handshake_kind(&self) -> Option<HandshakeKind> {
         TlsSession::handshake_kind(self)
     }
+    #[inline]
     fn alpn(&self) -> Option<&[u8]> {
         TlsSession::alpn(self)
     }
+    #[inline]
     fn write_plain(&mut self, plain: &[u8]) -> Result<usize, SessionError> {
         TlsSession::write_plain(self, plain)
     }
+    #[inline]
     fn received(&mut self, bytes: &mut [u8], plain: &mut Vec<u8>) -> Result<bool, SessionError> {
         TlsSession::received(self, bytes, plain)
     }
+    #[inline]
     fn output(&self) -> &[u8] {
         TlsSession::output(self)
     }
+    #[inline]
     fn consume_output(&mut self, n: usize) {
         TlsSession::consume_output(self, n)
     }
+    #[inline]
     fn close(&mut self) {
         TlsSession::close(self)
     }
@@ -103,14 +111,14 @@ impl TlsRecords for TlsSession {
 enum Stage {
     /// rustls: the handshake and the first answers.
     Rustls(Box<UnbufferedClientConnection>),
-    /// The traffic keys alone, from the first answer on (see [`crate::traffic_keys`]).
+    /// The traffic keys alone, from the first answer on (see [`keys`]).
     Keys(Box<TrafficKeys>),
     /// The hand-over failed: the session is unusable.
     Failed,
 }
 
-/// A TLS client session with caller-driven I/O.
-pub(crate) struct TlsSession {
+/// A TLS client session with caller-driven I/O: see the module's documentation.
+pub struct TlsSession {
     stage: Stage,
     /// How the handshake went, kept once rustls is gone.
     kind: Option<HandshakeKind>,
@@ -127,7 +135,7 @@ pub(crate) struct TlsSession {
     ready: bool,
     peer_closed: bool,
     /// The random of the session's ClientHello, which finds its traffic secrets in the key
-    /// log ([`crate::traffic_secrets`]), until rustls lets go.
+    /// log ([`secrets`]), until rustls lets go.
     client_random: Option<Box<[u8; 32]>>,
 }
 
@@ -151,33 +159,38 @@ impl TlsSession {
         };
         s.drive(&mut [], &mut (&[] as &[u8]), &mut Vec::new(), false)
             .map_err(|_| rustls::Error::General("cannot start the handshake".into()))?;
-        s.client_random = crate::traffic_secrets::client_hello_random(&s.outgoing).map(Box::new);
+        s.client_random = secrets::client_hello_random(&s.outgoing).map(Box::new);
         Ok(s)
     }
 
     /// Whether the handshake is still going on.
+    #[inline]
     pub fn is_handshaking(&self) -> bool {
         !self.ready
     }
 
     /// TLS bytes queued for the socket over the session's life, written or not: a message
     /// encrypted now is on its way once [`sent_total`](Self::sent_total) reaches this.
+    #[inline]
     pub fn queued_total(&self) -> u64 {
         self.sent_total + (self.outgoing.len() - self.sent) as u64
     }
 
     /// TLS bytes written to the socket over the session's life.
+    #[inline]
     pub fn sent_total(&self) -> u64 {
         self.sent_total
     }
 
-    /// Whether the session runs on its traffic keys alone (rustls' state let go).
-    #[cfg(test)]
-    pub(crate) fn on_traffic_keys(&self) -> bool {
+    /// Whether the session runs on its traffic keys alone (rustls' state let go), as it does
+    /// from its first answer on: what the memory figures and their tests rest on.
+    #[inline]
+    pub fn on_traffic_keys(&self) -> bool {
         matches!(self.stage, Stage::Keys(_))
     }
 
     /// How the handshake went (full or resumed), once it is over.
+    #[inline]
     pub fn handshake_kind(&self) -> Option<HandshakeKind> {
         match &self.stage {
             Stage::Rustls(conn) => conn.handshake_kind(),
@@ -186,6 +199,7 @@ impl TlsSession {
     }
 
     /// The application protocol the server chose by ALPN, once the handshake is over.
+    #[inline]
     pub fn alpn(&self) -> Option<&[u8]> {
         self.alpn.as_deref()
     }
@@ -280,7 +294,7 @@ impl TlsSession {
                     let traffic = self
                         .client_random
                         .take()
-                        .and_then(|r| crate::traffic_secrets::TAP.take(&r));
+                        .and_then(|r| secrets::TAP.take(&r));
                     if let Some((client, server)) = traffic {
                         // Without them, a key update fails the session as before.
                         keys.follow_updates(client, server);
@@ -292,11 +306,13 @@ impl TlsSession {
     }
 
     /// The TLS bytes waiting for the socket.
+    #[inline]
     pub fn output(&self) -> &[u8] {
         &self.outgoing[self.sent..]
     }
 
     /// Forgets the first `n` bytes of [`output`](Self::output): the socket took them.
+    #[inline]
     pub fn consume_output(&mut self, n: usize) {
         let n = n.min(self.outgoing.len() - self.sent);
         self.sent += n;
@@ -444,155 +460,5 @@ fn append(
 fn release_if_empty(buf: &mut Vec<u8>) {
     if buf.is_empty() && buf.capacity() > 0 {
         *buf = Vec::new();
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::config::TlsConfig;
-    use crate::tls::TlsBase;
-    use std::io::{self, Read, Write};
-    use std::net::TcpStream;
-
-    /// Writes all the session's output to the socket.
-    fn flush(s: &mut TlsSession, sock: &mut TcpStream) {
-        while !s.output().is_empty() {
-            match sock.write(s.output()) {
-                Ok(n) => s.consume_output(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    std::thread::sleep(std::time::Duration::from_millis(1))
-                }
-                Err(e) => panic!("write: {e}"),
-            }
-        }
-    }
-
-    /// Completes a handshake and one query/answer over a non-blocking socket.
-    fn exchange(s: &mut TlsSession, sock: &mut TcpStream, query: &[u8]) -> Vec<u8> {
-        let mut framed = (query.len() as u16).to_be_bytes().to_vec();
-        framed.extend_from_slice(query);
-        let mut pending = &framed[..];
-        let mut plain = Vec::new();
-        let mut chunk = [0u8; 16 * 1024 + 256];
-        for _ in 0..100 {
-            let n = s.write_plain(pending).unwrap();
-            pending = &pending[n..];
-            flush(s, sock);
-            if pending.is_empty() && plain.len() >= 2 {
-                let len = u16::from_be_bytes([plain[0], plain[1]]) as usize;
-                if plain.len() >= 2 + len {
-                    return plain;
-                }
-            }
-            loop {
-                match sock.read(&mut chunk) {
-                    Ok(0) => panic!("the server closed the connection"),
-                    Ok(n) => {
-                        s.received(&mut chunk[..n], &mut plain).unwrap();
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) => panic!("read: {e}"),
-                }
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
-        }
-        panic!("no answer");
-    }
-
-    /// Heap bytes per idle TLS session after a handshake and one exchange with nsd, with the
-    /// client's own configuration and session store. Printed, and bounded so that a return of
-    /// per-connection buffers or of a larger session store is caught (allocation sizes do not
-    /// depend on the machine's speed).
-    #[test]
-    fn idle_session_memory() {
-        let (server, _ca) = ldplayer_testbed::nsd_tls();
-        let addr = server.tls_addr.unwrap();
-        for resume in [false, true] {
-            let tls = TlsConfig {
-                insecure: true,
-                resume,
-                ..TlsConfig::default()
-            };
-            let base = TlsBase::new(&tls, addr.ip()).unwrap();
-            let (config, session) = idle_memory(&base, addr);
-            println!(
-                "resumption {resume}: per client, configuration and session store {config} B; \
-                 per idle session (state, tickets) {session} B"
-            );
-            // Measured: 384 + 1,252 B without resumption, 672 + 2,063 B with it (the ticket);
-            // 672 + 2,085 B either way with rustls 0.23.46, and 672 + 2,275 B with the traffic
-            // secrets kept for key updates. rustls' state kept took 384 + 4,023 B and 672 +
-            // 4,834 B (its kernel connection, for key updates, 672 + 3,863 B), and rustls'
-            // buffered connection with its memory cache ≈ 1,400 + 6,700 B.
-            assert!(
-                config + session < 4 * 1024,
-                "{config} + {session} B per idle client"
-            );
-        }
-    }
-
-    /// After the first answer the session runs on its traffic keys alone, and nsd (OpenSSL)
-    /// still answers: the record layer is checked by an independent implementation.
-    #[test]
-    fn later_answers_come_through_the_traffic_keys() {
-        let (server, _ca) = ldplayer_testbed::nsd_tls();
-        let addr = server.tls_addr.unwrap();
-        let tls = TlsConfig {
-            insecure: true,
-            ..TlsConfig::default()
-        };
-        let base = TlsBase::new(&tls, addr.ip()).unwrap();
-        let mut sock = TcpStream::connect(addr).unwrap();
-        sock.set_nonblocking(true).unwrap();
-        let mut s = TlsSession::new(base.for_client(), base.server_name.clone()).unwrap();
-        assert!(matches!(s.stage, Stage::Rustls(_)));
-        for id in [0x1234u16, 0x4321, 0x5555] {
-            let mut query = id.to_be_bytes().to_vec();
-            query.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-            query.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-            let answer = exchange(&mut s, &mut sock, &query);
-            assert_eq!(
-                answer[2..4],
-                id.to_be_bytes(),
-                "the answer to query {id:#x}"
-            );
-            assert!(
-                matches!(s.stage, Stage::Keys(_)),
-                "keys only after an answer"
-            );
-        }
-        assert_eq!(s.handshake_kind(), Some(HandshakeKind::Full));
-        s.close();
-        flush(&mut s, &mut sock);
-    }
-
-    /// Heap bytes per client configuration and per idle session, over 50 of each.
-    fn idle_memory(base: &TlsBase, addr: std::net::SocketAddr) -> (isize, isize) {
-        // A query for www.example. A.
-        let query = [
-            0x12, 0x34, 1, 0, 0, 1, 0, 0, 0, 0, 0, 0, 3, b'w', b'w', b'w', 7, b'e', b'x', b'a',
-            b'm', b'p', b'l', b'e', 0, 0, 1, 0, 1,
-        ];
-        const N: isize = 50;
-        let before = crate::alloc_count::live();
-        let configs: Vec<_> = (0..N).map(|_| base.for_client()).collect();
-        let after_configs = crate::alloc_count::live();
-        let mut kept = Vec::new();
-        for cfg in &configs {
-            let mut sock = TcpStream::connect(addr).unwrap();
-            sock.set_nonblocking(true).unwrap();
-            let mut s = TlsSession::new(cfg.clone(), base.server_name.clone()).unwrap();
-            let answer = exchange(&mut s, &mut sock, &query);
-            assert_eq!(
-                answer[2..4],
-                query[..2],
-                "the answer carries the query's ID"
-            );
-            kept.push((Box::new(s), sock));
-        }
-        let after = crate::alloc_count::live();
-        drop(kept);
-        ((after_configs - before) / N, (after - after_configs) / N)
     }
 }

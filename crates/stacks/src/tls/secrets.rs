@@ -1,5 +1,5 @@
 //! The TLS 1.3 application traffic secrets of the lean stack's sessions, so that a session on
-//! its traffic keys alone ([`crate::traffic_keys`]) can follow the server's key updates (RFC
+//! its traffic keys alone ([`super::keys`]) can follow the server's key updates (RFC
 //! 8446 §4.6.3, §7.2).
 //!
 //! rustls hands over the traffic *keys* of an established session, not the secrets the next
@@ -19,12 +19,12 @@ use std::sync::{Arc, LazyLock, Mutex};
 const MAX_KEPT: usize = 65_536;
 
 /// `SSLKEYLOGFILE`, where every session's secrets go when it is set.
-pub(crate) static KEY_LOG_FILE: LazyLock<Arc<dyn KeyLog>> =
+pub static KEY_LOG_FILE: LazyLock<Arc<dyn KeyLog>> =
     LazyLock::new(|| Arc::new(rustls::KeyLogFile::new()));
 
 /// The key log of the lean stack's TLS client configurations (QUIC's and the reference
 /// stack's log to [`KEY_LOG_FILE`] alone: their sessions never take secrets from here).
-pub(crate) static TAP: LazyLock<Arc<SecretTap>> = LazyLock::new(|| {
+pub static TAP: LazyLock<Arc<SecretTap>> = LazyLock::new(|| {
     Arc::new(SecretTap {
         file: KEY_LOG_FILE.clone(),
         kept: Mutex::default(),
@@ -34,7 +34,7 @@ pub(crate) static TAP: LazyLock<Arc<SecretTap>> = LazyLock::new(|| {
 /// A key log that keeps the application traffic secrets and passes everything on to
 /// `SSLKEYLOGFILE` (written only when that is set).
 #[derive(Debug)]
-pub(crate) struct SecretTap {
+pub struct SecretTap {
     file: Arc<dyn KeyLog>,
     kept: Mutex<Kept>,
 }

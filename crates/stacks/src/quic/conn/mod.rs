@@ -1,0 +1,675 @@
+//! One client QUIC connection, sans IO: datagrams in ([`Connection::handle`]),
+//! datagrams out ([`Connection::poll_transmit`]), timers ([`Connection::next_timeout`]) and
+//! events for the caller ([`Connection::poll_event`]). rustls does the TLS 1.3 handshake and
+//! derives the keys; everything else (packets, frames, acknowledgements, loss recovery,
+//! NewReno congestion control, flow control, 0-RTT, key updates) is here.
+//!
+//! It does only what a client of a request/response protocol on QUIC needs (DNS over QUIC,
+//! [`crate::doq`]; DNS over HTTPS on HTTP/3, [`crate::h3`]), and knows neither: bidirectional
+//! streams it opens itself, one request each, sent whole and finished, each response read
+//! whole; at most one unidirectional stream of its own, of fixed bytes and never finished
+//! (HTTP/3's control stream, [`Connection::open_uni_stream`]); unidirectional streams the
+//! server may open ([`Config::peer_uni_streams`]), read and dropped. The application on top
+//! chooses those limits and what goes on the streams. Once the handshake is confirmed and a
+//! session ticket has come (or a little later), the TLS connection is dropped: an idle
+//! connection keeps its 1-RTT keys, the secrets for key updates and a few counters, about
+//! 2.5 KB.
+//!
+//! This file holds the connection's state, its opening, its public calls and its timers; the
+//! work is split by job: `receive` (packets and frames in, the handshake's data and keys,
+//! streams reassembled), `recovery` (RFC 9002: acknowledgements, RTT, loss, probes, the
+//! congestion window) and `transmit` (packets assembled and protected).
+
+mod receive;
+mod recovery;
+mod transmit;
+
+use super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
+use rustls::quic::{DirectionalKeys, KeyChange, Keys, PacketKeySet, Secrets, Version};
+use rustls::ClientConfig;
+use rustls_pki_types::ServerName;
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
+
+/// The length of the connection IDs this client chooses.
+pub const LOCAL_CID_LEN: usize = 8;
+/// The largest datagram this client sends (RFC 9000 §14: every path carries 1,200 bytes).
+const MAX_DATAGRAM: usize = 1200;
+/// What the server may send over the connection before this client raises the limit.
+const RECEIVE_WINDOW: u64 = 4 << 20;
+/// Out-of-order CRYPTO data buffered per packet number space (RFC 9000 §7.5 asks for 4 KiB).
+const MAX_CRYPTO_BUFFER: usize = 64 << 10;
+/// Received packet number ranges remembered for ACK frames.
+const MAX_ACK_RANGES: usize = 16;
+/// Delayed acknowledgements: at most this long, or every second ack-eliciting packet.
+const MAX_ACK_DELAY_NS: i64 = 25_000_000;
+/// The TLS connection is dropped this long after the handshake is confirmed, if no session
+/// ticket came before.
+const TLS_LINGER_NS: i64 = 2_000_000_000;
+/// RFC 9002 §6.2.2: the RTT assumed before a sample.
+const INITIAL_RTT_NS: i64 = 333_000_000;
+const GRANULARITY_NS: i64 = 1_000_000;
+const INITIAL_WINDOW: u64 = 10 * MAX_DATAGRAM as u64;
+const MIN_WINDOW: u64 = 2 * MAX_DATAGRAM as u64;
+/// Transport error codes (RFC 9000 §20.1).
+const PROTOCOL_VIOLATION: u64 = 0x0a;
+const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
+const FRAME_ENCODING_ERROR: u64 = 0x07;
+const CRYPTO_BUFFER_EXCEEDED: u64 = 0x0d;
+const CRYPTO_ERROR: u64 = 0x100;
+
+/// The packet number spaces (RFC 9000 §12.3).
+pub(crate) const INITIAL: usize = 0;
+pub(crate) const HANDSHAKE: usize = 1;
+pub(crate) const DATA: usize = 2;
+
+/// How a connection is opened.
+pub struct Config {
+    /// The client's TLS configuration (ALPN `doq`, its session store; early data enabled for
+    /// 0-RTT).
+    pub tls: Arc<ClientConfig>,
+    /// The name the server's certificate must have (and the SNI sent).
+    pub server_name: ServerName<'static>,
+    /// How long the connection may stay idle (this client's side; the server's may be
+    /// shorter).
+    pub idle_timeout_ns: i64,
+    /// Whether to send requests in 0-RTT when the session store has a ticket that allows it.
+    pub zero_rtt: bool,
+    /// The longest response stream taken (and each stream's receive limit told to the server,
+    /// `initial_max_stream_data_bidi_local`): a longer one fails its stream. The application
+    /// sets it: a DNS message and its framing ([`crate::doq::MAX_STREAM_RECV`],
+    /// [`crate::h3::MAX_RESPONSE`]).
+    pub max_stream_recv: u64,
+    /// Unidirectional streams the server may open (HTTP/3's control and QPACK streams: 3;
+    /// DoQ: none). Their bytes are read and dropped, counted for flow control only: the
+    /// applications on this client need nothing from them.
+    pub peer_uni_streams: u64,
+}
+
+/// The first client-initiated unidirectional stream, the only one this client opens.
+const UNI_STREAM_ID: u64 = 2;
+
+/// Why a connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// Nothing came for the idle timeout (or the handshake never finished).
+    TimedOut,
+    /// The server closed it (CONNECTION_CLOSE): its error code, and whether its application
+    /// did (0x1d).
+    ByPeer {
+        /// The error code of the CONNECTION_CLOSE.
+        code: u64,
+        /// Whether the application closed it (frame type 0x1d) rather than the transport.
+        application: bool,
+    },
+    /// The TLS handshake failed here (a certificate refused, no common ALPN...): the alert.
+    Tls,
+    /// The server broke the protocol: why.
+    Violation(&'static str),
+    /// The server speaks no QUIC version 1.
+    VersionMismatch,
+    /// A stateless reset: the server has lost the connection's state.
+    Reset,
+    /// This client closed it.
+    Locally,
+}
+
+/// What a connection tells its caller.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Event {
+    /// The handshake finished: whether it resumed a session, and whether the server took the
+    /// 0-RTT data (`None` without).
+    Connected {
+        /// Whether the TLS handshake resumed an earlier session.
+        resumed: bool,
+        /// Whether the server took the 0-RTT data (`None`: none was sent).
+        zero_rtt_accepted: Option<bool>,
+    },
+    /// A stream's request went out for the first time.
+    Sent {
+        /// The stream's ID.
+        stream: u64,
+    },
+    /// A stream's whole answer (as sent: the 2-byte length and the message).
+    Answer {
+        /// The stream's ID.
+        stream: u64,
+        /// Every byte the server sent on it.
+        data: Vec<u8>,
+    },
+    /// A stream ended without an answer: why (a cause key).
+    StreamFailed {
+        /// The stream's ID.
+        stream: u64,
+        /// Why, as a cause key (`quic-stream-reset`, `quic-response-too-long`...).
+        cause: &'static str,
+    },
+}
+
+/// A frame to send again if the packet that carried it is lost.
+#[derive(Debug, Clone, Copy)]
+enum Retx {
+    Crypto { offset: u64, len: u32 },
+    Stream(Chunk),
+    MaxData,
+    RetireCid(u64),
+}
+
+/// A piece of a stream to send.
+#[derive(Debug, Clone, Copy)]
+struct Chunk {
+    id: u64,
+    offset: u32,
+    len: u32,
+    fin: bool,
+}
+
+/// An ack-eliciting packet in flight.
+struct Sent {
+    pn: u64,
+    time: i64,
+    size: u32,
+    frames: Vec<Retx>,
+}
+
+/// One packet number space.
+#[derive(Default)]
+struct Space {
+    /// Initial and Handshake keys (the data space's are in [`OneRtt`]).
+    keys: Option<Keys>,
+    next_pn: u64,
+    largest_acked: Option<u64>,
+    sent: VecDeque<Sent>,
+    loss_time: Option<i64>,
+    last_eliciting_sent: i64,
+    /// Received packet numbers, ascending inclusive ranges.
+    received: Vec<(u64, u64)>,
+    largest_received_at: i64,
+    /// Ack-eliciting packets received since the last ACK sent.
+    unacked_eliciting: u32,
+    ack_deadline: Option<i64>,
+    /// Every CRYPTO byte written, and how far it has been sent once.
+    crypto_out: Vec<u8>,
+    crypto_sent: usize,
+    crypto_retx: VecDeque<(u64, u32)>,
+    /// CRYPTO data received: the next offset for TLS, and what came ahead of it.
+    crypto_next: u64,
+    crypto_ahead: Vec<(u64, Vec<u8>)>,
+    /// When the newest packet acknowledged so far was sent (persistent congestion counts
+    /// only losses after it).
+    newest_acked_sent: i64,
+    /// Probes due (a PTO fired): the next packets must be ack-eliciting, and may go beyond
+    /// the congestion window.
+    probes: u8,
+}
+
+impl Space {
+    fn ack_due(&self, now: i64) -> bool {
+        self.unacked_eliciting > 0 && self.ack_deadline.is_none_or(|d| d <= now)
+    }
+
+    fn has_crypto(&self) -> bool {
+        !self.crypto_retx.is_empty() || self.crypto_sent < self.crypto_out.len()
+    }
+
+    /// Records a received packet number; false if it came before.
+    fn record(&mut self, pn: u64) -> bool {
+        let r = &mut self.received;
+        let at = r.partition_point(|&(_, hi)| hi.saturating_add(1) < pn);
+        match r.get_mut(at) {
+            Some((lo, hi)) if *lo <= pn && pn <= *hi => return false,
+            Some((lo, _)) if *lo == pn + 1 => *lo = pn,
+            Some((_, hi)) if *hi + 1 == pn => {
+                *hi = pn;
+                if let Some(&(next_lo, next_hi)) = r.get(at + 1) {
+                    if next_lo == pn + 1 {
+                        r[at].1 = next_hi;
+                        r.remove(at + 1);
+                    }
+                }
+            }
+            _ => r.insert(at, (pn, pn)),
+        }
+        if r.len() > MAX_ACK_RANGES {
+            r.remove(0);
+        }
+        true
+    }
+
+    fn largest_received(&self) -> Option<u64> {
+        self.received.last().map(|&(_, hi)| hi)
+    }
+}
+
+/// The 1-RTT keys and what key updates need.
+struct OneRtt {
+    local: DirectionalKeys,
+    remote: DirectionalKeys,
+    /// The secrets of the next key phase.
+    next: Secrets,
+    phase: bool,
+}
+
+/// One request's stream.
+struct Stream {
+    query: Vec<u8>,
+    sent: bool,
+    /// The answer so far (contiguous), what came ahead of it, and its length once known.
+    recv: Vec<u8>,
+    ahead: Vec<(u64, Vec<u8>)>,
+    fin: Option<u64>,
+    /// The highest offset received (for connection-level flow control).
+    recv_max: u64,
+}
+
+/// A QUIC client connection; see the module's documentation.
+pub struct Connection {
+    tls: Option<Box<rustls::quic::ClientConnection>>,
+    spaces: [Space; 3],
+    /// The space TLS writes its handshake data to.
+    write_space: usize,
+    zero_rtt_keys: Option<DirectionalKeys>,
+    one_rtt: Option<Box<OneRtt>>,
+    scid: [u8; LOCAL_CID_LEN],
+    dcid: Vec<u8>,
+    dcid_seq: u64,
+    original_dcid: Vec<u8>,
+    retry_scid: Option<Vec<u8>>,
+    token: Vec<u8>,
+    /// A server packet has been processed (no more Retry or Version Negotiation).
+    heard_server: bool,
+    peer: ServerParams,
+    handshake_done: bool,
+    confirmed: bool,
+    tls_drop_at: Option<i64>,
+    zero_rtt: bool,
+
+    streams: rustc_hash::FxHashMap<u64, Stream>,
+    next_stream: u64,
+    /// Streams opened and not yet sent, in order.
+    unsent: VecDeque<u64>,
+    stream_retx: VecDeque<Chunk>,
+    max_streams: u64,
+    data_sent: u64,
+    max_data: u64,
+    data_received: u64,
+    local_max_data: u64,
+    max_data_pending: bool,
+    path_response: Option<[u8; 8]>,
+    retire_cid: Option<u64>,
+    /// The client's unidirectional stream's bytes (kept for retransmission), if it opened one.
+    uni: Option<&'static [u8]>,
+    /// The unidirectional streams the server may open, the highest offset seen on each of
+    /// those it did (for flow control), and how many the server lets this client open.
+    peer_uni_streams: u64,
+    server_uni: Vec<u64>,
+    max_streams_uni: u64,
+    /// The longest response stream taken.
+    max_stream_recv: u64,
+
+    srtt: i64,
+    rttvar: i64,
+    latest_rtt: i64,
+    /// The smallest RTT sample (RFC 9002 §5.2).
+    min_rtt: i64,
+    /// When the first RTT sample was taken: persistent congestion counts later losses only.
+    first_sample_at: Option<i64>,
+    has_rtt: bool,
+    pto_count: u32,
+    cwnd: u64,
+    ssthresh: u64,
+    in_flight: u64,
+    recovery_start: i64,
+    /// Packets declared lost (their frames queued again) over the connection's life.
+    lost_packets: u64,
+
+    idle_timeout_ns: i64,
+    last_activity: i64,
+    /// An ack-eliciting packet has gone since the last packet received.
+    sent_since_receipt: bool,
+    closed: Option<Closed>,
+    /// A CONNECTION_CLOSE to send before the connection is gone: code, application.
+    close_pending: Option<(u64, bool)>,
+    events: VecDeque<Event>,
+}
+
+/// The suite of Initial packets (RFC 9001 §5.2).
+fn initial_suite() -> Option<rustls::quic::Suite> {
+    static SUITE: OnceLock<Option<rustls::quic::Suite>> = OnceLock::new();
+    *SUITE.get_or_init(
+        || match rustls::crypto::ring::cipher_suite::TLS13_AES_128_GCM_SHA256 {
+            rustls::SupportedCipherSuite::Tls13(s) => s.quic_suite(),
+            _ => None,
+        },
+    )
+}
+
+/// Why a connection could not be opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OpenError {
+    /// The TLS configuration cannot do QUIC (no TLS 1.3, no QUIC cipher suite).
+    #[error("the TLS configuration cannot do QUIC (TLS 1.3 and a QUIC cipher suite)")]
+    TlsConfig,
+}
+
+impl Connection {
+    /// Starts a connection: its first flight is ready for [`Connection::poll_transmit`].
+    pub fn new(config: Config, now: i64) -> Result<Connection, OpenError> {
+        let suite = initial_suite().ok_or(OpenError::TlsConfig)?;
+        let mut scid = [0u8; LOCAL_CID_LEN];
+        let mut dcid = vec![0u8; 8];
+        let rng = ring::rand::SystemRandom::new();
+        ring::rand::SecureRandom::fill(&rng, &mut scid).map_err(|_| OpenError::TlsConfig)?;
+        ring::rand::SecureRandom::fill(&rng, &mut dcid).map_err(|_| OpenError::TlsConfig)?;
+        let idle_ms = (config.idle_timeout_ns / 1_000_000).max(0) as u64;
+        let params = wire::ClientParams {
+            initial_scid: &scid,
+            max_idle_timeout_ms: idle_ms,
+            initial_max_data: RECEIVE_WINDOW,
+            initial_max_stream_data_bidi_local: config.max_stream_recv,
+            initial_max_streams_uni: config.peer_uni_streams,
+            initial_max_stream_data_uni: 64 << 10,
+        }
+        .encode();
+        let tls = rustls::quic::ClientConnection::new(
+            config.tls,
+            Version::V1,
+            config.server_name,
+            params,
+        )
+        .map_err(|_| OpenError::TlsConfig)?;
+        let mut spaces: [Space; 3] = Default::default();
+        spaces[INITIAL].keys = Some(suite.keys(&dcid, rustls::Side::Client, Version::V1));
+        let mut conn = Connection {
+            tls: Some(Box::new(tls)),
+            spaces,
+            write_space: INITIAL,
+            zero_rtt_keys: None,
+            one_rtt: None,
+            scid,
+            original_dcid: dcid.clone(),
+            dcid,
+            dcid_seq: 0,
+            retry_scid: None,
+            token: Vec::new(),
+            heard_server: false,
+            peer: ServerParams::default(),
+            handshake_done: false,
+            confirmed: false,
+            tls_drop_at: None,
+            zero_rtt: false,
+            streams: Default::default(),
+            next_stream: 0,
+            unsent: VecDeque::new(),
+            stream_retx: VecDeque::new(),
+            max_streams: 0,
+            data_sent: 0,
+            max_data: 0,
+            data_received: 0,
+            local_max_data: RECEIVE_WINDOW,
+            max_data_pending: false,
+            path_response: None,
+            retire_cid: None,
+            uni: None,
+            peer_uni_streams: config.peer_uni_streams,
+            server_uni: Vec::new(),
+            max_streams_uni: 0,
+            max_stream_recv: config.max_stream_recv,
+            srtt: INITIAL_RTT_NS,
+            rttvar: INITIAL_RTT_NS / 2,
+            latest_rtt: INITIAL_RTT_NS,
+            min_rtt: INITIAL_RTT_NS,
+            first_sample_at: None,
+            has_rtt: false,
+            pto_count: 0,
+            cwnd: INITIAL_WINDOW,
+            ssthresh: u64::MAX,
+            in_flight: 0,
+            recovery_start: now,
+            lost_packets: 0,
+            idle_timeout_ns: config.idle_timeout_ns,
+            last_activity: now,
+            sent_since_receipt: false,
+            closed: None,
+            close_pending: None,
+            events: VecDeque::new(),
+        };
+        conn.drive_tls(now);
+        if config.zero_rtt {
+            if let Some(tls) = conn.tls.as_ref() {
+                let remembered = tls
+                    .quic_transport_parameters()
+                    .and_then(|p| ServerParams::decode(p).ok());
+                if let (Some(keys), Some(p)) = (tls.zero_rtt_keys(), remembered) {
+                    conn.zero_rtt_keys = Some(keys);
+                    conn.zero_rtt = true;
+                    conn.take_limits(&p);
+                }
+            }
+        }
+        Ok(conn)
+    }
+
+    /// Whether this connection sends its first queries in 0-RTT.
+    #[inline]
+    pub fn zero_rtt(&self) -> bool {
+        self.zero_rtt
+    }
+
+    /// Packets declared lost so far by loss detection (RFC 9002 §6.1), their frames sent again.
+    #[inline]
+    pub fn lost_packets(&self) -> u64 {
+        self.lost_packets
+    }
+
+    /// Why the connection ended, once it has.
+    #[inline]
+    pub fn closed(&self) -> Option<Closed> {
+        self.closed
+    }
+
+    /// Whether queries can go now (1-RTT or 0-RTT keys), rather than after the handshake.
+    #[inline]
+    pub fn can_send_now(&self) -> bool {
+        self.one_rtt.is_some() || self.zero_rtt_keys.is_some()
+    }
+
+    /// Opens the client's unidirectional stream with these bytes (HTTP/3's control stream),
+    /// never finished: it stays open for the connection's life. It goes out before the
+    /// requests opened after it, once the server allows a unidirectional stream. A client has
+    /// one at most: a second call opens nothing and returns `None`.
+    pub fn open_uni_stream(&mut self, data: &'static [u8]) -> Option<u64> {
+        if self.uni.is_some() {
+            return None;
+        }
+        self.uni = Some(data);
+        self.unsent.push_back(UNI_STREAM_ID);
+        Some(UNI_STREAM_ID)
+    }
+
+    /// Opens a bidirectional stream for one request (its bytes as sent, the stream then
+    /// finished); it goes out as soon as keys, the server's limits and congestion allow.
+    pub fn open_stream(&mut self, query: Vec<u8>) -> u64 {
+        let id = self.next_stream;
+        self.next_stream += 4;
+        self.streams.insert(
+            id,
+            Stream {
+                query,
+                sent: false,
+                recv: Vec::new(),
+                ahead: Vec::new(),
+                fin: None,
+                recv_max: 0,
+            },
+        );
+        self.unsent.push_back(id);
+        id
+    }
+
+    /// Forgets a stream (its request timed out): nothing more is sent or told for it.
+    pub fn forget_stream(&mut self, id: u64) {
+        self.streams.remove(&id);
+    }
+
+    /// The congestion window, in bytes.
+    #[cfg(test)]
+    pub fn cwnd(&self) -> u64 {
+        self.cwnd
+    }
+
+    /// Whether the TLS connection is still held (until the handshake is confirmed and a
+    /// ticket has come).
+    #[cfg(test)]
+    pub fn holds_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// Heap bytes held by each part, measured by dropping them (the connection is useless
+    /// afterwards).
+    #[cfg(test)]
+    pub fn heap_breakdown(&mut self) -> Vec<(&'static str, isize)> {
+        let live = crate::alloc_count::thread_live;
+        let mut parts = Vec::new();
+        let mut take = |name, f: &mut dyn FnMut()| {
+            let before = live();
+            f();
+            parts.push((name, before - live()));
+        };
+        take("one_rtt", &mut || drop(self.one_rtt.take()));
+        take("spaces", &mut || self.spaces = Default::default());
+        take("streams", &mut || self.streams = Default::default());
+        take("peer", &mut || self.peer = Default::default());
+        take("cids", &mut || {
+            self.dcid = Vec::new();
+            self.original_dcid = Vec::new();
+            self.token = Vec::new();
+            self.retry_scid = None;
+        });
+        take("queues", &mut || {
+            self.events = VecDeque::new();
+            self.unsent = VecDeque::new();
+            self.stream_retx = VecDeque::new();
+        });
+        parts
+    }
+
+    /// The next thing to tell the caller.
+    #[inline]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        let e = self.events.pop_front();
+        if e.is_none() && self.events.capacity() > 0 && self.is_quiet() {
+            self.compact();
+        }
+        e
+    }
+
+    /// Nothing in flight either way, nothing queued.
+    fn is_quiet(&self) -> bool {
+        self.streams.is_empty()
+            && self.events.is_empty()
+            && self.spaces.iter().all(|s| s.sent.is_empty())
+            && self.tls.is_none()
+    }
+
+    /// Gives back the memory of the queues and tables an idle connection does not use: a
+    /// connection keeps what its busiest moment needed otherwise, 7 KB per idle connection
+    /// (`an_idle_connection_keeps_a_few_kilobytes`).
+    fn compact(&mut self) {
+        self.streams = Default::default();
+        self.unsent = VecDeque::new();
+        self.stream_retx = VecDeque::new();
+        self.events = VecDeque::new();
+        for s in &mut self.spaces {
+            s.sent = VecDeque::new();
+            s.received.shrink_to_fit();
+        }
+    }
+
+    /// Closes the connection with the application's error code (DOQ_NO_ERROR,
+    /// [`crate::doq::NO_ERROR`]; H3_NO_ERROR, [`crate::h3::NO_ERROR`]), told to the server if it
+    /// has keys to tell it with.
+    pub fn close(&mut self, code: u64) {
+        if self.closed.is_none() {
+            self.close_with(Closed::Locally, code, true);
+        }
+    }
+
+    fn close_with(&mut self, why: Closed, code: u64, application: bool) {
+        self.closed = Some(why);
+        // An application close needs 1-RTT keys; before them, a transport close says the same.
+        let application = application && self.one_rtt.is_some();
+        self.close_pending = Some((code, application));
+        self.streams.clear();
+    }
+
+    /// When [`Connection::on_timeout`] wants to run next (realtime ns).
+    pub fn next_timeout(&self) -> Option<i64> {
+        if self.closed.is_some() {
+            return None;
+        }
+        let mut t = self.idle_deadline();
+        let mut at = |d: Option<i64>| {
+            if let Some(d) = d {
+                t = t.min(d);
+            }
+        };
+        at(self.tls_drop_at);
+        at(self.spaces[DATA].ack_deadline);
+        at(self.loss_or_pto().map(|(t, _, _)| t));
+        Some(t)
+    }
+
+    fn idle_deadline(&self) -> i64 {
+        let peer = (self.peer.max_idle_timeout_ms as i64).saturating_mul(1_000_000);
+        let mut idle = match (self.idle_timeout_ns, peer) {
+            (0, p) => p,
+            (l, 0) => l,
+            (l, p) => l.min(p),
+        };
+        if idle == 0 {
+            idle = 30_000_000_000;
+        }
+        // RFC 9000 §10.1: never shorter than three PTOs.
+        let idle = idle.max(3 * self.pto_base(DATA));
+        self.last_activity.saturating_add(idle)
+    }
+
+    /// Runs the timers that are due.
+    pub fn on_timeout(&mut self, now: i64) {
+        if self.closed.is_some() {
+            return;
+        }
+        if now >= self.idle_deadline() {
+            self.closed = Some(Closed::TimedOut);
+            self.streams.clear();
+            return;
+        }
+        if self.tls_drop_at.is_some_and(|t| t <= now) {
+            self.drop_tls();
+        }
+        if let Some((t, space, loss)) = self.loss_or_pto() {
+            if t <= now {
+                if loss {
+                    self.detect_lost(space, now, &[]);
+                } else {
+                    self.on_pto(space);
+                }
+            }
+        }
+    }
+
+    fn drop_tls(&mut self) {
+        self.tls = None;
+        self.tls_drop_at = None;
+        for s in &mut self.spaces {
+            s.crypto_out = Vec::new();
+            s.crypto_ahead = Vec::new();
+            s.crypto_retx = VecDeque::new();
+        }
+    }
+
+    fn violation(&mut self, code: u64, why: &'static str) {
+        self.close_with(Closed::Violation(why), code, false);
+    }
+}
