@@ -405,6 +405,9 @@ impl<S: ResultSink> Running<S> {
         self.stats.clients = self.distributor.clients() as u64;
         self.stats.duration = self.started.elapsed();
         self.stats.describe_clocks(&self.config);
+        if self.schedule.ramp_queries().is_some() && self.stats.ramp_completed.is_none() {
+            self.stats.ramp_completed = Some(false);
+        }
         Ok(Finished {
             results,
             stats: self.stats.clone(),
@@ -430,6 +433,13 @@ impl<S: ResultSink> Sink for Running<S> {
         // Every query takes its place in the schedule (a rate schedule counts them all), so that
         // the shards of one replay agree on each query's due time.
         let intended = self.schedule.next(record.time_ns);
+        if self.schedule.past_ramp() {
+            // The ramp's end: this record and the rest of the trace are not replayed.
+            self.stats.records -= 1;
+            self.index -= 1;
+            self.stats.ramp_completed = Some(true);
+            return Err(SinkError::Stopped);
+        }
         if intended == i64::MAX {
             // Saturated: the trace is too long for its speed or rate (a long trace at the
             // slowest one).

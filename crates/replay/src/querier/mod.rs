@@ -591,7 +591,7 @@ impl Querier {
     }
 
     /// What is done every [`HOUSEKEEPING_NS`]: the live counts published, late keys forgotten,
-    /// idle connections closed.
+    /// idle connections and those that carried their share of queries closed.
     fn housekeeping(&mut self, now: i64) {
         self.last_housekeeping = now;
         self.publish_live();
@@ -599,7 +599,7 @@ impl Querier {
         let mut idle = Vec::new();
         for (i, c) in self.conns.iter().enumerate() {
             if let Some(c) = c {
-                if c.inflight.is_empty() && now - c.last_active_ns > c.idle_ns {
+                if c.inflight.is_empty() && (now - c.last_active_ns > c.idle_ns || self.spent(c)) {
                     idle.push(i as u32);
                 }
             }

@@ -110,11 +110,12 @@ impl Querier {
         let local = c.local;
         if existing != NONE {
             if let Some(Some(conn)) = self.conns.get(existing as usize) {
-                if conn.proto == proto {
+                if conn.proto == proto && !self.spent(conn) {
                     return Ok((existing, false));
                 }
             }
-            // Another transport for this client: open a new connection alongside.
+            // Another transport for this client, or a connection that carried its share of
+            // queries (closed once its last answer is in): open a new connection alongside.
         }
         if self.conns_open >= self.config.max_connections {
             self.close_lru_idle_conn();
@@ -222,6 +223,15 @@ impl Querier {
             c.conn = idx;
         }
         Ok((idx, true))
+    }
+
+    /// Whether `conn` carried as many queries as a connection may
+    /// ([`ReplayConfig::queries_per_connection`](crate::ReplayConfig)): it takes no more, and
+    /// is closed once its queries in flight are answered.
+    pub(super) fn spent(&self, conn: &Conn) -> bool {
+        self.config
+            .queries_per_connection
+            .is_some_and(|n| conn.queries >= n)
     }
 
     /// The `:authority` of DoH requests: the TLS server name when it is a DNS name, else the
