@@ -248,6 +248,7 @@ mod tests {
             host: None,
             complete: None,
             closed_loop: None,
+            ramp: None,
         };
         let mut w = ResultsWriter::with_run_info(Vec::new(), &info).unwrap();
         for i in [1, 3] {
