@@ -253,6 +253,7 @@ fn workload(
             population,
             closed_loop: false,
             strict: false,
+            ramp: None,
         },
     )
 }

@@ -1,5 +1,5 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls|doh|doq]
-//! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
+//! [--speed K | --rate QPS | --fast | --ramp-to QPS --ramp-s SECONDS] [--results FILE] [--json]`
 
 use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes, StackArg};
 use crate::io::open_input;
@@ -8,7 +8,7 @@ use anyhow::{bail, Context, Result};
 use ldplayer_population::{AssignTransports, Population};
 use ldplayer_replay::{Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
 use ldplayer_results::fidelity::Fidelity;
-use ldplayer_results::{ResultsWriter, RunInfo, Summary, Tee};
+use ldplayer_results::{Capacity, RampSpec, ResultsWriter, RunInfo, Summary, Tee};
 use ldplayer_trace::{Proto, SinkError};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -44,8 +44,26 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             population,
             closed_loop: args.fast,
             strict: args.strict,
+            ramp: ramp_spec(&args)?,
         },
     )
+}
+
+/// The ramp `--ramp-to` asks for, with the bounds its capacity is judged by.
+pub(crate) fn ramp_spec(args: &ReplayArgs) -> Result<Option<RampSpec>> {
+    let (Some(to_qps), Some(ramp_s)) = (args.ramp_to, args.ramp_s) else {
+        return Ok(None);
+    };
+    let mut spec = RampSpec::new(to_qps, ramp_s);
+    if let Some(pct) = args.max_loss {
+        spec.max_loss_pct = pct;
+    }
+    spec.max_latency_ms = args.max_latency_ms;
+    if let Some(p) = args.latency_percentile {
+        spec.latency_percentile = p;
+    }
+    spec.validate().context("--ramp-to")?;
+    Ok(Some(spec))
 }
 
 /// The population of `--population`.
@@ -99,17 +117,30 @@ pub struct TraceReplay<'a> {
     pub closed_loop: bool,
     /// Fail when the replay did not keep the trace's timing.
     pub strict: bool,
+    /// The ramp the replay follows (its timing must be [`Timing::Ramp`]): its capacity is
+    /// judged and reported.
+    pub ramp: Option<RampSpec>,
 }
 
 /// Replays `job.trace` with `config`, showing progress and stopping cleanly on Ctrl-C, and
 /// prints the summary of the results with the engine's counters.
-pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
+pub fn replay_trace(mut config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
+    // A ramp's seconds count from its start, which is fixed here (unless given) so that the
+    // capacity's bins and the results file's run info know it before the replay starts.
+    if job.ramp.is_some() && config.start_ns.is_none() {
+        config.start_ns = Some(realtime_ns() + RAMP_START_AHEAD_NS);
+        config.late_start = Duration::from_secs(1);
+    }
+    let capacity = match (job.ramp, config.start_ns) {
+        (Some(spec), Some(start)) => Some(Capacity::new(spec, start)),
+        _ => None,
+    };
     let replay = Replay::new(config).context("replay")?;
     // The results file is written in place, not renamed at the end: a replay killed with
     // SIGKILL leaves its results readable up to the last block under the name asked for.
     let writer = match job.results {
         Some(p) => Some(
-            ResultsWriter::create_with_run_info(p, &run_info(replay.config()))
+            ResultsWriter::create_with_run_info(p, &run_info(replay.config(), job.ramp))
                 .with_context(|| format!("cannot create {}", p.display()))?,
         ),
         None => None,
@@ -126,7 +157,7 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
     let live = replay.live();
     let done = AtomicBool::new(false);
     let mut running = replay
-        .start(Tee::new(Summary::new(), writer))
+        .start(Tee::new(Summary::new(), Tee::new(capacity, writer)))
         .context("starting the replay")?;
     for w in running.warnings() {
         eprintln!("ldplayer replay: {w}");
@@ -163,7 +194,9 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
         Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => None,
         Err(e) => Some(e),
     };
-    let (summary, written) = results.into_parts();
+    let (summary, ramp_and_written) = results.into_parts();
+    let (capacity, written) = ramp_and_written.into_parts();
+    let capacity = capacity.map(|c| c.report());
     // Closed before the report reads it, and marked complete: every result is in.
     drop(written);
     if let Some(p) = job.results {
@@ -188,10 +221,19 @@ pub fn replay_trace(config: ReplayConfig, job: &TraceReplay<'_>) -> Result<()> {
             if let Some(html) = drawn {
                 obj.insert("report".into(), serde_json::to_value(html)?);
             }
+            if let Some(c) = &capacity {
+                obj.insert("ramp".into(), serde_json::to_value(c)?);
+            }
         }
         println!("{json}");
     } else if !job.quiet {
         print!("{report}");
+        if let Some(c) = &capacity {
+            print!("{c}");
+            if stats.ramp_completed == Some(false) {
+                println!("{}", ramp_short_words(c));
+            }
+        }
         // A closed loop has no schedule: nothing to say of its timing.
         if !job.closed_loop {
             println!("{fidelity}");
@@ -333,6 +375,8 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
         Timing::Fast {
             max_in_flight: args.max_in_flight,
         }
+    } else if let (Some(to_qps), Some(ramp_s)) = (args.ramp_to, args.ramp_s) {
+        Timing::Ramp { to_qps, ramp_s }
     } else if let Some(qps) = args.rate {
         Timing::Rate { qps }
     } else {
@@ -375,6 +419,7 @@ fn config(args: &ReplayArgs) -> Result<ReplayConfig> {
         c.pin_cores = Some(args.pin.clone());
     }
     c.realtime = args.realtime;
+    c.queries_per_connection = args.queries_per_connection;
     c.timeout = seconds(args.timeout, "--timeout")?;
     c.udp_retries = args.udp_retries;
     c.tcp_idle_timeout = seconds(args.idle_timeout, "--idle-timeout")?;
@@ -433,8 +478,9 @@ pub(crate) fn parse_instant_ns(s: &str, flag: &str) -> Result<i64> {
     i64::try_from(t.as_nanosecond()).with_context(|| format!("{flag} {s}: out of range"))
 }
 
-/// What the results file says about this run: its shard, the shared start, this host's clock.
-fn run_info(config: &ReplayConfig) -> RunInfo {
+/// What the results file says about this run: its shard, the shared start, this host's clock,
+/// its ramp.
+fn run_info(config: &ReplayConfig, ramp: Option<RampSpec>) -> RunInfo {
     RunInfo {
         shard: config.shard,
         start_ns: config.start_ns,
@@ -445,7 +491,31 @@ fn run_info(config: &ReplayConfig) -> RunInfo {
             .filter(|h| !h.is_empty()),
         complete: Some(false),
         closed_loop: Some(matches!(config.timing, Timing::Fast { .. })),
+        ramp,
     }
+}
+
+/// This host's clock (`CLOCK_REALTIME`), ns since the Unix epoch.
+fn realtime_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64)
+}
+
+/// How far ahead of now a ramp's start is set when none is given: time for the queriers to
+/// start (the engine's own delay is 100 ms).
+const RAMP_START_AHEAD_NS: i64 = 300_000_000;
+
+/// What a ramp that the trace cut short reached, and what a whole one needs.
+fn ramp_short_words(c: &ldplayer_results::CapacityReport) -> String {
+    let s = &c.spec;
+    format!(
+        "ramp: the trace ran out at {:.1} queries/s of {}: a whole ramp needs {} queries (give \
+         a longer trace, or a lower --ramp-to or --ramp-s)",
+        c.reached_qps,
+        s.to_qps,
+        ldplayer_replay::ramp_queries(s.to_qps, s.ramp_s)
+    )
 }
 
 fn seconds(v: f64, flag: &str) -> Result<Duration> {
