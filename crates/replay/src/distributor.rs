@@ -146,6 +146,11 @@ impl Schedule {
         }
     }
 
+    /// How many queries were given a due time so far.
+    pub fn scheduled(&self) -> u64 {
+        self.n
+    }
+
     /// Whether the query last given a due time by [`next`](Self::next) lies past the end of a
     /// ramp: it and every later one are not to be sent. Always false for other timings.
     pub fn past_ramp(&self) -> bool {

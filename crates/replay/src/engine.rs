@@ -405,8 +405,9 @@ impl<S: ResultSink> Running<S> {
         self.stats.clients = self.distributor.clients() as u64;
         self.stats.duration = self.started.elapsed();
         self.stats.describe_clocks(&self.config);
-        if self.schedule.ramp_queries().is_some() && self.stats.ramp_completed.is_none() {
-            self.stats.ramp_completed = Some(false);
+        if let (Some(all), None) = (self.schedule.ramp_queries(), self.stats.ramp_completed) {
+            // The trace ended at the ramp's last query, or before it.
+            self.stats.ramp_completed = Some(self.schedule.scheduled() >= all);
         }
         Ok(Finished {
             results,

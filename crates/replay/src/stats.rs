@@ -124,8 +124,9 @@ pub struct ReplayStats {
     #[serde(rename = "seconds", serialize_with = "seconds")]
     pub duration: Duration,
     /// With a ramp ([`crate::Timing::Ramp`]): whether it ran its whole length (the trace held
-    /// queries past its end, which were not sent), or the trace ran out first (`false`: the
-    /// ramp stopped short of its final rate). Left out of the JSON without a ramp.
+    /// all of its queries; those past its end were not sent), or the trace ran out first, or
+    /// the replay was stopped (`false`: the ramp stopped short of its final rate). Left out of
+    /// the JSON without a ramp.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ramp_completed: Option<bool>,
 }

@@ -54,6 +54,10 @@ pub(super) struct Conn {
     pub(super) ready: bool,
     pub(super) inflight: Vec<u32>,
     pub(super) queries: u64,
+    /// A query sent on it timed out: a response with an ID that no query in flight has may be
+    /// its late answer, not garbage (under overload, more queries time out than the querier
+    /// remembers by ID).
+    pub(super) timed_out: bool,
     pub(super) last_active_ns: i64,
     pub(super) idle_ns: i64,
 }
@@ -214,6 +218,7 @@ impl Querier {
             ready: false,
             inflight: Vec::new(),
             queries: 0,
+            timed_out: false,
             last_active_ns: opened_ns,
             idle_ns: self.profile_of(client).idle_ns,
         });
@@ -575,10 +580,11 @@ impl Querier {
     ) -> Result<bool, (ErrorKind, Cause)> {
         // The protocol is taken out while its messages complete queries (which need the whole
         // querier); an empty TCP framing, which allocates nothing, stands in.
-        let (uid, handshaking, mut protocol) = match self.conns.get_mut(ci as usize) {
+        let (uid, handshaking, timed_out, mut protocol) = match self.conns.get_mut(ci as usize) {
             Some(Some(c)) => (
                 c.uid,
                 c.protocol.is_handshaking(),
+                c.timed_out,
                 std::mem::take(&mut c.protocol),
             ),
             _ => return Ok(false),
@@ -596,7 +602,7 @@ impl Querier {
                 // The connection is done for: what follows is not read.
                 return;
             }
-            let slot = match self.stream_reply(uid, by_id, key, msg) {
+            let slot = match self.stream_reply(uid, by_id, timed_out, key, msg) {
                 StreamReply::Answer(slot) => slot,
                 StreamReply::Ignored => {
                     unmatched += 1;
@@ -622,7 +628,7 @@ impl Querier {
                 garbage = Some(stream_replies::short_frame(None));
             }
             if garbage.is_none() {
-                garbage = self.pending_garbage(uid, &protocol);
+                garbage = self.pending_garbage(uid, timed_out, &protocol);
             }
         }
         let Some(Some(c)) = self.conns.get_mut(ci as usize) else {
