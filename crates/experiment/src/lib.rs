@@ -18,6 +18,7 @@
 //! the sides are that program started again in the run's namespaces.
 
 pub mod client;
+pub mod client_processes;
 pub mod environment;
 pub mod error;
 pub mod experiment;
