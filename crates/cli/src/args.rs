@@ -40,7 +40,7 @@ pub enum Command {
     /// Replay a trace against a DNS server with the trace's timing (or scaled, paced, or as fast
     /// as it answers) over UDP, TCP, TLS, HTTPS (DoH) or QUIC (DoQ), recording every query's
     /// outcome.
-    Replay(ReplayArgs),
+    Replay(Box<ReplayArgs>),
     /// Serve zone files authoritatively: every zone on every listen address, or (with
     /// --manifest) as a meta-server answering each query from the zones of the address it was
     /// sent to.
