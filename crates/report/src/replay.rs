@@ -29,6 +29,7 @@ use seconds::Seconds;
 use std::path::Path;
 
 pub use figures::section;
+pub(crate) use ramp::{answered as ramp_answered, latency as ramp_latency};
 
 /// Longest latency told apart (1 hour, in ns), as in the replay's summary.
 const LATENCY_MAX_NS: u64 = 3_600 * 1_000_000_000;

@@ -27,7 +27,7 @@ pub(super) fn figures(inputs: &[(&str, &ReplayData)], several: bool) -> (Vec<Fig
         .iter()
         .map(|(label, c)| format!("{label}: {}", c.to_string().trim_end().replace('\n', "; ")))
         .collect();
-    let figures = vec![answered(&ramps, &name), latency(&ramps, &name)];
+    let figures = vec![answered(&ramps, &name), latency(&ramps, &name, &QUANTILES)];
     (figures, words)
 }
 
@@ -107,7 +107,22 @@ fn vertical(name: String, x: f64, y0: f64, y1: f64) -> Series {
     }
 }
 
-fn answered(ramps: &[(&str, CapacityReport)], name: &dyn Fn(&str, &str) -> String) -> Figure {
+/// The latency quantiles a ramp's latency figure draws: its name and its value in a second.
+pub(crate) type Quantile = (&'static str, fn(&RampSecond) -> Option<f64>);
+
+/// The median, 95th and 99th percentiles.
+const QUANTILES: [Quantile; 3] = [
+    ("p50", |s| s.latency_p50_ms),
+    ("p95", |s| s.latency_p95_ms),
+    ("p99", |s| s.latency_p99_ms),
+];
+
+/// Answers against the offered rate, second by second, of each ramp (`name` makes a series'
+/// name of a ramp's label and what it is), with each one's capacity and knee.
+pub(crate) fn answered(
+    ramps: &[(&str, CapacityReport)],
+    name: &dyn Fn(&str, &str) -> String,
+) -> Figure {
     let mut series = Vec::new();
     let top = ramps
         .iter()
@@ -163,16 +178,17 @@ fn answered(ramps: &[(&str, CapacityReport)], name: &dyn Fn(&str, &str) -> Strin
     }
 }
 
-fn latency(ramps: &[(&str, CapacityReport)], name: &dyn Fn(&str, &str) -> String) -> Figure {
+/// The `quantiles` of latency against the offered rate, second by second, of each ramp, with
+/// each one's knee.
+pub(crate) fn latency(
+    ramps: &[(&str, CapacityReport)],
+    name: &dyn Fn(&str, &str) -> String,
+    quantiles: &[Quantile],
+) -> Figure {
     let mut series = Vec::new();
-    let quantiles: [(&str, fn(&RampSecond) -> Option<f64>, SeriesStyle); 3] = [
-        ("p50", |s| s.latency_p50_ms, SeriesStyle::Line),
-        ("p95", |s| s.latency_p95_ms, SeriesStyle::Line),
-        ("p99", |s| s.latency_p99_ms, SeriesStyle::Line),
-    ];
     let (mut lo, mut hi) = (f64::INFINITY, 0.0f64);
     for (label, c) in ramps {
-        for (q, value, style) in quantiles {
+        for &(q, value) in quantiles {
             let points: Vec<(f64, f64)> = c
                 .seconds
                 .iter()
@@ -186,7 +202,7 @@ fn latency(ramps: &[(&str, CapacityReport)], name: &dyn Fn(&str, &str) -> String
             series.push(Series {
                 name: name(label, &format!("latency {q}")),
                 points,
-                style,
+                style: SeriesStyle::Line,
             });
         }
     }
@@ -199,10 +215,11 @@ fn latency(ramps: &[(&str, CapacityReport)], name: &dyn Fn(&str, &str) -> String
         id: "replay-ramp-latency".to_string(),
         title: "Latency against the offered rate (ramp)".to_string(),
         caption: format!(
-            "Each second of the ramp: the median, 95th and 99th percentile of the latency of \
-             the answers to the queries due in it (from sending to the answer, 1% precision), \
-             against the rate offered in that second, on a log scale. Queueing in front of a \
-             saturated server shows as the curves turning up; the knee is dashed.{}",
+            "Each second of the ramp: the latency ({}) of the answers to the queries due in it \
+             (from sending to the answer, 1% precision), against the rate offered in that \
+             second, on a log scale. Queueing in front of a saturated server shows as the \
+             curves turning up; the knee is dashed.{}",
+            quantiles.iter().map(|q| q.0).collect::<Vec<_>>().join(", "),
             marks_sentence(ramps)
         ),
         plot: Plot::Lines(LineChart {
