@@ -39,6 +39,18 @@ const POLL_GAP_NS: i64 = 4_000;
 /// rate whose gaps are all below [`POLL_GAP_NS`] (150k qps here) left answers in the sockets for
 /// up to a second, then read them all at once, stalling the sends by 200 ms.
 const READ_EVERY_NS: i64 = 50_000;
+/// How long before a due send a querier stops sleeping and spins: [`SPIN_NS`] to keep a
+/// trace's timing to the microsecond; none on a ramp ([`Timing::Ramp`]), which is judged by the
+/// second, as resperf's: its querier sleeps on the timer until a query is due and then sends
+/// every query due by then. Spinning cost a ramp most of its CPU below ≈ 12k qps (80 µs
+/// before each send; bench/capacity.sh).
+pub(crate) fn spin_window(timing: &Timing) -> i64 {
+    match timing {
+        Timing::Ramp { .. } => 0,
+        _ => SPIN_NS,
+    }
+}
+
 /// Most DNS IDs in flight on one socket or connection (of 65,536).
 const MAX_IDS_IN_FLIGHT: u32 = 60_000;
 /// Receive buffers of idle connections larger than this are released.
@@ -166,6 +178,8 @@ struct Querier {
     input_done: bool,
     tls: Option<Arc<TlsBase>>,
     fast: bool,
+    /// How long before a due send the querier stops sleeping and spins ([`spin_window`]).
+    spin_ns: i64,
     max_in_flight: usize,
     /// With `--fast`, the window is topped up once it has drained to this many queries in
     /// flight, then filled to `max_in_flight` at once: an eighth of the window per refill.
@@ -250,6 +264,7 @@ impl Querier {
         let config = s.config;
         Ok(Querier {
             fast: matches!(config.timing, Timing::Fast { .. }),
+            spin_ns: spin_window(&config.timing),
             max_in_flight: s.max_in_flight.max(1),
             refill_at: s.max_in_flight.max(1) - (s.max_in_flight / 8).max(1),
             refilling: true,
@@ -479,9 +494,9 @@ impl Querier {
                     break;
                 }
                 if m.intended_ns > now {
-                    if m.intended_ns - now > SPIN_NS {
-                        wake = Some(m.intended_ns - SPIN_NS);
-                        self.open_ahead(m.intended_ns - SPIN_NS);
+                    if m.intended_ns - now > self.spin_ns {
+                        wake = Some(m.intended_ns - self.spin_ns);
+                        self.open_ahead(m.intended_ns - self.spin_ns);
                         break;
                     }
                     self.flush_udp();
@@ -620,5 +635,25 @@ impl Querier {
         for i in 0..self.udp.len() {
             self.close_udp(i as u32);
         }
+    }
+}
+
+#[cfg(test)]
+mod spin_tests {
+    use super::*;
+
+    /// A trace's timing is kept to the microsecond by spinning before each send; a ramp, judged
+    /// by the second, sleeps until each send is due instead.
+    #[test]
+    fn only_a_ramp_sleeps_until_each_send() {
+        assert_eq!(
+            spin_window(&Timing::Ramp {
+                to_qps: 1000.0,
+                ramp_s: 10.0
+            }),
+            0
+        );
+        assert_eq!(spin_window(&Timing::Fast { max_in_flight: 10 }), SPIN_NS);
+        assert_eq!(spin_window(&Timing::Rate { qps: 100.0 }), SPIN_NS);
     }
 }
