@@ -40,7 +40,7 @@ pub enum Command {
     /// Replay a trace against a DNS server with the trace's timing (or scaled, paced, or as fast
     /// as it answers) over UDP, TCP, TLS, HTTPS (DoH) or QUIC (DoQ), recording every query's
     /// outcome.
-    Replay(ReplayArgs),
+    Replay(Box<ReplayArgs>),
     /// Serve zone files authoritatively: every zone on every listen address, or (with
     /// --manifest) as a meta-server answering each query from the zones of the address it was
     /// sent to.
@@ -197,6 +197,34 @@ pub struct ReplayArgs {
     /// Send as fast as the server answers, with a bounded number of queries in flight.
     #[arg(long)]
     pub fast: bool,
+    /// Ramp the offered load linearly from 0 to QPS over --ramp-s seconds (resperf's method,
+    /// with the trace's own clients, each keeping its transport, connection and session
+    /// profile): the trace's k-th query is due when the integral of the rate reaches k, and
+    /// the trace's queries past the ramp's end are not sent. The summary gives the server's
+    /// capacity (see --max-loss) and the results file keeps the ramp for `results summary`
+    /// and `report`.
+    #[arg(long, value_name = "QPS", conflicts_with_all = ["speed", "rate", "fast"], requires = "ramp_s", allow_negative_numbers = true, value_parser = crate::values::rate)]
+    pub ramp_to: Option<f64>,
+    /// The ramp's length (with --ramp-to).
+    #[arg(long, value_name = "SECONDS", requires = "ramp_to", allow_negative_numbers = true, value_parser = crate::values::ramp_seconds)]
+    pub ramp_s: Option<f64>,
+    /// With --ramp-to: the capacity is the highest answer rate of the seconds before the first
+    /// one that lost more than PCT% of its queries (resperf's -L; 100, its default: the
+    /// highest answer rate of the whole ramp).
+    #[arg(long, value_name = "PCT", requires = "ramp_to", allow_negative_numbers = true, value_parser = crate::values::percent)]
+    pub max_loss: Option<f64>,
+    /// With --ramp-to: the search for the capacity also stops at the first second whose
+    /// latency (at --latency-percentile) exceeded MS milliseconds.
+    #[arg(long, value_name = "MS", requires = "ramp_to", allow_negative_numbers = true, value_parser = crate::values::positive_ms)]
+    pub max_latency_ms: Option<f64>,
+    /// The percentile of each second's latencies that --max-latency-ms bounds (95).
+    #[arg(long, value_name = "P", requires = "max_latency_ms", allow_negative_numbers = true, value_parser = crate::values::percentile)]
+    pub latency_percentile: Option<f64>,
+    /// Close a TCP, TLS or DoH connection after N queries and open a new one for the client's
+    /// next query (dnsperf's --num-queries-per-conn); by default a connection is reused until
+    /// idle.
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::values::queries_per_connection)]
+    pub queries_per_connection: Option<u64>,
     /// Exit with status 1 when the replay did not keep the trace's timing (timing error p99
     /// over 1 ms, or fewer than 90% of seconds within ±1% of the trace's rate); the summary
     /// says it either way.
@@ -649,9 +677,13 @@ pub struct ResultsSummaryArgs {
     /// Results file written by `ldplayer replay --results`.
     pub file: PathBuf,
     /// Print the summary as one JSON object (the keys of `replay --json`'s summary, and
-    /// `file_damage`).
+    /// `file_damage`; a ramp's `ramp`, with its seconds).
     #[arg(long)]
     pub json: bool,
+    /// For a ramp (`replay --ramp-to`): print its seconds too, one line each (offered, sent,
+    /// answered, lost, latency).
+    #[arg(long, conflicts_with = "json")]
+    pub seconds: bool,
 }
 
 #[derive(Debug, Args)]

@@ -42,7 +42,7 @@ fn main() {
         args::Command::Inspect(a) => cmd::inspect::run(a),
         args::Command::Synth(a) => cmd::synth::run(a),
         args::Command::Mutate(a) => cmd::mutate::run(a),
-        args::Command::Replay(a) => cmd::replay::run(a),
+        args::Command::Replay(a) => cmd::replay::run(*a),
         args::Command::Results(c) => cmd::results::run(c),
         args::Command::Zones(c) => cmd::zones::run(c),
         args::Command::Lab(a) => cmd::lab::run(a),

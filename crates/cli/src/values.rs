@@ -111,6 +111,49 @@ pub fn factor(s: &str) -> Result<f64, String> {
     )
 }
 
+/// A ramp's length: above 0, up to a day (86400 s), the engine's bound.
+pub fn ramp_seconds(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        0.0,
+        86_400.0,
+        true,
+        "a number of seconds above 0, up to 86400 (a day)",
+    )
+}
+
+/// A percentage from 0 to 100.
+pub fn percent(s: &str) -> Result<f64, String> {
+    within(number(s)?, 0.0, 100.0, false, "a percentage from 0 to 100")
+}
+
+/// A percentile above 0, up to 100.
+pub fn percentile(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        0.0,
+        100.0,
+        true,
+        "a percentile above 0, up to 100",
+    )
+}
+
+/// Milliseconds above 0, up to [`MAX_SECONDS`] in ms.
+pub fn positive_ms(s: &str) -> Result<f64, String> {
+    within(
+        number(s)?,
+        0.0,
+        MAX_SECONDS * 1e3,
+        true,
+        "a number of milliseconds above 0, up to 10000000000",
+    )
+}
+
+/// Queries over one connection: 1 to a trillion.
+pub fn queries_per_connection(s: &str) -> Result<u64, String> {
+    whole(s, 1, 1_000_000_000_000, "a number of queries")
+}
+
 /// A share from 0 to 1.
 pub fn fraction(s: &str) -> Result<f64, String> {
     within(number(s)?, 0.0, 1.0, false, "a share from 0 to 1")

@@ -1104,3 +1104,80 @@ fn resolvers_diff_example_diffs_every_run_against_unbound() {
     );
     assert_eq!(lines.count(), 3 * 24, "a row per run and field, and `any`");
 }
+
+/// The capacity example at a tiny scale: a ramp against Unbound (2 threads), Knot Resolver and
+/// BIND answering from the plan's own zone, over UDP and DoT, from clients split over two
+/// processes. Each run has its `capacity_qps` row; every server keeps up with so small a ramp,
+/// so each capacity is the ramp's top second (all answered); the shards' results are merged
+/// into one file holding the whole ramp; the report has the capacity section with its shares
+/// table and the answers-against-offered figures.
+#[test]
+fn capacity_example_ramps_each_server_and_reports_its_capacity() {
+    let _one = ONE_AT_A_TIME.lock();
+    if !can_run(&[
+        ("unbound", "unbound"),
+        ("kresd", "knot-resolver"),
+        ("named", "bind9"),
+    ]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = run_example(
+        "capacity.toml",
+        dir.path(),
+        &[
+            "trace.synth.count=3000",
+            "trace.synth.clients=300",
+            "client.ramp_to_qps=1000",
+            "client.ramp_s=6",
+            "client.processes=2",
+            "vary.server=[\"unbound@2\", \"kresd\", \"bind@1\"]",
+            "vary.proto=[\"udp\", \"tls\"]",
+        ],
+    );
+    let rows = summary(&out_dir);
+    let runs = run_dirs(&out_dir);
+    assert_eq!(runs.len(), 6, "{runs:?}");
+    // The ramp's last second offered 1000 × 5.5 / 6 queries.
+    let top = 1000.0 * 5.5 / 6.0;
+    for (id, run) in &runs {
+        let capacity = value(&rows, id, "capacity_qps", "p50");
+        assert!(
+            (top - 1.0..=top + 1.0).contains(&capacity),
+            "{id}: capacity {capacity}, the ramp's top {top}"
+        );
+        assert_eq!(value(&rows, id, "answered_share", "mean"), 1.0, "{id}");
+        let text = std::fs::read_to_string(run.join("replay.json")).expect("replay.json");
+        let report: serde_json::Value = serde_json::from_str(&text).expect("JSON");
+        let ramp = &report["summary"]["ramp"];
+        assert_eq!(ramp["limited_by"], "none", "{id}: {ramp:#}");
+        assert_eq!(ramp["seconds"].as_array().map(Vec::len), Some(6), "{id}");
+        assert_eq!(
+            report["summary"]["results"], 3000,
+            "{id}: the shards merged"
+        );
+        assert_eq!(
+            report["engine"]["clients"], 300,
+            "{id}: each client in one shard"
+        );
+        assert_eq!(report["engine"]["ramp_completed"], true, "{id}");
+        let merged = ldplayer(&["results", "summary", &s(&run.join("results.res"))]);
+        let text = String::from_utf8_lossy(&merged.stdout);
+        assert!(text.contains("capacity: "), "{id}: {text}");
+    }
+    // DoT answers over connections: one per client, reused.
+    let tls = run_dir_with(&out_dir, "server=kresd+proto=tls");
+    let engine = engine(&tls);
+    assert_eq!(engine["connections_opened"], 300, "{engine:#}");
+    let html = dir.path().join("capacity.html");
+    ldplayer(&["report", &s(&out_dir), "-o", &s(&html)]);
+    let page = std::fs::read_to_string(&html).expect("report");
+    for needle in [
+        "Capacity of each ramp run",
+        "as a share of UDP",
+        "id=\"fig-exp-capacity-answered-1\"",
+        "id=\"fig-exp-capacity-latency-3\"",
+    ] {
+        assert!(page.contains(needle), "the report lacks {needle}");
+    }
+}

@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ldplayer_replay::{Finished, Replay, ReplayConfig, TlsConfig};
-use ldplayer_results::{ResultsWriter, Summary, Tee};
+use ldplayer_replay::{Finished, Replay, ReplayConfig, Timing, TlsConfig};
+use ldplayer_results::{Capacity, ResultsWriter, Summary, Tee};
 use ldplayer_trace::open::{open, ReadOptions};
 use ldplayer_trace::Proto;
 use serde::{Deserialize, Serialize};
@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::ExperimentError;
 use crate::plan::DohMethodChoice;
 use crate::side::{ClientSideConfig, HTTPS_PORT, QUIC_PORT, TLS_PORT};
+
+pub use crate::client_processes::{run_shard, ClientShard};
 use crate::topology::SERVER_V4;
 
 /// What the client side reports when its replay is done (`replay.json` in the run's folder).
@@ -64,9 +66,43 @@ fn snmp_counters(prefix: &str) -> std::collections::BTreeMap<String, u64> {
     }
 }
 
-/// Replays `c.trace` with its schedule starting at `start_ns`, until its end or until `stop`.
+/// The open files the client side may hold: a UDP socket and a connection for each of tens of
+/// thousands of clients (25,000 in the capacity example) in one process, far past the usual
+/// limit of 1,024 or 20,000; the kernel's ceiling (`fs.nr_open`) bounds it.
+const OPEN_FILES: u64 = 1 << 20;
+
+/// Raises this process's limit on open files towards [`OPEN_FILES`] (the hard limit too, where
+/// the process may: `CAP_SYS_RESOURCE`); past the hard limit a client side needs
+/// `[client] processes`, each with a limit of its own. Never lowers it; a refusal leaves it as
+/// it was.
+fn raise_open_files() {
+    let ceiling = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<u64>().ok())
+        .unwrap_or(OPEN_FILES)
+        .min(OPEN_FILES);
+    ldplayer_system::limits::raise_file_limit(ceiling);
+}
+
+/// Replays `c.trace` with its schedule starting at `start_ns`, until its end or until `stop`:
+/// in this process, or in `c.processes` processes, each a shard of the clients, whose results
+/// are merged into `c.results`.
 pub fn replay(
     c: &ClientSideConfig,
+    start_ns: i64,
+    stop: &Arc<AtomicBool>,
+) -> Result<(), ExperimentError> {
+    match c.processes.filter(|&n| n > 1) {
+        Some(n) => crate::client_processes::replay(c, n, start_ns, stop),
+        None => replay_shard(c, None, start_ns, stop),
+    }
+}
+
+/// Replays the clients of `shard` (all of them with `None`) of `c.trace`, from `start_ns`:
+/// every result to `c.results`, the counters and the summary to `c.stats`.
+pub(crate) fn replay_shard(
+    c: &ClientSideConfig,
+    shard: Option<ldplayer_results::ShardId>,
     start_ns: i64,
     stop: &Arc<AtomicBool>,
 ) -> Result<(), ExperimentError> {
@@ -81,6 +117,7 @@ pub fn replay(
         .map(crate::plan::read_population)
         .transpose()
         .map_err(ExperimentError::Input)?;
+    raise_open_files();
     let at = |port| SocketAddr::new(IpAddr::V4(SERVER_V4), port);
     // Each transport to its own port, whichever mix the trace or population has.
     let mut config = ReplayConfig::new(at(53));
@@ -112,6 +149,17 @@ pub fn replay(
     if let Some(q) = c.queriers {
         config.queriers = q.max(1);
     }
+    if let Some(max_in_flight) = c.fast {
+        config.timing = Timing::Fast { max_in_flight };
+    }
+    if let Some(ramp) = c.ramp {
+        config.timing = Timing::Ramp {
+            to_qps: ramp.to_qps,
+            ramp_s: ramp.ramp_s,
+        };
+    }
+    config.queries_per_connection = c.queries_per_connection;
+    config.shard = shard;
     config.tls = TlsConfig {
         ca_file: c.tls_ca.clone(),
         insecure: false,
@@ -133,12 +181,17 @@ pub fn replay(
     let unfinished = ldplayer_results::RunInfo {
         complete: Some(false),
         answers: c.keep_answers.then_some(true),
+        closed_loop: Some(c.fast.is_some()),
+        shard,
+        ramp: c.ramp,
+        start_ns: c.ramp.map(|_| start_ns),
         ..Default::default()
     };
+    let capacity = c.ramp.map(|spec| Capacity::new(spec, start_ns));
     let writer = ResultsWriter::create_with_run_info(&c.results, &unfinished)
         .map_err(|e| ExperimentError::io(&c.results, e))?;
     let mut running = replay
-        .start(Tee::new(Summary::new(), writer))
+        .start(Tee::new(Summary::new(), Tee::new(capacity, writer)))
         .map_err(|e| ExperimentError::Replay(e.to_string()))?;
     let done = AtomicBool::new(false);
     let (read, finished) = std::thread::scope(|scope| {
@@ -169,7 +222,8 @@ pub fn replay(
         Ok(()) | Err(ldplayer_trace::TraceError::Sink(ldplayer_trace::SinkError::Stopped)) => {}
         Err(e) => return Err(ExperimentError::Trace(e.to_string())),
     }
-    let (summary, writer) = results.into_parts();
+    let (summary, rest) = results.into_parts();
+    let (capacity, writer) = rest.into_parts();
     writer
         .into_inner()
         .and_then(|mut file| std::io::Write::flush(&mut file))
@@ -182,7 +236,16 @@ pub fn replay(
         start_ns,
         interrupted: stop.load(Ordering::Relaxed),
         engine: serde_json::to_value(&stats).unwrap_or_default(),
-        summary: serde_json::to_value(summary.report()).unwrap_or_default(),
+        summary: {
+            let mut json = serde_json::to_value(summary.report()).unwrap_or_default();
+            if let (Some(obj), Some(c)) = (json.as_object_mut(), capacity) {
+                obj.insert(
+                    "ramp".into(),
+                    serde_json::to_value(c.report()).unwrap_or_default(),
+                );
+            }
+            json
+        },
         kernel_udp: kernel_udp_counters(),
         kernel_tcp: kernel_tcp_counters(),
     };

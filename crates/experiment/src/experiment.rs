@@ -293,15 +293,20 @@ fn run_one(
             .copied()
             .filter(|t| t.is_finite())
     };
-    record.unsteady = crate::summary::steady::unsteady_notes(
-        s.holds_connections(),
-        s.warmup_s,
-        s.closing_idle_timeout_s(),
-        &[
-            ("connections", trend("trend_tcp_established_pct")),
-            ("server memory", trend("trend_server_rss_pct")),
-        ],
-    );
+    // A ramp measures a capacity: its load rises throughout, by design, not a steady state.
+    record.unsteady = if s.client.ramp.is_some() {
+        Vec::new()
+    } else {
+        crate::summary::steady::unsteady_notes(
+            s.holds_connections(),
+            s.warmup_s,
+            s.closing_idle_timeout_s(),
+            &[
+                ("connections", trend("trend_tcp_established_pct")),
+                ("server memory", trend("trend_server_rss_pct")),
+            ],
+        )
+    };
     // Written last: its presence means the run finished.
     write(
         &run_dir.join("run.json"),
@@ -429,12 +434,17 @@ fn inputs_for(
             queriers: s.client.queriers,
             capture: capture("client.pcap"),
             keep_answers: s.client.keep_answers,
+            ramp: s.client.ramp,
+            fast: (s.client.mode == crate::plan::ClientMode::Fast)
+                .then(|| s.client.max_in_flight.unwrap_or(DEFAULT_MAX_IN_FLIGHT)),
+            queries_per_connection: s.client.queries_per_connection,
+            processes: s.client.processes,
         },
         client_to_server: c2s,
         server_to_client: s2c,
         client_delay: s.network.client_rtt.map(|rtt| client_delay(rtt, s.seed)),
         seed: s.seed,
-        duration: std::time::Duration::from_secs_f64(facts.duration_s()),
+        duration: std::time::Duration::from_secs_f64(s.replay_s(facts)),
         link_timing: ldplayer_link::Timing {
             spin: std::time::Duration::from_secs_f64(s.network.spin_us / 1e6),
         },
@@ -446,6 +456,9 @@ fn inputs_for(
 fn client_delay(rtt: crate::plan::ClientRtt, seed: u64) -> ldplayer_link::AddressDelay {
     ldplayer_link::AddressDelay::new(move |ip| rtt.sample(ip, seed))
 }
+
+/// Queries in flight of `mode = "fast"` when the plan does not say: `replay --fast`'s.
+const DEFAULT_MAX_IN_FLIGHT: usize = 1000;
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), ExperimentError> {
     ldplayer_output::write(path, bytes).map_err(|e| ExperimentError::io(path, e.into()))

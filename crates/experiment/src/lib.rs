@@ -21,6 +21,7 @@
 #![forbid(unsafe_code)]
 
 pub mod client;
+pub mod client_processes;
 pub mod differences;
 pub mod environment;
 pub mod error;

@@ -44,13 +44,41 @@ pub fn summary_rows(
         samples: &samples,
         start_ns: outputs.replay.start_ns,
         warmup_s: settings.warmup_s,
-        duration_s: record.trace.duration_s(),
+        duration_s: settings.replay_s(&record.trace),
         nonbusy: Some(&nonbusy),
         model_connections: series,
         upstream: outputs.upstream.as_ref(),
     };
-    rows_for_run(&spec.id, &varied, &measurements)
-        .map_err(|e| ExperimentError::Input(format!("summarising run {}: {e}", spec.id)))
+    let mut rows = rows_for_run(&spec.id, &varied, &measurements)
+        .map_err(|e| ExperimentError::Input(format!("summarising run {}: {e}", spec.id)))?;
+    if let Some(c) = capacity(measurements.results)? {
+        rows.push(crate::summary::SummaryRow {
+            run: spec.id.clone(),
+            varied,
+            metric: CAPACITY_METRIC.to_string(),
+            dist: crate::summary::Distribution::of(&[c.capacity_qps]),
+        });
+    }
+    Ok(rows)
+}
+
+/// The row of a ramp's capacity (`[client] mode = "ramp"`): one value per run, the highest
+/// answer rate before the first second over the bounds, as `replay --ramp-to` reports it.
+pub const CAPACITY_METRIC: &str = "capacity_qps";
+
+/// The capacity of the ramp whose results are at `path`, if they are a ramp's.
+pub fn capacity(path: &Path) -> Result<Option<ldplayer_results::CapacityReport>, ExperimentError> {
+    let read_error = |e: ldplayer_results::ResultsError| {
+        ExperimentError::Input(format!("reading {}: {e}", path.display()))
+    };
+    let mut reader = ldplayer_results::ResultsReader::open(path).map_err(read_error)?;
+    let Some(mut capacity) = ldplayer_results::Capacity::for_run(reader.run_info()) else {
+        return Ok(None);
+    };
+    for r in &mut reader {
+        capacity.add(&r.map_err(read_error)?);
+    }
+    Ok(Some(capacity.report()))
 }
 
 /// Writes `summary.csv` with every row so far (rewritten whole, so that it is always

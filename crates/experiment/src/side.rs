@@ -52,6 +52,10 @@ pub enum SideConfig {
     Server(ServerSideConfig),
     /// The client side.
     Client(ClientSideConfig),
+    /// One of the processes a client side splits its replay into (`[client] processes`):
+    /// started by the client side in its namespace, it replays its shard of the clients from
+    /// the shared start and exits.
+    ClientShard(crate::client::ClientShard),
 }
 
 /// What the server side runs.
@@ -139,6 +143,21 @@ pub struct ClientSideConfig {
     /// Keep every answer in the results file (`[diff]`).
     #[serde(default)]
     pub keep_answers: bool,
+    /// Send on a ramp of offered load instead of at the trace's times (`[client] mode =
+    /// "ramp"`); the results file keeps it, for the capacity.
+    #[serde(default)]
+    pub ramp: Option<ldplayer_results::RampSpec>,
+    /// Send as fast as answers come, with at most this many queries in flight (`mode =
+    /// "fast"`).
+    #[serde(default)]
+    pub fast: Option<usize>,
+    /// Queries over one connection before a new one is opened; `None`: reused until idle.
+    #[serde(default)]
+    pub queries_per_connection: Option<u64>,
+    /// Replay in this many processes, each a shard of the clients with open files of its own
+    /// (as `replay --processes`); `None` or 1: in this one.
+    #[serde(default)]
+    pub processes: Option<u32>,
 }
 
 impl SideConfig {
@@ -176,6 +195,7 @@ impl SideConfig {
         let result = match self {
             SideConfig::Server(c) => run_server_side(&c, &stop),
             SideConfig::Client(c) => run_client_side(&c, &stop),
+            SideConfig::ClientShard(c) => crate::client::run_shard(&c, &stop),
         };
         if let Err(e) = &result {
             println!("error {}", e.to_string().replace('\n', " "));

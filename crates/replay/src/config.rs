@@ -28,6 +28,18 @@ pub enum Timing {
         /// Bound on outstanding queries over all queriers.
         max_in_flight: usize,
     },
+    /// A linear ramp, resperf's method: the offered rate rises from 0 to `to_qps` over
+    /// `ramp_s` seconds, and the k-th query of the trace (from 1) is due when the integral of
+    /// the rate reaches k, at `sqrt(2·k·ramp_s / to_qps)` s after the start. The trace's times
+    /// are ignored; each query keeps its client. The ramp ends after `ramp_s` seconds: queries
+    /// past it are not sent (see [`Schedule::ramp_queries`](crate::Schedule::ramp_queries)).
+    Ramp {
+        /// The rate at the end of the ramp, queries per second; finite and at least
+        /// [`MIN_RATE`].
+        to_qps: f64,
+        /// How long the ramp lasts, seconds; finite, above 0 and at most [`MAX_GAP_SECS`].
+        ramp_s: f64,
+    },
 }
 
 /// The longest the schedule waits between two queries: one day. A rate or a speed that asks for
@@ -310,6 +322,10 @@ pub struct ReplayConfig {
     /// ([`ldplayer_results::ResultSink::result_with_answer`]), on every transport
     /// (`replay --keep-answers`).
     pub keep_answers: bool,
+    /// Close a TCP, TLS or DoH connection once this many queries went over it, and open a new
+    /// one for the client's next query (dnsperf's and resperf's `--num-queries-per-conn`);
+    /// `None`: connections are reused until idle.
+    pub queries_per_connection: Option<u64>,
 }
 
 impl ReplayConfig {
@@ -348,6 +364,24 @@ impl ReplayConfig {
                 ))
             }
             Timing::Fast { max_in_flight: 0 } => return bad("max in flight must be at least 1"),
+            Timing::Ramp { to_qps, ramp_s } => {
+                if !(to_qps.is_finite() && to_qps >= MIN_RATE) {
+                    return bad(&format!(
+                        "the ramp's final rate must be finite and at least {MIN_RATE:.3e} per \
+                         second (one query a day)"
+                    ));
+                }
+                if !(ramp_s.is_finite() && ramp_s > 0.0 && ramp_s <= MAX_GAP_SECS) {
+                    return bad("the ramp's duration must be above 0 and at most a day (86400 s)");
+                }
+                if to_qps * ramp_s < 2.0 {
+                    return bad(&format!(
+                        "a ramp to {to_qps} queries/s over {ramp_s} s sends {} queries: give a \
+                         higher rate or a longer ramp (at least one query)",
+                        (to_qps * ramp_s / 2.0).floor()
+                    ));
+                }
+            }
             _ => {}
         }
         let destinations = [
@@ -383,6 +417,9 @@ impl ReplayConfig {
                 return bad("the shard must be I/N with I < N");
             }
         }
+        if self.queries_per_connection == Some(0) {
+            return bad("queries per connection must be at least 1");
+        }
         if self.max_udp_sockets == 0 || self.max_connections == 0 {
             return bad("socket and connection limits must be at least 1");
         }
@@ -407,7 +444,7 @@ impl Default for ReplayConfig {
     /// 2 s timeout, no UDP retries, 20 s TCP idle timeout, 10 000 UDP sockets and 100 000
     /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, the lean stacks, 1 s
     /// preload, responses skipped, the start chosen by the engine (no late start allowed) and
-    /// the first query as the trace origin, every client replayed.
+    /// the first query as the trace origin, every client replayed, connections reused until idle.
     fn default() -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         ReplayConfig {
@@ -441,6 +478,7 @@ impl Default for ReplayConfig {
             late_start: Duration::ZERO,
             shard: None,
             keep_answers: false,
+            queries_per_connection: None,
         }
     }
 }

@@ -452,6 +452,10 @@ impl<S: ResultSink> Running<S> {
         self.stats.clients = self.distributor.clients() as u64;
         self.stats.duration = self.started.elapsed();
         self.stats.describe_clocks(&self.config);
+        if let (Some(all), None) = (self.schedule.ramp_queries(), self.stats.ramp_completed) {
+            // The trace ended at the ramp's last query, or before it.
+            self.stats.ramp_completed = Some(self.schedule.scheduled() >= all);
+        }
         Ok(Finished {
             results,
             stats: self.stats.clone(),
@@ -477,6 +481,13 @@ impl<S: ResultSink> Sink for Running<S> {
         // Every query takes its place in the schedule (a rate schedule counts them all), so that
         // the shards of one replay agree on each query's due time.
         let intended = self.schedule.next(record.time_ns);
+        if self.schedule.past_ramp() {
+            // The ramp's end: this record and the rest of the trace are not replayed.
+            self.stats.records -= 1;
+            self.index -= 1;
+            self.stats.ramp_completed = Some(true);
+            return Err(SinkError::Stopped);
+        }
         if intended == i64::MAX {
             // Saturated: the trace is too long for its speed or rate (a long trace at the
             // slowest one).

@@ -77,7 +77,7 @@ pub use config::{
     MAX_GAP_SECS, MIN_RATE, MIN_SPEED,
 };
 pub use destination::{check_destination, DestinationError};
-pub use distributor::{stable_hash, Distributor, Schedule};
+pub use distributor::{ramp_offset_s, ramp_queries, stable_hash, Distributor, Schedule};
 pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;
 pub use live::{Live, LiveCounts};

@@ -107,6 +107,9 @@ pub(crate) fn timestamping_on() -> Option<std::net::UdpSocket> {
     Some(sock)
 }
 
+/// The receive buffer a replay's UDP socket asks for, bytes (resperf's `-b 4096`).
+pub const UDP_RECV_BUFFER: usize = 4 << 20;
+
 /// A non-blocking UDP socket bound to `local` (or the unspecified address), port ephemeral, and
 /// connected to `server`, as stub resolvers do: the kernel keeps the route, drops datagrams from
 /// other sources and reports ICMP port unreachable as `ECONNREFUSED`. Answers carry the kernel's
@@ -119,6 +122,12 @@ pub fn udp_socket(local: Option<IpAddr>, server: &SocketAddr) -> io::Result<mio:
     )?;
     bind_local(&sock, local, server)?;
     sock.connect(&SockAddr::from(*server))?;
+    // Room for the answers (and the kernel's send stamps, queued on the same budget) that
+    // arrive while the querier is busy or off its core: with the default (≈ 200 KB, a few
+    // hundred datagrams) one client's socket overflowed at 11k answers a second on a loaded
+    // machine, a loss that was the client's, not the server's (bench/capacity.sh). Memory is
+    // only taken by datagrams waiting; the kernel caps it at net.core.rmem_max.
+    let _ = sock.set_recv_buffer_size(UDP_RECV_BUFFER);
     // Without kernel timestamps answers are timed when read: worse, not wrong.
     let _ = ldplayer_udp::enable_timestamps(sock.as_raw_fd());
     Ok(mio::net::UdpSocket::from_std(sock.into()))

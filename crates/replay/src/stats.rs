@@ -123,6 +123,12 @@ pub struct ReplayStats {
     /// Wall time of the replay.
     #[serde(rename = "seconds", serialize_with = "seconds")]
     pub duration: Duration,
+    /// With a ramp ([`crate::Timing::Ramp`]): whether it ran its whole length (the trace held
+    /// all of its queries; those past its end were not sent), or the trace ran out first, or
+    /// the replay was stopped (`false`: the ramp stopped short of its final rate). Left out of
+    /// the JSON without a ramp.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ramp_completed: Option<bool>,
 }
 
 fn counts_by_reason<S: Serializer>(counts: &SkipCounts, s: S) -> Result<S::Ok, S::Error> {
@@ -261,6 +267,10 @@ impl ReplayStats {
         self.trace_malformed.merge(&other.trace_malformed);
         self.results += other.results;
         self.duration = self.duration.max(other.duration);
+        self.ramp_completed = match (self.ramp_completed, other.ramp_completed) {
+            (Some(a), Some(b)) => Some(a || b),
+            (a, b) => a.or(b),
+        };
     }
 }
 

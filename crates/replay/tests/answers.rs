@@ -397,6 +397,67 @@ fn late_answers_on_tcp_do_not_close_the_connection() {
     assert_eq!(stats.unmatched_responses, 3, "{stats:?}");
 }
 
+/// Under overload more queries time out than the querier remembers by ID: a late answer then
+/// comes with an ID it no longer knows. On a connection where a query timed out, such a
+/// response is taken for a late answer (counted as unmatched), not for garbage: the connection
+/// stays up for the next query, as it would with a remembered ID.
+#[test]
+fn a_stray_answer_after_a_timeout_on_tcp_is_taken_for_a_late_one() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = listener.local_addr().expect("address");
+    std::thread::spawn(move || {
+        // One connection only: a second one would never be answered.
+        let Ok((mut s, _)) = listener.accept() else {
+            return;
+        };
+        let mut buf = [0u8; 2];
+        loop {
+            if s.read_exact(&mut buf).is_err() {
+                return;
+            }
+            let mut q = vec![0u8; u16::from_be_bytes(buf) as usize];
+            if s.read_exact(&mut q).is_err() {
+                return;
+            }
+            let id = u16::from_be_bytes([q[0], q[1]]);
+            let mut answer = respond(&q, |_| {});
+            if id < 100 {
+                // Late, and with an ID no query had (as if forgotten).
+                std::thread::sleep(Duration::from_millis(300));
+                answer[..2].copy_from_slice(&(id ^ 0x8000).to_be_bytes());
+            }
+            let mut frame = buf.to_vec();
+            frame.extend_from_slice(&answer);
+            if s.write_all(&frame).is_err() {
+                return;
+            }
+        }
+    });
+    let mut recs = queries(3, 1, 10_000, Proto::Tcp);
+    recs.push(record(
+        1500 * MS,
+        1,
+        Proto::Tcp,
+        query(100, "www.example.", Rtype::A, None),
+    ));
+    let (stats, results) = replay_records(config(addr, 100), recs);
+    let rs = results.sorted();
+    assert_one_each(&rs, 4);
+    let got: Vec<_> = rs.iter().map(|r| r.outcome).collect();
+    assert_eq!(
+        got,
+        [
+            Outcome::Timeout,
+            Outcome::Timeout,
+            Outcome::Timeout,
+            Outcome::Answered
+        ],
+        "{stats:?}"
+    );
+    assert_eq!(stats.connections_opened, 1, "{stats:?}");
+    assert_eq!(stats.unmatched_responses, 3, "{stats:?}");
+}
+
 /// A real server's answers count on every transport, names in mixed case (0x20) included.
 #[test]
 fn real_servers_answers_count_whatever_the_case_of_the_name() {

@@ -8,12 +8,15 @@
 //!   15), from `summary.csv`;
 //! * the server's memory and established connections over time, one line per run;
 //! * the measured established connections beside the connection model;
-//! * the latency CCDF per protocol (as Jonglez et al. under loss).
+//! * the latency CCDF per protocol (as Jonglez et al. under loss);
+//! * for ramp runs, their capacity, TCP's and DoT's as a share of UDP's, and answers and
+//!   latency against the offered rate with the knee.
 //!
 //! Runs that did not finish or failed are left out of every figure and named in the notes;
 //! a figure whose metric no run has is left out with a sentence saying why.
 
 mod boxes;
+mod capacity;
 mod ccdf;
 mod connections;
 mod findings;
@@ -61,6 +64,8 @@ pub struct RunData {
     /// to the trace's end; a new connection's set-up included for the query that opened it);
     /// `None` when its results file could not be read (see the notes).
     pub latency: Option<Histogram<u64>>,
+    /// A ramp run's capacity and seconds (`[client] mode = "ramp"`), from its results file.
+    pub capacity: Option<ldplayer_results::CapacityReport>,
 }
 
 impl ExperimentData {
@@ -162,9 +167,10 @@ impl RunData {
         self.record.settings.warmup_s
     }
 
-    /// The length of the replayed trace in seconds: samples later are the cool-down.
+    /// How long the replay lasted in seconds (the trace's length, a ramp's): samples later
+    /// are the cool-down.
     pub fn duration_s(&self) -> f64 {
-        self.record.trace.duration_s()
+        self.record.settings.replay_s(&self.record.trace)
     }
 }
 
@@ -174,11 +180,13 @@ impl RunData {
 /// input's label too.
 pub fn sections(inputs: &[(&str, &ExperimentData)]) -> Vec<Section> {
     let inputs = layout::Inputs::new(inputs);
-    vec![
-        findings::section(&inputs),
+    let mut sections = vec![findings::section(&inputs)];
+    sections.extend(capacity::section(&inputs));
+    sections.extend([
         boxes::section(&inputs),
         timeseries::section(&inputs),
         connections::section(&inputs),
         ccdf::section(&inputs),
-    ]
+    ]);
+    sections
 }

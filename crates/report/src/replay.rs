@@ -14,17 +14,22 @@
 mod distribution;
 mod figures;
 mod interarrival;
+mod ramp;
 mod seconds;
 
 use crate::error::ReportError;
 use distribution::{Distribution, SignedDistribution};
 use interarrival::{Interarrival, REORDER_WINDOW};
-use ldplayer_results::{Damage, QueryResult, ResultsError, ResultsReader, Summary, SummaryReport};
+use ldplayer_results::{
+    Capacity, CapacityReport, Damage, QueryResult, ResultsError, ResultsReader, Summary,
+    SummaryReport,
+};
 use ldplayer_trace::Proto;
 use seconds::Seconds;
 use std::path::Path;
 
 pub use figures::section;
+pub(crate) use ramp::{answered as ramp_answered, latency as ramp_latency};
 
 /// Longest latency told apart (1 hour, in ns), as in the replay's summary.
 const LATENCY_MAX_NS: u64 = 3_600 * 1_000_000_000;
@@ -41,6 +46,8 @@ pub struct ReplayData {
     timing: SignedDistribution,
     seconds: Seconds,
     interarrival: Interarrival,
+    /// A ramp's seconds (`replay --ramp-to`), when the file's run info records a ramp.
+    capacity: Option<Capacity>,
     damage: Damage,
     /// The warning that the run which wrote the file did not finish, if it did not.
     incomplete: Option<String>,
@@ -55,6 +62,7 @@ impl ReplayData {
             timing: SignedDistribution::new(TIMING_MAX_NS),
             seconds: Seconds::default(),
             interarrival: Interarrival::new(REORDER_WINDOW),
+            capacity: None,
             damage: Damage::default(),
             incomplete: None,
             notes: Vec::new(),
@@ -95,6 +103,7 @@ impl ReplayData {
         let mut data = ReplayData::new();
         let start_ns = reader.run_info().and_then(|info| info.start_ns);
         data.seconds = Seconds::starting_at(start_ns);
+        data.capacity = Capacity::for_run(reader.run_info());
         while let Some(r) = reader.next_result().map_err(results_error)? {
             data.add(&r);
         }
@@ -124,6 +133,9 @@ impl ReplayData {
             self.interarrival.add(r.index, r.trace_ns, r.sent_ns);
         }
         self.seconds.add(r);
+        if let Some(c) = &mut self.capacity {
+            c.add(r);
+        }
     }
 
     fn finish(&mut self, damage: Damage) {
@@ -160,6 +172,11 @@ impl ReplayData {
     /// `ldplayer replay` printed it, over the results that could be read.
     pub fn summary(&self) -> SummaryReport {
         self.summary.report()
+    }
+
+    /// A ramp's capacity and seconds, when the results are a ramp's (`replay --ramp-to`).
+    pub fn capacity(&self) -> Option<CapacityReport> {
+        self.capacity.as_ref().map(Capacity::report)
     }
 
     /// Results read.

@@ -644,3 +644,119 @@ fn tiny_samples_are_drawn_as_points_or_given_as_a_table() {
     assert!(note.contains("Too few"), "{note}");
     assert!(one.drawing.is_none());
 }
+
+/// The results of a ramp from 0 to 2000 queries/s over 20 s against a server that answers at
+/// most 1000 queries a second (after 0.2 ms, and 5 ms once it is saturated), written as
+/// `replay --ramp-to` writes them, with the ramp in the run info.
+fn ramp_results(path: &Path, t0_ns: i64) {
+    use ldplayer_results::{Outcome, QueryResult, RampSpec, ResultsWriter, RunInfo};
+    let spec = RampSpec {
+        max_loss_pct: 10.0,
+        ..RampSpec::new(2000.0, 20.0)
+    };
+    let info = RunInfo {
+        ramp: Some(spec),
+        start_ns: Some(t0_ns),
+        ..RunInfo::default()
+    };
+    let mut w = ResultsWriter::create_with_run_info(path, &info).expect("results file");
+    let mut answered_in = std::collections::HashMap::new();
+    for k in 1..=20_000u64 {
+        let t = (2.0 * k as f64 * 20.0 / 2000.0).sqrt();
+        let second = t.ceil() as i64;
+        let n = answered_in.entry(second).or_insert(0u64);
+        *n += 1;
+        let due = t0_ns + (t * 1e9) as i64;
+        let answered = *n <= 1000;
+        let latency_ns = if 100.0 * t > 900.0 {
+            5_000_000
+        } else {
+            200_000
+        };
+        w.write(&QueryResult {
+            index: k - 1,
+            trace_ns: 0,
+            intended_ns: due,
+            sent_ns: due,
+            received_ns: if answered { due + latency_ns } else { 0 },
+            proto: ldplayer_trace::Proto::Udp,
+            new_connection: false,
+            handshake_ns: 0,
+            rcode: ldplayer_dns::Rcode::NOERROR,
+            response_len: if answered { 60 } else { 0 },
+            truncated: false,
+            outcome: if answered {
+                Outcome::Answered
+            } else {
+                Outcome::Timeout
+            },
+            target: 0,
+        })
+        .expect("write");
+    }
+    w.into_inner().expect("finish");
+}
+
+#[test]
+fn a_ramp_is_drawn_as_answers_and_latency_against_the_offered_rate_with_its_knee() {
+    if browser::chromium().is_none() {
+        return;
+    }
+    use ldplayer_report::replay::{section, ReplayData};
+    let scratch = tempfile::tempdir().expect("scratch");
+    let results = scratch.path().join("ramp.res");
+    ramp_results(&results, 1_700_000_000_000_000_000);
+    let data = ReplayData::read(&results).expect("read the ramp");
+    let section = section(&[("ramp", &data)]);
+    assert!(
+        section
+            .paragraphs
+            .iter()
+            .any(|p| p.contains("capacity: 1000.0 answers/s") && p.contains("knee at")),
+        "{:?}",
+        section.paragraphs
+    );
+    let figures: Vec<Figure> = section
+        .figures
+        .into_iter()
+        .filter(|f| f.id.starts_with("replay-ramp-"))
+        .collect();
+    let ids: Vec<&str> = figures.iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, ["replay-ramp-answered", "replay-ramp-latency"]);
+    for f in &figures {
+        assert_eq!(f.table.rows.len(), 20, "{}: a row per second", f.id);
+        assert!(
+            f.caption.contains("the knee at 1150 q/s offered"),
+            "{}",
+            f.caption
+        );
+    }
+    let (rendering, screenshot, _) = rendered("ramp", figures);
+    // The knee is the fourth series of each figure: its colour, a dashed vertical line across
+    // the plot; the capacity is the answers' figure's third, a point.
+    const KNEE: [u8; 3] = [0xCC, 0x79, 0xA7];
+    const CAPACITY: [u8; 3] = [0x00, 0x9E, 0x73];
+    for id in ["replay-ramp-answered", "replay-ramp-latency"] {
+        let f = laid_out(&rendering, id);
+        let drawing = f.drawing.unwrap_or_else(|| panic!("{id} drawn"));
+        let texts: Vec<&str> = f.texts.iter().map(|t| t.text.as_str()).collect();
+        assert!(texts.contains(&"knee"), "{id}: legend {texts:?}");
+        let plot = plot_region(drawing);
+        let knee = screenshot.pixels_of(plot, KNEE, 40);
+        assert!(knee > 100, "{id}: the knee's line is seen ({knee} pixels)");
+        let ink = screenshot.ink(plot);
+        assert!(ink.vivid > 500, "{id}: curves drawn: {ink:?}");
+        if id == "replay-ramp-answered" {
+            assert!(texts.contains(&"capacity"), "{texts:?}");
+            let point = screenshot.pixels_of(plot, CAPACITY, 40);
+            assert!(point > 10, "the capacity's point is seen ({point} pixels)");
+            // The offered axis reaches the ramp's top second (1950 queries/s).
+            assert!(
+                texts
+                    .iter()
+                    .any(|t| t.parse::<f64>().is_ok_and(|v| v >= 1800.0)),
+                "{texts:?}"
+            );
+        }
+    }
+}

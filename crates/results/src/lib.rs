@@ -15,6 +15,8 @@
 //!   bounded memory, reported as a [`SummaryReport`] (JSON or text).
 //! - [`merge`]: results files of one trace (shards of one replay) merged into one, in trace
 //!   order, in bounded memory ([`merge`](mod@merge)).
+//! - [`Capacity`]: a ramp's offered, answered and latency per second, and the server's
+//!   capacity as resperf computes its maximum throughput ([`capacity`](mod@capacity)).
 //! - [`Tee`]: one replay's results to two sinks (say a [`Summary`] and, when asked for, a
 //!   [`ResultsWriter`]: `Tee::new(Summary::new(), writer_opt)`, since `Option<S>` is a sink too);
 //!   the engine hands the sink back when it is done, so each part is read by value.
@@ -27,6 +29,7 @@
 //! the key on which results of several runs, or of several processes replaying parts of one
 //! trace, are merged and compared query by query.
 
+pub mod capacity;
 pub mod export;
 pub mod fidelity;
 pub mod file;
@@ -38,6 +41,7 @@ pub mod run_info;
 pub mod summary;
 mod tee;
 
+pub use capacity::{Capacity, CapacityReport, RampSecond, RampSpec};
 pub use export::{export_csv, export_jsonl, CsvWriter, JsonlWriter, COLUMNS, TRACE_COLUMNS};
 pub use file::{
     incomplete_warning, read_all, sniff, Answered, Damage, ResultsError, ResultsReader,

@@ -311,6 +311,7 @@ mod tests {
             closed_loop: None,
             answers: None,
             targets: None,
+            ramp: None,
         };
         let mut w = ResultsWriter::with_run_info(Vec::new(), &info).unwrap();
         for i in [1, 3] {

@@ -20,7 +20,7 @@ pub const RUN_INFO_TAG: &[u8; 4] = b"RINF";
 pub const MAX_RUN_INFO_LEN: usize = 16 * 1024;
 
 /// What a results file records about its run.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     /// The shard of a split replay this run was (`None`: the whole trace).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -55,6 +55,10 @@ pub struct RunInfo {
     /// [`QueryResult::target`]: crate::QueryResult::target
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<Vec<String>>,
+    /// The ramp of offered load the run followed (`replay --ramp-to`), with the bounds its
+    /// capacity is judged by; its start is [`start_ns`](Self::start_ns). `None`: no ramp.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<crate::capacity::RampSpec>,
 }
 
 /// The bytes of an unfinished run's flag, and what [`mark_complete`] writes over them (the same
@@ -199,6 +203,10 @@ mod tests {
             closed_loop: Some(false),
             answers: Some(true),
             targets: Some(vec!["127.0.0.1:53".into(), "[::1]:5300".into()]),
+            ramp: Some(crate::capacity::RampSpec {
+                max_latency_ms: Some(2.5),
+                ..crate::capacity::RampSpec::new(20_000.0, 60.0)
+            }),
         };
         let bytes = info.encode();
         assert_eq!(RunInfo::decode(&bytes), Some(info));

@@ -97,6 +97,14 @@ impl ServerKind {
         )
     }
 
+    /// Whether a resolver of this kind answers from zone files of its own (`zones`), beside
+    /// or instead of resolving: Unbound as `auth-zone`s, Knot Resolver through a policy rule
+    /// per zone. A capacity study then measures the resolver's own answering, with no
+    /// upstream behind it.
+    pub fn answers_local_zones(self) -> bool {
+        matches!(self, ServerKind::Unbound | ServerKind::Kresd)
+    }
+
     /// Whether it serves DNS over TLS (RFC 7858): the versions in Debian 12 of NSD (4.6), BIND
     /// (9.18), Unbound (1.17) and Knot Resolver (5.6) do, and so does ldplayer's server; Knot
     /// DNS 3.2 and PowerDNS Recursor 4.8 do not.

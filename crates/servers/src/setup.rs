@@ -38,8 +38,9 @@ pub struct ServerSetup {
     /// The certificate for TLS, DoH and DoQ; when `None` and TLS is wanted, one is made in `work_dir/tls`
     /// for the listen addresses (see [`RunningServer::tls`](crate::RunningServer::tls)).
     pub tls: Option<TlsFiles>,
-    /// Zone files an authoritative server serves; each file's origin comes from its SOA or
-    /// `$ORIGIN`.
+    /// Zone files an authoritative server serves, or a resolver answers from itself (kinds
+    /// that [answer local zones](ServerKind::answers_local_zones)); each file's origin comes
+    /// from its SOA or `$ORIGIN`.
     pub zones: Vec<PathBuf>,
     /// A `zones build` manifest: `ldplayer` serves it as the meta-server (split by destination
     /// address); a recursive kind without `root_hints` gets root hints made from it.
@@ -326,13 +327,15 @@ fn validate(setup: &ServerSetup) -> Result<(), ServerError> {
         return Err(config("no listen address".into()));
     }
     if kind.is_recursive() {
-        if !setup.zones.is_empty() {
+        if !setup.zones.is_empty() && !kind.answers_local_zones() {
             return Err(unsupported(
                 "serve zone files (a resolver resolves from root_hints or a manifest)",
             ));
         }
-        if setup.root_hints.is_none() && setup.manifest.is_none() {
-            return Err(config("a resolver needs root_hints or a manifest".into()));
+        if setup.root_hints.is_none() && setup.manifest.is_none() && setup.zones.is_empty() {
+            return Err(config(
+                "a resolver needs root_hints or a manifest (or zones to answer from)".into(),
+            ));
         }
     } else {
         if setup.manifest.is_some() && !kind.is_embedded() {
@@ -481,7 +484,14 @@ fn probe(setup: &ServerSetup, zones: &[ZoneFile]) -> Probe {
         Some(IpAddr::V6(_)) => Ipv6Addr::LOCALHOST.into(),
         _ => Ipv4Addr::LOCALHOST.into(),
     };
-    let (qname, authoritative) = if setup.kind.is_recursive() || setup.manifest.is_some() {
+    let local = setup.kind.is_recursive() && setup.manifest.is_none() && setup.root_hints.is_none();
+    let (qname, authoritative) = if local {
+        // A resolver answering from zones of its own, with nothing to resolve through.
+        (
+            zones.first().map_or(".".into(), |z| z.origin.clone()),
+            false,
+        )
+    } else if setup.kind.is_recursive() || setup.manifest.is_some() {
         (".".to_string(), false)
     } else {
         // The embedded server puts its first zone's origin here once it has loaded it.
@@ -491,7 +501,7 @@ fn probe(setup: &ServerSetup, zones: &[ZoneFile]) -> Probe {
         addr: SocketAddr::new(ip, setup.port),
         tls_addr: setup.tls_port.map(|port| SocketAddr::new(ip, port)),
         https_addr: setup.https_port.map(|port| SocketAddr::new(ip, port)),
-        qtype: if setup.kind.is_recursive() {
+        qtype: if setup.kind.is_recursive() && !local {
             Rtype::NS
         } else {
             Rtype::SOA
@@ -554,15 +564,24 @@ mod tests {
         for kind in ServerKind::ALL {
             assert!(validate(&setup(kind)).is_ok(), "{kind}");
         }
-        let mut s = setup(ServerKind::Unbound);
+        let mut s = setup(ServerKind::PdnsRecursor);
         s.zones = vec!["/nonexistent/zone".into()];
-        assert!(refusal(&s).starts_with("unbound cannot serve zone files"));
+        assert!(refusal(&s).starts_with("pdns-recursor cannot serve zone files"));
         let mut s = setup(ServerKind::Kresd);
         s.root_hints = None;
         assert_eq!(
             refusal(&s),
-            "kresd: a resolver needs root_hints or a manifest"
+            "kresd: a resolver needs root_hints or a manifest (or zones to answer from)"
         );
+        // Unbound and kresd answer from zones of their own, with or without anything to
+        // resolve through.
+        for kind in [ServerKind::Unbound, ServerKind::Kresd] {
+            let mut s = setup(kind);
+            s.zones = vec!["/nonexistent/zone".into()];
+            assert!(validate(&s).is_ok(), "{kind} with zones and hints");
+            s.root_hints = None;
+            assert!(validate(&s).is_ok(), "{kind} with zones alone");
+        }
         let mut s = setup(ServerKind::Kresd);
         s.threads = Some(2);
         assert!(refusal(&s).starts_with("kresd cannot run several threads"));

@@ -153,3 +153,81 @@ fn pdns_recursor_resolves_through_the_hierarchy() {
 fn bind_resolver_resolves_through_the_hierarchy() {
     resolves_through_the_hierarchy(ServerKind::BindResolver, false);
 }
+
+/// A zone with a wildcard: every unique name under it has an address.
+const LOCAL_ZONE: &str = "$ORIGIN example.
+$TTL 3600
+@ SOA ns admin 1 3600 600 86400 300
+@ NS ns
+ns A 192.0.2.1
+www A 192.0.2.7
+* A 192.0.2.99
+";
+
+/// A resolver given zones and nothing to resolve through answers every name of them itself,
+/// wildcards included, over UDP, TCP and TLS: in a fresh namespace with no other server, an
+/// answer can only come from the zone.
+fn answers_from_a_local_zone(kind: ServerKind) {
+    let Some(kdig) = common::kdig() else {
+        return;
+    };
+    if !common::server_installed(kind) || !common::fresh_namespaces() {
+        return;
+    }
+    common::in_fresh_namespace(&[], move || {
+        let work = tempfile::tempdir().expect("scratch directory");
+        let zone = work.path().join("example.zone");
+        std::fs::write(&zone, LOCAL_ZONE).expect("write the zone");
+        let mut setup = ServerSetup::new(
+            kind,
+            vec![IpAddr::V4(Ipv4Addr::LOCALHOST)],
+            work.path().join("resolver"),
+        );
+        setup.zones = vec![zone];
+        setup.tls_port = Some(853);
+        let resolver = start(&setup).unwrap_or_else(|e| panic!("{kind} did not start: {e}"));
+        let ca = resolver
+            .tls()
+            .map(|f| format!("+tls-ca={}", f.ca.display()));
+        for transport in [None, Some("+tcp"), Some("+tls")] {
+            let extra: Vec<&str> = match transport {
+                Some("+tls") => vec!["+tls", ca.as_deref().expect("a certificate")],
+                Some(t) => vec![t],
+                None => vec![],
+            };
+            let words = transport.unwrap_or("UDP");
+            let ask = |name: &str, qtype: &str| {
+                let args = ["@127.0.0.1", name, qtype];
+                common::run(&kdig, args.into_iter().chain(extra.iter().copied()))
+            };
+            let out = ask("www.example.", "A");
+            assert!(
+                out.contains("status: NOERROR") && out.contains("192.0.2.7"),
+                "{kind} over {words}, a name of the zone:\n{out}"
+            );
+            let out = ask("8f3a0c.example.", "A");
+            assert!(
+                out.contains("status: NOERROR") && out.contains("192.0.2.99"),
+                "{kind} over {words}, a name under the wildcard:\n{out}"
+            );
+            let out = ask("example.", "SOA");
+            assert!(
+                out.contains("status: NOERROR") && out.contains("admin.example."),
+                "{kind} over {words}, the apex:\n{out}"
+            );
+        }
+        resolver
+            .stop()
+            .unwrap_or_else(|e| panic!("{kind} stops: {e}"));
+    });
+}
+
+#[test]
+fn unbound_answers_from_a_local_zone() {
+    answers_from_a_local_zone(ServerKind::Unbound);
+}
+
+#[test]
+fn kresd_answers_from_a_local_zone() {
+    answers_from_a_local_zone(ServerKind::Kresd);
+}

@@ -286,6 +286,7 @@ fn workload(
             population,
             closed_loop: false,
             strict: false,
+            ramp: None,
         },
     )
 }

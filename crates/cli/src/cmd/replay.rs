@@ -1,5 +1,5 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls|doh|doq]
-//! [--speed K | --rate QPS | --fast] [--results FILE] [--json]`
+//! [--speed K | --rate QPS | --fast | --ramp-to QPS --ramp-s SECONDS] [--results FILE] [--json]`
 
 use super::replay_targets::{live_total, target_sink, Fanout};
 use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes, StackArg};
@@ -11,7 +11,7 @@ use ldplayer_replay::{
     Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Running, Timing, TlsConfig,
 };
 use ldplayer_results::fidelity::Fidelity;
-use ldplayer_results::{ResultsWriter, RunInfo, Summary};
+use ldplayer_results::{Capacity, RampSpec, ResultsWriter, RunInfo, Summary};
 use ldplayer_trace::{Proto, SinkError};
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
@@ -65,8 +65,26 @@ pub fn run(args: ReplayArgs) -> Result<()> {
             population,
             closed_loop: args.fast,
             strict: args.strict,
+            ramp: ramp_spec(&args)?,
         },
     )
+}
+
+/// The ramp `--ramp-to` asks for, with the bounds its capacity is judged by.
+pub(crate) fn ramp_spec(args: &ReplayArgs) -> Result<Option<RampSpec>> {
+    let (Some(to_qps), Some(ramp_s)) = (args.ramp_to, args.ramp_s) else {
+        return Ok(None);
+    };
+    let mut spec = RampSpec::new(to_qps, ramp_s);
+    if let Some(pct) = args.max_loss {
+        spec.max_loss_pct = pct;
+    }
+    spec.max_latency_ms = args.max_latency_ms;
+    if let Some(p) = args.latency_percentile {
+        spec.latency_percentile = p;
+    }
+    spec.validate().context("--ramp-to")?;
+    Ok(Some(spec))
 }
 
 /// The population of `--population`.
@@ -120,6 +138,9 @@ pub struct TraceReplay<'a> {
     pub closed_loop: bool,
     /// Fail when the replay did not keep the trace's timing.
     pub strict: bool,
+    /// The ramp the replay follows (its timing must be [`Timing::Ramp`]): its capacity is
+    /// judged and reported.
+    pub ramp: Option<RampSpec>,
 }
 
 /// Replays `job.trace` with `config`, showing progress and stopping cleanly on Ctrl-C, and
@@ -138,6 +159,15 @@ pub fn replay_targets(
     job: &TraceReplay<'_>,
 ) -> Result<()> {
     let several = configs.len() > 1;
+    // A ramp's seconds count from its start, which is fixed here (unless given) so that the
+    // capacity's bins and the results file's run info know it before the replay starts.
+    if job.ramp.is_some() && configs[0].start_ns.is_none() {
+        let start = realtime_ns() + RAMP_START_AHEAD_NS;
+        for c in &mut configs {
+            c.start_ns = Some(start);
+            c.late_start = Duration::from_secs(1);
+        }
+    }
     if several && configs[0].start_ns.is_none() {
         // One schedule for every target: a start shared by the engines, far enough ahead for
         // all of them to be ready.
@@ -158,7 +188,7 @@ pub fn replay_targets(
     // SIGKILL leaves its results readable up to the last block under the name asked for.
     let writer = match job.results {
         Some(p) => Some(Arc::new(Mutex::new(
-            ResultsWriter::create_with_run_info(p, &run_info(replays[0].config(), names))
+            ResultsWriter::create_with_run_info(p, &run_info(replays[0].config(), names, job.ramp))
                 .with_context(|| format!("cannot create {}", p.display()))?,
         ))),
         None => None,
@@ -176,10 +206,15 @@ pub fn replay_targets(
     let mut fanout = Fanout {
         engines: Vec::with_capacity(replays.len()),
     };
+    // A ramp's capacity, judged per target from its results.
+    let capacity = |replay: &Replay| match (job.ramp, replay.config().start_ns) {
+        (Some(spec), Some(start)) => Some(Capacity::new(spec, start)),
+        _ => None,
+    };
     for (i, replay) in replays.iter().enumerate() {
         let target = u16::try_from(i).context("more than 65,536 targets")?;
         let running = replay
-            .start(target_sink(target, writer.clone()))
+            .start(target_sink(target, capacity(replay), writer.clone()))
             .context("starting the replay")?;
         for w in running.warnings() {
             eprintln!("ldplayer replay: {w}");
@@ -211,9 +246,12 @@ pub fn replay_targets(
         (read_result, finished)
     });
     let mut targets = Vec::with_capacity(finished.len());
+    let mut capacities = Vec::with_capacity(finished.len());
     for f in finished {
         let Finished { results, stats } = f.context("replay")?;
-        targets.push((results.into_parts().0, stats));
+        let (summary, rest) = results.into_parts();
+        capacities.push(rest.into_parts().0.map(|c| c.report()));
+        targets.push((summary, stats));
     }
     progress.finish();
     // A damaged trace: what was sent is recorded and summed up as usual, then the error says
@@ -256,6 +294,9 @@ pub fn replay_targets(
             if let Some(obj) = json.as_object_mut() {
                 obj.insert("replay".into(), serde_json::to_value(&targets[i].1)?);
                 obj.insert("fidelity".into(), serde_json::to_value(&fidelities[i])?);
+                if let Some(c) = &capacities[i] {
+                    obj.insert("ramp".into(), serde_json::to_value(c)?);
+                }
             }
             Ok(json)
         };
@@ -288,6 +329,12 @@ pub fn replay_targets(
                 println!("target {i}: {}", names.get(i).map_or("", String::as_str));
             }
             print!("{r}");
+            if let Some(c) = &capacities[i] {
+                print!("{c}");
+                if stats.ramp_completed == Some(false) {
+                    println!("{}", ramp_short_words(c));
+                }
+            }
             // A closed loop has no schedule: nothing to say of its timing.
             if !job.closed_loop {
                 println!("{}", fidelities[i]);
@@ -455,6 +502,8 @@ fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
         Timing::Fast {
             max_in_flight: args.max_in_flight,
         }
+    } else if let (Some(to_qps), Some(ramp_s)) = (args.ramp_to, args.ramp_s) {
+        Timing::Ramp { to_qps, ramp_s }
     } else if let Some(qps) = args.rate {
         Timing::Rate { qps }
     } else {
@@ -504,6 +553,7 @@ fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
         c.pin_cores = Some(args.pin.clone());
     }
     c.realtime = args.realtime;
+    c.queries_per_connection = args.queries_per_connection;
     c.timeout = seconds(args.timeout, "--timeout")?;
     c.udp_retries = args.udp_retries;
     c.tcp_idle_timeout = seconds(args.idle_timeout, "--idle-timeout")?;
@@ -563,8 +613,8 @@ pub(crate) fn parse_instant_ns(s: &str, flag: &str) -> Result<i64> {
 }
 
 /// What the results file says about this run: its shard, the shared start, this host's clock,
-/// whether it keeps answers, its targets when there are several.
-fn run_info(config: &ReplayConfig, targets: &[String]) -> RunInfo {
+/// whether it keeps answers, its targets when there are several, its ramp.
+fn run_info(config: &ReplayConfig, targets: &[String], ramp: Option<RampSpec>) -> RunInfo {
     RunInfo {
         shard: config.shard,
         start_ns: config.start_ns,
@@ -577,7 +627,31 @@ fn run_info(config: &ReplayConfig, targets: &[String]) -> RunInfo {
         closed_loop: Some(matches!(config.timing, Timing::Fast { .. })),
         answers: config.keep_answers.then_some(true),
         targets: (!targets.is_empty()).then(|| targets.to_vec()),
+        ramp,
     }
+}
+
+/// This host's clock (`CLOCK_REALTIME`), ns since the Unix epoch.
+fn realtime_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos().min(i64::MAX as u128) as i64)
+}
+
+/// How far ahead of now a ramp's start is set when none is given: time for the queriers to
+/// start (the engine's own delay is 100 ms).
+const RAMP_START_AHEAD_NS: i64 = 300_000_000;
+
+/// What a ramp that the trace cut short reached, and what a whole one needs.
+fn ramp_short_words(c: &ldplayer_results::CapacityReport) -> String {
+    let s = &c.spec;
+    format!(
+        "ramp: the trace ran out at {:.1} queries/s of {}: a whole ramp needs {} queries (give \
+         a longer trace, or a lower --ramp-to or --ramp-s)",
+        c.reached_qps,
+        s.to_qps,
+        ldplayer_replay::ramp_queries(s.to_qps, s.ramp_s)
+    )
 }
 
 fn seconds(v: f64, flag: &str) -> Result<Duration> {

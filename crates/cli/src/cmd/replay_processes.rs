@@ -11,7 +11,7 @@ use crate::args::ReplayArgs;
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
 use ldplayer_results::fidelity::Fidelity;
-use ldplayer_results::{merge, ResultsReader, ResultsWriter, Summary, MERGE_WINDOW};
+use ldplayer_results::{merge, Capacity, ResultsReader, ResultsWriter, Summary, MERGE_WINDOW};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -92,11 +92,18 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
         .map(|f| ResultsReader::open(f).with_context(|| format!("reading {}", f.display())))
         .collect::<Result<Vec<_>>>()?;
     // Complete only when every shard finished: marked so at the end, as a single replay is.
+    // A ramp's start is the shared one: the merged file keeps both, for its capacity.
+    let ramp = super::replay::ramp_spec(args)?;
     let unfinished_run = ldplayer_results::RunInfo {
         complete: Some(false),
         closed_loop: Some(args.fast),
         answers: args.keep_answers.then_some(true),
         targets: Some(args.server.clone()),
+        ramp,
+        start_ns: match ramp {
+            Some(_) => Some(super::replay::parse_instant_ns(&start, "--start-at")?),
+            None => None,
+        },
         ..Default::default()
     };
     let mut out = ResultsWriter::create_with_run_info(&merged, &unfinished_run)
@@ -118,10 +125,19 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
         ldplayer_results::mark_complete(&merged)
             .with_context(|| format!("marking {} complete", merged.display()))?;
     }
-    let summary = Summary::from_results(
-        ResultsReader::open(&merged).with_context(|| format!("reading {}", merged.display()))?,
-    )?
-    .report();
+    let mut reader =
+        ResultsReader::open(&merged).with_context(|| format!("reading {}", merged.display()))?;
+    let mut capacity = Capacity::for_run(reader.run_info());
+    let mut summary = Summary::new();
+    for r in &mut reader {
+        let r = r?;
+        summary.add(&r);
+        if let Some(c) = &mut capacity {
+            c.add(&r);
+        }
+    }
+    let summary = summary.report();
+    let capacity = capacity.map(|c| c.report());
     if let (Some(html), Some(res)) = (&args.report, &results) {
         super::report::write(std::slice::from_ref(res), html, None)
             .context("drawing the report")?;
@@ -137,12 +153,18 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
                     serde_json::to_value(Fidelity::of(&summary, false))?,
                 );
             }
+            if let Some(c) = &capacity {
+                obj.insert("ramp".into(), serde_json::to_value(c)?);
+            }
         }
         println!("{json}");
     } else if !args.quiet {
         print!("{summary}");
         if !args.fast {
             println!("{}", Fidelity::of(&summary, false));
+        }
+        if let Some(c) = &capacity {
+            print!("{c}");
         }
         if let Some(p) = &results {
             println!(

@@ -7,7 +7,7 @@
 //! one file under a lock.
 
 use ldplayer_replay::{LiveCounts, Replay, Running};
-use ldplayer_results::{ResultSink, ResultsWriter, Summary, Targeted, Tee};
+use ldplayer_results::{Capacity, ResultSink, ResultsWriter, Summary, Targeted, Tee};
 use ldplayer_trace::{Record, Sink, SinkError, SkipReason};
 use std::fs::File;
 use std::io::BufWriter;
@@ -16,13 +16,21 @@ use std::sync::{Arc, Mutex};
 /// The results file several engines write into.
 pub type SharedWriter = Arc<Mutex<ResultsWriter<BufWriter<File>>>>;
 
-/// What each engine writes its results to: its target's summary, and the shared results file
-/// (when one is asked for), the results marked with the target.
-pub type TargetSink = Tee<Summary, Targeted<Option<SharedWriter>>>;
+/// What each engine writes its results to: its target's summary, its capacity when the replay
+/// follows a ramp, and the shared results file (when one is asked for), the results marked with
+/// the target.
+pub type TargetSink = Tee<Summary, Tee<Option<Capacity>, Targeted<Option<SharedWriter>>>>;
 
 /// The sink of target `target`'s engine.
-pub fn target_sink(target: u16, writer: Option<SharedWriter>) -> TargetSink {
-    Tee::new(Summary::new(), Targeted::new(target, writer))
+pub fn target_sink(
+    target: u16,
+    capacity: Option<Capacity>,
+    writer: Option<SharedWriter>,
+) -> TargetSink {
+    Tee::new(
+        Summary::new(),
+        Tee::new(capacity, Targeted::new(target, writer)),
+    )
 }
 
 /// The engines of a replay to several targets, as one trace [`Sink`]: every record goes to each

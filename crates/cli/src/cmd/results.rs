@@ -7,7 +7,7 @@ use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use ldplayer_results::fidelity::Fidelity;
 use ldplayer_results::{
-    export_csv, export_jsonl, mark_complete, merge, CsvWriter, JsonlWriter, MergeReport,
+    export_csv, export_jsonl, mark_complete, merge, Capacity, CsvWriter, JsonlWriter, MergeReport,
     ResultsReader, ResultsWriter, RunInfo, ShardId, Summary, TraceJoin, MERGE_WINDOW,
 };
 use std::fs::File;
@@ -44,6 +44,13 @@ fn merge_files(args: MergeArgs) -> Result<()> {
         .iter()
         .map(|r| r.run_info().and_then(|i| i.targets.clone()))
         .collect();
+    // The shards of one ramp share its start and its spec: the merged file keeps them, so that
+    // its summary and report judge the whole ramp.
+    let ramp_of = |r: &ResultsReader<File>| r.run_info().map(|i| (i.ramp, i.start_ns));
+    let first = readers.first().and_then(ramp_of);
+    let ramp = first
+        .filter(|f| f.0.is_some() && readers.iter().all(|r| ramp_of(r) == Some(*f)))
+        .unwrap_or_default();
     let unfinished_run = RunInfo {
         complete: Some(false),
         closed_loop: closed_loop
@@ -57,6 +64,8 @@ fn merge_files(args: MergeArgs) -> Result<()> {
             .cloned()
             .flatten()
             .filter(|first| targets.iter().all(|t| t.as_ref() == Some(first))),
+        ramp: ramp.0,
+        start_ns: ramp.1,
         ..RunInfo::default()
     };
     let mut out = ResultsWriter::with_run_info(Output::create(&args.output)?, &unfinished_run)?;
@@ -453,15 +462,21 @@ fn micros(us: f64) -> String {
 fn summary(args: ResultsSummaryArgs) -> Result<()> {
     let mut reader = ResultsReader::open(&args.file)
         .with_context(|| format!("cannot read {}", args.file.display()))?;
-    // The whole file, and each target of a replay to several servers on its own.
+    // The whole file, and each target of a replay to several servers on its own; a ramp's file
+    // also gives its capacity and its seconds (the run info keeps the ramp).
+    let mut capacity = Capacity::for_run(reader.run_info());
     let mut all = Summary::new();
     let mut per_target: std::collections::BTreeMap<u16, Summary> = Default::default();
     for r in &mut reader {
         let r = r.with_context(|| format!("reading {}", args.file.display()))?;
         all.add(&r);
         per_target.entry(r.target).or_default().add(&r);
+        if let Some(c) = &mut capacity {
+            c.add(&r);
+        }
     }
     let report = all.report();
+    let capacity = capacity.map(|c| c.report());
     let info = reader.run_info().cloned().unwrap_or_default();
     let several = info.targets.as_ref().is_some_and(|t| t.len() > 1) || per_target.len() > 1;
     // A run that did not finish is said first, where the summary is read.
@@ -503,6 +518,9 @@ fn summary(args: ResultsSummaryArgs) -> Result<()> {
                     .collect::<Result<Vec<_>>>()?;
                 obj.insert("targets".into(), list.into());
             }
+            if let Some(c) = &capacity {
+                obj.insert("ramp".into(), serde_json::to_value(c)?);
+            }
             obj.insert(
                 "warnings".into(),
                 serde_json::to_value(incomplete.iter().collect::<Vec<_>>())?,
@@ -530,9 +548,38 @@ fn summary(args: ResultsSummaryArgs) -> Result<()> {
                 println!("{fidelity}");
             }
         }
+        if let Some(c) = &capacity {
+            print!("{c}");
+            if args.seconds {
+                print!("{}", seconds_table(c));
+            }
+        }
     }
     report_damage(&args.file, &reader);
     Ok(())
+}
+
+/// A ramp's seconds as a table: offered, sent, answered, lost and latency per second.
+fn seconds_table(c: &ldplayer_results::CapacityReport) -> String {
+    let ms = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.3}"));
+    let mut out = format!(
+        "{:>8} {:>10} {:>10} {:>10} {:>7} {:>9} {:>9} {:>9}\n",
+        "t_s", "offered/s", "sent/s", "answered/s", "lost%", "p50_ms", "p95_ms", "p99_ms"
+    );
+    for s in &c.seconds {
+        out.push_str(&format!(
+            "{:>8} {:>10.1} {:>10.1} {:>10.1} {:>7.2} {:>9} {:>9} {:>9}\n",
+            s.t_s,
+            s.offered_qps,
+            s.sent_qps,
+            s.answered_qps,
+            s.loss_pct,
+            ms(s.latency_p50_ms),
+            ms(s.latency_p95_ms),
+            ms(s.latency_p99_ms)
+        ));
+    }
+    out
 }
 
 /// Says on standard error what a results file lost, if anything.

@@ -50,6 +50,36 @@ pub const MAX_RUNS: usize = 10_000;
 /// server.
 pub const MAX_SLDS: usize = 1_000_000;
 
+/// A ramp's final rate, in queries per second: as a synthetic trace's rates.
+pub(super) fn ramp_qps(x: f64) -> Result<f64, String> {
+    within(x, SYNTH_RATE, " queries/s")
+}
+
+/// A ramp's length, in seconds: above 0, up to a day (the replay's bound).
+pub(super) fn ramp_s(x: f64) -> Result<f64, String> {
+    if x > 0.0 {
+        within(x, 0.0..=MAX_TIMEOUT_S, " s (a day)")
+    } else {
+        Err(format!(
+            "{x} s: a ramp lasts more than 0 s, up to 86400 s (a day)"
+        ))
+    }
+}
+
+/// A percentage: a number in [0, 100].
+pub(super) fn percent(x: f64) -> Result<f64, String> {
+    within(x, 0.0..=100.0, "%")
+}
+
+/// A latency bound in ms: above 0, up to a day.
+pub(super) fn latency_ms(x: f64) -> Result<f64, String> {
+    if x > 0.0 {
+        within(x, 0.0..=MAX_TIMEOUT_S * 1e3, " ms (a day)")
+    } else {
+        Err(format!("{x} ms: a latency bound is above 0 ms"))
+    }
+}
+
 /// A share: a number in [0, 1].
 pub(super) fn share(x: f64) -> Result<f64, String> {
     if (0.0..=1.0).contains(&x) {

@@ -109,11 +109,15 @@ impl Plan {
         let mut out = String::new();
         let mut total_s = Some(0.0);
         for run in &runs {
-            let trace_s = run
-                .settings
-                .trace
-                .expected_duration_s()
-                .or_else(|| file_s.map(|d| d * run.settings.trace.time_factor()));
+            let trace_s = match run.settings.client.ramp {
+                // A ramp lasts its length, whatever the trace's times.
+                Some(ramp) => Some(ramp.ramp_s),
+                None => run
+                    .settings
+                    .trace
+                    .expected_duration_s()
+                    .or_else(|| file_s.map(|d| d * run.settings.trace.time_factor())),
+            };
             let _ = match trace_s {
                 Some(d) => writeln!(out, "{}\t{d:.0} s", run.id),
                 None => writeln!(out, "{}\tlength unknown", run.id),

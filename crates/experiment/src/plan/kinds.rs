@@ -100,3 +100,28 @@ pub enum WorkloadChoice {
     /// One query every `1 / rate` seconds exactly, clients in turn, unique names.
     Fixed,
 }
+
+/// How the client side sends the run's queries (`[client] mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientMode {
+    /// At the trace's own times (`ldplayer replay`'s default).
+    #[default]
+    Trace,
+    /// As fast as answers come, with a bounded number in flight (`replay --fast`).
+    Fast,
+    /// A linear ramp of offered load, resperf's method (`replay --ramp-to`): the run measures
+    /// the server's capacity.
+    Ramp,
+}
+
+impl ClientMode {
+    /// The mode's name in plans.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientMode::Trace => "trace",
+            ClientMode::Fast => "fast",
+            ClientMode::Ramp => "ramp",
+        }
+    }
+}

@@ -38,6 +38,8 @@ mod error;
 mod expand;
 mod kind_limits;
 mod kinds;
+#[cfg(test)]
+mod mode_tests;
 mod network;
 mod raw;
 mod resolve;
@@ -53,7 +55,9 @@ pub use check::{
 };
 pub use error::{Place, PlanError};
 pub use expand::RunSpec;
-pub use kinds::{DohMethodChoice, ProtoChoice, ServerKind, StackChoice, WorkloadChoice};
+pub use kinds::{
+    ClientMode, DohMethodChoice, ProtoChoice, ServerKind, StackChoice, WorkloadChoice,
+};
 pub use network::{
     ClientRtt, DirectionSettings, LossModelChoice, LossSettings, NetworkSettings, RttDistribution,
     MIN_DEFAULT_QUEUE_BYTES, UNLIMITED_QUEUE_BYTES,

@@ -150,6 +150,14 @@ pub(super) struct RawClient {
     pub population: Option<At<String>>,
     pub doh_method: Option<At<super::kinds::DohMethodChoice>>,
     pub stack: Option<At<super::kinds::StackChoice>>,
+    pub mode: Option<At<super::kinds::ClientMode>>,
+    pub ramp_to_qps: Option<At<f64>>,
+    pub ramp_s: Option<At<f64>>,
+    pub max_loss_pct: Option<At<f64>>,
+    pub max_latency_ms: Option<At<f64>>,
+    pub max_in_flight: Option<At<usize>>,
+    pub queries_per_connection: Option<At<u64>>,
+    pub processes: Option<At<u32>>,
 }
 
 #[derive(Debug, Default, Deserialize)]

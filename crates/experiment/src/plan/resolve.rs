@@ -3,7 +3,7 @@
 
 use super::check;
 use super::error::{Locator, PlanError};
-use super::kinds::ProtoChoice;
+use super::kinds::{ClientMode, ProtoChoice};
 use super::network::{ClientRtt, LossModelChoice, NetworkSettings, RttDistribution};
 use super::raw::{At, RawClient, RawMutate, RawNetwork, RawPlan, RawRun, RawServer, RawTrace};
 use super::settings::{
@@ -679,6 +679,13 @@ fn client_section(
     r.remember("client.population", &c.population);
     r.remember("client.doh_method", &c.doh_method);
     r.remember("client.stack", &c.stack);
+    let (mode, ramp, max_in_flight) = client_mode(r, c)?;
+    let queries_per_connection = r.number(
+        &c.queries_per_connection,
+        "client.queries_per_connection",
+        check::at_least_one,
+    )?;
+    let processes = r.number(&c.processes, "client.processes", check::threads)?;
     let population = match &c.population {
         Some(given) => {
             let path = r.path(given, "client.population")?;
@@ -704,9 +711,92 @@ fn client_section(
             max_udp_sockets,
             queriers,
             keep_answers: false,
+            mode,
+            ramp,
+            max_in_flight,
+            queries_per_connection,
+            processes,
         },
         idle.is_none(),
     ))
+}
+
+/// `[client] mode` with the keys that go with it: a ramp's rate, length and bounds, a closed
+/// loop's queries in flight; each refused without its mode, and a ramp without its rate or
+/// length.
+fn client_mode(
+    r: &mut Resolver,
+    c: &RawClient,
+) -> Checked<(
+    ClientMode,
+    Option<ldplayer_results::RampSpec>,
+    Option<usize>,
+)> {
+    let mode = c.mode.as_ref().map(|m| *m.get_ref()).unwrap_or_default();
+    r.remember("client.mode", &c.mode);
+    let to_qps = r.number(&c.ramp_to_qps, "client.ramp_to_qps", check::ramp_qps)?;
+    let ramp_s = r.number(&c.ramp_s, "client.ramp_s", check::ramp_s)?;
+    let max_loss = r.number(&c.max_loss_pct, "client.max_loss_pct", check::percent)?;
+    let max_latency = r.number(
+        &c.max_latency_ms,
+        "client.max_latency_ms",
+        check::latency_ms,
+    )?;
+    let max_in_flight = r.number(
+        &c.max_in_flight,
+        "client.max_in_flight",
+        check::at_least_one,
+    )?;
+    let mode_span = c.mode.as_ref().map(|m| m.span());
+    let misplaced = |key: &str, span: Option<std::ops::Range<usize>>, wants: ClientMode| {
+        r.loc.error(
+            span,
+            format!("client.{key}"),
+            format!(
+                "`{key}` is for `mode = \"{}\"`, and this plan's mode is \"{}\"",
+                wants.name(),
+                mode.name()
+            ),
+        )
+    };
+    if mode != ClientMode::Ramp {
+        for (key, span) in [
+            ("ramp_to_qps", c.ramp_to_qps.as_ref().map(|v| v.span())),
+            ("ramp_s", c.ramp_s.as_ref().map(|v| v.span())),
+            ("max_loss_pct", c.max_loss_pct.as_ref().map(|v| v.span())),
+            (
+                "max_latency_ms",
+                c.max_latency_ms.as_ref().map(|v| v.span()),
+            ),
+        ] {
+            if span.is_some() {
+                return Err(misplaced(key, span, ClientMode::Ramp));
+            }
+        }
+    }
+    if mode != ClientMode::Fast && c.max_in_flight.is_some() {
+        let span = c.max_in_flight.as_ref().map(|v| v.span());
+        return Err(misplaced("max_in_flight", span, ClientMode::Fast));
+    }
+    let ramp = match mode {
+        ClientMode::Ramp => {
+            let (Some(to_qps), Some(ramp_s)) = (to_qps, ramp_s) else {
+                return Err(r.loc.error(
+                    mode_span,
+                    "client.mode",
+                    "a ramp needs `ramp_to_qps` (the rate it ends at) and `ramp_s` (its length)",
+                ));
+            };
+            let mut spec = ldplayer_results::RampSpec::new(to_qps, ramp_s);
+            if let Some(pct) = max_loss {
+                spec.max_loss_pct = pct;
+            }
+            spec.max_latency_ms = max_latency;
+            Some(spec)
+        }
+        _ => None,
+    };
+    Ok((mode, ramp, max_in_flight))
 }
 
 fn vary_section(r: &mut Resolver, raw: &RawPlan) -> Checked<Vec<VaryDimension>> {

@@ -80,8 +80,12 @@ pub(super) fn check_runs(
         }
         // The first culprit varied in this run takes the blame; otherwise the key in its
         // section.
+        // `server` varies the kind and the threads together: it answers for both.
         let varied = culprits.iter().find_map(|c| {
-            let d = plan.vary.iter().position(|d| d.key == *c)?;
+            let d = plan.vary.iter().position(|d| {
+                d.key == *c
+                    || (d.key == VaryKey::Server && matches!(c, VaryKey::Kind | VaryKey::Threads))
+            })?;
             Some((d, run[d]))
         });
         let (span, key) = match varied {
@@ -185,11 +189,23 @@ fn cross_check(s: &RunSettings) -> Result<(), (Vec<VaryKey>, &'static str, Strin
             }
         }
     }
-    if kind.is_recursive() && s.server.manifest.is_none() && s.server.hierarchy.is_none() {
+    let local_zones = !s.server.zones.is_empty();
+    if kind.is_recursive() && local_zones && !kind.answers_local_zones() {
+        return Err((
+            vec![VaryKey::Kind],
+            "server.zones",
+            format!("{kind} does not answer from zone files of its own here (unbound and kresd do): give it a hierarchy with `manifest` or `hierarchy`"),
+        ));
+    }
+    if kind.is_recursive()
+        && s.server.manifest.is_none()
+        && s.server.hierarchy.is_none()
+        && !local_zones
+    {
         return Err((
             vec![VaryKey::Kind],
             "server.kind",
-            format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`) or `hierarchy = {{ ... }}` (a synthetic one)"),
+            format!("{kind} is recursive: give it a hierarchy with `manifest` (from `ldplayer zones build`) or `hierarchy = {{ ... }}` (a synthetic one), or `zones` to answer from itself"),
         ));
     }
     let options = s.server.resolver;

@@ -28,6 +28,15 @@ pub struct RunSettings {
 }
 
 impl RunSettings {
+    /// How long the replay of a trace with `facts` lasts, in seconds: a ramp's length, else the
+    /// trace's (a closed loop's depends on the server: the trace's is an estimate).
+    pub fn replay_s(&self, facts: &crate::prepare::TraceFacts) -> f64 {
+        match self.client.ramp {
+            Some(r) => r.ramp_s,
+            None => facts.duration_s(),
+        }
+    }
+
     /// Whether the run's queries go over connections (TCP or TLS), so that the connection model
     /// applies.
     pub fn is_connection_oriented(&self) -> bool {
@@ -59,6 +68,10 @@ impl RunSettings {
     /// Why the run's measured window starts before a steady state, if it does: a run with
     /// connections whose warm-up is shorter than the idle timeout that closes them.
     pub fn warmup_note(&self) -> Option<String> {
+        // A ramp measures a capacity, not a steady state.
+        if self.client.ramp.is_some() {
+            return None;
+        }
         crate::summary::steady::unsteady_notes(
             self.holds_connections(),
             self.warmup_s,
@@ -435,6 +448,23 @@ pub struct ClientSettings {
     /// Keep every answer in the run's results file (`[diff]` compares them).
     #[serde(default)]
     pub keep_answers: bool,
+    /// How the queries are sent: at the trace's times, as fast as answers come, or on a ramp.
+    #[serde(default)]
+    pub mode: super::kinds::ClientMode,
+    /// With `mode = "ramp"`: the ramp and the bounds its capacity is judged by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ramp: Option<ldplayer_results::RampSpec>,
+    /// With `mode = "fast"`: the most queries in flight (the replay's 1000 otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<usize>,
+    /// Queries over one TCP, TLS or DoH connection before the client opens a new one
+    /// (`replay --queries-per-connection`); `None`: reused until idle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queries_per_connection: Option<u64>,
+    /// Replay processes on the client side, each a shard of the clients with open files of
+    /// its own (`replay --processes`); `None`: one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub processes: Option<u32>,
 }
 
 impl ClientSettings {

@@ -43,11 +43,15 @@ pub enum VaryKey {
     QnameMinimisation,
     /// `client.stack`: the client stack of DoT, DoH and DoQ (`lean` or `reference`).
     Stack,
+    /// `server.kind` and `server.threads` together, as `"kind"` or `"kind@threads"`
+    /// (`"unbound@2"`): servers that do not share a range of threads in one plan (kresd runs
+    /// one thread).
+    Server,
 }
 
 impl VaryKey {
     /// Every key, in the order the documentation lists them.
-    pub const ALL: [VaryKey; 16] = [
+    pub const ALL: [VaryKey; 17] = [
         VaryKey::Proto,
         VaryKey::IdleTimeoutS,
         VaryKey::RttMs,
@@ -64,6 +68,7 @@ impl VaryKey {
         VaryKey::AggressiveNsec,
         VaryKey::QnameMinimisation,
         VaryKey::Stack,
+        VaryKey::Server,
     ];
 
     /// The key's name in `[vary]` and in `summary.csv`.
@@ -85,6 +90,7 @@ impl VaryKey {
             VaryKey::AggressiveNsec => "aggressive_nsec",
             VaryKey::QnameMinimisation => "qname_minimisation",
             VaryKey::Stack => "stack",
+            VaryKey::Server => "server",
         }
     }
 
@@ -112,6 +118,7 @@ impl VaryKey {
             VaryKey::AggressiveNsec => "server.aggressive_nsec",
             VaryKey::QnameMinimisation => "server.qname_minimisation",
             VaryKey::Stack => "client.stack",
+            VaryKey::Server => "server.kind",
         }
     }
 
@@ -145,6 +152,20 @@ impl VaryKey {
             VaryKey::AggressiveNsec => Setting::AggressiveNsec(typed(value)?),
             VaryKey::QnameMinimisation => Setting::QnameMinimisation(typed(value)?),
             VaryKey::Stack => Setting::Stack(typed::<StackChoice>(value)?),
+            VaryKey::Server => {
+                let text = typed::<String>(value)?;
+                let (kind, threads) = match text.split_once('@') {
+                    Some((k, n)) => {
+                        let n: u32 = n.trim().parse().map_err(|_| {
+                            format!("`{text}`: give \"kind\" or \"kind@threads\", threads a whole number")
+                        })?;
+                        (k, Some(check::threads(n)?))
+                    }
+                    None => (text.as_str(), None),
+                };
+                let kind: ServerKind = kind.trim().parse().map_err(|e| format!("{e}"))?;
+                Setting::Server(kind, threads)
+            }
         })
     }
 }
@@ -191,6 +212,8 @@ pub enum Setting {
     QnameMinimisation(bool),
     /// See [`VaryKey::Stack`].
     Stack(StackChoice),
+    /// See [`VaryKey::Server`]: the kind, and its threads when given.
+    Server(ServerKind, Option<u32>),
 }
 
 impl Setting {
@@ -222,6 +245,12 @@ impl Setting {
                 settings.server.resolver.qname_minimisation = Some(on)
             }
             Setting::Stack(s) => settings.client.stack = s,
+            Setting::Server(kind, threads) => {
+                settings.server.kind = kind;
+                if threads.is_some() {
+                    settings.server.threads = threads;
+                }
+            }
         }
     }
 }

@@ -365,6 +365,11 @@ impl Querier {
                 _ => None,
             };
             let (mismatch, unsent) = (s.mismatch, s.sent_ns == 0);
+            if let (Via::Stream { conn, uid, .. }, false) = (s.via, unsent) {
+                if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
+                    c.timed_out |= c.uid == uid;
+                }
+            }
             if let Some(k) = late_key {
                 self.remember_late(k, deadline.saturating_add(LATE_NS));
             }

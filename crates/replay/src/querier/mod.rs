@@ -42,6 +42,18 @@ const POLL_GAP_NS: i64 = 4_000;
 /// rate whose gaps are all below [`POLL_GAP_NS`] (150k qps here) left answers in the sockets for
 /// up to a second, then read them all at once, stalling the sends by 200 ms.
 const READ_EVERY_NS: i64 = 50_000;
+/// How long before a due send a querier stops sleeping and spins: [`SPIN_NS`] to keep a
+/// trace's timing to the microsecond; none on a ramp ([`Timing::Ramp`]), which is judged by the
+/// second, as resperf's: its querier sleeps on the timer until a query is due and then sends
+/// every query due by then. Spinning cost a ramp most of its CPU below ≈ 12k qps (80 µs
+/// before each send; bench/capacity.sh).
+pub(crate) fn spin_window(timing: &Timing) -> i64 {
+    match timing {
+        Timing::Ramp { .. } => 0,
+        _ => SPIN_NS,
+    }
+}
+
 /// Most DNS IDs in flight on one socket or connection (of 65,536).
 const MAX_IDS_IN_FLIGHT: u32 = 60_000;
 /// Receive buffers of idle connections larger than this are released.
@@ -207,6 +219,8 @@ struct Querier {
     input_done: bool,
     tls: Option<Arc<TlsBase>>,
     fast: bool,
+    /// How long before a due send the querier stops sleeping and spins ([`spin_window`]).
+    spin_ns: i64,
     max_in_flight: usize,
     /// With `--fast`, the window is topped up once it has drained to this many queries in
     /// flight, then filled to `max_in_flight` at once: an eighth of the window per refill.
@@ -292,6 +306,7 @@ impl Querier {
         let keep_answers = config.keep_answers;
         Ok(Querier {
             fast: matches!(config.timing, Timing::Fast { .. }),
+            spin_ns: spin_window(&config.timing),
             max_in_flight: s.max_in_flight.max(1),
             refill_at: s.max_in_flight.max(1) - (s.max_in_flight / 8).max(1),
             refilling: true,
@@ -522,9 +537,9 @@ impl Querier {
                     break;
                 }
                 if m.intended_ns > now {
-                    if m.intended_ns - now > SPIN_NS {
-                        wake = Some(m.intended_ns - SPIN_NS);
-                        self.open_ahead(m.intended_ns - SPIN_NS);
+                    if m.intended_ns - now > self.spin_ns {
+                        wake = Some(m.intended_ns - self.spin_ns);
+                        self.open_ahead(m.intended_ns - self.spin_ns);
                         break;
                     }
                     self.flush_udp();
@@ -645,7 +660,7 @@ impl Querier {
     }
 
     /// What is done every [`HOUSEKEEPING_NS`]: the live counts published, late keys forgotten,
-    /// idle connections closed.
+    /// idle connections and those that carried their share of queries closed.
     fn housekeeping(&mut self, now: i64) {
         self.last_housekeeping = now;
         self.publish_live();
@@ -653,7 +668,7 @@ impl Querier {
         let mut idle = Vec::new();
         for (i, c) in self.conns.iter().enumerate() {
             if let Some(c) = c {
-                if c.inflight.is_empty() && now - c.last_active_ns > c.idle_ns {
+                if c.inflight.is_empty() && (now - c.last_active_ns > c.idle_ns || self.spent(c)) {
                     idle.push(i as u32);
                 }
             }
@@ -674,5 +689,25 @@ impl Querier {
         for i in 0..self.udp.len() {
             self.close_udp(i as u32);
         }
+    }
+}
+
+#[cfg(test)]
+mod spin_tests {
+    use super::*;
+
+    /// A trace's timing is kept to the microsecond by spinning before each send; a ramp, judged
+    /// by the second, sleeps until each send is due instead.
+    #[test]
+    fn only_a_ramp_sleeps_until_each_send() {
+        assert_eq!(
+            spin_window(&Timing::Ramp {
+                to_qps: 1000.0,
+                ramp_s: 10.0
+            }),
+            0
+        );
+        assert_eq!(spin_window(&Timing::Fast { max_in_flight: 10 }), SPIN_NS);
+        assert_eq!(spin_window(&Timing::Rate { qps: 100.0 }), SPIN_NS);
     }
 }

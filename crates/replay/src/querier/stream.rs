@@ -54,6 +54,10 @@ pub(super) struct Conn {
     pub(super) ready: bool,
     pub(super) inflight: Vec<u32>,
     pub(super) queries: u64,
+    /// A query sent on it timed out: a response with an ID that no query in flight has may be
+    /// its late answer, not garbage (under overload, more queries time out than the querier
+    /// remembers by ID).
+    pub(super) timed_out: bool,
     pub(super) last_active_ns: i64,
     pub(super) idle_ns: i64,
 }
@@ -110,11 +114,12 @@ impl Querier {
         let local = c.local;
         if existing != NONE {
             if let Some(Some(conn)) = self.conns.get(existing as usize) {
-                if conn.proto == proto {
+                if conn.proto == proto && !self.spent(conn) {
                     return Ok((existing, false));
                 }
             }
-            // Another transport for this client: open a new connection alongside.
+            // Another transport for this client, or a connection that carried its share of
+            // queries (closed once its last answer is in): open a new connection alongside.
         }
         if self.conns_open >= self.config.max_connections {
             self.close_lru_idle_conn();
@@ -213,6 +218,7 @@ impl Querier {
             ready: false,
             inflight: Vec::new(),
             queries: 0,
+            timed_out: false,
             last_active_ns: opened_ns,
             idle_ns: self.profile_of(client).idle_ns,
         });
@@ -222,6 +228,15 @@ impl Querier {
             c.conn = idx;
         }
         Ok((idx, true))
+    }
+
+    /// Whether `conn` carried as many queries as a connection may
+    /// ([`ReplayConfig::queries_per_connection`](crate::ReplayConfig)): it takes no more, and
+    /// is closed once its queries in flight are answered.
+    pub(super) fn spent(&self, conn: &Conn) -> bool {
+        self.config
+            .queries_per_connection
+            .is_some_and(|n| conn.queries >= n)
     }
 
     /// The `:authority` of DoH requests: the TLS server name when it is a DNS name, else the
@@ -565,10 +580,11 @@ impl Querier {
     ) -> Result<bool, (ErrorKind, Cause)> {
         // The protocol is taken out while its messages complete queries (which need the whole
         // querier); an empty TCP framing, which allocates nothing, stands in.
-        let (uid, handshaking, mut protocol) = match self.conns.get_mut(ci as usize) {
+        let (uid, handshaking, timed_out, mut protocol) = match self.conns.get_mut(ci as usize) {
             Some(Some(c)) => (
                 c.uid,
                 c.protocol.is_handshaking(),
+                c.timed_out,
                 std::mem::take(&mut c.protocol),
             ),
             _ => return Ok(false),
@@ -586,7 +602,7 @@ impl Querier {
                 // The connection is done for: what follows is not read.
                 return;
             }
-            let slot = match self.stream_reply(uid, by_id, key, msg) {
+            let slot = match self.stream_reply(uid, by_id, timed_out, key, msg) {
                 StreamReply::Answer(slot) => slot,
                 StreamReply::Ignored => {
                     unmatched += 1;
@@ -612,7 +628,7 @@ impl Querier {
                 garbage = Some(stream_replies::short_frame(None));
             }
             if garbage.is_none() {
-                garbage = self.pending_garbage(uid, &protocol);
+                garbage = self.pending_garbage(uid, timed_out, &protocol);
             }
         }
         let Some(Some(c)) = self.conns.get_mut(ci as usize) else {

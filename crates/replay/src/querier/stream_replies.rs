@@ -4,7 +4,8 @@
 //! On TCP and TLS (answers matched by DNS ID) a connection carries nothing but the server's
 //! responses to the queries sent on it, one behind its length: a message that is not a response
 //! (QR clear, another opcode: the query echoed back), a frame too short for a header, or a
-//! response whose ID no query in flight has (nor had lately: a late answer is not garbage) says
+//! response whose ID no query in flight has (nor had lately, nor may have had: a late answer is
+//! not garbage, and on a connection where a query timed out any response may be one) says
 //! the framing is lost or the peer is not a DNS server. The connection is closed with
 //! [`crate::cause::Cause::StreamGarbage`]: its queries fail at once rather than time out, and the next ones
 //! reconnect. The start of a frame is judged as soon as its length and header are in, so that a
@@ -33,16 +34,20 @@ pub(super) enum StreamReply {
 impl Querier {
     /// Judges `msg`, received with `key` on connection `uid` whose protocol matches by ID
     /// (`by_id`) or by stream, and fails the query it is for when it can no longer be answered.
+    /// On a connection where a query `timed_out`, a response no query in flight has is taken
+    /// for a late answer.
     pub(super) fn stream_reply(
         &mut self,
         uid: u64,
         by_id: bool,
+        timed_out: bool,
         key: MatchKey,
         msg: &[u8],
     ) -> StreamReply {
         match (self.reply_of(uid, key, msg), by_id) {
             (Reply::Answer(slot), _) => StreamReply::Answer(slot),
             (Reply::Late, _) | (Reply::Stray, false) => StreamReply::Ignored,
+            (Reply::Stray, true) if timed_out => StreamReply::Ignored,
             (Reply::Stray, true) => StreamReply::Garbage(stray(msg)),
             (Reply::Mismatch(slot, Mismatch::QuestionMismatch), true) => {
                 self.slots[slot as usize].mismatch = true;
@@ -61,7 +66,12 @@ impl Querier {
 
     /// Whether the frame that `protocol` (of connection `uid`) has begun to receive is already
     /// garbage by its length or header; what, in words.
-    pub(super) fn pending_garbage(&self, uid: u64, protocol: &StreamTransport) -> Option<String> {
+    pub(super) fn pending_garbage(
+        &self,
+        uid: u64,
+        timed_out: bool,
+        protocol: &StreamTransport,
+    ) -> Option<String> {
         if !protocol.matches_by_id() {
             return None;
         }
@@ -75,7 +85,8 @@ impl Querier {
         }
         let id = u16::from_be_bytes([header[0], header[1]]);
         let k = key(uid, id);
-        (!self.ids.contains_key(&k) && !self.late.contains_key(&k)).then(|| stray(header))
+        (!timed_out && !self.ids.contains_key(&k) && !self.late.contains_key(&k))
+            .then(|| stray(header))
     }
 }
 

@@ -230,7 +230,7 @@ fn read_run(
             let window = Window {
                 start_ns: outputs.replay.start_ns,
                 warmup_s: record.settings.warmup_s,
-                duration_s: record.trace.duration_s(),
+                duration_s: record.settings.replay_s(&record.trace),
             };
             let results = run_dir.join("results.res");
             match read_latency(&results, window) {
@@ -256,12 +256,21 @@ fn read_run(
             None
         }
     };
+    let results = run_dir.join("results.res");
+    let capacity = match ldplayer_experiment::metrics::capacity(&results) {
+        Ok(c) => c,
+        Err(e) => {
+            notes.push(format!("run {name}: {e}: no capacity"));
+            None
+        }
+    };
     Ok(RunData {
         repeat: repeat_of(&record.id),
         record,
         samples,
         metrics,
         latency,
+        capacity,
     })
 }
 

@@ -122,7 +122,9 @@ pub fn section(inputs: &[(&str, &ReplayData)]) -> Section {
                 .push(format!("{label}: {}", data.notes().join(" ")));
         }
     }
-    let figures = [
+    let (ramp_figures, ramp_words) = super::ramp::figures(inputs, names.several);
+    section.paragraphs.extend(ramp_words);
+    let figures = ramp_figures.into_iter().chain([
         latency_cdf(inputs, &names),
         latency_ccdf(inputs, &names),
         answers_per_second(inputs, &names),
@@ -131,7 +133,7 @@ pub fn section(inputs: &[(&str, &ReplayData)]) -> Section {
         endings_per_second(inputs, &names),
         rate_error_cdf(inputs, &names),
         interarrival_cdf(inputs, &names),
-    ];
+    ]);
     let mut empty = Vec::new();
     for figure in figures {
         let drawn = match &figure.plot {

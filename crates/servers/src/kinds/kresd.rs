@@ -15,6 +15,10 @@
 //!   refused.
 //! * TLS: `net.tls` with the certificate and key, `net.listen` of kind `tls`.
 //! * DoH: the same certificate, `net.listen` of kind `doh2` (`/dns-query`).
+//! * zones: Knot Resolver 5 has no authoritative zones; each zone file is read at start with
+//!   its own zone file parser into `policy.ANSWER` rules by owner name (wildcards included,
+//!   NODATA for the other types of a name), as its RPZ support reads local data, and answered
+//!   before resolution. With zones alone (no root hints) kresd answers from them only.
 
 use std::fmt::Write as _;
 
@@ -25,14 +29,17 @@ use crate::ServerError;
 
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let setup = p.setup;
-    let hints = p
-        .root_hints
-        .as_deref()
-        .ok_or_else(|| p.config_error("no root hints"))?;
-    let hints = hints_to_lua(hints)?;
-    if hints.is_empty() {
-        return Err(p.config_error("the root hints give no address"));
-    }
+    let hints = match (p.root_hints.as_deref(), p.zones.is_empty()) {
+        (Some(h), _) => {
+            let hints = hints_to_lua(h)?;
+            if hints.is_empty() {
+                return Err(p.config_error("the root hints give no address"));
+            }
+            format!("hints.root({{ {hints} }})\n")
+        }
+        (None, false) => String::new(),
+        (None, true) => return Err(p.config_error("no root hints")),
+    };
     let addrs: Vec<String> = setup.listen.iter().map(|ip| format!("'{ip}'")).collect();
     let addrs = addrs.join(", ");
     let mut conf = format!(
@@ -66,13 +73,19 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         "net.tcp_in_idle({idle})\n\
          modules.unload('ta_signal_query')\nmodules.unload('priming')\n\
          modules.unload('detect_time_skew')\ntrust_anchors.remove('.')\n{anchors}\
-         modules.load('hints > iterate')\nhints.root({{ {hints} }})\n\
+         modules.load('hints > iterate')\n{hints}\
          cache.size = 100 * MB\n",
         idle = p.idle_millis(),
         anchors = anchors(p),
     );
     if setup.resolver.qname_minimisation == Some(false) {
         conf.push_str("policy.add(policy.all(policy.FLAGS('NO_MINIMIZE')))\n");
+    }
+    if !p.zones.is_empty() {
+        conf.push_str(LOCAL_ZONE_LUA);
+        for zone in &p.zones {
+            let _ = writeln!(conf, "policy.add(ldplayer_zone('{}'))", show(&zone.path));
+        }
     }
     conf.push_str(&p.extra());
     let config = write_config(p, "kresd.conf", &conf)?;
@@ -83,6 +96,50 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         faketime: None,
     })
 }
+
+/// A Lua function that reads a zone file with kresd's own parser and returns a policy rule
+/// answering its names: their records (`policy.ANSWER`, NODATA for other types), by exact
+/// owner name, else by the closest `*` owner above (as kresd's RPZ reads local data).
+const LOCAL_ZONE_LUA: &str = r#"local ffi = require('ffi')
+function ldplayer_zone(path)
+	local parser = require('zonefile').new()
+	local ok, err = parser:open(path)
+	if not ok then
+		error(string.format('cannot read zone %s: %s', path, err or 'unknown error'))
+	end
+	local sets = {}
+	while true do
+		ok, err = parser:parse()
+		if err then
+			error(string.format('zone %s:%d: %s', path, tonumber(parser.line_counter), err))
+		end
+		if not ok then break end
+		local name = string.lower(ffi.string(parser.r_owner, ffi.C.knot_dname_size(parser.r_owner)))
+		local rdata = ffi.string(parser.r_data, parser.r_data_length)
+		sets[name] = sets[name] or {}
+		local set = sets[name][parser.r_type]
+		if set == nil then
+			sets[name][parser.r_type] = { ttl = parser.r_ttl, rdata = { rdata } }
+		else
+			table.insert(set.rdata, rdata)
+			set.ttl = math.min(set.ttl, parser.r_ttl)
+		end
+	end
+	local rules = {}
+	for name, rrsets in pairs(sets) do
+		rules[name] = policy.ANSWER(rrsets, true)
+	end
+	return function(_, query)
+		local label = query:name()
+		local rule = rules[label]
+		while rule == nil and string.len(label) > 1 do
+			label = string.sub(label, string.byte(label) + 2)
+			rule = rules['*' .. label]
+		end
+		return rule
+	end
+end
+"#;
 
 /// The emulated root's trust anchor and the insecure domains, when validating; nothing
 /// otherwise (without an anchor kresd does not validate).

@@ -15,6 +15,8 @@
 //! * TLS: an `interface` on `tls-port` with `tls-service-key` and `tls-service-pem`.
 //! * DoH: an `interface` on `https-port` (HTTP/2 at `/dns-query`, needs Unbound built with
 //!   nghttp2, as Debian's is), the same key and certificate.
+//! * zones: each an `auth-zone` answered to clients (`for-downstream`), without falling back
+//!   to resolution; with zones alone (no root hints) Unbound answers from them only.
 
 use std::fmt::Write as _;
 
@@ -28,10 +30,11 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let setup = p.setup;
     let d = p.dir_text();
     let threads = setup.threads.unwrap_or(1).max(1);
-    let hints = p
-        .root_hints
-        .as_deref()
-        .ok_or_else(|| p.config_error("no root hints"))?;
+    let hints = match (p.root_hints.as_deref(), p.zones.is_empty()) {
+        (Some(h), _) => format!("    root-hints: \"{}\"\n", show(h)),
+        (None, false) => String::new(),
+        (None, true) => return Err(p.config_error("no root hints")),
+    };
     let mut conf = format!("server:\n    port: {}\n", setup.port);
     for ip in &setup.listen {
         let _ = writeln!(conf, "    interface: {ip}@{}", setup.port);
@@ -61,7 +64,7 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let idle = p.idle_millis();
     let _ = write!(
         conf,
-        "    do-ip4: yes\n    do-ip6: yes\n    root-hints: \"{hints}\"\n\
+        "    do-ip4: yes\n    do-ip6: yes\n{hints}\
          \x20   username: \"\"\n    chroot: \"\"\n    directory: \"{d}\"\n    pidfile: \"{d}/unbound.pid\"\n\
          \x20   use-syslog: no\n    logfile: \"\"\n    verbosity: 1\n\
          \x20   num-threads: {threads}\n    so-reuseport: yes\n\
@@ -70,7 +73,6 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
          \x20   access-control: 0.0.0.0/0 allow\n    access-control: ::/0 allow\n\
          \x20   ratelimit: 0\n    ip-ratelimit: 0\n\
          \x20   harden-referral-path: no\n    prefetch: no\n    do-not-query-localhost: no\n",
-        hints = show(hints),
         tcp = p.tcp_clients_per(threads),
     );
     conf.push_str(&dnssec(p)?);
@@ -82,6 +84,15 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         let _ = writeln!(conf, "    qname-minimisation: {}", yes_no(on));
     }
     conf.push_str(&p.extra());
+    for zone in &p.zones {
+        let _ = write!(
+            conf,
+            "auth-zone:\n    name: \"{}\"\n    zonefile: \"{}\"\n    for-downstream: yes\n\
+             \x20   for-upstream: yes\n    fallback-enabled: no\n",
+            zone.origin,
+            show(&zone.path)
+        );
+    }
     conf.push_str("remote-control:\n    control-enable: no\n");
     let config = write_config(p, "unbound.conf", &conf)?;
     Ok(Launch {
