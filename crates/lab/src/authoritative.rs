@@ -8,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ldplayer_server::{RunningServer, Server, ServerConfig, ServerStats};
-use ldplayer_zone::{Manifest, Views};
+use ldplayer_zone::{Bundle, Manifest, Views};
 
 use crate::LabError;
 
@@ -32,10 +32,11 @@ impl Nameservers {
         Ok(Nameservers::Meta(server))
     }
 
-    /// Starts one nsd per address of `manifest`, each serving that address's zones, with its
-    /// configuration and log in `dir`; waits until each accepts TCP (up to `wait`).
+    /// Starts one nsd per address of `manifest`, each serving that address's zones (a zone of
+    /// a bundle copied out into a file of its own), with its configuration and log in `dir`; waits until each accepts TCP (up to `wait`).
     pub fn nsd(manifest: &Manifest, dir: &Path, wait: Duration) -> Result<Nameservers, LabError> {
         let mut children = Vec::new();
+        let mut bundles = std::collections::BTreeMap::new();
         for (i, e) in manifest.entries.iter().enumerate() {
             let d = dir.join(format!("nsd-{i}"));
             std::fs::create_dir_all(&d).map_err(LabError::Io)?;
@@ -49,14 +50,37 @@ impl Nameservers {
                  remote-control:\n    control-enable: no\n",
                 e.address
             );
+            let mut copied = 0;
             for z in &e.zones {
-                let zone = ldplayer_zone::Zone::from_file(z, None)
+                let file = match &z.apex {
+                    None => z.file.clone(),
+                    // nsd reads one zone per file: a zone of a bundle is copied out.
+                    Some(apex) => {
+                        let bundle = match bundles.entry(z.file.clone()) {
+                            std::collections::btree_map::Entry::Occupied(b) => b.into_mut(),
+                            std::collections::btree_map::Entry::Vacant(v) => v.insert(
+                                Bundle::from_file(&z.file)
+                                    .map_err(|err| LabError::Input(err.to_string()))?,
+                            ),
+                        };
+                        let (text, _) = bundle.section(apex).ok_or_else(|| {
+                            LabError::Input(format!("{}: holds no zone {apex}", z.file.display()))
+                        })?;
+                        copied += 1;
+                        let copy = d.join(format!("bundled-{copied}.zone"));
+                        ldplayer_output::write(&copy, text).map_err(|e| LabError::Io(e.into()))?;
+                        copy
+                    }
+                };
+                let zone = ldplayer_zone::Zone::from_file(&file, None)
                     .map_err(|err| LabError::Input(err.to_string()))?;
                 let _ = write!(
                     conf,
                     "zone:\n    name: \"{}\"\n    zonefile: \"{}\"\n",
                     zone.origin_text(),
-                    std::fs::canonicalize(z).map_err(LabError::Io)?.display()
+                    std::fs::canonicalize(&file)
+                        .map_err(LabError::Io)?
+                        .display()
                 );
             }
             let path = d.join("nsd.conf");
