@@ -108,6 +108,20 @@ pub(crate) fn rrsig_time(t: u32) -> String {
 #[cfg(test)]
 mod tests {
     #[test]
+    fn names_as_plain_tokens() {
+        use domain::base::Name;
+        let name = |s: &str| Name::<bytes::Bytes>::bytes_from_str(s).unwrap();
+        assert_eq!(super::plain_name(&Name::root_bytes()), ".");
+        assert_eq!(super::plain_name(&name("Sld7.tld-42.")), "Sld7.tld-42.");
+        assert_eq!(
+            super::plain_name(&name("a\\032b\\#\\;\\@c.x.")),
+            "a\\032b\\035\\059\\064c.x."
+        );
+        let back = ldplayer_dns::name_from_presentation("a\\032b\\035\\059\\064c.x.").unwrap();
+        assert_eq!(back, name("a\\032b\\#\\;\\@c.x.").as_slice());
+    }
+
+    #[test]
     fn rrsig_times_in_calendar_form() {
         assert_eq!(super::rrsig_time(0), "19700101000000");
         assert_eq!(super::rrsig_time(1_428_037_200), "20150403050000");
@@ -532,7 +546,7 @@ impl Hierarchy {
                 let path = bundles
                     .entry(labels)
                     .or_insert_with(|| dir.join(Layout::bundle_name(labels)).into());
-                sources.push(ZoneSource::bundled(path.to_path_buf(), z.name()));
+                sources.push(ZoneSource::bundled(path.to_path_buf(), plain_name(&z.apex)));
                 path.to_path_buf()
             };
             zone_files.push(file);
@@ -554,7 +568,7 @@ impl Hierarchy {
                             let mut text = String::new();
                             for &i in run {
                                 let z = &self.zones[i];
-                                let _ = writeln!(text, "$ORIGIN {}", z.name());
+                                let _ = writeln!(text, "$ORIGIN {}", plain_name(&z.apex));
                                 text.push_str(&z.to_text());
                             }
                             text
@@ -596,6 +610,27 @@ impl Hierarchy {
                 .collect(),
         }
     }
+}
+
+/// A name in presentation format (with the final dot) where every byte but letters, digits,
+/// `-`, `_` and `*` is written `\DDD`: a token of the manifest and of a bundle's `$ORIGIN`
+/// line, which a space, `#`, `;` or `@` in a label would otherwise cut.
+pub(crate) fn plain_name(name: &Name<Bytes>) -> String {
+    if name.is_root() {
+        return ".".into();
+    }
+    let mut out = String::new();
+    for label in name.iter().filter(|l| !l.is_root()) {
+        for &b in label.as_slice() {
+            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'*' {
+                out.push(char::from(b));
+            } else {
+                let _ = write!(out, "\\{b:03}");
+            }
+        }
+        out.push('.');
+    }
+    out
 }
 
 /// How many threads write `n` zones: one per core, at most 8, at least 1.
