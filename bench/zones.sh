@@ -22,7 +22,9 @@
 # Usage: bench/zones.sh [OUTDIR]
 # Environment: SIZE=full|small (small: 20 x 100, a few seconds), TLDS, SLDS, PROVIDERS, EXTRA
 #   (default 0), RATE (stub queries/s, default 3000), ROUNDS (default 3; 0 only captures),
-#   CACHE, BUILD_DIR (where zones build writes; default OUTDIR), FIRST_PACKETS (build from the
+#   CACHE, BUILD_DIR (where zones build writes; default OUTDIR), LAYOUT (zones build --layout:
+#   bundles, the default, root.zone and one file per level; files, one file per zone),
+#   FIRST_PACKETS (build from the
 #   capture's first N packets only; needs editcap, from tshark's wireshark-common),
 #   LDPLAYER=/path/to/ldplayer (another build, e.g. before and after a change; no build then)
 set -euo pipefail
@@ -33,7 +35,7 @@ if [ "${SIZE:-full}" = small ]; then
 else
   tlds=${TLDS:-300}; slds=${SLDS:-850}; providers=${PROVIDERS:-64}
 fi
-extra=${EXTRA:-0}; rate=${RATE:-3000}; rounds=${ROUNDS:-3}
+extra=${EXTRA:-0}; rate=${RATE:-3000}; rounds=${ROUNDS:-3}; layout=${LAYOUT:-bundles}
 cache=${CACHE:-bench/out/zones-cache}
 mkdir -p "$out" "$cache"
 out=$(cd "$out" && pwd); cache=$(cd "$cache" && pwd)
@@ -47,7 +49,8 @@ if [ ! -s "$run/up.pcap" ] || [ ! -e "$run/done" ]; then
   rm -rf "$run"; mkdir -p "$run"
   echo "-- capture (kept in $run)"
   t0=$(date +%s.%N)
-  "$bin" zones synth -o "$run/hier" --tlds "$tlds" --slds "$slds" --providers "$providers" --json \
+  "$bin" zones synth -o "$run/hier" --tlds "$tlds" --slds "$slds" --providers "$providers" \
+    --layout bundles --json \
     > "$run/synth.json"
   t1=$(date +%s.%N)
   echo "   zones synth: $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s: $(cat "$run/synth.json")"
@@ -104,20 +107,21 @@ fi
 build_dir=${BUILD_DIR:-$out}
 mkdir -p "$build_dir"
 trap 'rm -rf "$build_dir"/rebuilt-*' EXIT
-echo "-- zones build into $build_dir ($(df -T "$build_dir" | awk 'NR == 2 { print $2 }'))"
+echo "-- zones build --layout $layout into $build_dir ($(df -T "$build_dir" | awk 'NR == 2 { print $2 }'))"
 printf '%-6s %10s %8s %8s %12s %10s %8s %10s\n' round responses elapsed_s cpu_s responses/s peak_MiB zones records
 rm -f "$out/zones-rounds.txt"
 used=""
 for r in $(seq "$rounds"); do
   rebuilt=$build_dir/rebuilt-$r-$$
-  /usr/bin/time -v "$bin" zones build "$input" -o "$rebuilt" --json \
+  /usr/bin/time -v "$bin" zones build "$input" -o "$rebuilt" --layout "$layout" --json \
     > "$out/build.json" 2> "$out/time.txt"
   elapsed=$(awk -F': ' '/Elapsed \(wall clock\)/ { n = split($2, p, ":"); s = 0; for (i = 1; i <= n; i++) s = s * 60 + p[i]; print s }' "$out/time.txt")
   cpu=$(awk -F': ' '/User time/ { u = $2 } /System time/ { s = $2 } END { print u + s }' "$out/time.txt")
   rss=$(awk -F': ' '/Maximum resident set size/ { printf "%.0f", $2 / 1024 }' "$out/time.txt")
   used=$(grep -o '"responses_used":[0-9]*' "$out/build.json" | cut -d: -f2)
   records=$(grep -o '"records":[0-9]*' "$out/build.json" | cut -d: -f2)
-  zones=$(find "$rebuilt" -name '*.zone' | wc -l)
+  # Zone files, and the zones of the bundles (each begins with a $ORIGIN line).
+  zones=$(( $(find "$rebuilt" -name '*.zone' | wc -l) + $(find "$rebuilt" -name '*.zones' -exec cat {} + | grep -c '^\$ORIGIN ' || true) ))
   rps=$(awk -v n="$responses" -v s="$elapsed" 'BEGIN { printf "%.0f", n / s }')
   printf '%-6s %10s %8s %8s %12s %10s %8s %10s\n' "$r" "$responses" "$elapsed" "$cpu" "$rps" "$rss" "$zones" "$records" \
     | tee -a "$out/zones-rounds.txt"

@@ -521,8 +521,9 @@ pub struct LabArgs {
 pub enum ZonesCommand {
     /// Rebuild the zones of every level (root, TLDs, SLDs) from captures of a recursive
     /// resolver's upstream traffic, or from Deckard scenarios (.rpl: each nameserver address's
-    /// recorded answers); writes zone files, a manifest for `serve --manifest`, root hints and a
-    /// BIND configuration with views into DIR.
+    /// recorded answers); writes the zones (root.zone and one bundle per level, or with
+    /// `--layout files` a file per zone and a BIND configuration with views), a manifest for
+    /// `serve --manifest` and root hints into DIR.
     Build(ZonesBuildArgs),
     /// Print a Deckard scenario's queries for `ldplayer lab --names`, or its expected answers.
     ///
@@ -579,6 +580,10 @@ pub struct ZonesSynthArgs {
     /// --sign.
     #[arg(long)]
     pub nsec3: bool,
+    /// How the zones are laid out in DIR (see `zones build --layout`); `files` (one zone file
+    /// per zone, and named.conf) by default here.
+    #[arg(long, value_enum, default_value_t = ZoneLayout::Files)]
+    pub layout: ZoneLayout,
     /// Print the summary as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -633,6 +638,12 @@ pub struct ZonesBuildArgs {
     /// Output directory (created if missing).
     #[arg(short, long, value_name = "DIR")]
     pub output: PathBuf,
+    /// How the zones are laid out in DIR: `bundles` (root.zone, and the other zones in one
+    /// file per level, level1.zones for the TLDs, level2.zones below them...: few files
+    /// whatever the number of zones; read by `serve --manifest` and `lab`), or `files` (one
+    /// zone file per zone and named.conf, for BIND and nsd).
+    #[arg(long, value_enum, default_value_t = ZoneLayout::Bundles)]
+    pub layout: ZoneLayout,
     /// Print the build report as one JSON object.
     #[arg(long)]
     pub json: bool,
@@ -713,6 +724,24 @@ pub struct ExportArgs {
     /// UDP/TCP port carrying DNS in a --with-trace capture (repeat for several).
     #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], allow_negative_numbers = true, value_parser = crate::values::port, requires = "with_trace")]
     pub dns_ports: Vec<u16>,
+}
+
+/// How `zones build` and `zones synth` lay the zones out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ZoneLayout {
+    /// root.zone, and the other zones in one bundle per level (levelN.zones).
+    Bundles,
+    /// One zone file per zone, and named.conf.
+    Files,
+}
+
+impl From<ZoneLayout> for ldplayer_zonebuild::Layout {
+    fn from(l: ZoneLayout) -> Self {
+        match l {
+            ZoneLayout::Bundles => ldplayer_zonebuild::Layout::Bundles,
+            ZoneLayout::Files => ldplayer_zonebuild::Layout::Files,
+        }
+    }
 }
 
 /// A transport to force, or `keep` each message's own.

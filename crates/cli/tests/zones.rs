@@ -1,6 +1,7 @@
 //! `ldplayer zones build` on real captures of resolvers iterating from the root (shared/data):
-//! the zones it writes are accepted by BIND's, NSD's and Knot's zone checkers, the BIND export
-//! by `named-checkconf -z`, and `ldplayer serve --manifest` answers from them per address.
+//! the zones it writes (`--layout files`) are accepted by BIND's, NSD's and Knot's zone
+//! checkers, the BIND export by `named-checkconf -z`, and `ldplayer serve --manifest` answers
+//! from them per address, and from the default layout's bundles alike.
 
 mod common;
 
@@ -38,6 +39,8 @@ fn rebuilds_root_tld_and_sld_zones_that_zone_checkers_accept() {
         edns.to_str().unwrap(),
         "-o",
         out_dir.to_str().unwrap(),
+        "--layout",
+        "files",
         "--json",
     ]);
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON report");
@@ -120,10 +123,56 @@ fn rebuilds_root_tld_and_sld_zones_that_zone_checkers_accept() {
     );
 
     // The manifest loads in the meta-server (split mode, on a free port so no root is needed).
+    serve_refuses_others(&out_dir.join("manifest"));
+
+    // The default layout: the root zone, a bundle per level, no BIND configuration; the same
+    // zones and answers (crates/zonebuild/tests/layouts.rs compares them query by query).
+    let bundles = dir.path().join("bundles");
+    let out = ldplayer(&[
+        "zones",
+        "build",
+        response.to_str().unwrap(),
+        edns.to_str().unwrap(),
+        "-o",
+        bundles.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("BIND configuration: none") && text.contains("--layout files"),
+        "{text}"
+    );
+    let mut listed: Vec<String> = std::fs::read_dir(&bundles)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed,
+        [
+            "level1.zones",
+            "level2.zones",
+            "manifest",
+            "root.hints",
+            "root.zone"
+        ]
+    );
+    assert_eq!(
+        std::fs::read_to_string(bundles.join("root.zone")).unwrap(),
+        root,
+        "root.zone is the same file in both layouts"
+    );
+    let level1 = std::fs::read_to_string(bundles.join("level1.zones")).unwrap();
+    assert!(level1.contains(&format!("$ORIGIN cz.\n{cz}")), "{level1}");
+    serve_refuses_others(&bundles.join("manifest"));
+}
+
+/// `serve --manifest` loads the five zones (on a free port, so no root is needed) and refuses
+/// a query to an address that is no nameserver of the hierarchy.
+fn serve_refuses_others(manifest: &Path) {
     let port = ldplayer_testbed::free_port().to_string();
     let mut serve = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
         .args(["serve", "--manifest"])
-        .arg(out_dir.join("manifest"))
+        .arg(manifest)
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -1,5 +1,6 @@
 //! The registry of the process's inputs and claimed outputs, and the check every write makes.
 
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,8 +104,72 @@ impl Known {
 
 #[derive(Debug, Default)]
 struct Registry {
-    inputs: Vec<Known>,
+    inputs: Inputs,
     claims: Vec<(Known, String)>,
+}
+
+/// The inputs, indexed by identity and by resolved path: a manifest of hundreds of thousands of
+/// zone files registers each, and a scan of every input before each added one took minutes.
+#[derive(Debug)]
+struct Inputs {
+    list: Vec<Known>,
+    by_identity: Option<HashMap<(u64, u64), Vec<usize>>>,
+    by_resolved: Option<HashMap<PathBuf, Vec<usize>>>,
+}
+
+impl Inputs {
+    const fn new() -> Inputs {
+        Inputs {
+            list: Vec::new(),
+            by_identity: None,
+            by_resolved: None,
+        }
+    }
+
+    /// The first input (in the order registered) that is `file` ([`Known::same`]): only those
+    /// of its identity or of its resolved path can be.
+    fn find(&self, file: &Known) -> Option<&Known> {
+        let by_identity = file
+            .identity
+            .and_then(|a| self.by_identity.as_ref()?.get(&a))
+            .into_iter()
+            .flatten();
+        let by_path = self
+            .by_resolved
+            .as_ref()
+            .and_then(|m| m.get(&file.resolved))
+            .into_iter()
+            .flatten();
+        by_identity
+            .chain(by_path)
+            .copied()
+            .filter(|&i| self.list[i].same(file))
+            .min()
+            .map(|i| &self.list[i])
+    }
+
+    fn push(&mut self, file: Known) {
+        let i = self.list.len();
+        if let Some(a) = file.identity {
+            self.by_identity
+                .get_or_insert_with(HashMap::new)
+                .entry(a)
+                .or_default()
+                .push(i);
+        }
+        self.by_resolved
+            .get_or_insert_with(HashMap::new)
+            .entry(file.resolved.clone())
+            .or_default()
+            .push(i);
+        self.list.push(file);
+    }
+}
+
+impl Default for Inputs {
+    fn default() -> Inputs {
+        Inputs::new()
+    }
 }
 
 /// Whether the guard is on: a program turns it on for its commands ([`enable`]); in a library
@@ -122,7 +187,7 @@ fn enabled() -> bool {
 }
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry {
-    inputs: Vec::new(),
+    inputs: Inputs::new(),
     claims: Vec::new(),
 });
 
@@ -141,7 +206,7 @@ pub fn protect_input(path: &Path) {
     }
     let known = Known::new(path);
     let mut r = registry();
-    if !r.inputs.iter().any(|k| k.same(&known)) {
+    if r.inputs.find(&known).is_none() {
         r.inputs.push(known);
     }
 }
@@ -153,7 +218,7 @@ pub fn check(path: &Path) -> Result<(), OutputError> {
     }
     let out = Known::new(path);
     let r = registry();
-    match r.inputs.iter().find(|input| input.same(&out)) {
+    match r.inputs.find(&out) {
         Some(input) => Err(OutputError::IsInput {
             output: path.to_path_buf(),
             input: input.shown.clone(),
@@ -247,6 +312,39 @@ mod tests {
         check(&dir.path().join("b.txt")).expect("another file");
         check(Path::new("-")).expect("standard output");
         check(Path::new("/dev/null")).expect("a device");
+    }
+
+    #[test]
+    fn many_inputs_are_found_by_identity_or_path_the_first_registered_named() {
+        let dir = tempfile::tempdir().expect("scratch");
+        let mut inputs = Inputs::new();
+        // Files that do not exist (known by path) and files that do (known by identity).
+        for i in 0..2000 {
+            inputs.push(Known::new(&dir.path().join(format!("z{i}.zone"))));
+        }
+        let a = dir.path().join("a");
+        std::fs::write(&a, "a").expect("write");
+        let hard = dir.path().join("hard");
+        std::fs::hard_link(&a, &hard).expect("hard link");
+        inputs.push(Known::new(&hard));
+        inputs.push(Known::new(&a));
+        let found = |p: &Path| inputs.find(&Known::new(p)).map(|k| k.shown.clone());
+        assert_eq!(
+            found(&a),
+            Some(hard.clone()),
+            "the first registered of one file"
+        );
+        assert_eq!(
+            found(&dir.path().join(".").join("z1999.zone")),
+            Some(dir.path().join("z1999.zone"))
+        );
+        assert_eq!(found(&dir.path().join("z2000.zone")), None);
+        // A file made since it was named by path is still that input.
+        std::fs::write(dir.path().join("z7.zone"), "z").expect("write");
+        assert_eq!(
+            found(&dir.path().join("z7.zone")),
+            Some(dir.path().join("z7.zone"))
+        );
     }
 
     #[test]

@@ -14,8 +14,9 @@
 //!   and nsd see one (one SOA at the apex, no out-of-zone data, a CNAME alone at its name).
 //! * [`ZoneSet`] picks the zone with the longest matching origin (DS at a child apex goes to the
 //!   parent when both are served).
-//! * [`Manifest`] says which zone files each nameserver address serves; its [`Views`] pick the
-//!   zone set by a query's destination address (split horizon).
+//! * [`Manifest`] says which zone files each nameserver address serves (or which zones of a
+//!   [`Bundle`], a file of many zones); its [`Views`] pick the zone set by a query's
+//!   destination address (split horizon).
 //! * [`ZoneSet::answer_into`] answers a query as nsd/knot do: AA, referrals with glue, DS at
 //!   cuts from the parent side, CNAME chains within a zone, DNAME synthesis, wildcards, NXDOMAIN
 //!   and NODATA with the RFC 2308 SOA, and with DO the RRSIGs and NSEC/NSEC3 proofs as stored.
@@ -28,6 +29,7 @@
 #![forbid(unsafe_code)]
 
 mod answer;
+pub mod bundle;
 mod check;
 mod entries;
 pub mod hints;
@@ -43,8 +45,9 @@ mod writer;
 mod zone;
 
 pub use answer::{answer, AnswerOptions, Kind, Outcome, Response};
+pub use bundle::Bundle;
 pub use check::check_zone;
-pub use manifest::{Manifest, ManifestEntry, Views};
+pub use manifest::{Manifest, ManifestEntry, Views, ZoneSource};
 pub use set::ZoneSet;
 pub use units::expand as expand_time_units;
 pub use zone::{flags, Node, Nsec3Chain, Nsec3Entry, RRset, Zone, ZoneError, NONE};

@@ -12,6 +12,21 @@
 //! 2001:503:ba3e::2:30   root.zone
 //! 192.5.6.30            com.zone net.zone
 //! ```
+//!
+//! A manifest whose first line is `#ldplayer-manifest/2` may also name one zone of a
+//! [bundle](crate::bundle), a file of many zones, as `FILE@APEX` (the apex absolute, with its
+//! final dot; the last `@` of the token splits it). `zones build` writes the root zone to
+//! `root.zone` and every other zone into one bundle per level:
+//!
+//! ```text
+//! #ldplayer-manifest/2
+//! 198.41.0.4            root.zone
+//! 192.5.6.30            level1.zones@com. level1.zones@net.
+//! 10.0.0.53             level2.zones@example.com.
+//! ```
+//!
+//! In a manifest without that first line (`/1`, or none) every token is a file name, `@` or
+//! not, as before bundles were.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -21,11 +36,16 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use crate::bundle::Bundle;
 use crate::set::ZoneSet;
 use crate::zone::{Zone, ZoneError};
 
-/// The first line `zones build` writes (optional when reading).
+/// The first line `zones build` writes when every zone has a file of its own (optional when
+/// reading).
 pub const MANIFEST_TAG: &str = "#ldplayer-manifest/1";
+
+/// The first line of a manifest that names zones of bundles (`FILE@APEX`): required for them.
+pub const MANIFEST_TAG_BUNDLES: &str = "#ldplayer-manifest/2";
 
 /// Nameserver addresses and the zone files each serves, in file order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -39,8 +59,48 @@ pub struct Manifest {
 pub struct ManifestEntry {
     /// The address queries are sent to.
     pub address: IpAddr,
-    /// The zone files served from it (as resolved: relative to the manifest's directory).
-    pub zones: Vec<PathBuf>,
+    /// The zones served from it: files, as resolved (relative to the manifest's directory), or
+    /// zones of bundles.
+    pub zones: Vec<ZoneSource>,
+}
+
+/// Where a zone of a manifest is read from: a zone file, or one zone of a
+/// [bundle](crate::bundle).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ZoneSource {
+    /// The zone file, or the bundle.
+    pub file: PathBuf,
+    /// The zone's apex in the bundle (presentation format, with the final dot); `None` for a
+    /// zone file.
+    pub apex: Option<String>,
+}
+
+impl ZoneSource {
+    /// A zone file.
+    pub fn file(path: impl Into<PathBuf>) -> ZoneSource {
+        ZoneSource {
+            file: path.into(),
+            apex: None,
+        }
+    }
+
+    /// The zone at `apex` (presentation format, with the final dot) of the bundle `path`.
+    pub fn bundled(path: impl Into<PathBuf>, apex: impl Into<String>) -> ZoneSource {
+        ZoneSource {
+            file: path.into(),
+            apex: Some(apex.into()),
+        }
+    }
+}
+
+impl std::fmt::Display for ZoneSource {
+    /// `FILE`, or `FILE@APEX`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.apex {
+            None => write!(f, "{}", self.file.display()),
+            Some(a) => write!(f, "{}@{a}", self.file.display()),
+        }
+    }
 }
 
 fn syntax(file: &str, line: usize, msg: String) -> ZoneError {
@@ -60,8 +120,14 @@ impl Manifest {
         let dir = path.parent().unwrap_or(Path::new(""));
         let manifest = Manifest::parse(&text, &file, dir)?;
         // Its zone files are inputs too: nothing may be written over them.
-        for zone in manifest.entries.iter().flat_map(|e| &e.zones) {
-            ldplayer_output::protect_input(zone);
+        let files: std::collections::BTreeSet<&Path> = manifest
+            .entries
+            .iter()
+            .flat_map(|e| &e.zones)
+            .map(|z| z.file.as_path())
+            .collect();
+        for file in files {
+            ldplayer_output::protect_input(file);
         }
         Ok(manifest)
     }
@@ -70,6 +136,13 @@ impl Manifest {
     pub fn parse(text: &str, file: &str, dir: &Path) -> Result<Manifest, ZoneError> {
         let mut entries: Vec<ManifestEntry> = Vec::new();
         let mut index: FxHashMap<IpAddr, usize> = FxHashMap::default();
+        // `FILE@APEX` only under the tag that says so: an older manifest's file names stay.
+        let bundles = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .is_some_and(|l| l.trim_end() == MANIFEST_TAG_BUNDLES);
+        // Each file is joined to `dir` once, however many zones name it.
+        let mut joined: FxHashMap<&str, PathBuf> = FxHashMap::default();
         for (n, line) in text.lines().enumerate() {
             let line = line.split('#').next().unwrap_or("");
             let mut fields = line.split_whitespace();
@@ -80,7 +153,27 @@ impl Manifest {
                 .parse()
                 .map_err(|_| syntax(file, n + 1, format!("not an IP address: {addr:?}")))?;
             let address = canonical(address);
-            let zones: Vec<PathBuf> = fields.map(|f| dir.join(f)).collect();
+            let mut zones = Vec::new();
+            for f in fields {
+                let (name, apex) = match f.rsplit_once('@').filter(|_| bundles) {
+                    Some((name, apex)) => {
+                        if name.is_empty() || !apex.ends_with('.') {
+                            return Err(syntax(
+                                file,
+                                n + 1,
+                                format!(
+                                    "{f:?}: a zone of a bundle is FILE@APEX, the apex with its \
+                                     final dot"
+                                ),
+                            ));
+                        }
+                        (name, Some(apex.to_string()))
+                    }
+                    None => (f, None),
+                };
+                let path = joined.entry(name).or_insert_with(|| dir.join(name)).clone();
+                zones.push(ZoneSource { file: path, apex });
+            }
             if zones.is_empty() {
                 return Err(syntax(
                     file,
@@ -102,33 +195,63 @@ impl Manifest {
         Ok(Manifest { entries })
     }
 
-    /// Writes the manifest; zone paths under `dir` are written relative to it.
+    /// Writes the manifest; zone paths under `dir` are written relative to it. The first line
+    /// is [`MANIFEST_TAG_BUNDLES`] when a zone is in a bundle, else [`MANIFEST_TAG`] (a
+    /// manifest older readers read).
     pub fn write(&self, mut out: impl Write, dir: &Path) -> io::Result<()> {
-        writeln!(out, "{MANIFEST_TAG}")?;
-        writeln!(out, "# nameserver address, then the zone files it serves")?;
+        let zones = self.entries.iter().flat_map(|e| &e.zones);
+        if zones.clone().any(|z| z.apex.is_some()) {
+            writeln!(out, "{MANIFEST_TAG_BUNDLES}")?;
+            writeln!(
+                out,
+                "# nameserver address, then the zones it serves: FILE, or FILE@APEX in a bundle"
+            )?;
+        } else {
+            writeln!(out, "{MANIFEST_TAG}")?;
+            writeln!(out, "# nameserver address, then the zone files it serves")?;
+        }
         for e in &self.entries {
             write!(out, "{}", e.address)?;
             for z in &e.zones {
-                write!(out, " {}", z.strip_prefix(dir).unwrap_or(z).display())?;
+                write!(
+                    out,
+                    " {}",
+                    z.file.strip_prefix(dir).unwrap_or(&z.file).display()
+                )?;
+                if let Some(apex) = &z.apex {
+                    write!(out, "@{apex}")?;
+                }
             }
             writeln!(out)?;
         }
         Ok(())
     }
 
-    /// Loads every zone file once (a file named under many addresses is shared) and builds the
-    /// views; errors name the file and line.
+    /// Loads every zone once (a zone named under many addresses is shared; a bundle is read
+    /// once) and builds the views; errors name the file and line.
     pub fn load(&self) -> Result<Views, ZoneError> {
-        let mut loaded: BTreeMap<&Path, Arc<Zone>> = BTreeMap::new();
+        let mut loaded: FxHashMap<&ZoneSource, Arc<Zone>> = FxHashMap::default();
+        let mut bundles: BTreeMap<&Path, Bundle> = BTreeMap::new();
         let mut views = FxHashMap::default();
         for e in &self.entries {
             let mut set = ZoneSet::new();
-            for path in &e.zones {
-                let zone = match loaded.get(path.as_path()) {
+            for source in &e.zones {
+                let zone = match loaded.get(source) {
                     Some(z) => z.clone(),
                     None => {
-                        let z = Arc::new(Zone::from_file(path, None)?);
-                        loaded.insert(path, z.clone());
+                        let z = Arc::new(match &source.apex {
+                            None => Zone::from_file(&source.file, None)?,
+                            Some(apex) => {
+                                let bundle = match bundles.entry(&source.file) {
+                                    std::collections::btree_map::Entry::Occupied(b) => b.into_mut(),
+                                    std::collections::btree_map::Entry::Vacant(v) => {
+                                        v.insert(Bundle::from_file(&source.file)?)
+                                    }
+                                };
+                                bundle.zone(apex)?
+                            }
+                        });
+                        loaded.insert(source, z.clone());
                         z
                     }
                 };
@@ -237,16 +360,19 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.entries.len(), 3);
-        assert_eq!(m.entries[0].zones, vec![PathBuf::from("/d/root.zone")]);
+        assert_eq!(m.entries[0].zones, vec![ZoneSource::file("/d/root.zone")]);
         assert_eq!(
             m.entries[1].address,
             "192.5.6.30".parse::<IpAddr>().unwrap()
         );
         assert_eq!(
             m.entries[1].zones,
-            vec![PathBuf::from("/d/com.zone"), PathBuf::from("/d/net.zone")]
+            vec![
+                ZoneSource::file("/d/com.zone"),
+                ZoneSource::file("/d/net.zone")
+            ]
         );
-        assert_eq!(m.entries[2].zones, vec![PathBuf::from("/abs/x.zone")]);
+        assert_eq!(m.entries[2].zones, vec![ZoneSource::file("/abs/x.zone")]);
         let mut out = Vec::new();
         m.write(&mut out, Path::new("/d")).unwrap();
         let again = Manifest::parse(std::str::from_utf8(&out).unwrap(), "m", Path::new("/d"));
@@ -294,6 +420,62 @@ mod tests {
                 dir.path().join("a.zone").display()
             )
         );
+    }
+
+    #[test]
+    fn zones_of_bundles_under_the_second_tag_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("level1.zones"),
+            "$ORIGIN a.\na. 60 IN SOA ns.a. h. 1 2 3 4 5\na. 60 IN NS ns.a.\n\
+             $ORIGIN b.\nb. 60 IN SOA ns.b. h. 1 2 3 4 5\nb. 60 IN NS ns.b.\n",
+        )
+        .unwrap();
+        let text = "#ldplayer-manifest/2\n192.0.2.1 level1.zones@a. level1.zones@b.\n\
+                    192.0.2.2 level1.zones@b.\n";
+        let m = Manifest::parse(text, "m", dir.path()).unwrap();
+        assert_eq!(
+            m.entries[0].zones[1],
+            ZoneSource::bundled(dir.path().join("level1.zones"), "b.")
+        );
+        let views = m.load().unwrap();
+        assert_eq!(
+            views.zones().len(),
+            2,
+            "b. is loaded once for both addresses"
+        );
+        let mut out = Vec::new();
+        m.write(&mut out, dir.path()).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.starts_with("#ldplayer-manifest/2\n"), "{out}");
+        assert!(
+            out.contains("\n192.0.2.1 level1.zones@a. level1.zones@b.\n"),
+            "{out}"
+        );
+        assert_eq!(Manifest::parse(&out, "m", dir.path()).unwrap(), m);
+        // A zone the bundle does not hold; an apex without its final dot.
+        let m = Manifest::parse(
+            "#ldplayer-manifest/2\n192.0.2.1 level1.zones@c.\n",
+            "m",
+            dir.path(),
+        );
+        let e = m.unwrap().load().unwrap_err().to_string();
+        assert!(e.ends_with("level1.zones: holds no zone c."), "{e}");
+        let e = Manifest::parse("#ldplayer-manifest/2\n\n192.0.2.1 x@a\n", "m", dir.path())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("m:3: \"x@a\""), "{e}");
+        // Without the tag (an older manifest), `@` is part of a file name.
+        let m = Manifest::parse("192.0.2.1 user@host.zone\n", "m", Path::new("/d")).unwrap();
+        assert_eq!(
+            m.entries[0].zones,
+            vec![ZoneSource::file("/d/user@host.zone")]
+        );
+        let mut out = Vec::new();
+        m.write(&mut out, Path::new("/d")).unwrap();
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .starts_with("#ldplayer-manifest/1\n"));
     }
 
     #[test]

@@ -335,6 +335,55 @@ impl Zone {
         Self::from_records(read, origin.as_deref(), file)
     }
 
+    /// Loads one zone of a [bundle](crate::bundle): `text` is its section, starting with its
+    /// `$ORIGIN` line, which is line `before + 1` of `file`, and `apex` (wire format) its apex;
+    /// errors and records are placed at the bundle's lines. `$INCLUDE` paths are relative to
+    /// `dir`.
+    pub fn from_section(
+        text: &[u8],
+        file: &str,
+        dir: &Path,
+        apex: &[u8],
+        before: usize,
+    ) -> Result<Zone, ZoneError> {
+        let shift = |e: ZoneError| match e {
+            ZoneError::Syntax {
+                file: f,
+                line,
+                column,
+                msg,
+            } if f == file && line > 0 => ZoneError::Syntax {
+                file: f,
+                line: line + before,
+                column,
+                msg,
+            },
+            e => e,
+        };
+        let mut read = read_zone_bytes(text, file, dir, None).map_err(shift)?;
+        for r in &mut read.records {
+            if &*r.file == file {
+                r.line += before;
+            }
+        }
+        read.warnings = read.warnings.into_iter().map(shift).collect();
+        // The records are placed already; what concerns the whole zone goes to its $ORIGIN.
+        Self::from_records(read, Some(apex), file).map_err(|e| match e {
+            ZoneError::Syntax {
+                file: f,
+                line: 0,
+                msg,
+                ..
+            } if f == file => ZoneError::Syntax {
+                file: f,
+                line: before + 1,
+                column: None,
+                msg: format!("zone {}: {msg}", name::to_text(apex)),
+            },
+            e => e,
+        })
+    }
+
     /// The zone of records read from `file` (the apex is `origin`, wire format, when given).
     fn from_records(read: ZoneText, origin: Option<&[u8]>, file: &str) -> Result<Zone, ZoneError> {
         let origin = check_zone(&read.records, origin, file)?;

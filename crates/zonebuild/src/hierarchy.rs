@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use std::io;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use bytes::Bytes;
@@ -14,7 +15,7 @@ use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::base::Name;
 use domain::rdata::AllRecordData;
 use ldplayer_zone::name::{canonical_key, parent};
-use ldplayer_zone::{Manifest, ManifestEntry};
+use ldplayer_zone::{Manifest, ManifestEntry, ZoneSource};
 use serde::Serialize;
 
 use crate::builder::key;
@@ -106,6 +107,20 @@ pub(crate) fn rrsig_time(t: u32) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn names_as_plain_tokens() {
+        use domain::base::Name;
+        let name = |s: &str| Name::<bytes::Bytes>::bytes_from_str(s).unwrap();
+        assert_eq!(super::plain_name(&Name::root_bytes()), ".");
+        assert_eq!(super::plain_name(&name("Sld7.tld-42.")), "Sld7.tld-42.");
+        assert_eq!(
+            super::plain_name(&name("a\\032b\\#\\;\\@c.x.")),
+            "a\\032b\\035\\059\\064c.x."
+        );
+        let back = ldplayer_dns::name_from_presentation("a\\032b\\035\\059\\064c.x.").unwrap();
+        assert_eq!(back, name("a\\032b\\#\\;\\@c.x.").as_slice());
+    }
+
     #[test]
     fn rrsig_times_in_calendar_form() {
         assert_eq!(super::rrsig_time(0), "19700101000000");
@@ -205,17 +220,39 @@ pub struct Hierarchy {
     pub report: BuildReport,
 }
 
+/// How [`Hierarchy::write_layout`] lays the zones out in its directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Layout {
+    /// The root zone in `root.zone`, every other zone in one [bundle](ldplayer_zone::bundle)
+    /// per level of the hierarchy (`level1.zones` for the TLDs, `level2.zones` below them…):
+    /// a few files whatever the number of zones, which `serve --manifest` and the lab's
+    /// meta-server read. No BIND configuration (BIND and nsd read one zone per file).
+    #[default]
+    Bundles,
+    /// One zone file per zone (see [`Hierarchy::file_names`]) and a BIND configuration
+    /// (`named.conf`) serving them, for BIND and nsd.
+    Files,
+}
+
+impl Layout {
+    /// The name of the level bundle of zones whose apex has `labels` labels (1 or more).
+    pub fn bundle_name(labels: usize) -> String {
+        format!("level{labels}.zones")
+    }
+}
+
 /// Files written by [`Hierarchy::write`].
 #[derive(Debug, Clone)]
 pub struct Written {
-    /// One zone file per zone, in [`Hierarchy::zones`] order.
+    /// The file each zone is in, in [`Hierarchy::zones`] order: its own zone file, or its
+    /// level's bundle.
     pub zone_files: Vec<PathBuf>,
     /// The manifest for `ldplayer serve --manifest`.
     pub manifest: PathBuf,
     /// Root hints (NS and addresses of the root's nameservers).
     pub root_hints: PathBuf,
-    /// A BIND configuration serving the same views.
-    pub named_conf: PathBuf,
+    /// A BIND configuration serving the same views ([`Layout::Files`] only).
+    pub named_conf: Option<PathBuf>,
 }
 
 impl Hierarchy {
@@ -285,25 +322,20 @@ impl Hierarchy {
             .collect()
     }
 
-    /// The manifest: every nameserver address and the zone files it serves (in `dir`).
+    /// The manifest of [`Layout::Files`]: every nameserver address and the zone files it
+    /// serves (in `dir`).
     pub fn manifest(&self, dir: &Path) -> Manifest {
         self.manifest_of(dir, &self.file_names())
     }
 
     /// [`manifest`](Self::manifest) with the [`file_names`](Self::file_names) known.
     fn manifest_of(&self, dir: &Path, files: &[String]) -> Manifest {
-        let mut by_server: BTreeMap<IpAddr, Vec<PathBuf>> = BTreeMap::new();
-        for (z, f) in self.zones.iter().zip(files) {
-            for ip in &z.servers {
-                by_server.entry(*ip).or_default().push(dir.join(f));
-            }
-        }
-        Manifest {
-            entries: by_server
-                .into_iter()
-                .map(|(address, zones)| ManifestEntry { address, zones })
+        self.manifest_from(
+            files
+                .iter()
+                .map(|f| ZoneSource::file(dir.join(f)))
                 .collect(),
-        }
+        )
     }
 
     /// Root hints in the format of `named.root`: the root's NS set and its servers' addresses.
@@ -404,44 +436,71 @@ impl Hierarchy {
     }
 
     /// Writes the zone files, `manifest`, `root.hints` and `named.conf` into `dir` (created if
-    /// missing).
+    /// missing): [`Layout::Files`].
     pub fn write(&self, dir: &Path) -> io::Result<Written> {
+        self.write_layout(dir, Layout::Files)
+    }
+
+    /// The names of the files [`write_layout`](Self::write_layout) writes into its directory.
+    pub fn output_names(&self, layout: Layout) -> Vec<String> {
+        let mut names = match layout {
+            Layout::Files => self.file_names(),
+            Layout::Bundles => {
+                let mut levels: BTreeSet<usize> = BTreeSet::new();
+                let mut names = Vec::new();
+                for z in &self.zones {
+                    match z.apex.label_count() - 1 {
+                        0 => names.push("root.zone".to_string()),
+                        n => {
+                            levels.insert(n);
+                        }
+                    }
+                }
+                names.dedup();
+                names.extend(levels.into_iter().map(Layout::bundle_name));
+                names
+            }
+        };
+        names.extend(["manifest", "root.hints"].map(String::from));
+        if layout == Layout::Files {
+            names.push("named.conf".into());
+        }
+        names
+    }
+
+    /// Writes the zones as `layout` says, `manifest` and `root.hints` (and for
+    /// [`Layout::Files`] `named.conf`) into `dir` (created if missing).
+    pub fn write_layout(&self, dir: &Path, layout: Layout) -> io::Result<Written> {
         std::fs::create_dir_all(dir)?;
         let dir = dir.canonicalize()?;
-        let names = self.file_names();
-        let zone_files: Vec<PathBuf> = names.iter().map(|f| dir.join(f)).collect();
-        // Formatting and creating a few hundred thousand files is most of a large build's
-        // time: the zones are written by as many threads as there are cores, each taking
-        // every n-th zone.
-        let threads = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .clamp(1, 8)
-            .min(self.zones.len().max(1));
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = (0..threads)
-                .map(|t| {
-                    let files = &zone_files;
-                    scope.spawn(move || -> io::Result<()> {
-                        for (z, p) in self.zones.iter().zip(files).skip(t).step_by(threads) {
-                            ldplayer_output::write(p, z.to_text())?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            workers.into_iter().try_for_each(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(io::Error::other("a zone file writer panicked")))
-            })
-        })?;
+        let (zone_files, manifest_text, named_conf) = match layout {
+            Layout::Files => {
+                let names = self.file_names();
+                let zone_files: Vec<PathBuf> = names.iter().map(|f| dir.join(f)).collect();
+                self.write_zone_files(&zone_files)?;
+                let mut m = Vec::new();
+                self.manifest_of(&dir, &names).write(&mut m, &dir)?;
+                (zone_files, m, Some(self.named_conf_of(&dir, &names)))
+            }
+            Layout::Bundles => {
+                let (zone_files, sources) = self.write_bundles(&dir)?;
+                let mut m = Vec::new();
+                self.manifest_from(sources).write(&mut m, &dir)?;
+                (zone_files, m, None)
+            }
+        };
         let manifest = dir.join("manifest");
-        let mut m = Vec::new();
-        self.manifest_of(&dir, &names).write(&mut m, &dir)?;
-        ldplayer_output::write(&manifest, m)?;
+        ldplayer_output::write(&manifest, manifest_text)?;
         let root_hints = dir.join("root.hints");
         ldplayer_output::write(&root_hints, self.root_hints())?;
-        let named_conf = dir.join("named.conf");
-        ldplayer_output::write(&named_conf, self.named_conf_of(&dir, &names))?;
+        let named_conf = match named_conf {
+            Some(text) => {
+                let path = dir.join("named.conf");
+                ldplayer_output::write(&path, text)?;
+                Some(path)
+            }
+            None => None,
+        };
         Ok(Written {
             zone_files,
             manifest,
@@ -449,4 +508,143 @@ impl Hierarchy {
             named_conf,
         })
     }
+
+    /// Formatting and creating a few hundred thousand files is most of a large build's time:
+    /// the zones are written by as many threads as there are cores, each taking every n-th zone.
+    fn write_zone_files(&self, zone_files: &[PathBuf]) -> io::Result<()> {
+        let threads = threads(self.zones.len());
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads)
+                .map(|t| {
+                    scope.spawn(move || -> io::Result<()> {
+                        for (z, p) in self.zones.iter().zip(zone_files).skip(t).step_by(threads) {
+                            ldplayer_output::write(p, z.to_text())?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            join_all(workers)
+        })
+    }
+
+    /// Writes the root zone to `root.zone` and the others into their level's bundle; returns
+    /// each zone's file and where the manifest finds it.
+    fn write_bundles(&self, dir: &Path) -> io::Result<(Vec<PathBuf>, Vec<ZoneSource>)> {
+        let mut levels: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        let mut zone_files = Vec::with_capacity(self.zones.len());
+        let mut sources = Vec::with_capacity(self.zones.len());
+        let mut bundles: BTreeMap<usize, Arc<Path>> = BTreeMap::new();
+        for (i, z) in self.zones.iter().enumerate() {
+            let labels = z.apex.label_count() - 1;
+            let file: PathBuf = if labels == 0 {
+                let path = dir.join("root.zone");
+                sources.push(ZoneSource::file(&path));
+                path
+            } else {
+                levels.entry(labels).or_default().push(i);
+                let path = bundles
+                    .entry(labels)
+                    .or_insert_with(|| dir.join(Layout::bundle_name(labels)).into());
+                sources.push(ZoneSource::bundled(path.to_path_buf(), plain_name(&z.apex)));
+                path.to_path_buf()
+            };
+            zone_files.push(file);
+        }
+        if let Some(root) = self.zones.iter().find(|z| z.apex.is_root()) {
+            ldplayer_output::write(&dir.join("root.zone"), root.to_text())?;
+        }
+        for (labels, zones) in &levels {
+            let path = &bundles[labels];
+            // Formatted in order by as many threads as there are cores, each a run of zones,
+            // then written one run after another.
+            let threads = threads(zones.len());
+            let per = zones.len().div_ceil(threads);
+            let parts: Vec<io::Result<String>> = std::thread::scope(|scope| {
+                let workers: Vec<_> = zones
+                    .chunks(per)
+                    .map(|run| {
+                        scope.spawn(move || {
+                            let mut text = String::new();
+                            for &i in run {
+                                let z = &self.zones[i];
+                                let _ = writeln!(text, "$ORIGIN {}", plain_name(&z.apex));
+                                text.push_str(&z.to_text());
+                            }
+                            text
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| {
+                        w.join()
+                            .map_err(|_| io::Error::other("a zone bundle writer panicked"))
+                    })
+                    .collect()
+            });
+            let destination = ldplayer_output::create(path)?;
+            let mut out = io::BufWriter::with_capacity(1 << 20, destination.writer()?);
+            for part in parts {
+                io::Write::write_all(&mut out, part?.as_bytes())?;
+            }
+            io::Write::flush(&mut out)?;
+            drop(out);
+            destination.commit()?;
+        }
+        Ok((zone_files, sources))
+    }
+
+    /// The manifest of zones found at `sources` (one per zone, in order).
+    fn manifest_from(&self, sources: Vec<ZoneSource>) -> Manifest {
+        let mut by_server: BTreeMap<IpAddr, Vec<ZoneSource>> = BTreeMap::new();
+        for (z, source) in self.zones.iter().zip(sources) {
+            for ip in &z.servers {
+                by_server.entry(*ip).or_default().push(source.clone());
+            }
+        }
+        Manifest {
+            entries: by_server
+                .into_iter()
+                .map(|(address, zones)| ManifestEntry { address, zones })
+                .collect(),
+        }
+    }
+}
+
+/// A name in presentation format (with the final dot) where every byte but letters, digits,
+/// `-`, `_` and `*` is written `\DDD`: a token of the manifest and of a bundle's `$ORIGIN`
+/// line, which a space, `#`, `;` or `@` in a label would otherwise cut.
+pub(crate) fn plain_name(name: &Name<Bytes>) -> String {
+    if name.is_root() {
+        return ".".into();
+    }
+    let mut out = String::new();
+    for label in name.iter().filter(|l| !l.is_root()) {
+        for &b in label.as_slice() {
+            if b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'*' {
+                out.push(char::from(b));
+            } else {
+                let _ = write!(out, "\\{b:03}");
+            }
+        }
+        out.push('.');
+    }
+    out
+}
+
+/// How many threads write `n` zones: one per core, at most 8, at least 1.
+fn threads(n: usize) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 8)
+        .min(n.max(1))
+}
+
+/// Waits for every writer; the first error, or a panic as one.
+fn join_all(workers: Vec<std::thread::ScopedJoinHandle<'_, io::Result<()>>>) -> io::Result<()> {
+    workers.into_iter().try_for_each(|w| {
+        w.join()
+            .unwrap_or_else(|_| Err(io::Error::other("a zone file writer panicked")))
+    })
 }

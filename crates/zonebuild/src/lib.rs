@@ -21,8 +21,9 @@
 //!    signatures' original TTL (a cache's countdown) get it back.
 //!
 //! [`ZoneBuilder`] takes responses (also as a trace [`Sink`](ldplayer_trace::Sink), so any
-//! capture format of the trace pipeline can feed it); [`Hierarchy::write`] writes the zone files,
-//! the manifest, root hints and a BIND configuration; [`BuildReport`] says what could not be
+//! capture format of the trace pipeline can feed it); [`Hierarchy::write_layout`] writes the
+//! zones (one file per zone with a BIND configuration, or a few bundles of zones: [`Layout`]),
+//! the manifest and root hints; [`BuildReport`] says what could not be
 //! rebuilt, every record left out counted by reason ([`LeftOut`]).
 //!
 //! [`from_files`] takes existing zone files as they are and finds the addresses of their
@@ -46,5 +47,5 @@ pub mod synthetic;
 
 pub use builder::ZoneBuilder;
 pub use exchange::{Exchange, Rdata, Rr, Unused};
-pub use hierarchy::{BuildReport, BuiltZone, Hierarchy, Written};
+pub use hierarchy::{BuildReport, BuiltZone, Hierarchy, Layout, Written};
 pub use left_out::LeftOut;

@@ -33,7 +33,8 @@ struct SynthSummary {
     directory: String,
     manifest: String,
     root_hints: String,
-    named_conf: String,
+    /// `null` unless `--layout files`.
+    named_conf: Option<String>,
     /// The signing keys' directory, when signed.
     keys: Option<String>,
 }
@@ -57,7 +58,7 @@ fn synth(args: ZonesSynthArgs) -> Result<()> {
         sign::sign_hierarchy(&mut hierarchy, &keys, &options).context("signing")?;
     }
     let written = hierarchy
-        .write(&args.output)
+        .write_layout(&args.output, args.layout.into())
         .with_context(|| format!("writing into {}", args.output.display()))?;
     let directory = written
         .manifest
@@ -79,7 +80,7 @@ fn synth(args: ZonesSynthArgs) -> Result<()> {
         directory: directory.display().to_string(),
         manifest: written.manifest.display().to_string(),
         root_hints: written.root_hints.display().to_string(),
-        named_conf: written.named_conf.display().to_string(),
+        named_conf: written.named_conf.as_ref().map(|p| p.display().to_string()),
         keys: signing.then(|| directory.join("keys").display().to_string()),
     };
     if args.json {
@@ -99,7 +100,10 @@ fn synth(args: ZonesSynthArgs) -> Result<()> {
         );
         println!(
             "written into {}\nmanifest: {}\nroot hints: {}\nBIND configuration: {}",
-            summary.directory, summary.manifest, summary.root_hints, summary.named_conf
+            summary.directory,
+            summary.manifest,
+            summary.root_hints,
+            bind_conf(&written)
         );
     }
     Ok(())
@@ -402,7 +406,7 @@ fn build(mut args: ZonesBuildArgs) -> Result<()> {
         warn_delegations_without_zone(&hierarchy.report.delegations_without_zone);
     }
     let written = hierarchy
-        .write(&args.output)
+        .write_layout(&args.output, args.layout.into())
         .with_context(|| format!("writing into {}", args.output.display()))?;
     let r = &hierarchy.report;
     if args.json {
@@ -483,11 +487,21 @@ fn build(mut args: ZonesBuildArgs) -> Result<()> {
         "manifest: {}\nroot hints: {}\nBIND configuration: {}",
         written.manifest.display(),
         written.root_hints.display(),
-        written.named_conf.display()
+        bind_conf(&written)
     );
     // The process ends here: freeing millions of records one by one would only delay it.
     std::mem::forget(hierarchy);
     Ok(())
+}
+
+/// The BIND configuration written, or why there is none.
+fn bind_conf(written: &ldplayer_zonebuild::Written) -> String {
+    match &written.named_conf {
+        Some(p) => p.display().to_string(),
+        None => "none: BIND and nsd read one zone per file (--layout files writes them, and \
+                 named.conf)"
+            .to_string(),
+    }
 }
 
 /// Refuses to build when a file the hierarchy is about to write into DIR is one of the inputs
@@ -505,10 +519,9 @@ fn refuse_overwriting_inputs(hierarchy: &Hierarchy, args: &ZonesBuildArgs) -> Re
     if existing.is_empty() {
         return Ok(());
     }
-    let fixed = ["manifest", "root.hints", "named.conf"].map(String::from);
-    for name in hierarchy.file_names().iter().chain(&fixed) {
-        if existing.contains(std::ffi::OsStr::new(name)) {
-            ldplayer_output::check(&args.output.join(name))?;
+    for name in hierarchy.output_names(args.layout.into()) {
+        if existing.contains(std::ffi::OsStr::new(&name)) {
+            ldplayer_output::check(&args.output.join(&name))?;
         }
     }
     Ok(())
