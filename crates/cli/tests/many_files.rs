@@ -295,6 +295,9 @@ fn zones_build_reads_captures_cut_at_every_packet_as_the_whole() {
         .iter()
         .map(|(_, b)| String::from_utf8_lossy(b).into_owned())
         .collect();
-    assert!(text.contains("$ORIGIN cz.") && text.contains("$ORIGIN net."), "{names:?}");
+    assert!(
+        text.contains("$ORIGIN cz.") && text.contains("$ORIGIN net."),
+        "{names:?}"
+    );
     assert!(whole_zones == cut_zones, "the zones differ: {names:?}");
 }
