@@ -162,7 +162,7 @@ pub fn replay_targets(
     // A ramp's seconds count from its start, which is fixed here (unless given) so that the
     // capacity's bins and the results file's run info know it before the replay starts.
     if job.ramp.is_some() && configs[0].start_ns.is_none() {
-        let start = realtime_ns() + RAMP_START_AHEAD_NS;
+        let start = realtime_ns().saturating_add(RAMP_START_AHEAD_NS);
         for c in &mut configs {
             c.start_ns = Some(start);
             c.late_start = Duration::from_secs(1);
@@ -171,10 +171,7 @@ pub fn replay_targets(
     if several && configs[0].start_ns.is_none() {
         // One schedule for every target: a start shared by the engines, far enough ahead for
         // all of them to be ready.
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
-        let start = now.saturating_add(SHARED_START_AHEAD_NS);
+        let start = realtime_ns().saturating_add(SHARED_START_AHEAD_NS);
         for c in &mut configs {
             c.start_ns = Some(start);
             c.late_start = Duration::from_secs(10);
