@@ -1,125 +1,18 @@
-//! Authoritative answering (RFC 1034 §4.3.2, RFC 4035 §3.1, RFC 5155 §7.2, RFC 6672, RFC 4592).
+//! The answer being written: RFC 1034 §4.3.2's lookup in a zone, with its referrals, CNAME and
+//! DNAME chains, wildcards and the DNSSEC denial proofs (RFC 4035 §3.1.3, RFC 5155 §7.2) it
+//! collects for the authority section.
 
-use ldplayer_dns::{flag, Class, Message, Rcode, Rtype};
+use ldplayer_dns::{Class, Rcode, Rtype};
 
+use super::parts::{next_closer, wildcard_of, Items, NameBuf};
+use super::Kind;
 use crate::name::{self, MAX_NAME};
 use crate::set::ZoneSet;
 use crate::writer::Writer;
 use crate::zone::{flags, Node, RRset, Zone, NONE};
 
-/// Options of the answering server.
-#[derive(Debug, Clone, Copy)]
-pub struct AnswerOptions {
-    /// The server's EDNS UDP payload size, echoed in the OPT record and capping the client's.
-    pub edns_size: u16,
-    /// The query came over TCP: no size limit below 65535.
-    pub tcp: bool,
-    /// Minimal responses (knot's behaviour): no apex NS in the authority section of positive
-    /// answers. The default, off, is nsd's. (Additional addresses for NS/MX/SRV targets are
-    /// added either way.)
-    pub minimal: bool,
-    /// Longest CNAME/DNAME chain followed inside a zone.
-    pub max_chain: u8,
-}
-
-impl Default for AnswerOptions {
-    fn default() -> Self {
-        AnswerOptions {
-            edns_size: 1232,
-            tcp: false,
-            minimal: false,
-            max_chain: 8,
-        }
-    }
-}
-
-/// What kind of response was produced.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// Authoritative data in the answer section (possibly after CNAME/DNAME).
-    Answer,
-    /// The name exists but not the type.
-    NoData,
-    /// The name does not exist.
-    NxDomain,
-    /// A delegation to a child zone.
-    Referral,
-    /// The name is in no served zone.
-    Refused,
-    /// Malformed query (or QDCOUNT ≠ 1).
-    FormErr,
-    /// Opcode or type not implemented.
-    NotImp,
-    /// Unsupported EDNS version.
-    BadVers,
-    /// A DNAME substitution produced a name that is too long.
-    YxDomain,
-}
-
-/// Summary of a response written by [`ZoneSet::answer_into`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Outcome {
-    /// The full response code.
-    pub rcode: Rcode,
-    /// The kind.
-    pub kind: Kind,
-    /// TC was set.
-    pub truncated: bool,
-    /// How many labels the origin of the zone that answered has (0 the root, 1 a TLD);
-    /// `None` when no zone did. A recursive resolver's upstream queries count by level so.
-    pub zone_labels: Option<u8>,
-}
-
-/// A response with its bytes.
-#[derive(Debug, Clone)]
-pub struct Response {
-    /// The message.
-    pub wire: Vec<u8>,
-    /// Its summary.
-    pub outcome: Outcome,
-}
-
-/// Owner, RRset, its RRSIGs, and for an NS/MX set the nodes of its zone (its targets' owners
-/// then count as written where the records name them, see [`Writer::linked_rrset`]).
-type Item<'z> = (&'z [u8], &'z RRset, Option<&'z RRset>, Option<&'z [Node]>);
-
-/// A fixed-capacity list of RRsets to write (no allocation).
-struct Items<'z, const N: usize> {
-    items: [Option<Item<'z>>; N],
-    len: usize,
-}
-
-impl<'z, const N: usize> Items<'z, N> {
-    fn new() -> Self {
-        Items {
-            items: [None; N],
-            len: 0,
-        }
-    }
-    fn push(&mut self, owner: &'z [u8], set: &'z RRset, sig: Option<&'z RRset>) {
-        self.push_linked(owner, set, sig, None);
-    }
-    fn push_linked(
-        &mut self,
-        owner: &'z [u8],
-        set: &'z RRset,
-        sig: Option<&'z RRset>,
-        nodes: Option<&'z [Node]>,
-    ) {
-        if self.items[..self.len]
-            .iter()
-            .any(|i| matches!(i, Some((_, s, _, _)) if std::ptr::eq(*s, set)))
-        {
-            return;
-        }
-        if self.len < N {
-            self.items[self.len] = Some((owner, set, sig, nodes));
-            self.len += 1;
-        }
-    }
-}
-
-struct Ctx<'z, 'b> {
+/// The state of one answer while it is written.
+pub(super) struct Ctx<'z, 'b> {
     w: Writer<'b, 'z>,
     limit: usize,
     dnssec: bool,
@@ -128,11 +21,11 @@ struct Ctx<'z, 'b> {
     /// RRsets already in the answer section (CNAME loop detection; no repeats in additional).
     answered: [*const RRset; 16],
     n_answered: usize,
-    an: u16,
-    aa: bool,
-    truncated: bool,
-    rcode: Rcode,
-    kind: Kind,
+    pub(super) an: u16,
+    pub(super) aa: bool,
+    pub(super) truncated: bool,
+    pub(super) rcode: Rcode,
+    pub(super) kind: Kind,
     auth: Items<'z, 12>,
     /// The zone's NS set beside a positive answer: nsd's optional authority, written after the
     /// authority proper and, like the additional section, as far as it fits without TC.
@@ -140,52 +33,93 @@ struct Ctx<'z, 'b> {
     addl: Items<'z, 64>,
 }
 
-/// A lowercase name in a stack buffer.
-#[derive(Clone, Copy)]
-struct NameBuf {
-    b: [u8; MAX_NAME],
-    len: usize,
-}
-
-impl NameBuf {
-    fn from(n: &[u8]) -> Self {
-        let mut b = [0u8; MAX_NAME];
-        let len = n.len().min(MAX_NAME);
-        b[..len].copy_from_slice(&n[..len]);
-        b[..len].make_ascii_lowercase();
-        NameBuf { b, len }
+impl<'z, 'b> Ctx<'z, 'b> {
+    /// Starts an answer after the header and question already in `out`, within `limit` bytes.
+    pub(super) fn new(out: &'b mut Vec<u8>, limit: usize, dnssec: bool, minimal: bool) -> Self {
+        let mut ctx = Ctx {
+            w: Writer::new(out),
+            limit,
+            dnssec,
+            minimal,
+            dname_seen: false,
+            answered: [std::ptr::null(); 16],
+            n_answered: 0,
+            an: 0,
+            aa: false,
+            truncated: false,
+            rcode: Rcode::NOERROR,
+            kind: Kind::Answer,
+            auth: Items::new(),
+            opt_auth: Items::new(),
+            addl: Items::new(),
+        };
+        ctx.w.register_name_at(12);
+        ctx
     }
-    fn get(&self) -> &[u8] {
-        &self.b[..self.len]
-    }
-}
 
-/// `*.` + name, if it fits.
-fn wildcard_of(ce: &[u8]) -> Option<NameBuf> {
-    if ce.len() + 2 > MAX_NAME {
-        return None;
-    }
-    let mut b = [0u8; MAX_NAME];
-    b[0] = 1;
-    b[1] = b'*';
-    b[2..2 + ce.len()].copy_from_slice(ce);
-    Some(NameBuf {
-        b,
-        len: ce.len() + 2,
-    })
-}
-
-/// The ancestor of `name` (or itself) with one label more than `ce`.
-fn next_closer<'a>(name: &'a [u8], ce: &[u8]) -> &'a [u8] {
-    let want = name::label_count(ce) + 1;
-    let mut cur = name;
-    while name::label_count(cur) > want {
-        match name::parent(cur) {
-            Some(p) => cur = p,
-            None => break,
+    /// Writes the authority section, then nsd's optional authority and the additional section
+    /// (all A RRsets, then all AAAA), and returns their record counts. The authority sets TC
+    /// when it does not fit; the optional parts leave out what does not fit, never TC.
+    pub(super) fn write_authority_and_additional(&mut self) -> (u16, u16) {
+        // Authority.
+        let mut ns = 0u16;
+        if !self.truncated {
+            for it in self.auth.items[..self.auth.len].iter().flatten() {
+                let mark = self.w.len();
+                let mut n = match it.3 {
+                    Some(nodes) => self.w.linked_rrset(it.0, it.1, nodes),
+                    None => self.w.zone_rrset(it.0, it.1),
+                };
+                if let Some(s) = it.2 {
+                    n += self.w.zone_rrset(it.0, s);
+                }
+                if self.w.len() > self.limit {
+                    self.w.truncate(mark);
+                    self.truncated = true;
+                    break;
+                }
+                ns += n;
+            }
         }
+        // Optional authority, then additional (all A RRsets, then all AAAA: nsd's sections):
+        // each RRset with its RRSIGs if it fits, else left out; never TC.
+        let mut ar = 0u16;
+        if !self.truncated {
+            for it in self.opt_auth.items[..self.opt_auth.len].iter().flatten() {
+                let mark = self.w.len();
+                let mut n = match it.3 {
+                    Some(nodes) => self.w.linked_rrset(it.0, it.1, nodes),
+                    None => self.w.zone_rrset(it.0, it.1),
+                };
+                if let Some(s) = it.2 {
+                    n += self.w.zone_rrset(it.0, s);
+                }
+                if self.w.len() > self.limit {
+                    self.w.truncate(mark);
+                } else {
+                    ns += n;
+                }
+            }
+            for ty in [Rtype::A, Rtype::AAAA] {
+                for it in self.addl.items[..self.addl.len].iter().flatten() {
+                    if it.1.rtype != ty || self.in_answer(it.1) {
+                        continue;
+                    }
+                    let mark = self.w.len();
+                    let mut n = self.w.zone_rrset(it.0, it.1);
+                    if let Some(s) = it.2 {
+                        n += self.w.zone_rrset(it.0, s);
+                    }
+                    if self.w.len() > self.limit {
+                        self.w.truncate(mark);
+                    } else {
+                        ar += n;
+                    }
+                }
+            }
+        }
+        (ns, ar)
     }
-    cur
 }
 
 impl<'z> Ctx<'z, '_> {
@@ -564,7 +498,7 @@ impl<'z> Ctx<'z, '_> {
     }
 
     /// RFC 1034 §4.3.2 step 3 in zone `z`, following CNAME/DNAME inside the zone.
-    fn resolve(
+    pub(super) fn resolve(
         &mut self,
         set: &'z ZoneSet,
         zone: &'z Zone,
@@ -631,285 +565,4 @@ impl<'z> Ctx<'z, '_> {
             cur = t;
         }
     }
-}
-
-/// Appends the OPT record.
-fn push_opt(buf: &mut Vec<u8>, size: u16, ext_rcode: u8, dnssec: bool) {
-    buf.push(0);
-    buf.extend_from_slice(&Rtype::OPT.0.to_be_bytes());
-    buf.extend_from_slice(&size.max(512).to_be_bytes());
-    buf.push(ext_rcode);
-    buf.push(0);
-    buf.extend_from_slice(&(if dnssec { 0x8000u16 } else { 0 }).to_be_bytes());
-    buf.extend_from_slice(&[0, 0]);
-}
-
-fn set_counts(buf: &mut [u8], qd: u16, an: u16, ns: u16, ar: u16) {
-    buf[4..6].copy_from_slice(&qd.to_be_bytes());
-    buf[6..8].copy_from_slice(&an.to_be_bytes());
-    buf[8..10].copy_from_slice(&ns.to_be_bytes());
-    buf[10..12].copy_from_slice(&ar.to_be_bytes());
-}
-
-/// A response carrying only the header, the question (when there is exactly one) and OPT.
-fn error_response(
-    msg: Option<&Message<'_>>,
-    query: &[u8],
-    rcode: Rcode,
-    kind: Kind,
-    opts: &AnswerOptions,
-    out: &mut Vec<u8>,
-) -> Outcome {
-    out.clear();
-    let fl = u16::from_be_bytes([query[2], query[3]]);
-    let flags =
-        flag::QR | (fl & (0xF << 11)) | (fl & (flag::RD | flag::CD)) | rcode.header_bits() as u16;
-    out.extend_from_slice(&query[0..2]);
-    out.extend_from_slice(&flags.to_be_bytes());
-    out.extend_from_slice(&[0; 8]);
-    let mut qd = 0;
-    let mut ar = 0;
-    if let Some(m) = msg {
-        if m.header().qdcount == 1 {
-            out.extend_from_slice(&query[12..m.question_end()]);
-            qd = 1;
-        }
-        if let Some(e) = m.edns() {
-            push_opt(out, opts.edns_size, rcode.extended_bits(), e.dnssec_ok());
-            ar = 1;
-        }
-    }
-    set_counts(out, qd, 0, 0, ar);
-    Outcome {
-        rcode,
-        kind,
-        truncated: false,
-        zone_labels: None,
-    }
-}
-
-impl ZoneSet {
-    /// Answers a query (wire format) into `out`, which is cleared first. Returns `None` when no
-    /// response is due (shorter than a header, or QR set).
-    pub fn answer_into(
-        &self,
-        query: &[u8],
-        opts: &AnswerOptions,
-        out: &mut Vec<u8>,
-    ) -> Option<Outcome> {
-        out.clear();
-        if query.len() < 12 || query[2] & 0x80 != 0 {
-            return None;
-        }
-        let Ok(msg) = Message::parse(query) else {
-            return Some(error_response(
-                None,
-                query,
-                Rcode::FORMERR,
-                Kind::FormErr,
-                opts,
-                out,
-            ));
-        };
-        let h = msg.header();
-        if h.opcode() != 0 {
-            return Some(error_response(
-                Some(&msg),
-                query,
-                Rcode::NOTIMP,
-                Kind::NotImp,
-                opts,
-                out,
-            ));
-        }
-        if h.qdcount != 1 || h.ancount != 0 || h.nscount != 0 {
-            return Some(error_response(
-                Some(&msg),
-                query,
-                Rcode::FORMERR,
-                Kind::FormErr,
-                opts,
-                out,
-            ));
-        }
-        let edns = msg.edns().copied();
-        if let Some(e) = edns {
-            if e.version != 0 {
-                return Some(error_response(
-                    Some(&msg),
-                    query,
-                    Rcode::BADVERS,
-                    Kind::BadVers,
-                    opts,
-                    out,
-                ));
-            }
-        }
-        let qtype = msg.qtype().unwrap_or_default();
-        let qclass = msg.qclass().unwrap_or_default();
-        if matches!(
-            qtype,
-            Rtype::AXFR | Rtype::IXFR | Rtype::MAILA | Rtype::MAILB
-        ) || qtype == Rtype::OPT
-        {
-            let rc = if qtype == Rtype::OPT {
-                Rcode::FORMERR
-            } else {
-                Rcode::NOTIMP
-            };
-            let k = if qtype == Rtype::OPT {
-                Kind::FormErr
-            } else {
-                Kind::NotImp
-            };
-            return Some(error_response(Some(&msg), query, rc, k, opts, out));
-        }
-        let qend = msg.question_end();
-        let qname_raw = &query[12..qend - 4];
-        let qn = NameBuf::from(qname_raw);
-        let zone = if qclass == Class::IN || qclass == Class::ANY {
-            self.find(qn.get(), qtype)
-        } else {
-            None
-        };
-        let Some(zone) = zone else {
-            return Some(error_response(
-                Some(&msg),
-                query,
-                Rcode::REFUSED,
-                Kind::Refused,
-                opts,
-                out,
-            ));
-        };
-        let zone_labels = crate::name::label_count(&zone.origin).min(255) as u8;
-        let dnssec = edns.is_some_and(|e| e.dnssec_ok());
-        let mut limit = if opts.tcp {
-            65535
-        } else {
-            match edns {
-                Some(e) => (e.udp_size.min(opts.edns_size) as usize).max(512),
-                None => 512,
-            }
-        };
-        if edns.is_some() {
-            limit -= 11;
-        }
-        // Header and question.
-        out.extend_from_slice(&query[0..12]);
-        out.extend_from_slice(&query[12..qend]);
-        let mut ctx = Ctx {
-            w: Writer::new(out),
-            limit,
-            dnssec,
-            minimal: opts.minimal,
-            dname_seen: false,
-            answered: [std::ptr::null(); 16],
-            n_answered: 0,
-            an: 0,
-            aa: false,
-            truncated: false,
-            rcode: Rcode::NOERROR,
-            kind: Kind::Answer,
-            auth: Items::new(),
-            opt_auth: Items::new(),
-            addl: Items::new(),
-        };
-        ctx.w.register_name_at(12);
-        ctx.resolve(self, zone, qn.get(), qtype, opts.max_chain);
-        // Authority.
-        let mut ns = 0u16;
-        if !ctx.truncated {
-            for it in ctx.auth.items[..ctx.auth.len].iter().flatten() {
-                let mark = ctx.w.len();
-                let mut n = match it.3 {
-                    Some(nodes) => ctx.w.linked_rrset(it.0, it.1, nodes),
-                    None => ctx.w.zone_rrset(it.0, it.1),
-                };
-                if let Some(s) = it.2 {
-                    n += ctx.w.zone_rrset(it.0, s);
-                }
-                if ctx.w.len() > ctx.limit {
-                    ctx.w.truncate(mark);
-                    ctx.truncated = true;
-                    break;
-                }
-                ns += n;
-            }
-        }
-        // Optional authority, then additional (all A RRsets, then all AAAA: nsd's sections):
-        // each RRset with its RRSIGs if it fits, else left out; never TC.
-        let mut ar = 0u16;
-        if !ctx.truncated {
-            for it in ctx.opt_auth.items[..ctx.opt_auth.len].iter().flatten() {
-                let mark = ctx.w.len();
-                let mut n = match it.3 {
-                    Some(nodes) => ctx.w.linked_rrset(it.0, it.1, nodes),
-                    None => ctx.w.zone_rrset(it.0, it.1),
-                };
-                if let Some(s) = it.2 {
-                    n += ctx.w.zone_rrset(it.0, s);
-                }
-                if ctx.w.len() > ctx.limit {
-                    ctx.w.truncate(mark);
-                } else {
-                    ns += n;
-                }
-            }
-            for ty in [Rtype::A, Rtype::AAAA] {
-                for it in ctx.addl.items[..ctx.addl.len].iter().flatten() {
-                    if it.1.rtype != ty || ctx.in_answer(it.1) {
-                        continue;
-                    }
-                    let mark = ctx.w.len();
-                    let mut n = ctx.w.zone_rrset(it.0, it.1);
-                    if let Some(s) = it.2 {
-                        n += ctx.w.zone_rrset(it.0, s);
-                    }
-                    if ctx.w.len() > ctx.limit {
-                        ctx.w.truncate(mark);
-                    } else {
-                        ar += n;
-                    }
-                }
-            }
-        }
-        let an = ctx.an;
-        let truncated = ctx.truncated;
-        let rcode = ctx.rcode;
-        let kind = ctx.kind;
-        let aa = ctx.aa;
-        let fl = h.flags;
-        let mut flags = flag::QR | (fl & (flag::RD | flag::CD)) | rcode.header_bits() as u16;
-        if aa {
-            flags |= flag::AA;
-        }
-        if truncated {
-            flags |= flag::TC;
-        }
-        out[2..4].copy_from_slice(&flags.to_be_bytes());
-        if let Some(e) = edns {
-            push_opt(out, opts.edns_size, rcode.extended_bits(), e.dnssec_ok());
-            ar += 1;
-        }
-        set_counts(out, 1, an, ns, ar);
-        Some(Outcome {
-            rcode,
-            kind,
-            truncated,
-            zone_labels: Some(zone_labels),
-        })
-    }
-
-    /// Answers a query into a new buffer; `None` when no response is due.
-    pub fn answer(&self, query: &[u8], opts: &AnswerOptions) -> Option<Response> {
-        let mut wire = Vec::with_capacity(512);
-        let outcome = self.answer_into(query, opts, &mut wire)?;
-        Some(Response { wire, outcome })
-    }
-}
-
-/// Answers a query from a set of zones (see [`ZoneSet::answer`]).
-pub fn answer(set: &ZoneSet, query: &[u8], opts: &AnswerOptions) -> Option<Response> {
-    set.answer(query, opts)
 }
