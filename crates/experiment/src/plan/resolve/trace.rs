@@ -130,7 +130,8 @@ fn synth_spec(
     Ok(spec)
 }
 
-/// `[[trace.mutate]]`: one mutation of the trace, its parameters checked for its kind.
+/// `[trace] mutate = { ... }`: how the trace is changed before it is replayed (its transport and
+/// the like), each value checked.
 fn mutate_spec(r: &mut Resolver, m: &RawMutate) -> Checked<MutateSpec> {
     let proto = m.proto.as_ref().map_or(ProtoChoice::Keep, |p| *p.get_ref());
     r.remember("trace.mutate.proto", &m.proto);
