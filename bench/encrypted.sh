@@ -5,7 +5,8 @@
 #  1. fast: `replay --proto doh --fast` beside `dnsperf -m doh` against the same unbound (DoH,
 #     one thread, pinned to core 0, answering from local data), the generator pinned to core 1,
 #     the same queries, the same connections (CLIENTS) and queries in flight; qps and generator
-#     CPU per query, two rounds each, POST.
+#     CPU per query, two rounds each, POST; with OLD_BIN=path/to/ldplayer another build runs
+#     beside them too (before/after a change).
 #  2. idle: N DoH clients (default 20,000) each ask twice and then hold their connection idle,
 #     from one ldplayer process against `ldplayer serve --https-listen`; generator memory per idle
 #     session (RSS slope between N/4 and N clients), then each client asks again after the
@@ -99,6 +100,14 @@ CONF
     ldp=$!; for _ in $(seq $((seconds * 5))); do kill -0 $ldp 2>/dev/null || break; sleep 0.2; done; pkill -INT -f "ldplayer replay $work/fast.bin" 2>/dev/null || true; wait $ldp || true
     read -r lq ln <<< "$(python3 -c "import json;d=json.load(open('$out/ldp-doh-fast.json'));print(round(d['qps']), d['answered'])")"
     line="$line | ldplayer --proto doh $lq qps ($ln answered, $(printf %.2f "$(echo "$(cpu_of "$work/t-ldp") * 1000000 / $ln" | bc -l)") µs CPU/query; qps ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"))"
+    if [ -n "${OLD_BIN:-}" ]; then # another build beside this one (before/after a change)
+      /usr/bin/time -f "%e %U %S %M" -o "$work/t-old" timeout $((seconds + 30)) "$OLD_BIN" replay "$work/fast.bin" \
+        --server 127.0.0.1:$port --proto doh --tls-ca "$work/ca.pem" --fast --max-in-flight 1000 --queriers 1 --pin 1 \
+        --timeout 2 --json > "$out/old-doh-fast.json" < /dev/null &
+      ldp=$!; for _ in $(seq $((seconds * 5))); do kill -0 $ldp 2>/dev/null || break; sleep 0.2; done; pkill -INT -f "$OLD_BIN replay $work/fast.bin" 2>/dev/null || true; wait $ldp || true
+      read -r oq on <<< "$(python3 -c "import json;d=json.load(open('$out/old-doh-fast.json'));print(round(d['qps']), d['answered'])")"
+      line="$line | OLD_BIN $oq qps ($on answered, $(printf %.2f "$(echo "$(cpu_of "$work/t-old") * 1000000 / $on" | bc -l)") µs CPU/query)"
+    fi
     echo "$line"
   done
   kill "${pids[-1]}" 2>/dev/null || true
