@@ -15,7 +15,9 @@
 //!   (`sendmmsg` for UDP). Each client has its own UDP socket (LRU-bounded) and its own TCP or TLS
 //!   connection (reused until idle, pipelined, answers matched by ID in any order). Message IDs
 //!   of the trace are kept unless another query in flight on the same socket or connection
-//!   already uses it; then the ID is rewritten to a free one.
+//!   already uses it; then the ID is rewritten to a free one. The querier only schedules: each
+//!   transport's sessions (UDP sockets, TCP/TLS/DoH connections, the QUIC threads of DoQ and
+//!   DoH over HTTP/3) sit behind one seam, the querier's `Transport` trait.
 //! - **Result writer** (one thread): takes batches of [`ldplayer_results::QueryResult`] and calls
 //!   the caller's [`ldplayer_results::ResultSink`], so the queriers never block on disk; it owns
 //!   the sink until [`Running::finish`] hands it back.

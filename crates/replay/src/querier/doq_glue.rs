@@ -1,58 +1,96 @@
-//! The querier's side of DNS over QUIC: queries handed to the DoQ thread of the client's stack
-//! ([`super::doq`], or the reference one, `crate::reference::quic`), their events turned into
-//! sends, answers and failures of the in-flight table.
+//! The querier's side of DNS over QUIC and DNS over HTTPS on HTTP/3 ([`QuicSessions`], one of
+//! its [`Transport`]s): queries handed to the QUIC thread of the client's stack ([`super::doq`],
+//! or the reference one, `crate::reference::quic`), their events turned into sends, answers and
+//! failures of the in-flight table.
 
 use super::answer;
 use super::doq::{Doq, DoqEvent, DoqQuery, DoqSetup, H3Query};
-use super::*;
+use super::session::{Ctx, Readiness, Transport};
+use super::stream_conn::doh_authority;
 use crate::cause::Cause;
+use crate::clock;
 use crate::config::{DohMethod, Stack};
+use crate::tls::TlsBase;
+use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_trace::Proto;
+use std::sync::Arc;
 
-impl Querier {
-    /// Hands a DoQ query to the DoQ thread (started with the first one).
-    pub(super) fn send_doq(&mut self, slot: u32) {
+/// The QUIC threads of one querier, each started with its stack's first query.
+pub(super) struct QuicSessions {
+    /// The lean stack's thread.
+    lean: Option<Doq>,
+    /// The reference stack's thread (quinn).
+    reference: Option<Doq>,
+    /// The replay's TLS settings.
+    tls: Option<Arc<TlsBase>>,
+    /// Wakes the querier's poll when a thread has events.
+    waker: Arc<mio::Waker>,
+}
+
+impl QuicSessions {
+    /// No thread yet; theirs will wake the querier through `waker`.
+    pub(super) fn new(tls: Option<Arc<TlsBase>>, waker: Arc<mio::Waker>) -> QuicSessions {
+        QuicSessions {
+            lean: None,
+            reference: None,
+            tls,
+            waker,
+        }
+    }
+
+    /// Starts the thread of `stack`.
+    fn start(&mut self, stack: Stack, base: &TlsBase, ctx: &Ctx<'_>) -> std::io::Result<()> {
+        let server = ctx.config.server;
+        let https_server = ctx.config.https_server.unwrap_or(server);
+        let setup = DoqSetup {
+            server: ctx.config.quic_server.unwrap_or(server),
+            https_server,
+            authority: doh_authority(base, https_server).to_string(),
+            server_name: base.server_name.to_str().into_owned(),
+            query_timeout: ctx
+                .clients
+                .longest_timeout_ns()
+                .map_or(ctx.config.timeout, |ns| {
+                    std::time::Duration::from_nanos(ns.max(0) as u64)
+                }),
+            verifier: base.verifier.clone(),
+        };
+        let waker = self.waker.clone();
+        match stack {
+            Stack::Lean => Doq::start(setup, waker).map(|d| self.lean = Some(d)),
+            Stack::Reference => {
+                crate::reference::quic::start(setup, waker).map(|d| self.reference = Some(d))
+            }
+        }
+    }
+}
+
+impl Transport for QuicSessions {
+    /// Hands the query to the QUIC thread of its client's stack (started with the first one).
+    fn submit(&mut self, slot: u32, ctx: &mut Ctx<'_>) {
         let Some(base) = self.tls.clone() else {
-            self.fail(slot, ErrorKind::Tls, &Cause::NoTlsConfig);
+            ctx.inflight
+                .fail(slot, ErrorKind::Tls, &Cause::NoTlsConfig, ctx.sink);
             return;
         };
         let stack = {
-            let client = self.slots[slot as usize].client;
-            self.profile_of(client).stack
+            let client = ctx.inflight.slots[slot as usize].client;
+            ctx.clients.profile_of(client).stack
         };
         let running = match stack {
-            Stack::Lean => self.doq.is_some(),
-            Stack::Reference => self.doq_reference.is_some(),
+            Stack::Lean => self.lean.is_some(),
+            Stack::Reference => self.reference.is_some(),
         };
         if !running {
-            let https_server = self.config.https_server.unwrap_or(self.server);
-            let setup = DoqSetup {
-                server: self.config.quic_server.unwrap_or(self.server),
-                https_server,
-                authority: self.doh_authority(&base, https_server).to_string(),
-                server_name: base.server_name.to_str().into_owned(),
-                query_timeout: self
-                    .profiles
-                    .iter()
-                    .map(|p| p.timeout_ns)
-                    .max()
-                    .map_or(self.config.timeout, |ns| {
-                        std::time::Duration::from_nanos(ns.max(0) as u64)
-                    }),
-                verifier: base.verifier.clone(),
-            };
-            let started = match stack {
-                Stack::Lean => Doq::start(setup, self.waker.clone()).map(|d| self.doq = Some(d)),
-                Stack::Reference => crate::reference::quic::start(setup, self.waker.clone())
-                    .map(|d| self.doq_reference = Some(d)),
-            };
-            if let Err(e) = started {
-                self.fail(slot, ErrorKind::Send, &Cause::Io(e));
+            if let Err(e) = self.start(stack, &base, ctx) {
+                ctx.inflight
+                    .fail(slot, ErrorKind::Send, &Cause::Io(e), ctx.sink);
                 return;
             }
         }
-        let s = &self.slots[slot as usize];
+        let s = &ctx.inflight.slots[slot as usize];
         let (client, gen) = (s.client, s.gen);
-        let profile = self.profile_of(client);
+        let profile = ctx.clients.profile_of(client);
         let (resume, zero_rtt, idle_timeout) =
             (profile.resume, profile.zero_rtt, profile.idle_timeout);
         // DoH over HTTP/3 goes this way too, on the same QUIC client.
@@ -62,7 +100,7 @@ impl Querier {
         });
         let alpn: &[u8] = if h3.is_some() { b"h3" } else { b"doq" };
         let make = || base.for_quic_client_with(alpn, resume, zero_rtt);
-        let (local, tls) = match self.clients.get_mut(&client) {
+        let (local, tls) = match ctx.clients.get_mut(client) {
             Some(c) => {
                 let kept = if h3.is_some() {
                     &mut c.h3_tls
@@ -82,33 +120,55 @@ impl Querier {
             zero_rtt,
             idle_timeout,
             h3,
-            wire: self.slots[slot as usize].wire.clone(),
+            wire: ctx.inflight.slots[slot as usize].wire.clone(),
         };
         let thread = match stack {
-            Stack::Lean => self.doq.as_ref(),
-            Stack::Reference => self.doq_reference.as_ref(),
+            Stack::Lean => self.lean.as_ref(),
+            Stack::Reference => self.reference.as_ref(),
         };
         let handed = thread.is_some_and(|d| d.send(query));
         if !handed {
-            self.fail(slot, ErrorKind::Send, &Cause::ClosedLocally);
+            ctx.inflight
+                .fail(slot, ErrorKind::Send, &Cause::ClosedLocally, ctx.sink);
             return;
         }
-        let deadline = self.deadline_of(slot, clock::now_ns());
-        self.push_timeout(slot, deadline);
+        let deadline = ctx.deadline_of(slot, clock::now_ns());
+        ctx.inflight.push_timeout(slot, deadline);
     }
 
-    /// Takes what the DoQ threads have to say.
-    pub(super) fn doq_events(&mut self) {
-        let threads =
-            [&self.doq, &self.doq_reference].map(|d| d.as_ref().map(|d| d.events.clone()));
-        for events in threads.into_iter().flatten() {
-            self.doq_events_of(&events);
+    /// Nothing to send: each query went to its thread as it came.
+    fn flush(&mut self, _ctx: &mut Ctx<'_>) {}
+
+    /// The threads have their own polls: no token of the querier's is theirs.
+    fn owns(&self, _token: usize) -> bool {
+        false
+    }
+
+    fn ready(&mut self, _token: usize, _ready: Readiness, _ctx: &mut Ctx<'_>) {}
+
+    /// Takes what the QUIC threads have to say.
+    fn events(&mut self, ctx: &mut Ctx<'_>) {
+        for thread in [&self.lean, &self.reference].into_iter().flatten() {
+            events_of(thread, ctx);
         }
     }
 
-    /// Takes the events of one DoQ thread.
-    fn doq_events_of(&mut self, events: &crossbeam_channel::Receiver<DoqEvent>) {
-        while let Ok(event) = events.try_recv() {
+    fn expired(&mut self, slot: u32, ctx: &mut Ctx<'_>) {
+        ctx.inflight.time_out(slot, ctx.sink);
+    }
+
+    /// Ends the threads: their connections are closed (told to the server) and their sockets
+    /// go.
+    fn close(&mut self, _ctx: &mut Ctx<'_>) {
+        self.lean = None;
+        self.reference = None;
+    }
+}
+
+/// Takes the events of one QUIC thread.
+fn events_of(thread: &Doq, ctx: &mut Ctx<'_>) {
+    {
+        while let Ok(event) = thread.events.try_recv() {
             match event {
                 DoqEvent::Sent {
                     slot,
@@ -117,26 +177,35 @@ impl Querier {
                     new_connection,
                     handshake_ns,
                 } => {
-                    let s = &mut self.slots[slot as usize];
+                    let s = &mut ctx.inflight.slots[slot as usize];
                     if s.live && s.gen == gen && s.sent_ns == 0 {
                         s.sent_ns = at;
                         s.new_connection = new_connection;
                         s.handshake_ns = handshake_ns;
-                        self.first_sends += 1;
+                        ctx.sink.first_sends += 1;
                     }
                 }
                 DoqEvent::Answer { slot, gen, at, msg } => {
-                    let s = &self.slots[slot as usize];
+                    let s = &ctx.inflight.slots[slot as usize];
                     if !(s.live && s.gen == gen) {
-                        self.stats.unmatched_responses += 1;
+                        ctx.sink.stats.unmatched_responses += 1;
                         continue;
                     }
                     // One response per stream: one that does not answer ends the query.
                     match answer::check(&s.wire, s.qlen, &msg) {
-                        Ok(()) => self.complete(slot, Outcome::Answered, Some((&msg, at))),
+                        Ok(()) => {
+                            ctx.inflight.complete(
+                                slot,
+                                Outcome::Answered,
+                                Some((&msg, at)),
+                                ctx.sink,
+                            );
+                        }
                         Err(m) => {
-                            self.stats.unmatched_responses += 1;
-                            self.fail(slot, ErrorKind::BadResponse, &m.cause());
+                            ctx.sink.stats.unmatched_responses += 1;
+                            let cause = m.cause();
+                            ctx.inflight
+                                .fail(slot, ErrorKind::BadResponse, &cause, ctx.sink);
                         }
                     }
                 }
@@ -146,15 +215,15 @@ impl Querier {
                     kind,
                     cause,
                 } => {
-                    let s = &self.slots[slot as usize];
+                    let s = &ctx.inflight.slots[slot as usize];
                     if s.live && s.gen == gen {
-                        self.fail(slot, kind, &cause);
+                        ctx.inflight.fail(slot, kind, &cause, ctx.sink);
                     }
                 }
                 DoqEvent::Opened { zero_rtt } => {
-                    self.stats.connections_opened += 1;
+                    ctx.sink.stats.connections_opened += 1;
                     if zero_rtt {
-                        self.stats.quic_zero_rtt += 1;
+                        ctx.sink.stats.quic_zero_rtt += 1;
                     }
                 }
                 DoqEvent::Handshake {
@@ -162,14 +231,14 @@ impl Querier {
                     zero_rtt_accepted,
                 } => {
                     if resumed {
-                        self.stats.tls_resumed += 1;
+                        ctx.sink.stats.tls_resumed += 1;
                     }
                     if zero_rtt_accepted == Some(true) {
-                        self.stats.quic_zero_rtt_accepted += 1;
+                        ctx.sink.stats.quic_zero_rtt_accepted += 1;
                     }
                 }
-                DoqEvent::Reused => self.stats.connections_reused += 1,
-                DoqEvent::Lost { packets } => self.stats.quic_packets_lost += packets,
+                DoqEvent::Reused => ctx.sink.stats.connections_reused += 1,
+                DoqEvent::Lost { packets } => ctx.sink.stats.quic_packets_lost += packets,
             }
         }
     }

@@ -1,14 +1,39 @@
-//! Queries in flight: slots, DNS IDs per socket or connection, timeouts and completion.
+//! Queries in flight: slots, DNS IDs per socket or connection, stream keys, timeouts, the keys
+//! of queries that timed out lately, and completion into the [`Sink`].
+//!
+//! The table knows no transport: a slot's [`Via`] says which socket or connection carries it,
+//! and completing a slot returns that [`Via`] so that the transport which holds the slot in a
+//! list of its own (a connection's queries) forgets it.
 
 use super::answer::{self, Mismatch};
-use super::*;
-use crate::cause::{Cause, Context};
+use super::sink::Sink;
+use super::transport::MatchKey;
+use crate::cause::Cause;
+use crate::distributor::QueryMeta;
+use ldplayer_dns::{flag, Message};
+use ldplayer_results::{ErrorKind, Outcome, QueryResult};
+use ldplayer_trace::Proto;
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 
-/// Most keys of queries that timed out remembered per querier (see [`Querier::remember_late`]).
+/// Most keys of queries that timed out remembered per querier (see [`Inflight::remember_late`]).
 const LATE_MAX: usize = 1 << 16;
 /// How long after its timeout an answer to a query is late rather than garbage: servers that
 /// resolve recursively take seconds, and 30 s is past any resolver's own limit.
 const LATE_NS: i64 = 30_000_000_000;
+/// Most DNS IDs in flight on one socket or connection (of 65,536).
+const MAX_IDS_IN_FLIGHT: u32 = 60_000;
+
+/// Where a query in flight went.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Via {
+    /// Nowhere yet, or a transport that keeps no socket of the querier's (QUIC).
+    None,
+    /// UDP socket `sock` (whose uid is `uid`).
+    Udp { sock: u32, uid: u64 },
+    /// Stream connection `conn` (whose uid is `uid`), matched by `key`.
+    Stream { conn: u32, uid: u64, key: MatchKey },
+}
 
 /// One query from dispatch to its result: its times, where it went and the ID it carries there.
 pub(super) struct Slot {
@@ -73,7 +98,66 @@ pub(super) enum Reply {
     Stray,
 }
 
-impl Querier {
+/// The queries in flight of one querier.
+pub(super) struct Inflight {
+    /// The queries by slot; a slot is reused once its query ended (its `gen` tells uses apart).
+    pub slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    /// Queries in flight by DNS ID key ([`key`]).
+    ids: FxHashMap<u64, u32>,
+    /// Queries in flight by connection uid and stream, for protocols that match by stream.
+    streams: FxHashMap<(u64, u64), u32>,
+    /// Deadlines in the order they were set: (deadline, slot, gen).
+    timeouts: VecDeque<(i64, u32, u32)>,
+    /// The next socket's or connection's uid.
+    next_uid: u64,
+    /// IDs in flight per transport (socket or connection uid).
+    id_use: FxHashMap<u64, u32>,
+    /// Keys (as `ids`) of queries that timed out lately, with when to forget them: an answer
+    /// with one of them is late, not garbage ([`Inflight::remember_late`]).
+    late: FxHashMap<u64, i64>,
+    /// The same keys in the order they are to be forgotten.
+    late_order: VecDeque<(i64, u64)>,
+    id_rng: u64,
+    /// Queries in flight.
+    count: usize,
+}
+
+impl Inflight {
+    /// An empty table.
+    pub(super) fn new() -> Inflight {
+        Inflight {
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            ids: FxHashMap::default(),
+            streams: FxHashMap::default(),
+            timeouts: VecDeque::new(),
+            next_uid: 1,
+            id_use: FxHashMap::default(),
+            late: FxHashMap::default(),
+            late_order: VecDeque::new(),
+            id_rng: 0x9E37_79B9_7F4A_7C15,
+            count: 0,
+        }
+    }
+
+    /// Queries in flight.
+    pub(super) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// A uid for a new socket or connection, never given before.
+    pub(super) fn new_uid(&mut self) -> u64 {
+        let uid = self.next_uid;
+        self.next_uid += 1;
+        uid
+    }
+
+    /// The earliest deadline set (it may have been superseded since).
+    pub(super) fn next_deadline(&self) -> Option<i64> {
+        self.timeouts.front().map(|&(d, ..)| d)
+    }
+
     /// What `msg`, received on socket or connection `uid` with `key`, is to the queries in
     /// flight there (see [`answer::check`]).
     pub(super) fn reply_of(&self, uid: u64, key: MatchKey, msg: &[u8]) -> Reply {
@@ -94,10 +178,24 @@ impl Querier {
         }
     }
 
+    /// The query in flight with `key` on socket or connection `uid`, if any.
+    pub(super) fn slot_of(&self, uid: u64, key: MatchKey) -> Option<u32> {
+        match key {
+            MatchKey::Stream(stream) => self.streams.get(&(uid, stream)).copied(),
+            MatchKey::Id(id) => self.ids.get(&self::key(uid, id)).copied(),
+        }
+    }
+
+    /// Whether a query in flight on `uid` has DNS ID `id`, or had it lately.
+    pub(super) fn knows_id(&self, uid: u64, id: u16) -> bool {
+        let k = key(uid, id);
+        self.ids.contains_key(&k) || self.late.contains_key(&k)
+    }
+
     /// Remembers that the query with DNS ID key `key` timed out, until `until_ns`: an answer
     /// that comes later is late, not garbage. At most [`LATE_MAX`] are kept, the oldest
     /// forgotten first.
-    pub(super) fn remember_late(&mut self, key: u64, until_ns: i64) {
+    fn remember_late(&mut self, key: u64, until_ns: i64) {
         if self.late_order.len() >= LATE_MAX {
             if let Some((until, old)) = self.late_order.pop_front() {
                 // Unless it was remembered again since.
@@ -124,7 +222,9 @@ impl Querier {
         }
     }
 
-    pub(super) fn alloc_slot(&mut self, m: &QueryMeta, proto: Proto) -> u32 {
+    /// Takes a slot for query `m` (sent over `proto`, `wire` its message, with `retries` UDP
+    /// retries) and counts it in flight.
+    pub(super) fn alloc(&mut self, m: &QueryMeta, proto: Proto, retries: u32, wire: &[u8]) -> u32 {
         let idx = match self.free_slots.pop() {
             Some(i) => i,
             None => {
@@ -150,8 +250,6 @@ impl Querier {
                 (self.slots.len() - 1) as u32
             }
         };
-        let retries = self.profile_of(m.client).udp_retries;
-        let wire = self.pending.front().map(|b| b.wire(m)).unwrap_or(&[]);
         let s = &mut self.slots[idx as usize];
         s.live = true;
         s.index = m.index;
@@ -170,6 +268,7 @@ impl Querier {
         s.id = u16::from_be_bytes([s.wire[0], s.wire[1]]);
         s.qlen = answer::question_len(&s.wire);
         s.mismatch = false;
+        self.count += 1;
         idx
     }
 
@@ -221,36 +320,37 @@ impl Querier {
         self.streams.insert((uid, stream), slot);
     }
 
+    /// Sets the slot's deadline.
     pub(super) fn push_timeout(&mut self, slot: u32, deadline: i64) {
         let s = &mut self.slots[slot as usize];
         s.deadline_ns = deadline;
         self.timeouts.push_back((deadline, slot, s.gen));
     }
 
-    /// Ends a query as failed with `kind`, counting it under `cause`.
-    pub(super) fn fail(&mut self, slot: u32, kind: ErrorKind, cause: &Cause) {
-        if self.slots[slot as usize].live {
-            self.note_cause(kind, cause, 1);
-            self.complete(slot, Outcome::Error(kind), None);
+    /// Ends a query as failed with `kind`, counting it under `cause`; returns where it was
+    /// ([`Via::None`] if it had ended already).
+    pub(super) fn fail(
+        &mut self,
+        slot: u32,
+        kind: ErrorKind,
+        cause: &Cause,
+        sink: &mut Sink,
+    ) -> Via {
+        if !self.slots[slot as usize].live {
+            return Via::None;
         }
-    }
-
-    /// Counts `n` queries failed with `kind` for `cause`.
-    pub(super) fn note_cause(&mut self, kind: ErrorKind, cause: &Cause, n: u64) {
-        let ctx = Context {
-            source_prefix: self.config.source_prefix.is_some(),
-            server_name: &self.server_name,
-        };
-        self.stats.note_cause(kind, cause, &ctx, n);
+        sink.note_cause(kind, cause, 1);
+        self.complete(slot, Outcome::Error(kind), None, sink)
     }
 
     /// Fails every query in flight on UDP socket `sock` (whose uid is `uid`) at once.
-    pub(super) fn fail_udp_in_flight(
+    pub(super) fn fail_udp(
         &mut self,
         sock: u32,
         uid: u64,
         kind: ErrorKind,
         cause: &Cause,
+        sink: &mut Sink,
     ) {
         let doomed: Vec<u32> = (0..self.slots.len() as u32)
             .filter(|&i| {
@@ -259,17 +359,26 @@ impl Querier {
             })
             .collect();
         if !doomed.is_empty() {
-            self.note_cause(kind, cause, doomed.len() as u64);
+            sink.note_cause(kind, cause, doomed.len() as u64);
         }
         for slot in doomed {
-            self.complete(slot, Outcome::Error(kind), None);
+            self.complete(slot, Outcome::Error(kind), None, sink);
         }
     }
 
-    pub(super) fn complete(&mut self, slot: u32, outcome: Outcome, resp: Option<(&[u8], i64)>) {
+    /// Ends a query with `outcome` (and its answer and the answer's time, if any): its result
+    /// goes to `sink`, its ID or stream is released. Returns where it was ([`Via::None`] if it
+    /// had ended already), for its transport to forget it.
+    pub(super) fn complete(
+        &mut self,
+        slot: u32,
+        outcome: Outcome,
+        resp: Option<(&[u8], i64)>,
+        sink: &mut Sink,
+    ) -> Via {
         let s = &mut self.slots[slot as usize];
         if !s.live {
-            return;
+            return Via::None;
         }
         let mut r = QueryResult {
             index: s.index,
@@ -308,80 +417,63 @@ impl Querier {
         s.gen = s.gen.wrapping_add(1);
         s.via = Via::None;
         match via {
-            Via::Udp { uid, .. } => {
-                self.release_id(uid, id);
-            }
-            Via::Stream { conn, uid, key } => {
-                match key {
-                    MatchKey::Id(id) => self.release_id(uid, id),
-                    MatchKey::Stream(stream) => {
-                        self.streams.remove(&(uid, stream));
-                    }
+            Via::Udp { uid, .. } => self.release_id(uid, id),
+            Via::Stream { uid, key, .. } => match key {
+                MatchKey::Id(id) => self.release_id(uid, id),
+                MatchKey::Stream(stream) => {
+                    self.streams.remove(&(uid, stream));
                 }
-                if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
-                    if let Some(p) = c.inflight.iter().position(|&x| x == slot) {
-                        c.inflight.swap_remove(p);
-                    }
-                }
-            }
+            },
             Via::None => {}
         }
         self.free_slots.push(slot);
-        self.in_flight = self.in_flight.saturating_sub(1);
-        self.push_answered(r, answer);
+        self.count = self.count.saturating_sub(1);
+        sink.push_answered(r, answer);
+        via
     }
 
-    pub(super) fn expire(&mut self, now: i64) {
+    /// The next query whose deadline passed by `now`, taken off the deadlines; its transport
+    /// then sends it again or ends it ([`Inflight::time_out`]).
+    pub(super) fn next_expired(&mut self, now: i64) -> Option<u32> {
         while let Some(&(deadline, slot, gen)) = self.timeouts.front() {
             if deadline > now {
-                break;
+                return None;
             }
             self.timeouts.pop_front();
             let s = &self.slots[slot as usize];
-            if !s.live || s.gen != gen || s.deadline_ns != deadline {
-                continue;
+            if s.live && s.gen == gen && s.deadline_ns == deadline {
+                return Some(slot);
             }
-            if let Via::Udp { sock, uid } = s.via {
-                if s.retries_left > 0 && !self.stopping {
-                    let open = matches!(self.udp.get(sock as usize), Some(Some(u)) if u.uid == uid);
-                    if open {
-                        self.slots[slot as usize].retries_left -= 1;
-                        self.stats.udp_retries += 1;
-                        self.udp_out.push(slot);
-                        self.flush_udp();
-                        continue;
-                    }
-                }
-            }
-            let s = &self.slots[slot as usize];
-            // An answer may still come for a query that was sent: late, not garbage, for a while.
-            let late_key = match s.via {
-                Via::Udp { uid, .. }
-                | Via::Stream {
-                    uid,
-                    key: MatchKey::Id(_),
-                    ..
-                } if s.sent_ns != 0 => Some(key(uid, s.id)),
-                _ => None,
-            };
-            let (mismatch, unsent) = (s.mismatch, s.sent_ns == 0);
-            if let (Via::Stream { conn, uid, .. }, false) = (s.via, unsent) {
-                if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
-                    c.timed_out |= c.uid == uid;
-                }
-            }
-            if let Some(k) = late_key {
-                self.remember_late(k, deadline.saturating_add(LATE_NS));
-            }
-            if mismatch {
-                self.fail(slot, ErrorKind::BadResponse, &Cause::QuestionMismatch);
-                continue;
-            }
-            if unsent {
-                // Still queued behind a connect or TLS handshake that never finished.
-                self.stats.timeouts_unsent += 1;
-            }
-            self.complete(slot, Outcome::Timeout, None);
         }
+        None
+    }
+
+    /// Ends a query whose deadline passed: a timeout, or a bad response if only a response to
+    /// another question came with its key. Its key is remembered for a while so that its
+    /// answer, if it still comes, is late rather than garbage. Returns where it was.
+    pub(super) fn time_out(&mut self, slot: u32, sink: &mut Sink) -> Via {
+        let s = &self.slots[slot as usize];
+        // An answer may still come for a query that was sent: late, not garbage, for a while.
+        let late_key = match s.via {
+            Via::Udp { uid, .. }
+            | Via::Stream {
+                uid,
+                key: MatchKey::Id(_),
+                ..
+            } if s.sent_ns != 0 => Some(key(uid, s.id)),
+            _ => None,
+        };
+        let (mismatch, unsent, deadline) = (s.mismatch, s.sent_ns == 0, s.deadline_ns);
+        if let Some(k) = late_key {
+            self.remember_late(k, deadline.saturating_add(LATE_NS));
+        }
+        if mismatch {
+            return self.fail(slot, ErrorKind::BadResponse, &Cause::QuestionMismatch, sink);
+        }
+        if unsent {
+            // Still queued behind a connect or TLS handshake that never finished.
+            sink.stats.timeouts_unsent += 1;
+        }
+        self.complete(slot, Outcome::Timeout, None, sink)
     }
 }

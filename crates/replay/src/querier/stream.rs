@@ -8,143 +8,131 @@
 //! queries wait for it before they are sent, so their latency leaves it out and their first
 //! query carries it as `handshake_ns`.
 //!
-//! This module is the socket side: connects, reads and writes, stamps, idle and keepalive
-//! timeouts. Framing, TLS and what an answer is matched by belong to each connection's protocol
+//! This module is the socket side ([`StreamSessions`], one of the querier's
+//! [`Transport`]s): connects, reads and writes, stamps, idle and keepalive timeouts. Framing,
+//! TLS and what an answer is matched by belong to each connection's protocol
 //! ([`super::transport`]), which sees bytes only.
 
+use super::inflight::Via;
 use super::send_times::SendTimes;
+use super::session::{Ctx, Readiness, Transport, TOKEN_SPAN};
+use super::stream_conn::{
+    doh_authority, mark_sent, write_out, Conn, ConnState, StampedRead, Unsent, READ_CHUNK,
+};
 use super::stream_replies::{self, StreamReply};
 use super::transport::{
     DohFraming, MatchKey, StreamProtocol, StreamTransport, TcpFraming, TlsFraming,
 };
-use super::*;
+use super::NONE;
 use crate::cause::{kind_of_io, Cause};
+use crate::clock;
 use crate::config::Stack;
+use crate::net;
 use crate::reference::doh::H2Doh;
 use crate::reference::tls::RustlsSession;
-use rustls_pki_types::ServerName;
-use std::os::fd::RawFd;
+use crate::tls::TlsBase;
+use ldplayer_dns::Message;
+use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_trace::Proto;
+use mio::{Interest, Token};
+use std::collections::VecDeque;
+use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
 
-/// Bytes read from a socket at a time: a TLS record's most, and then some.
-const READ_CHUNK: usize = 16 * 1024 + 256;
-
-/// Whether a connection's non-blocking connect has completed.
-#[derive(PartialEq, Eq, Clone, Copy)]
-pub(super) enum ConnState {
-    Connecting,
-    Open,
+/// The TCP, TLS and DoH connections of one querier's clients.
+pub(super) struct StreamSessions {
+    /// The first of this transport's poll tokens (connection `i` is `token_base + i`).
+    token_base: usize,
+    conns: Vec<Option<Conn>>,
+    free: Vec<u32>,
+    open: usize,
+    /// Connections with queries queued since the last [`Transport::flush`], each written once
+    /// then: one system call (and for TLS one flush) for the queries due together. Writing
+    /// after every query cost half of the CPU in the kernel with `--fast` over DoH.
+    out: Vec<u32>,
+    /// Kernel send stamps read off a socket's error queue.
+    stamps: Vec<ldplayer_udp::SendStamp>,
+    /// The replay's TLS settings, for DoT and DoH.
+    tls: Option<Arc<TlsBase>>,
 }
 
-/// A client's TCP or TLS connection: its socket, its protocol and the queries in flight on it.
-pub(super) struct Conn {
-    pub(super) uid: u64,
-    pub(super) client: u32,
-    pub(super) proto: Proto,
-    pub(super) sock: TcpStream,
-    /// Framing (and TLS): what the socket reads and writes, without I/O.
-    pub(super) protocol: StreamTransport,
-    pub(super) state: ConnState,
-    /// Queries whose bytes have not all reached the kernel, in the order of their bytes.
-    pub(super) unsent: VecDeque<Unsent>,
-    /// When the connect started (realtime ns).
-    pub(super) opened_ns: i64,
-    /// Queries waiting for the kernel's send stamps; `None` without them.
-    pub(super) send_times: Option<SendTimes>,
-    /// The connection is ready for queries (connected, and for TLS the handshake is over).
-    pub(super) ready: bool,
-    pub(super) inflight: Vec<u32>,
-    pub(super) queries: u64,
-    /// A query sent on it timed out: a response with an ID that no query in flight has may be
-    /// its late answer, not garbage (under overload, more queries time out than the querier
-    /// remembers by ID).
-    pub(super) timed_out: bool,
-    pub(super) last_active_ns: i64,
-    pub(super) idle_ns: i64,
-}
-
-/// A query on its way into a connection: its last byte lies at `wire_end` in the stream of
-/// bytes on the socket once that is known (at once for TCP; once sealed for TLS).
-pub(super) struct Unsent {
-    slot: u32,
-    gen: u32,
-    wire_end: Option<u64>,
-}
-
-/// Reads a socket with the kernel's receive times, keeping the last one.
-struct StampedRead {
-    fd: RawFd,
-    at: Option<i64>,
-}
-
-impl Read for StampedRead {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let (n, at) = ldplayer_udp::recv_stream(self.fd, buf)?;
-        if at.is_some() {
-            self.at = at;
+impl StreamSessions {
+    /// No connections yet; their tokens start at `token_base`.
+    pub(super) fn new(token_base: usize, tls: Option<Arc<TlsBase>>) -> StreamSessions {
+        StreamSessions {
+            token_base,
+            conns: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            out: Vec::new(),
+            stamps: Vec::new(),
+            tls,
         }
-        Ok(n)
     }
-}
 
-/// The EDNS TCP keepalive timeout (RFC 7828) of a response, in ns.
-pub(super) fn keepalive_ns(msg: &Message<'_>) -> Option<i64> {
-    let mut opts = msg.edns_options();
-    while opts.len() >= 4 {
-        let code = u16::from_be_bytes([opts[0], opts[1]]);
-        let len = u16::from_be_bytes([opts[2], opts[3]]) as usize;
-        let data = opts.get(4..4 + len)?;
-        if code == ldplayer_dns::option_code::KEEPALIVE && len == 2 {
-            return Some(u16::from_be_bytes([data[0], data[1]]) as i64 * 100_000_000);
+    /// Forgets a query that ended (it was at `via`) from its connection's list.
+    fn forget(&mut self, slot: u32, via: Via) {
+        if let Via::Stream { conn, .. } = via {
+            if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
+                if let Some(p) = c.inflight.iter().position(|&x| x == slot) {
+                    c.inflight.swap_remove(p);
+                }
+            }
         }
-        opts = &opts[4 + len..];
     }
-    None
-}
 
-impl Querier {
-    pub(super) fn conn_for(
+    /// Ends a query of a connection as failed with `kind`, for `cause`.
+    fn fail(&mut self, slot: u32, kind: ErrorKind, cause: &Cause, ctx: &mut Ctx<'_>) {
+        let via = ctx.inflight.fail(slot, kind, cause, ctx.sink);
+        self.forget(slot, via);
+    }
+
+    fn conn_for(
         &mut self,
         client: u32,
         proto: Proto,
+        ctx: &mut Ctx<'_>,
     ) -> Result<(u32, bool), (ErrorKind, Cause)> {
-        let Some(c) = self.clients.get(&client) else {
+        let Some(c) = ctx.clients.get(client) else {
             return Err((ErrorKind::Send, Cause::ClosedLocally));
         };
         let existing = c.conn;
         let local = c.local;
         if existing != NONE {
             if let Some(Some(conn)) = self.conns.get(existing as usize) {
-                if conn.proto == proto && !self.spent(conn) {
+                if conn.proto == proto && !spent(conn, ctx) {
                     return Ok((existing, false));
                 }
             }
             // Another transport for this client, or a connection that carried its share of
             // queries (closed once its last answer is in): open a new connection alongside.
         }
-        if self.conns_open >= self.config.max_connections {
-            self.close_lru_idle_conn();
+        if self.open >= ctx.config.max_connections {
+            self.close_lru_idle_conn(ctx);
         }
+        let server = ctx.config.server;
         let dest = match proto {
-            Proto::Tls => self.config.tls_server.unwrap_or(self.server),
-            Proto::Https => self.config.https_server.unwrap_or(self.server),
-            _ => self.server,
+            Proto::Tls => ctx.config.tls_server.unwrap_or(server),
+            Proto::Https => ctx.config.https_server.unwrap_or(server),
+            _ => server,
         };
         let protocol = match proto {
             Proto::Tls | Proto::Https => {
                 let Some(base) = self.tls.clone() else {
                     return Err((ErrorKind::Tls, Cause::NoTlsConfig));
                 };
-                let resume = self.profile_of(client).resume;
+                let profile = ctx.clients.profile_of(client);
+                let (resume, stack, doh) = (profile.resume, profile.stack, profile.doh.clone());
                 let alpn = || match proto {
                     Proto::Tls => Vec::new(),
                     _ => vec![b"h2".to_vec()],
                 };
-                let stack = self.profile_of(client).stack;
                 let make = |alpn| match stack {
                     Stack::Lean => base.for_client_with(alpn, resume),
                     Stack::Reference => base.for_reference_client_with(alpn, resume),
                 };
-                let made = match self.clients.get_mut(&client) {
+                let made = match ctx.clients.get_mut(client) {
                     Some(c) => {
                         let kept = if proto == Proto::Tls {
                             &mut c.tls
@@ -163,8 +151,7 @@ impl Querier {
                     (Proto::Tls, Stack::Reference) => RustlsSession::new(made, name)
                         .map(|s| StreamTransport::ReferenceTls(Box::new(TlsFraming::over(s)))),
                     (_, stack) => {
-                        let authority = self.doh_authority(&base, dest);
-                        let doh = self.profile_of(client).doh.clone();
+                        let authority = doh_authority(&base, dest);
                         match stack {
                             Stack::Lean => DohFraming::new(made, name, authority, doh)
                                 .map(|d| StreamTransport::Doh(Box::new(d))),
@@ -185,26 +172,25 @@ impl Querier {
             Ok(s) => s,
             Err(e) => return Err((kind_of_io(&e), Cause::Io(e))),
         };
-        let send_times = (self.config.kernel_send_times
+        let send_times = (ctx.config.kernel_send_times
             && ldplayer_udp::enable_send_timestamps(sock.as_raw_fd(), true).is_ok())
         .then(SendTimes::default);
-        let idx = match self.free_conns.pop() {
+        let idx = match self.free.pop() {
             Some(i) => i,
             None => {
                 self.conns.push(None);
                 (self.conns.len() - 1) as u32
             }
         };
-        if let Err(e) = self.poll.registry().register(
+        if let Err(e) = ctx.registry.register(
             &mut sock,
-            Token(CONN_BASE + idx as usize),
+            Token(self.token_base + idx as usize),
             Interest::READABLE | Interest::WRITABLE,
         ) {
-            self.free_conns.push(idx);
+            self.free.push(idx);
             return Err((ErrorKind::Send, Cause::Io(e)));
         }
-        let uid = self.next_uid;
-        self.next_uid += 1;
+        let uid = ctx.inflight.new_uid();
         self.conns[idx as usize] = Some(Conn {
             uid,
             client,
@@ -220,36 +206,17 @@ impl Querier {
             queries: 0,
             timed_out: false,
             last_active_ns: opened_ns,
-            idle_ns: self.profile_of(client).idle_ns,
+            idle_ns: ctx.clients.profile_of(client).idle_ns,
         });
-        self.conns_open += 1;
-        self.stats.connections_opened += 1;
-        if let Some(c) = self.clients.get_mut(&client) {
+        self.open += 1;
+        ctx.sink.stats.connections_opened += 1;
+        if let Some(c) = ctx.clients.get_mut(client) {
             c.conn = idx;
         }
         Ok((idx, true))
     }
 
-    /// Whether `conn` carried as many queries as a connection may
-    /// ([`ReplayConfig::queries_per_connection`](crate::ReplayConfig)): it takes no more, and
-    /// is closed once its queries in flight are answered.
-    pub(super) fn spent(&self, conn: &Conn) -> bool {
-        self.config
-            .queries_per_connection
-            .is_some_and(|n| conn.queries >= n)
-    }
-
-    /// The `:authority` of DoH requests: the TLS server name when it is a DNS name, else the
-    /// address connected to.
-    pub(super) fn doh_authority(&self, base: &TlsBase, dest: SocketAddr) -> Arc<str> {
-        match &base.server_name {
-            ServerName::DnsName(name) if dest.port() == 443 => name.as_ref().into(),
-            ServerName::DnsName(name) => format!("{}:{}", name.as_ref(), dest.port()).into(),
-            _ => dest.to_string().into(),
-        }
-    }
-
-    pub(super) fn close_lru_idle_conn(&mut self) {
+    fn close_lru_idle_conn(&mut self, ctx: &mut Ctx<'_>) {
         let mut best: Option<(i64, u32)> = None;
         for (i, c) in self.conns.iter().enumerate() {
             if let Some(c) = c {
@@ -259,97 +226,12 @@ impl Querier {
             }
         }
         if let Some((_, i)) = best {
-            self.close_conn(i, ErrorKind::Reset, Cause::ClosedLocally);
+            self.close_conn(i, ErrorKind::Reset, Cause::ClosedLocally, ctx);
         }
-    }
-
-    pub(super) fn send_stream(&mut self, slot: u32, proto: Proto) {
-        let client = self.slots[slot as usize].client;
-        self.slots[slot as usize].proto = proto;
-        let (ci, new) = match self.conn_for(client, proto) {
-            Ok(x) => x,
-            Err((kind, cause)) => {
-                self.fail(slot, kind, &cause);
-                return;
-            }
-        };
-        let Some(Some(conn)) = self.conns.get(ci as usize) else {
-            self.fail(slot, ErrorKind::Send, &Cause::ClosedLocally);
-            return;
-        };
-        let uid = conn.uid;
-        let first = conn.queries == 0;
-        let by_id = conn.protocol.matches_by_id();
-        if by_id && !self.claim_id(slot, uid) {
-            self.fail(slot, ErrorKind::Send, &Cause::IdsExhausted);
-            return;
-        }
-        let s = &mut self.slots[slot as usize];
-        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
-            return;
-        };
-        let queued = match conn.protocol.queue_query(&s.wire) {
-            Ok(q) => q,
-            Err(e) => {
-                if by_id {
-                    // Its ID is released with it.
-                    s.via = Via::Stream {
-                        conn: ci,
-                        uid,
-                        key: MatchKey::Id(s.id),
-                    };
-                }
-                self.fail(slot, e.kind(), &e.into_cause());
-                return;
-            }
-        };
-        if let MatchKey::Stream(stream) = queued.key {
-            self.claim_stream(slot, uid, stream);
-        }
-        if !new {
-            self.stats.connections_reused += 1;
-        }
-        let now = clock::now_ns();
-        let s = &mut self.slots[slot as usize];
-        s.via = Via::Stream {
-            conn: ci,
-            uid,
-            key: queued.key,
-        };
-        s.new_connection = first;
-        if let Some(Some(conn)) = self.conns.get_mut(ci as usize) {
-            conn.queries += 1;
-            conn.last_active_ns = now;
-            conn.unsent.push_back(Unsent {
-                slot,
-                gen: s.gen,
-                wire_end: queued.wire_end,
-            });
-            conn.inflight.push(slot);
-        }
-        let deadline = self.deadline_of(slot, now);
-        self.push_timeout(slot, deadline);
-        if self.batching {
-            self.stream_out.push(ci);
-        } else {
-            self.conn_flush(ci);
-        }
-    }
-
-    /// Writes the connections that queries were queued on while sends were batched.
-    pub(super) fn flush_streams(&mut self) {
-        let mut out = std::mem::take(&mut self.stream_out);
-        out.sort_unstable();
-        out.dedup();
-        for &ci in &out {
-            self.conn_flush(ci);
-        }
-        out.clear();
-        self.stream_out = out;
     }
 
     /// Writes what can be written; marks queries sent once their bytes are with the kernel.
-    pub(super) fn conn_flush(&mut self, ci: u32) {
+    fn conn_flush(&mut self, ci: u32, ctx: &mut Ctx<'_>) {
         let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
             return;
         };
@@ -377,8 +259,8 @@ impl Querier {
                 Ok(0) => break,
                 Ok(n) => {
                     conn.protocol.consume_output(n);
-                    self.first_sends += mark_sent(
-                        &mut self.slots,
+                    ctx.sink.first_sends += mark_sent(
+                        &mut ctx.inflight.slots,
                         &mut conn.unsent,
                         conn.send_times.as_mut(),
                         conn.protocol.written_total(),
@@ -394,15 +276,15 @@ impl Querier {
             conn.unsent = VecDeque::new();
         }
         if let Some((kind, cause)) = failure {
-            self.close_conn(ci, kind, cause);
+            self.close_conn(ci, kind, cause, ctx);
         } else {
-            self.conn_exchange_failures(ci);
+            self.conn_exchange_failures(ci, ctx);
         }
     }
 
     /// Fails the queries whose exchange failed on its own (DoH: an HTTP status, a reset
     /// stream), and closes the connection when its protocol cannot go on.
-    fn conn_exchange_failures(&mut self, ci: u32) {
+    fn conn_exchange_failures(&mut self, ci: u32, ctx: &mut Ctx<'_>) {
         let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
             return;
         };
@@ -412,22 +294,18 @@ impl Querier {
             .take_failures(&mut |key, cause| failed.push((key, cause)));
         let fatal = conn.protocol.fatal();
         for (key, cause) in failed {
-            let slot = match key {
-                MatchKey::Stream(stream) => self.streams.get(&(uid, stream)).copied(),
-                MatchKey::Id(id) => self.ids.get(&super::inflight::key(uid, id)).copied(),
-            };
-            if let Some(slot) = slot {
-                self.fail(slot, ErrorKind::Http, &cause);
+            if let Some(slot) = ctx.inflight.slot_of(uid, key) {
+                self.fail(slot, ErrorKind::Http, &cause, ctx);
             }
         }
         if let Some(cause) = fatal {
-            self.close_conn(ci, ErrorKind::Http, cause);
+            self.close_conn(ci, ErrorKind::Http, cause, ctx);
         }
     }
 
     /// Once a connection is ready for queries (connected, and its protocol's handshake over),
     /// times its set-up on the query that opened it.
-    fn conn_ready(&mut self, ci: u32, at: i64) {
+    fn conn_ready(&mut self, ci: u32, at: i64, ctx: &mut Ctx<'_>) {
         let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
             return;
         };
@@ -437,7 +315,7 @@ impl Querier {
         conn.ready = true;
         let took = (at - conn.opened_ns).max(0);
         for &s in &conn.inflight {
-            let slot = &mut self.slots[s as usize];
+            let slot = &mut ctx.inflight.slots[s as usize];
             if slot.new_connection {
                 slot.handshake_ns = took;
             }
@@ -446,7 +324,7 @@ impl Querier {
 
     /// Reads the kernel's send stamps queued on connection `ci` into its queries; returns how
     /// many there were.
-    fn conn_send_stamps(&mut self, ci: u32) -> usize {
+    fn conn_send_stamps(&mut self, ci: u32, ctx: &mut Ctx<'_>) -> usize {
         let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
             return 0;
         };
@@ -455,63 +333,14 @@ impl Querier {
             ldplayer_udp::read_send_stamps(conn.sock.as_raw_fd(), &mut self.stamps).unwrap_or(0);
         if let Some(t) = conn.send_times.as_mut() {
             for st in &self.stamps {
-                t.stamp(&mut self.slots, st.key, st.ns);
+                t.stamp(&mut ctx.inflight.slots, st.key, st.ns);
             }
         }
         n
     }
 
-    pub(super) fn conn_event(&mut self, ci: u32, readable: bool, writable: bool, error: bool) {
-        // An error event is most often the kernel's send stamps; when there were none, it is
-        // the socket's error, which a read or the connect check reports.
-        let failed = error && self.conn_send_stamps(ci) == 0;
-        if error && !failed && !readable && !writable {
-            return;
-        }
-        let (readable, writable) = (readable || failed, writable || failed);
-        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
-            return;
-        };
-        if conn.state == ConnState::Connecting {
-            if let Ok(Some(e)) | Err(e) = conn.sock.take_error() {
-                let kind = match kind_of_io(&e) {
-                    ErrorKind::Refused => ErrorKind::Refused,
-                    _ => ErrorKind::Reset,
-                };
-                self.close_conn(ci, kind, Cause::Io(e));
-                return;
-            }
-            match conn.sock.peer_addr() {
-                Ok(_) => {
-                    conn.state = ConnState::Open;
-                    if !conn.protocol.is_handshaking() {
-                        self.conn_ready(ci, clock::now_ns());
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
-                    if readable {
-                        // Readable but not connected: the connect failed.
-                        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
-                        self.close_conn(ci, ErrorKind::Refused, Cause::Io(refused));
-                    }
-                    return;
-                }
-                Err(e) => {
-                    self.close_conn(ci, ErrorKind::Refused, Cause::Io(e));
-                    return;
-                }
-            }
-        }
-        if readable {
-            self.conn_read(ci);
-        }
-        if writable || readable {
-            self.conn_flush(ci);
-        }
-    }
-
-    pub(super) fn conn_read(&mut self, ci: u32) {
-        let honor = self.config.honor_keepalive;
+    fn conn_read(&mut self, ci: u32, ctx: &mut Ctx<'_>) {
+        let honor = ctx.config.honor_keepalive;
         let mut chunk = [0u8; READ_CHUNK];
         let mut failure = None;
         let mut eof = false;
@@ -544,7 +373,7 @@ impl Querier {
             };
             // Answers of each read take that read's time.
             let at = sock.at.unwrap_or_else(clock::now_ns);
-            match self.conn_received(ci, &mut chunk[..n], honor, at) {
+            match self.conn_received(ci, &mut chunk[..n], honor, at, ctx) {
                 Ok(false) => {}
                 Ok(true) => {
                     eof = true;
@@ -557,14 +386,14 @@ impl Querier {
             }
         }
         if let Some((kind, cause)) = failure {
-            self.close_conn(ci, kind, cause);
+            self.close_conn(ci, kind, cause, ctx);
         } else if eof {
             let handshaking =
                 matches!(self.conns.get(ci as usize), Some(Some(c)) if c.protocol.is_handshaking());
             if handshaking {
-                self.close_conn(ci, ErrorKind::Tls, Cause::ClosedInHandshake);
+                self.close_conn(ci, ErrorKind::Tls, Cause::ClosedInHandshake, ctx);
             } else {
-                self.close_conn(ci, ErrorKind::Reset, Cause::PeerClosed);
+                self.close_conn(ci, ErrorKind::Reset, Cause::PeerClosed, ctx);
             }
         }
     }
@@ -577,9 +406,10 @@ impl Querier {
         bytes: &mut [u8],
         honor: bool,
         at: i64,
+        ctx: &mut Ctx<'_>,
     ) -> Result<bool, (ErrorKind, Cause)> {
-        // The protocol is taken out while its messages complete queries (which need the whole
-        // querier); an empty TCP framing, which allocates nothing, stands in.
+        // The protocol is taken out while its messages complete queries (which need the
+        // connection's list); an empty TCP framing, which allocates nothing, stands in.
         let (uid, handshaking, timed_out, mut protocol) = match self.conns.get_mut(ci as usize) {
             Some(Some(c)) => (
                 c.uid,
@@ -596,15 +426,20 @@ impl Querier {
         let received = protocol.received(bytes, &mut |key, msg| {
             if handshaking {
                 // An answer: the handshake is over.
-                self.conn_ready(ci, at);
+                self.conn_ready(ci, at, ctx);
             }
             if garbage.is_some() {
                 // The connection is done for: what follows is not read.
                 return;
             }
-            let slot = match self.stream_reply(uid, by_id, timed_out, key, msg) {
+            let slot = match stream_replies::judge(ctx, uid, by_id, timed_out, key, msg) {
                 StreamReply::Answer(slot) => slot,
                 StreamReply::Ignored => {
+                    unmatched += 1;
+                    return;
+                }
+                StreamReply::Failed(slot, via) => {
+                    self.forget(slot, via);
                     unmatched += 1;
                     return;
                 }
@@ -616,19 +451,22 @@ impl Querier {
             };
             if honor {
                 if let Ok(m) = Message::parse(msg) {
-                    keepalive = keepalive_ns(&m).or(keepalive);
+                    keepalive = stream_replies::keepalive_ns(&m).or(keepalive);
                 }
             }
-            self.complete(slot, Outcome::Answered, Some((msg, at)));
+            let via = ctx
+                .inflight
+                .complete(slot, Outcome::Answered, Some((msg, at)), ctx.sink);
+            self.forget(slot, via);
         });
-        self.stats.unmatched_responses += unmatched;
+        ctx.sink.stats.unmatched_responses += unmatched;
         if let Ok(r) = &received {
-            self.stats.unmatched_responses += r.malformed;
+            ctx.sink.stats.unmatched_responses += r.malformed;
             if garbage.is_none() && r.malformed > 0 {
                 garbage = Some(stream_replies::short_frame(None));
             }
             if garbage.is_none() {
-                garbage = self.pending_garbage(uid, timed_out, &protocol);
+                garbage = stream_replies::pending_garbage(ctx.inflight, uid, timed_out, &protocol);
             }
         }
         let Some(Some(c)) = self.conns.get_mut(ci as usize) else {
@@ -643,9 +481,9 @@ impl Querier {
             (Ok(_), Some(what)) => Err((ErrorKind::BadResponse, Cause::StreamGarbage(what))),
             (Ok(r), None) => {
                 if handshaking && !c.protocol.is_handshaking() {
-                    self.conn_ready(ci, at);
+                    self.conn_ready(ci, at, ctx);
                 }
-                self.conn_exchange_failures(ci);
+                self.conn_exchange_failures(ci, ctx);
                 Ok(r.peer_closed)
             }
             (Err(e), _) => {
@@ -657,79 +495,217 @@ impl Querier {
     }
 
     /// Closes a connection; its queries in flight fail with `kind`, for `cause`.
-    pub(super) fn close_conn(&mut self, ci: u32, kind: ErrorKind, cause: Cause) {
+    fn close_conn(&mut self, ci: u32, kind: ErrorKind, cause: Cause, ctx: &mut Ctx<'_>) {
         let Some(Some(mut conn)) = self.conns.get_mut(ci as usize).map(Option::take) else {
             return;
         };
         if conn.protocol.resumed() {
-            self.stats.tls_resumed += 1;
+            ctx.sink.stats.tls_resumed += 1;
         }
         conn.protocol.close();
         write_out(&mut conn.sock, &mut conn.protocol);
-        let _ = self.poll.registry().deregister(&mut conn.sock);
-        self.conns_open -= 1;
-        self.free_conns.push(ci);
-        if let Some(c) = self.clients.get_mut(&conn.client) {
+        let _ = ctx.registry.deregister(&mut conn.sock);
+        self.open -= 1;
+        self.free.push(ci);
+        if let Some(c) = ctx.clients.get_mut(conn.client) {
             if c.conn == ci {
                 c.conn = NONE;
             }
         }
         let inflight = std::mem::take(&mut conn.inflight);
         if !inflight.is_empty() {
-            self.note_cause(kind, &cause, inflight.len() as u64);
+            ctx.sink.note_cause(kind, &cause, inflight.len() as u64);
         }
         for slot in inflight {
-            // Keep the connection's number out of the way of complete().
-            if let Via::Stream { uid, key, .. } = self.slots[slot as usize].via {
-                self.slots[slot as usize].via = Via::Stream {
-                    conn: NONE,
-                    uid,
-                    key,
+            // The connection is gone: nothing to forget the query from.
+            ctx.inflight
+                .complete(slot, Outcome::Error(kind), None, ctx.sink);
+        }
+    }
+}
+
+/// Whether `conn` carried as many queries as a connection may
+/// ([`ReplayConfig::queries_per_connection`](crate::ReplayConfig)): it takes no more, and is
+/// closed once its queries in flight are answered.
+fn spent(conn: &Conn, ctx: &Ctx<'_>) -> bool {
+    ctx.config
+        .queries_per_connection
+        .is_some_and(|n| conn.queries >= n)
+}
+
+impl Transport for StreamSessions {
+    fn submit(&mut self, slot: u32, ctx: &mut Ctx<'_>) {
+        let (client, proto) = {
+            let s = &ctx.inflight.slots[slot as usize];
+            (s.client, s.proto)
+        };
+        let (ci, new) = match self.conn_for(client, proto, ctx) {
+            Ok(x) => x,
+            Err((kind, cause)) => {
+                self.fail(slot, kind, &cause, ctx);
+                return;
+            }
+        };
+        let Some(Some(conn)) = self.conns.get(ci as usize) else {
+            self.fail(slot, ErrorKind::Send, &Cause::ClosedLocally, ctx);
+            return;
+        };
+        let uid = conn.uid;
+        let first = conn.queries == 0;
+        let by_id = conn.protocol.matches_by_id();
+        if by_id && !ctx.inflight.claim_id(slot, uid) {
+            self.fail(slot, ErrorKind::Send, &Cause::IdsExhausted, ctx);
+            return;
+        }
+        let s = &mut ctx.inflight.slots[slot as usize];
+        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
+            return;
+        };
+        let queued = match conn.protocol.queue_query(&s.wire) {
+            Ok(q) => q,
+            Err(e) => {
+                if by_id {
+                    // Its ID is released with it.
+                    s.via = Via::Stream {
+                        conn: ci,
+                        uid,
+                        key: MatchKey::Id(s.id),
+                    };
+                }
+                self.fail(slot, e.kind(), &e.into_cause(), ctx);
+                return;
+            }
+        };
+        if let MatchKey::Stream(stream) = queued.key {
+            ctx.inflight.claim_stream(slot, uid, stream);
+        }
+        if !new {
+            ctx.sink.stats.connections_reused += 1;
+        }
+        let now = clock::now_ns();
+        let s = &mut ctx.inflight.slots[slot as usize];
+        s.via = Via::Stream {
+            conn: ci,
+            uid,
+            key: queued.key,
+        };
+        s.new_connection = first;
+        let gen = s.gen;
+        if let Some(Some(conn)) = self.conns.get_mut(ci as usize) {
+            conn.queries += 1;
+            conn.last_active_ns = now;
+            conn.unsent.push_back(Unsent {
+                slot,
+                gen,
+                wire_end: queued.wire_end,
+            });
+            conn.inflight.push(slot);
+        }
+        let deadline = ctx.deadline_of(slot, now);
+        ctx.inflight.push_timeout(slot, deadline);
+        self.out.push(ci);
+    }
+
+    /// Writes the connections that queries were queued on since the last call.
+    fn flush(&mut self, ctx: &mut Ctx<'_>) {
+        if self.out.is_empty() {
+            return;
+        }
+        let mut out = std::mem::take(&mut self.out);
+        out.sort_unstable();
+        out.dedup();
+        for &ci in &out {
+            self.conn_flush(ci, ctx);
+        }
+        out.clear();
+        self.out = out;
+    }
+
+    fn owns(&self, token: usize) -> bool {
+        token.wrapping_sub(self.token_base) < TOKEN_SPAN
+    }
+
+    fn ready(&mut self, token: usize, ready: Readiness, ctx: &mut Ctx<'_>) {
+        let ci = (token - self.token_base) as u32;
+        // An error event is most often the kernel's send stamps; when there were none, it is
+        // the socket's error, which a read or the connect check reports.
+        let failed = ready.error && self.conn_send_stamps(ci, ctx) == 0;
+        if ready.error && !failed && !ready.readable && !ready.writable {
+            return;
+        }
+        let (readable, writable) = (ready.readable || failed, ready.writable || failed);
+        let Some(Some(conn)) = self.conns.get_mut(ci as usize) else {
+            return;
+        };
+        if conn.state == ConnState::Connecting {
+            if let Ok(Some(e)) | Err(e) = conn.sock.take_error() {
+                let kind = match kind_of_io(&e) {
+                    ErrorKind::Refused => ErrorKind::Refused,
+                    _ => ErrorKind::Reset,
                 };
+                self.close_conn(ci, kind, Cause::Io(e), ctx);
+                return;
             }
-            self.complete(slot, Outcome::Error(kind), None);
-        }
-    }
-}
-
-/// Writes what the protocol has for the socket as far as the socket takes it now: the last
-/// words (a TLS alert or close_notify) before a connection is closed.
-fn write_out(sock: &mut TcpStream, protocol: &mut StreamTransport) {
-    while !protocol.output().is_empty() {
-        match sock.write(protocol.output()) {
-            Ok(0) => break,
-            Ok(n) => protocol.consume_output(n),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-}
-
-/// Marks the queries whose bytes all reached the kernel (up to `on_wire` of the socket's byte
-/// stream) as sent at `at`, hands them to `kernel` to wait for their stamps, forgets them, and
-/// returns how many were sent for the first time.
-fn mark_sent(
-    slots: &mut [Slot],
-    unsent: &mut VecDeque<Unsent>,
-    mut kernel: Option<&mut SendTimes>,
-    on_wire: u64,
-    at: i64,
-) -> u64 {
-    let mut first = 0;
-    while let Some(u) = unsent.front() {
-        match u.wire_end {
-            Some(end) if end <= on_wire => {}
-            _ => break,
-        }
-        let slot = &mut slots[u.slot as usize];
-        if slot.live && slot.gen == u.gen && slot.sent_ns == 0 {
-            slot.sent_ns = at;
-            first += 1;
-            if let (Some(k), Some(end)) = (kernel.as_deref_mut(), u.wire_end) {
-                k.expect(u.slot, u.gen, end);
+            match conn.sock.peer_addr() {
+                Ok(_) => {
+                    conn.state = ConnState::Open;
+                    if !conn.protocol.is_handshaking() {
+                        self.conn_ready(ci, clock::now_ns(), ctx);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotConnected => {
+                    if readable {
+                        // Readable but not connected: the connect failed.
+                        let refused = io::Error::from(io::ErrorKind::ConnectionRefused);
+                        self.close_conn(ci, ErrorKind::Refused, Cause::Io(refused), ctx);
+                    }
+                    return;
+                }
+                Err(e) => {
+                    self.close_conn(ci, ErrorKind::Refused, Cause::Io(e), ctx);
+                    return;
+                }
             }
         }
-        unsent.pop_front();
+        if readable {
+            self.conn_read(ci, ctx);
+        }
+        if writable || readable {
+            self.conn_flush(ci, ctx);
+        }
     }
-    first
+
+    /// Marks the connection of a query that was sent as having had a timeout (a response no
+    /// query in flight has may then be late), and ends the query.
+    fn expired(&mut self, slot: u32, ctx: &mut Ctx<'_>) {
+        let s = &ctx.inflight.slots[slot as usize];
+        if let (Via::Stream { conn, uid, .. }, true) = (s.via, s.sent_ns != 0) {
+            if let Some(Some(c)) = self.conns.get_mut(conn as usize) {
+                c.timed_out |= c.uid == uid;
+            }
+        }
+        let via = ctx.inflight.time_out(slot, ctx.sink);
+        self.forget(slot, via);
+    }
+
+    /// Closes idle connections and those that carried their share of queries.
+    fn housekeeping(&mut self, now: i64, ctx: &mut Ctx<'_>) {
+        let mut idle = Vec::new();
+        for (i, c) in self.conns.iter().enumerate() {
+            if let Some(c) = c {
+                if c.inflight.is_empty() && (now - c.last_active_ns > c.idle_ns || spent(c, ctx)) {
+                    idle.push(i as u32);
+                }
+            }
+        }
+        for i in idle {
+            self.close_conn(i, ErrorKind::Reset, Cause::ClosedLocally, ctx);
+        }
+    }
+
+    fn close(&mut self, ctx: &mut Ctx<'_>) {
+        for i in 0..self.conns.len() {
+            self.close_conn(i as u32, ErrorKind::Reset, Cause::ClosedLocally, ctx);
+        }
+    }
 }

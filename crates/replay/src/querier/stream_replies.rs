@@ -17,9 +17,11 @@
 //! stream's query's answer fails that query at once.
 
 use super::answer::{self, Mismatch};
-use super::inflight::{key, Reply};
+use super::inflight::{Inflight, Reply, Via};
+use super::session::Ctx;
 use super::transport::{MatchKey, StreamProtocol, StreamTransport};
-use super::*;
+use ldplayer_dns::{Message, HEADER_LEN};
+use ldplayer_results::ErrorKind;
 
 /// What one message received on a stream connection was.
 pub(super) enum StreamReply {
@@ -27,67 +29,68 @@ pub(super) enum StreamReply {
     Answer(u32),
     /// Not an answer; the connection goes on.
     Ignored,
+    /// Not an answer, and the query in this slot (which was at this [`Via`]) failed for it;
+    /// the connection goes on.
+    Failed(u32, Via),
     /// Not a DNS response to a query in flight (what, in words): the connection must close.
     Garbage(String),
 }
 
-impl Querier {
-    /// Judges `msg`, received with `key` on connection `uid` whose protocol matches by ID
-    /// (`by_id`) or by stream, and fails the query it is for when it can no longer be answered.
-    /// On a connection where a query `timed_out`, a response no query in flight has is taken
-    /// for a late answer.
-    pub(super) fn stream_reply(
-        &mut self,
-        uid: u64,
-        by_id: bool,
-        timed_out: bool,
-        key: MatchKey,
-        msg: &[u8],
-    ) -> StreamReply {
-        match (self.reply_of(uid, key, msg), by_id) {
-            (Reply::Answer(slot), _) => StreamReply::Answer(slot),
-            (Reply::Late, _) | (Reply::Stray, false) => StreamReply::Ignored,
-            (Reply::Stray, true) if timed_out => StreamReply::Ignored,
-            (Reply::Stray, true) => StreamReply::Garbage(stray(msg)),
-            (Reply::Mismatch(slot, Mismatch::QuestionMismatch), true) => {
-                self.slots[slot as usize].mismatch = true;
-                StreamReply::Ignored
-            }
-            (Reply::Mismatch(_, Mismatch::NotAResponse), true) => {
-                StreamReply::Garbage(not_a_response(msg))
-            }
-            (Reply::Mismatch(slot, m), false) => {
-                // The stream is over: no other answer can come for its query.
-                self.fail(slot, ErrorKind::BadResponse, &m.cause());
-                StreamReply::Ignored
-            }
+/// Judges `msg`, received with `key` on connection `uid` whose protocol matches by ID (`by_id`)
+/// or by stream, and fails the query it is for when it can no longer be answered. On a
+/// connection where a query `timed_out`, a response no query in flight has is taken for a late
+/// answer.
+pub(super) fn judge(
+    ctx: &mut Ctx<'_>,
+    uid: u64,
+    by_id: bool,
+    timed_out: bool,
+    key: MatchKey,
+    msg: &[u8],
+) -> StreamReply {
+    match (ctx.inflight.reply_of(uid, key, msg), by_id) {
+        (Reply::Answer(slot), _) => StreamReply::Answer(slot),
+        (Reply::Late, _) | (Reply::Stray, false) => StreamReply::Ignored,
+        (Reply::Stray, true) if timed_out => StreamReply::Ignored,
+        (Reply::Stray, true) => StreamReply::Garbage(stray(msg)),
+        (Reply::Mismatch(slot, Mismatch::QuestionMismatch), true) => {
+            ctx.inflight.slots[slot as usize].mismatch = true;
+            StreamReply::Ignored
+        }
+        (Reply::Mismatch(_, Mismatch::NotAResponse), true) => {
+            StreamReply::Garbage(not_a_response(msg))
+        }
+        (Reply::Mismatch(slot, m), false) => {
+            // The stream is over: no other answer can come for its query.
+            let via = ctx
+                .inflight
+                .fail(slot, ErrorKind::BadResponse, &m.cause(), ctx.sink);
+            StreamReply::Failed(slot, via)
         }
     }
+}
 
-    /// Whether the frame that `protocol` (of connection `uid`) has begun to receive is already
-    /// garbage by its length or header; what, in words.
-    pub(super) fn pending_garbage(
-        &self,
-        uid: u64,
-        timed_out: bool,
-        protocol: &StreamTransport,
-    ) -> Option<String> {
-        if !protocol.matches_by_id() {
-            return None;
-        }
-        let (len, start) = protocol.pending_frame()?;
-        if len < HEADER_LEN {
-            return Some(short_frame(Some(len)));
-        }
-        let header = start.get(..HEADER_LEN)?;
-        if !answer::is_response(header) {
-            return Some(not_a_response(header));
-        }
-        let id = u16::from_be_bytes([header[0], header[1]]);
-        let k = key(uid, id);
-        (!timed_out && !self.ids.contains_key(&k) && !self.late.contains_key(&k))
-            .then(|| stray(header))
+/// Whether the frame that `protocol` (of connection `uid`) has begun to receive is already
+/// garbage by its length or header; what, in words.
+pub(super) fn pending_garbage(
+    inflight: &Inflight,
+    uid: u64,
+    timed_out: bool,
+    protocol: &StreamTransport,
+) -> Option<String> {
+    if !protocol.matches_by_id() {
+        return None;
     }
+    let (len, start) = protocol.pending_frame()?;
+    if len < HEADER_LEN {
+        return Some(short_frame(Some(len)));
+    }
+    let header = start.get(..HEADER_LEN)?;
+    if !answer::is_response(header) {
+        return Some(not_a_response(header));
+    }
+    let id = u16::from_be_bytes([header[0], header[1]]);
+    (!timed_out && !inflight.knows_id(uid, id)).then(|| stray(header))
 }
 
 /// A frame whose length (`None`: not known any more) is too short for a DNS header, in words.
@@ -118,4 +121,19 @@ fn id_of(msg: &[u8]) -> u16 {
         [a, b, ..] => u16::from_be_bytes([*a, *b]),
         _ => 0,
     }
+}
+
+/// The EDNS TCP keepalive timeout (RFC 7828) of a response, in ns.
+pub(super) fn keepalive_ns(msg: &Message<'_>) -> Option<i64> {
+    let mut opts = msg.edns_options();
+    while opts.len() >= 4 {
+        let code = u16::from_be_bytes([opts[0], opts[1]]);
+        let len = u16::from_be_bytes([opts[2], opts[3]]) as usize;
+        let data = opts.get(4..4 + len)?;
+        if code == ldplayer_dns::option_code::KEEPALIVE && len == 2 {
+            return Some(u16::from_be_bytes([data[0], data[1]]) as i64 * 100_000_000);
+        }
+        opts = &opts[4 + len..];
+    }
+    None
 }

@@ -1,9 +1,11 @@
-//! The seam between a connection's socket and its protocol: [`StreamProtocol`], a stream
-//! transport's state without I/O.
+//! The seam between a stream connection's socket and its protocol: [`StreamProtocol`], a
+//! stream transport's state without I/O.
 //!
-//! The querier's socket loop ([`super::stream`]) owns everything that touches the system: the
+//! The querier reaches every transport through one seam, [`super::session::Transport`]; the
+//! stream sessions ([`super::stream::StreamSessions`]) are one of its implementations, and this
+//! trait is the seam inside them. They own everything that touches the system: the
 //! non-blocking socket and its events, the kernel's send and receive stamps, the connect and the
-//! handshake's timing, the idle timeout. It hands the protocol the bytes it read and writes the
+//! handshake's timing, the idle timeout. They hand the protocol the bytes they read and write the
 //! bytes the protocol has for the socket. The protocol frames (and, for TLS, encrypts) queries,
 //! and turns what arrives back into whole DNS messages, each with the [`MatchKey`] that finds
 //! its query in the in-flight table. So each protocol is tested from bytes alone, and a new one
@@ -26,11 +28,13 @@
 //!   `ClientConnection` under the same [`TlsFraming`], DoH on the `h2` crate; the socket side
 //!   is the same, so are the kernel's stamps.
 //! - **DoQ** (RFC 9250) and **DoH over HTTP/3** are not [`StreamProtocol`]s: their connections
-//!   are QUIC over UDP, run on a thread of their own beside the querier. Their seam is that
-//!   thread's handle (`super::doq::Doq`: queries in, `DoqEvent`s out), started on the lean
-//!   stack (`Doq::start`, the sans-IO `ldplayer_stacks::quic` with `ldplayer_stacks::doq` and
-//!   `ldplayer_stacks::h3` on its streams) or the reference one (`crate::reference::quic`,
-//!   quinn and h3), one bidirectional stream per query either way.
+//!   are QUIC over UDP, run on a thread of their own beside the querier. They reach the querier
+//!   through the same [`super::session::Transport`] as the others
+//!   ([`super::doq_glue::QuicSessions`]); inside it, the seam is that thread's handle
+//!   (`super::doq::Doq`: queries in, `DoqEvent`s out), started on the lean stack (`Doq::start`,
+//!   the sans-IO `ldplayer_stacks::quic` with `ldplayer_stacks::doq` and `ldplayer_stacks::h3`
+//!   on its streams) or the reference one (`crate::reference::quic`, quinn and h3), one
+//!   bidirectional stream per query either way.
 //!
 //! The lean protocol code itself (the TLS record layer, HTTP/2 and HPACK, QUIC, HTTP/3 and
 //! QPACK, DoQ's framing) is the `ldplayer-stacks` crate, sans IO; what is here and in

@@ -1,32 +1,91 @@
 //! UDP: one connected socket per original client (least recently used closed past the limit),
-//! sends batched with `sendmmsg`, answers read with `recvmmsg`.
+//! sends batched with `sendmmsg`, answers read with `recvmmsg`, send and receive times from the
+//! kernel's stamps.
 
 use super::answer::Mismatch;
-use super::inflight::Reply;
+use super::inflight::{Reply, Via};
 use super::send_times::SendTimes;
+use super::session::{Ctx, Readiness, Transport, TOKEN_SPAN};
 use super::transport::MatchKey;
-use super::*;
+use super::NONE;
 use crate::cause::{kind_of_io, Cause};
+use crate::clock;
+use crate::net;
+use ldplayer_dns::flag;
+use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_udp::{RecvBatch, Wait, BATCH, RECV_BUF};
+use mio::net::UdpSocket;
+use mio::{Interest, Token};
+use std::io;
+use std::os::fd::AsRawFd;
 
 /// A client's connected UDP socket, linked into the least-recently-used list.
-pub(super) struct UdpSock {
-    pub(super) uid: u64,
-    pub(super) client: u32,
-    pub(super) sock: UdpSocket,
+struct UdpSock {
+    uid: u64,
+    client: u32,
+    sock: UdpSocket,
     /// Datagrams sent on the socket (the kernel's send stamps count them too).
-    pub(super) datagrams: u64,
+    datagrams: u64,
     /// Queries waiting for the kernel's send stamps; `None` without them.
-    pub(super) send_times: Option<SendTimes>,
+    send_times: Option<SendTimes>,
     /// ICMP reports come through the error queue (`IP_RECVERR`), with the send stamps.
-    pub(super) icmp_queued: bool,
-    pub(super) prev: u32,
-    pub(super) next: u32,
+    icmp_queued: bool,
+    prev: u32,
+    next: u32,
 }
 
-impl Querier {
+/// The UDP sockets of one querier's clients.
+pub(super) struct UdpSessions {
+    /// The first of this transport's poll tokens (socket `i` is `token_base + i`).
+    token_base: usize,
+    socks: Vec<Option<UdpSock>>,
+    free: Vec<u32>,
+    open: usize,
+    /// The least recently used socket, first to close past the limit.
+    lru_head: u32,
+    lru_tail: u32,
+    /// Queries to send at the next [`Transport::flush`], in order.
+    out: Vec<u32>,
+    recv: RecvBatch,
+    /// Where an answer is copied out of `recv` before it is completed.
+    answer_buf: Vec<u8>,
+    /// Kernel send stamps read off a socket's error queue.
+    stamps: Vec<ldplayer_udp::SendStamp>,
+}
+
+impl UdpSessions {
+    /// No sockets yet; their tokens start at `token_base`.
+    pub(super) fn new(token_base: usize) -> UdpSessions {
+        UdpSessions {
+            token_base,
+            socks: Vec::new(),
+            free: Vec::new(),
+            open: 0,
+            lru_head: NONE,
+            lru_tail: NONE,
+            out: Vec::new(),
+            recv: RecvBatch::with_timestamps(),
+            answer_buf: Vec::with_capacity(RECV_BUF),
+            stamps: Vec::new(),
+        }
+    }
+
+    /// Whether more sockets may open without closing one.
+    pub(super) fn has_room(&self, ctx: &Ctx<'_>) -> bool {
+        self.open < ctx.config.max_udp_sockets
+    }
+
+    /// Opens `client`'s socket before its first query is due, if it has none.
+    pub(super) fn open_ahead(&mut self, client: u32, ctx: &mut Ctx<'_>) {
+        if ctx.clients.get(client).is_some_and(|c| c.udp == NONE) {
+            // A socket that cannot be opened now fails its query when the query is sent.
+            let _ = self.socket_for(client, ctx);
+        }
+    }
+
     /// Takes socket `i` out of the recency list, if it is in it.
-    pub(super) fn lru_unlink(&mut self, i: u32) {
-        let (prev, next) = match &self.udp[i as usize] {
+    fn lru_unlink(&mut self, i: u32) {
+        let (prev, next) = match &self.socks[i as usize] {
             Some(u) => (u.prev, u.next),
             None => return,
         };
@@ -36,19 +95,19 @@ impl Querier {
         if prev == NONE && next == NONE && self.lru_head != i {
             return;
         }
-        if let Some(u) = self.udp[i as usize].as_mut() {
+        if let Some(u) = self.socks[i as usize].as_mut() {
             u.prev = NONE;
             u.next = NONE;
         }
         if prev != NONE {
-            if let Some(p) = self.udp[prev as usize].as_mut() {
+            if let Some(p) = self.socks[prev as usize].as_mut() {
                 p.next = next;
             }
         } else {
             self.lru_head = next;
         }
         if next != NONE {
-            if let Some(n) = self.udp[next as usize].as_mut() {
+            if let Some(n) = self.socks[next as usize].as_mut() {
                 n.prev = prev;
             }
         } else {
@@ -57,18 +116,18 @@ impl Querier {
     }
 
     /// Moves socket `i` to the most recently used end.
-    pub(super) fn lru_touch(&mut self, i: u32) {
+    fn lru_touch(&mut self, i: u32) {
         if self.lru_tail == i {
             return;
         }
         self.lru_unlink(i);
         let tail = self.lru_tail;
-        if let Some(u) = self.udp[i as usize].as_mut() {
+        if let Some(u) = self.socks[i as usize].as_mut() {
             u.prev = tail;
             u.next = NONE;
         }
         if tail != NONE {
-            if let Some(t) = self.udp[tail as usize].as_mut() {
+            if let Some(t) = self.socks[tail as usize].as_mut() {
                 t.next = i;
             }
         } else {
@@ -77,57 +136,60 @@ impl Querier {
         self.lru_tail = i;
     }
 
-    pub(super) fn close_udp(&mut self, i: u32) {
+    fn close_sock(&mut self, i: u32, ctx: &mut Ctx<'_>) {
         self.lru_unlink(i);
-        if let Some(mut u) = self.udp[i as usize].take() {
-            let _ = self.poll.registry().deregister(&mut u.sock);
-            if let Some(c) = self.clients.get_mut(&u.client) {
+        if let Some(mut u) = self.socks[i as usize].take() {
+            let _ = ctx.registry.deregister(&mut u.sock);
+            if let Some(c) = ctx.clients.get_mut(u.client) {
                 c.udp = NONE;
             }
-            self.free_udp.push(i);
-            self.udp_open -= 1;
+            self.free.push(i);
+            self.open -= 1;
         }
     }
 
-    pub(super) fn udp_socket_for(&mut self, client: u32) -> io::Result<(u32, u64)> {
-        let (existing, local) = match self.clients.get(&client) {
+    fn socket_for(&mut self, client: u32, ctx: &mut Ctx<'_>) -> io::Result<(u32, u64)> {
+        let (existing, local) = match ctx.clients.get(client) {
             Some(c) => (c.udp, c.local),
             None => (NONE, None),
         };
         if existing != NONE {
-            if let Some(Some(u)) = self.udp.get(existing as usize) {
+            if let Some(Some(u)) = self.socks.get(existing as usize) {
                 let uid = u.uid;
                 self.lru_touch(existing);
                 return Ok((existing, uid));
             }
         }
-        if self.udp_open >= self.config.max_udp_sockets && self.lru_head != NONE {
+        if self.open >= ctx.config.max_udp_sockets && self.lru_head != NONE {
             // In-flight queries of the closed socket time out normally.
-            self.close_udp(self.lru_head);
+            self.close_sock(self.lru_head, ctx);
         }
-        let mut sock = net::udp_socket(local, &self.server)?;
-        let send_times = (self.config.kernel_send_times
+        let server = ctx.config.server;
+        let mut sock = net::udp_socket(local, &server)?;
+        let send_times = (ctx.config.kernel_send_times
             && ldplayer_udp::enable_send_timestamps(sock.as_raw_fd(), false).is_ok())
         .then(SendTimes::default);
         // The error events that bring the stamps would hide an ICMP report that came with
         // them: have it queued beside them.
         let icmp_queued = send_times.is_some()
-            && ldplayer_udp::enable_icmp_errors(sock.as_raw_fd(), self.server.is_ipv6()).is_ok();
-        let idx = match self.free_udp.pop() {
+            && ldplayer_udp::enable_icmp_errors(sock.as_raw_fd(), server.is_ipv6()).is_ok();
+        let idx = match self.free.pop() {
             Some(i) => i,
             None => {
-                self.udp.push(None);
-                (self.udp.len() - 1) as u32
+                self.socks.push(None);
+                (self.socks.len() - 1) as u32
             }
         };
-        self.poll.registry().register(
+        if let Err(e) = ctx.registry.register(
             &mut sock,
-            Token(UDP_BASE + idx as usize),
+            Token(self.token_base + idx as usize),
             Interest::READABLE,
-        )?;
-        let uid = self.next_uid;
-        self.next_uid += 1;
-        self.udp[idx as usize] = Some(UdpSock {
+        ) {
+            self.free.push(idx);
+            return Err(e);
+        }
+        let uid = ctx.inflight.new_uid();
+        self.socks[idx as usize] = Some(UdpSock {
             uid,
             client,
             sock,
@@ -137,53 +199,171 @@ impl Querier {
             prev: NONE,
             next: NONE,
         });
-        self.udp_open += 1;
+        self.open += 1;
         self.lru_touch(idx);
-        if let Some(c) = self.clients.get_mut(&client) {
+        if let Some(c) = ctx.clients.get_mut(client) {
             c.udp = idx;
         }
-        self.stats.udp_sockets_opened += 1;
+        ctx.sink.stats.udp_sockets_opened += 1;
         Ok((idx, uid))
     }
 
-    pub(super) fn send_udp(&mut self, slot: u32) {
-        let client = self.slots[slot as usize].client;
-        match self.udp_socket_for(client) {
+    /// Reads socket `idx`'s error queue: kernel send stamps go to its queries, an ICMP report
+    /// fails its queries in flight. Returns whether anything was there.
+    fn error_queue(&mut self, idx: u32, ctx: &mut Ctx<'_>) -> bool {
+        let Some(Some(u)) = self.socks.get_mut(idx as usize) else {
+            return false;
+        };
+        let uid = u.uid;
+        self.stamps.clear();
+        let found = ldplayer_udp::read_error_queue(u.sock.as_raw_fd(), &mut self.stamps)
+            .unwrap_or_default();
+        if let Some(t) = u.send_times.as_mut() {
+            for st in &self.stamps {
+                t.stamp(&mut ctx.inflight.slots, st.key, st.ns);
+            }
+        }
+        if let Some(errno) = found.icmp {
+            let (kind, cause) = if errno == libc::ECONNREFUSED {
+                ctx.sink.stats.udp_unreachable += 1;
+                (ErrorKind::Refused, Cause::PortUnreachable)
+            } else {
+                let e = io::Error::from_raw_os_error(errno);
+                (ErrorKind::Send, Cause::Io(e))
+            };
+            ctx.inflight.fail_udp(idx, uid, kind, &cause, ctx.sink);
+        }
+        found.stamps > 0 || found.icmp.is_some()
+    }
+
+    fn readable(&mut self, idx: u32, ctx: &mut Ctx<'_>) {
+        let server = ctx.config.server;
+        let retry_truncated = ctx.config.retry_truncated_over_tcp && !ctx.stopping;
+        loop {
+            let Some(Some(u)) = self.socks.get(idx as usize) else {
+                return;
+            };
+            let fd = u.sock.as_raw_fd();
+            let uid = u.uid;
+            let n = match self.recv.recv(fd, Wait::No) {
+                Ok(0) => return,
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                    // ICMP port unreachable: nothing listens there, so the queries in flight
+                    // on this socket fail now rather than after the timeout.
+                    ctx.sink.stats.udp_unreachable += 1;
+                    let cause = Cause::PortUnreachable;
+                    ctx.inflight
+                        .fail_udp(idx, uid, ErrorKind::Refused, &cause, ctx.sink);
+                    continue;
+                }
+                Err(_) => return,
+            };
+            let now = clock::now_ns();
+            for i in 0..n {
+                // The kernel's receive time, as a capture would show it.
+                let at = self.recv.timestamp(i).unwrap_or(now);
+                let (data, from) = (self.recv.data(i), self.recv.source(i));
+                if from != Some(server) || data.len() < 2 {
+                    ctx.sink.stats.unmatched_responses += 1;
+                    continue;
+                }
+                let id = u16::from_be_bytes([data[0], data[1]]);
+                let slot = match ctx.inflight.reply_of(uid, MatchKey::Id(id), data) {
+                    Reply::Answer(slot) => slot,
+                    Reply::Mismatch(slot, m) => {
+                        // A response to another question may be a late answer to an earlier
+                        // query: the query waits on for its own. A message that is no response
+                        // at all (the query echoed back) ends it.
+                        ctx.sink.stats.unmatched_responses += 1;
+                        match m {
+                            Mismatch::NotAResponse => {
+                                let cause = m.cause();
+                                ctx.inflight
+                                    .fail(slot, ErrorKind::BadResponse, &cause, ctx.sink);
+                            }
+                            Mismatch::QuestionMismatch => {
+                                ctx.inflight.slots[slot as usize].mismatch = true
+                            }
+                        }
+                        continue;
+                    }
+                    Reply::Late | Reply::Stray => {
+                        ctx.sink.stats.unmatched_responses += 1;
+                        continue;
+                    }
+                };
+                let tc = u16::from_be_bytes([data[2], data[3]]) & flag::TC != 0;
+                if tc && retry_truncated {
+                    ctx.inflight.release_id(uid, id);
+                    ctx.inflight.slots[slot as usize].via = Via::None;
+                    ctx.sink.stats.tc_retries += 1;
+                    ctx.retry_tcp.push(slot);
+                    continue;
+                }
+                // Copy out of the receive buffer, which the next read reuses; the copy buffer
+                // is reused rather than a zeroed 4 KiB array per answer.
+                let mut answer = std::mem::take(&mut self.answer_buf);
+                answer.clear();
+                answer.extend_from_slice(data);
+                ctx.inflight
+                    .complete(slot, Outcome::Answered, Some((&answer, at)), ctx.sink);
+                self.answer_buf = answer;
+            }
+            if n < BATCH {
+                return;
+            }
+        }
+    }
+}
+
+impl Transport for UdpSessions {
+    fn submit(&mut self, slot: u32, ctx: &mut Ctx<'_>) {
+        let client = ctx.inflight.slots[slot as usize].client;
+        match self.socket_for(client, ctx) {
             Ok((sock, uid)) => {
-                if !self.claim_id(slot, uid) {
-                    self.fail(slot, ErrorKind::Send, &Cause::IdsExhausted);
+                if !ctx.inflight.claim_id(slot, uid) {
+                    ctx.inflight
+                        .fail(slot, ErrorKind::Send, &Cause::IdsExhausted, ctx.sink);
                     return;
                 }
-                self.slots[slot as usize].via = Via::Udp { sock, uid };
-                self.udp_out.push(slot);
+                ctx.inflight.slots[slot as usize].via = Via::Udp { sock, uid };
+                self.out.push(slot);
+                if self.out.len() >= BATCH * 4 {
+                    self.flush(ctx);
+                }
             }
-            Err(e) => self.fail(slot, kind_of_io(&e), &Cause::Io(e)),
+            Err(e) => {
+                let kind = kind_of_io(&e);
+                ctx.inflight.fail(slot, kind, &Cause::Io(e), ctx.sink);
+            }
         }
     }
 
-    /// Sends the queued UDP queries, grouping consecutive ones of one socket into `sendmmsg`.
-    pub(super) fn flush_udp(&mut self) {
-        if self.udp_out.is_empty() {
+    /// Sends the queued queries, grouping consecutive ones of one socket into `sendmmsg`.
+    fn flush(&mut self, ctx: &mut Ctx<'_>) {
+        if self.out.is_empty() {
             return;
         }
-        let out = std::mem::take(&mut self.udp_out);
+        let out = std::mem::take(&mut self.out);
         let mut start = 0;
         let mut failed: Vec<(Vec<u32>, ErrorKind, Cause)> = Vec::new();
         let mut refused: Vec<(u32, u64)> = Vec::new();
         while start < out.len() {
-            let Via::Udp { sock, .. } = self.slots[out[start] as usize].via else {
+            let slots = &mut ctx.inflight.slots;
+            let Via::Udp { sock, .. } = slots[out[start] as usize].via else {
                 start += 1;
                 continue;
             };
             let mut end = start + 1;
             while end < out.len()
-                && matches!(self.slots[out[end] as usize].via, Via::Udp { sock: s, .. } if s == sock)
+                && matches!(slots[out[end] as usize].via, Via::Udp { sock: s, .. } if s == sock)
                 && end - start < BATCH
             {
                 end += 1;
             }
             let group = &out[start..end];
-            let Some(Some(u)) = self.udp.get(sock as usize) else {
+            let Some(Some(u)) = self.socks.get_mut(sock as usize) else {
                 failed.push((group.to_vec(), ErrorKind::Send, Cause::ClosedLocally));
                 start = end;
                 continue;
@@ -192,19 +372,15 @@ impl Querier {
             let fd = u.sock.as_raw_fd();
             let mut msgs: [&[u8]; BATCH] = [&[]; BATCH];
             for (i, &s) in group.iter().enumerate() {
-                msgs[i] = &self.slots[s as usize].wire;
+                msgs[i] = &slots[s as usize].wire;
             }
             let now = clock::now_ns();
             let (n, err) = ldplayer_udp::send_connected(fd, &msgs[..group.len()]);
-            let Some(Some(u)) = self.udp.get_mut(sock as usize) else {
-                start = end;
-                continue;
-            };
             for (i, &s) in group[..n].iter().enumerate() {
-                let slot = &mut self.slots[s as usize];
+                let slot = &mut slots[s as usize];
                 if slot.sent_ns == 0 {
                     slot.sent_ns = now;
-                    self.first_sends += 1;
+                    ctx.sink.first_sends += 1;
                     if let Some(t) = u.send_times.as_mut() {
                         t.expect(s, slot.gen, u.datagrams + i as u64 + 1);
                     }
@@ -220,8 +396,8 @@ impl Querier {
             }
             let icmp_queued = u.icmp_queued;
             for &s in &group[..n] {
-                let deadline = self.deadline_of(s, now);
-                self.push_timeout(s, deadline);
+                let deadline = ctx.deadline_of(s, now);
+                ctx.inflight.push_timeout(s, deadline);
             }
             if n < group.len() {
                 let rest = group[n..].to_vec();
@@ -231,7 +407,7 @@ impl Querier {
                     Some(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
                         if !icmp_queued {
                             // Otherwise counted when read off the error queue.
-                            self.stats.udp_unreachable += 1;
+                            ctx.sink.stats.udp_unreachable += 1;
                         }
                         refused.push((sock, uid));
                         failed.push((rest, ErrorKind::Refused, Cause::PortUnreachable));
@@ -244,117 +420,55 @@ impl Querier {
         }
         for (slots, kind, cause) in failed {
             for s in slots {
-                self.fail(s, kind, &cause);
+                ctx.inflight.fail(s, kind, &cause, ctx.sink);
             }
         }
         for (sock, uid) in refused {
-            self.fail_udp_in_flight(sock, uid, ErrorKind::Refused, &Cause::PortUnreachable);
+            let cause = Cause::PortUnreachable;
+            ctx.inflight
+                .fail_udp(sock, uid, ErrorKind::Refused, &cause, ctx.sink);
         }
         let mut out = out;
         out.clear();
-        self.udp_out = out;
+        self.out = out;
     }
 
-    /// Reads socket `idx`'s error queue: kernel send stamps go to its queries, an ICMP report
-    /// fails its queries in flight. Returns whether anything was there.
-    pub(super) fn udp_error_queue(&mut self, idx: u32) -> bool {
-        let Some(Some(u)) = self.udp.get_mut(idx as usize) else {
-            return false;
-        };
-        let uid = u.uid;
-        self.stamps.clear();
-        let found = ldplayer_udp::read_error_queue(u.sock.as_raw_fd(), &mut self.stamps)
-            .unwrap_or_default();
-        if let Some(t) = u.send_times.as_mut() {
-            for st in &self.stamps {
-                t.stamp(&mut self.slots, st.key, st.ns);
-            }
-        }
-        if let Some(errno) = found.icmp {
-            let (kind, cause) = if errno == libc::ECONNREFUSED {
-                self.stats.udp_unreachable += 1;
-                (ErrorKind::Refused, Cause::PortUnreachable)
-            } else {
-                let e = io::Error::from_raw_os_error(errno);
-                (ErrorKind::Send, Cause::Io(e))
-            };
-            self.fail_udp_in_flight(idx, uid, kind, &cause);
-        }
-        found.stamps > 0 || found.icmp.is_some()
+    fn owns(&self, token: usize) -> bool {
+        token.wrapping_sub(self.token_base) < TOKEN_SPAN
     }
 
-    pub(super) fn udp_readable(&mut self, idx: u32) {
-        loop {
-            let Some(Some(u)) = self.udp.get(idx as usize) else {
-                return;
-            };
-            let fd = u.sock.as_raw_fd();
-            let uid = u.uid;
-            let n = match self.recv.recv(fd, Wait::No) {
-                Ok(0) => return,
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
-                    // ICMP port unreachable: nothing listens there, so the queries in flight
-                    // on this socket fail now rather than after the timeout.
-                    self.stats.udp_unreachable += 1;
-                    self.fail_udp_in_flight(idx, uid, ErrorKind::Refused, &Cause::PortUnreachable);
-                    continue;
+    fn ready(&mut self, token: usize, ready: Readiness, ctx: &mut Ctx<'_>) {
+        let idx = (token - self.token_base) as u32;
+        // An error event is most often the kernel's send stamps (or an ICMP report queued with
+        // them); when the queue is empty, it is the socket's error, which a read reports.
+        let queued = ready.error && self.error_queue(idx, ctx);
+        if ready.readable || (ready.error && !queued) {
+            self.readable(idx, ctx);
+        }
+    }
+
+    /// Sends the query again while it has retries left and its socket is open; ends it
+    /// otherwise.
+    fn expired(&mut self, slot: u32, ctx: &mut Ctx<'_>) {
+        let s = &ctx.inflight.slots[slot as usize];
+        if let Via::Udp { sock, uid } = s.via {
+            if s.retries_left > 0 && !ctx.stopping {
+                let open = matches!(self.socks.get(sock as usize), Some(Some(u)) if u.uid == uid);
+                if open {
+                    ctx.inflight.slots[slot as usize].retries_left -= 1;
+                    ctx.sink.stats.udp_retries += 1;
+                    self.out.push(slot);
+                    self.flush(ctx);
+                    return;
                 }
-                Err(_) => return,
-            };
-            let now = clock::now_ns();
-            for i in 0..n {
-                // The kernel's receive time, as a capture would show it.
-                let at = self.recv.timestamp(i).unwrap_or(now);
-                let (data, from) = (self.recv.data(i), self.recv.source(i));
-                if from != Some(self.server) {
-                    self.stats.unmatched_responses += 1;
-                    continue;
-                }
-                if data.len() < 2 {
-                    self.stats.unmatched_responses += 1;
-                    continue;
-                }
-                let id = u16::from_be_bytes([data[0], data[1]]);
-                let slot = match self.reply_of(uid, MatchKey::Id(id), data) {
-                    Reply::Answer(slot) => slot,
-                    Reply::Mismatch(slot, m) => {
-                        // A response to another question may be a late answer to an earlier
-                        // query: the query waits on for its own. A message that is no response
-                        // at all (the query echoed back) ends it.
-                        self.stats.unmatched_responses += 1;
-                        match m {
-                            Mismatch::NotAResponse => {
-                                self.fail(slot, ErrorKind::BadResponse, &m.cause())
-                            }
-                            Mismatch::QuestionMismatch => self.slots[slot as usize].mismatch = true,
-                        }
-                        continue;
-                    }
-                    Reply::Late | Reply::Stray => {
-                        self.stats.unmatched_responses += 1;
-                        continue;
-                    }
-                };
-                let tc = u16::from_be_bytes([data[2], data[3]]) & flag::TC != 0;
-                if tc && self.config.retry_truncated_over_tcp && !self.stopping {
-                    self.release_id(uid, id);
-                    self.slots[slot as usize].via = Via::None;
-                    self.stats.tc_retries += 1;
-                    self.send_stream(slot, Proto::Tcp);
-                    continue;
-                }
-                // Copy out of the receive buffer so that `complete` may borrow self; the copy
-                // buffer is reused rather than a zeroed 4 KiB array per answer.
-                let mut answer = std::mem::take(&mut self.answer_buf);
-                answer.clear();
-                answer.extend_from_slice(data);
-                self.complete(slot, Outcome::Answered, Some((&answer, at)));
-                self.answer_buf = answer;
             }
-            if n < BATCH {
-                return;
-            }
+        }
+        ctx.inflight.time_out(slot, ctx.sink);
+    }
+
+    fn close(&mut self, ctx: &mut Ctx<'_>) {
+        for i in 0..self.socks.len() {
+            self.close_sock(i as u32, ctx);
         }
     }
 }
