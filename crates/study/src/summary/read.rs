@@ -143,13 +143,13 @@ pub(crate) fn fields(record: &csv::StringRecord) -> Vec<String> {
     record.iter().map(str::to_string).collect()
 }
 
-/// The `csv` crate's error on reading, with its line.
+/// The `csv` crate's error on reading text in memory, with its line.
 fn malformed(e: csv::Error) -> SummaryReadError {
     let line = e.position().map_or(0, csv::Position::line);
     match e.into_kind() {
-        csv::ErrorKind::Io(source) => SummaryReadError::Io {
-            path: PathBuf::new(),
-            source,
+        csv::ErrorKind::Io(source) => SummaryReadError::Malformed {
+            line,
+            why: source.to_string(),
         },
         csv::ErrorKind::Utf8 { err, .. } => SummaryReadError::Malformed {
             line,
