@@ -9,7 +9,6 @@ use crate::error::ExperimentError;
 use crate::experiment::{RunRecord, Status};
 use crate::plan::{DiffPlan, Plan, RunSpec};
 use ldplayer_diff::{Criteria, DiffReport, Options};
-use std::fmt::Write as _;
 use std::path::Path;
 
 /// One run's differences against its base.
@@ -70,10 +69,10 @@ pub fn diff_runs(
             report,
         });
     }
-    let csv = table(plan, &runs, &out);
     let path = dir.join("differences.csv");
-    ldplayer_output::write(&path, csv.as_bytes())
-        .map_err(|e| ExperimentError::io(&path, e.into()))?;
+    let csv =
+        write_records(&table(plan, &runs, &out)).map_err(|e| ExperimentError::io(&path, e))?;
+    ldplayer_output::write(&path, &csv).map_err(|e| ExperimentError::io(&path, e.into()))?;
     Ok(out)
 }
 
@@ -90,15 +89,23 @@ fn diff_one(dir: &Path, base: &str, run: &str, criteria: &Criteria) -> Result<Di
         .map_err(|e| e.to_string())
 }
 
-/// `differences.csv`.
-fn table(plan: &Plan, runs: &[RunSpec], diffs: &[RunDiff]) -> String {
-    let keys = plan.varied_keys();
-    let mut out = String::from("run");
-    for k in &keys {
-        out.push(',');
-        out.push_str(k);
-    }
-    out.push_str(",base,field,queries,share_pct,compared,unstable,not_compared\n");
+/// The records of `differences.csv`, its header first.
+fn table(plan: &Plan, runs: &[RunSpec], diffs: &[RunDiff]) -> Vec<Vec<String>> {
+    let mut header = vec!["run".to_string()];
+    header.extend(plan.varied_keys());
+    header.extend(
+        [
+            "base",
+            "field",
+            "queries",
+            "share_pct",
+            "compared",
+            "unstable",
+            "not_compared",
+        ]
+        .map(str::to_string),
+    );
+    let mut out = vec![header];
     for d in diffs {
         let Ok(r) = &d.report else {
             continue;
@@ -110,15 +117,18 @@ fn table(plan: &Plan, runs: &[RunSpec], diffs: &[RunDiff]) -> String {
             .unwrap_or_default();
         let c = &r.counts;
         let mut row = |field: &str, queries: u64, share: f64| {
-            let _ = write!(out, "{}", d.run);
-            for v in &varied {
-                let _ = write!(out, ",{v}");
-            }
-            let _ = writeln!(
-                out,
-                ",{},{field},{queries},{share:.4},{},{},{}",
-                d.base, c.compared, c.unstable, c.not_compared
-            );
+            let mut record = vec![d.run.clone()];
+            record.extend(varied.iter().cloned());
+            record.extend([
+                d.base.clone(),
+                field.to_string(),
+                queries.to_string(),
+                format!("{share:.4}"),
+                c.compared.to_string(),
+                c.unstable.to_string(),
+                c.not_compared.to_string(),
+            ]);
+            out.push(record);
         };
         row("any", c.different, r.different_pct);
         for f in &r.fields {
@@ -126,4 +136,57 @@ fn table(plan: &Plan, runs: &[RunSpec], diffs: &[RunDiff]) -> String {
         }
     }
     out
+}
+
+/// `records` as CSV through the `csv` crate: a field holding a comma, a quote or a line break
+/// (a varied value) is quoted.
+fn write_records(records: &[Vec<String>]) -> Result<Vec<u8>, std::io::Error> {
+    let mut out = csv::WriterBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    for record in records {
+        out.write_record(record)?;
+    }
+    out.into_inner().map_err(|e| e.into_error())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(fields: &[&str]) -> Vec<String> {
+        fields.iter().map(|f| f.to_string()).collect()
+    }
+
+    #[test]
+    fn ordinary_rows_are_written_as_before_and_odd_values_quoted() {
+        let records = [
+            record(&["run", "kind", "base", "field", "queries", "share_pct"]),
+            record(&[
+                "002-kind=kresd-r1",
+                "kresd",
+                "001-r1",
+                "any",
+                "42",
+                "10.5000",
+            ]),
+            record(&["003-x", "a,\"b\"\nc", "001-r1", "flags.aa", "1", "0.2500"]),
+        ];
+        let text = String::from_utf8(write_records(&records).unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "run,kind,base,field,queries,share_pct\n\
+             002-kind=kresd-r1,kresd,001-r1,any,42,10.5000\n\
+             003-x,\"a,\"\"b\"\"\nc\",001-r1,flags.aa,1,0.2500\n"
+        );
+        let back: Vec<Vec<String>> = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(text.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_string).collect())
+            .collect();
+        assert_eq!(back, records);
+    }
 }

@@ -1,51 +1,29 @@
-//! `environment.json`: what an experiment ran on, so that its figures can be read later and
-//! compared with another machine's.
+//! `environment.json`: what an experiment ran on, gathered from this machine. Its form on disk
+//! is `ldplayer-study`'s [`Environment`].
 
-use serde::{Deserialize, Serialize};
+pub use ldplayer_study::Environment;
 
-/// The machine and software of an experiment (each run's `run.json` adds its server's
-/// version).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Environment {
-    /// ldplayer's version.
-    pub ldplayer: String,
-    /// `uname -r`.
-    pub kernel: String,
-    /// The CPU's model name.
-    pub cpu: String,
-    /// Cores this process may run on.
-    pub cores: usize,
-    /// Total memory in MiB.
-    pub memory_mib: u64,
-    /// The host's name.
-    pub host: String,
-    /// When the experiment started (RFC 3339, UTC).
-    pub started: String,
-}
-
-impl Environment {
-    /// Reads it from this machine.
-    pub fn gather() -> Environment {
-        let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
-        let cpu = read("/proc/cpuinfo")
-            .lines()
-            .find_map(|l| l.strip_prefix("model name"))
-            .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
-            .unwrap_or_default();
-        let memory_mib = read("/proc/meminfo")
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok())
-            .map_or(0, |kib| kib / 1024);
-        Environment {
-            ldplayer: env!("CARGO_PKG_VERSION").to_string(),
-            kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
-            cpu,
-            cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            memory_mib,
-            host: read("/proc/sys/kernel/hostname").trim().to_string(),
-            started: rfc3339_now(),
-        }
+/// Reads the machine and software this process runs on.
+pub fn gather() -> Environment {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let cpu = read("/proc/cpuinfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("model name"))
+        .map(|l| l.trim_start_matches([' ', '\t', ':']).to_string())
+        .unwrap_or_default();
+    let memory_mib = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|l| l.split_whitespace().next()?.parse::<u64>().ok())
+        .map_or(0, |kib| kib / 1024);
+    Environment {
+        ldplayer: env!("CARGO_PKG_VERSION").to_string(),
+        kernel: read("/proc/sys/kernel/osrelease").trim().to_string(),
+        cpu,
+        cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        memory_mib,
+        host: read("/proc/sys/kernel/hostname").trim().to_string(),
+        started: rfc3339_now(),
     }
 }
 
@@ -69,5 +47,12 @@ mod tests {
         assert_eq!(now.len(), 20, "{now}");
         assert!(now.starts_with("20"), "{now}");
         assert!(now.ends_with('Z'));
+    }
+
+    #[test]
+    fn this_machine_has_a_kernel_and_cores() {
+        let e = super::gather();
+        assert!(!e.kernel.is_empty() && e.cores >= 1, "{e:?}");
+        assert_eq!(e.ldplayer, env!("CARGO_PKG_VERSION"));
     }
 }

@@ -14,8 +14,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::ExperimentError;
 use crate::plan::{Plan, RunSettings, RunSpec};
 use crate::prepare::{prepare_trace, TraceFacts, TraceInput};
@@ -57,60 +55,11 @@ impl Observer for Silent {
     fn run_ended(&mut self, _: &RunSpec, _: &RunRecord) {}
 }
 
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Status {
-    /// It ran to its end; its figures are in the summary.
-    Finished,
-    /// It failed; the error says why.
-    Failed,
-    /// It had finished in an earlier invocation (`--resume`).
-    Skipped,
-}
+pub use ldplayer_study::Status;
 
-/// `run.json`: one run's settings, outcome and headline figures.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunRecord {
-    /// The run's identifier (its folder's name).
-    pub id: String,
-    /// The varied keys and their values in this run, in `[vary]` order.
-    pub varied: Vec<(String, String)>,
-    /// How it ended.
-    pub status: Status,
-    /// Why it failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The run's full settings.
-    pub settings: RunSettings,
-    /// The trace the run replayed (in the plan's `traces/` folder).
-    pub trace_file: PathBuf,
-    /// What the trace held.
-    pub trace: TraceFacts,
-    /// The run's outputs (replay report, link counters, server version).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outputs: Option<RunOutputs>,
-    /// Headline figures (metric → median), for the human summary. A metric without values
-    /// has a NaN median, which JSON writes as `null` and reads back as NaN.
-    #[serde(default, deserialize_with = "medians_with_nulls")]
-    pub medians: BTreeMap<String, f64>,
-    /// Why the measured window is not a steady state (a warm-up shorter than the idle
-    /// timeout, connections or memory still drifting): said next to the run's figures.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unsteady: Vec<String>,
-}
-
-/// Reads `medians`, a `null` (a NaN when written) as NaN.
-fn medians_with_nulls<'de, D>(deserializer: D) -> Result<BTreeMap<String, f64>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    let medians: BTreeMap<String, Option<f64>> = Deserialize::deserialize(deserializer)?;
-    Ok(medians
-        .into_iter()
-        .map(|(metric, median)| (metric, median.unwrap_or(f64::NAN)))
-        .collect())
-}
+/// `run.json`: one run's settings, outcome and headline figures, with the experiment's full
+/// settings and outputs (the form on disk is `ldplayer-study`'s [`ldplayer_study::RunRecord`]).
+pub type RunRecord = ldplayer_study::RunRecord<RunSettings, RunOutputs>;
 
 /// What a plan left.
 #[derive(Debug, Clone, Default)]
@@ -149,7 +98,7 @@ pub fn run_plan(
     if !copied {
         write(&dir.join("plan.toml"), plan_text.as_bytes())?;
     }
-    let environment = crate::environment::Environment::gather();
+    let environment = crate::environment::gather();
     write(
         &dir.join("environment.json"),
         &serde_json::to_vec_pretty(&environment).unwrap_or_default(),
@@ -495,5 +444,86 @@ mod tests {
         let back: RunRecord = serde_json::from_str(&json).unwrap();
         assert_eq!(back.medians["latency_ms"], 20.5);
         assert!(back.medians["x"].is_nan());
+    }
+
+    /// The record as the experiment writes it, read as a report reads it (with
+    /// `ldplayer-study`'s views of the settings and outputs): every figure the report takes
+    /// from it is the same.
+    #[test]
+    fn a_report_reads_the_record_the_experiment_writes() {
+        let plan = Plan::parse(
+            "[trace]\nsynth = { workload = \"root\", rate = 10, duration_s = 10 }\n\
+             [server]\nkind = \"bind\"\n[client]\nmode = \"ramp\"\n\
+             ramp_to_qps = 100\nramp_s = 30\n[vary]\nproto = [\"tcp\", \"doh\"]\n",
+            Path::new("."),
+        )
+        .unwrap();
+        for spec in plan.runs() {
+            let record = RunRecord {
+                id: spec.id.clone(),
+                varied: spec.varied.clone(),
+                status: Status::Finished,
+                error: None,
+                settings: spec.settings.clone(),
+                trace_file: PathBuf::from("traces/t.bin"),
+                trace: TraceFacts {
+                    records: 100,
+                    first_ns: 1_000_000_000,
+                    last_ns: 11_000_000_000,
+                    per_proto: [100, 0, 0, 0, 0],
+                },
+                outputs: Some(RunOutputs {
+                    results: PathBuf::from("results.res"),
+                    samples: Vec::new(),
+                    replay: crate::client::ReplayReport {
+                        start_ns: 42,
+                        interrupted: false,
+                        engine: serde_json::Value::Null,
+                        summary: serde_json::Value::Null,
+                        kernel_udp: Default::default(),
+                        kernel_tcp: Default::default(),
+                    },
+                    server_version: "PowerDNS Recursor 5.0 (TCP clients 9)".into(),
+                    server_tcp_clients: Some(9),
+                    probe_rtt_us: 20_000,
+                    probe_queries: 1,
+                    link: Default::default(),
+                    seconds: 31.5,
+                    upstream: None,
+                }),
+                medians: [("latency_ms".to_string(), 1.5)].into(),
+                unsteady: vec!["still drifting".into()],
+            };
+            let json = serde_json::to_vec(&record).unwrap();
+            let read: ldplayer_study::RunRecord = serde_json::from_slice(&json).unwrap();
+            let s = &record.settings;
+            assert_eq!((&read.id, &read.varied), (&record.id, &record.varied));
+            assert_eq!(
+                read.settings.trace.mutate.proto,
+                s.trace.mutate.proto.as_str()
+            );
+            assert_eq!(
+                read.settings.trace.nonbusy_max_queries,
+                s.trace.nonbusy_max_queries
+            );
+            assert_eq!(read.settings.server.kind, s.server.kind.name());
+            assert_eq!(read.settings.warmup_s, s.warmup_s);
+            assert_eq!(read.settings.client.ramp, s.client.ramp);
+            assert_eq!(
+                read.settings.replay_s(&read.trace),
+                s.replay_s(&record.trace)
+            );
+            assert_eq!(read.settings.replay_s(&read.trace), 30.0);
+            let (o, r) = (record.outputs.as_ref().unwrap(), read.outputs.unwrap());
+            assert_eq!(r.replay.start_ns, o.replay.start_ns);
+            assert_eq!(r.server_version(), o.server_version());
+            assert_eq!(r.server_tcp_clients, o.server_tcp_clients);
+            assert_eq!(r.seconds, o.seconds);
+            assert_eq!(read.trace, record.trace);
+            assert_eq!(
+                (read.medians, read.unsteady),
+                (record.medians, record.unsteady)
+            );
+        }
     }
 }

@@ -68,17 +68,8 @@ pub const CAPACITY_METRIC: &str = "capacity_qps";
 
 /// The capacity of the ramp whose results are at `path`, if they are a ramp's.
 pub fn capacity(path: &Path) -> Result<Option<ldplayer_results::CapacityReport>, ExperimentError> {
-    let read_error = |e: ldplayer_results::ResultsError| {
-        ExperimentError::Input(format!("reading {}: {e}", path.display()))
-    };
-    let mut reader = ldplayer_results::ResultsReader::open(path).map_err(read_error)?;
-    let Some(mut capacity) = ldplayer_results::Capacity::for_run(reader.run_info()) else {
-        return Ok(None);
-    };
-    for r in &mut reader {
-        capacity.add(&r.map_err(read_error)?);
-    }
-    Ok(Some(capacity.report()))
+    ldplayer_results::Capacity::of_file(path)
+        .map_err(|e| ExperimentError::Input(format!("reading {}: {e}", path.display())))
 }
 
 /// Writes `summary.csv` with every row so far (rewritten whole, so that it is always

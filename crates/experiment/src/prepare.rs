@@ -9,7 +9,6 @@ use ldplayer_synth::{Synth, SynthConfig};
 use ldplayer_trace::binary::BinaryWriter;
 use ldplayer_trace::open::{open, ReadOptions};
 use ldplayer_trace::{Record, Sink, SinkError, Source};
-use serde::{Deserialize, Serialize};
 
 use crate::error::ExperimentError;
 
@@ -22,34 +21,8 @@ pub enum TraceInput {
     Synth(SynthConfig),
 }
 
-/// What a prepared trace holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
-pub struct TraceFacts {
-    /// Records written.
-    pub records: u64,
-    /// Time of the first record (ns since the epoch).
-    pub first_ns: i64,
-    /// Time of the last record.
-    pub last_ns: i64,
-    /// Records per transport, in [`Proto`](ldplayer_trace::Proto) code order (UDP, TCP, TLS,
-    /// HTTPS, QUIC): which transports the server must serve when the replay keeps the trace's.
-    pub per_proto: [u64; 5],
-}
-
-impl TraceFacts {
-    /// From the first record to the last, in seconds.
-    pub fn duration_s(&self) -> f64 {
-        (self.last_ns - self.first_ns).max(0) as f64 / 1e9
-    }
-
-    /// The transports the trace's records go over.
-    pub fn transports(&self) -> Vec<ldplayer_trace::Proto> {
-        ldplayer_trace::Proto::ALL
-            .into_iter()
-            .filter(|p| self.per_proto[*p as usize] > 0)
-            .collect()
-    }
-}
+/// What a prepared trace holds (its form on disk is `ldplayer-study`'s).
+pub use ldplayer_study::TraceFacts;
 
 /// Writes the trace of `input`, mutated by each stage of `mutate` in turn, to `out` as binary records, unless `out`
 /// is there already from an earlier run (its facts are kept beside it, in `out.json`, written

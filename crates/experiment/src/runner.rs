@@ -86,11 +86,7 @@ impl RunOutputs {
     /// The server's product and version alone, also from a record written when the version
     /// was followed by ` (TCP clients N)`.
     pub fn server_version(&self) -> &str {
-        let version = self.server_version.trim();
-        match version.rsplit_once(" (TCP clients ") {
-            Some((alone, rest)) if rest.ends_with(')') => alone.trim_end(),
-            _ => version,
-        }
+        ldplayer_study::server_version_alone(&self.server_version)
     }
 }
 

@@ -30,9 +30,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hdrhistogram::Histogram;
-use ldplayer_experiment::environment::Environment;
-use ldplayer_experiment::summary::{Distribution, Sample};
-use ldplayer_experiment::RunRecord;
+use ldplayer_study::{Distribution, Environment, RunRecord, Sample};
 
 use crate::error::ReportError;
 use crate::html::Section;
@@ -154,7 +152,7 @@ impl RunData {
     /// (`keep`: each query's own).
     pub fn proto(&self) -> &str {
         self.varied("proto")
-            .unwrap_or_else(|| self.record.settings.trace.mutate.proto.as_str())
+            .unwrap_or(self.record.settings.trace.mutate.proto.as_str())
     }
 
     /// Its distribution of `metric` in `summary.csv`, when it has values.

@@ -4,7 +4,6 @@
 use std::path::Path;
 
 use ldplayer_experiment::client::ReplayReport;
-use ldplayer_experiment::environment::Environment;
 use ldplayer_experiment::model::IndexSet;
 use ldplayer_experiment::prepare::TraceFacts;
 use ldplayer_experiment::runner::RunOutputs;
@@ -183,7 +182,7 @@ fn write_experiment_with(dir: &Path, plan: &str, nonbusy: Option<IndexSet>) -> V
     std::fs::write(dir.join("plan.toml"), plan).unwrap();
     std::fs::write(
         dir.join("environment.json"),
-        serde_json::to_vec_pretty(&Environment::gather()).unwrap(),
+        serde_json::to_vec_pretty(&ldplayer_experiment::environment::gather()).unwrap(),
     )
     .unwrap();
     let mut rows = Vec::new();

@@ -176,6 +176,19 @@ impl Capacity {
         Some(Capacity::new(info.ramp?, info.start_ns?))
     }
 
+    /// The capacity of the ramp whose results file is at `path`, if it is a ramp's (its run
+    /// info records a ramp and its start): what `replay --ramp-to` printed.
+    pub fn of_file(path: &std::path::Path) -> Result<Option<CapacityReport>, crate::ResultsError> {
+        let mut reader = crate::ResultsReader::open(path)?;
+        let Some(mut capacity) = Capacity::for_run(reader.run_info()) else {
+            return Ok(None);
+        };
+        for r in &mut reader {
+            capacity.add(&r?);
+        }
+        Ok(Some(capacity.report()))
+    }
+
     /// The ramp judged.
     pub fn spec(&self) -> &RampSpec {
         &self.spec
@@ -500,6 +513,38 @@ mod tests {
             c.add(&result(t, (*n <= limit).then_some(latency)));
         }
         c.report()
+    }
+
+    #[test]
+    fn a_results_file_has_a_capacity_when_its_run_info_records_a_ramp() {
+        use crate::{ResultSink, ResultsWriter, RunInfo};
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, info: &RunInfo| {
+            let path = dir.path().join(name);
+            let mut w = ResultsWriter::create_with_run_info(&path, info).unwrap();
+            for k in 1..=10 {
+                w.result(&result(k as f64 / 10.0, Some(1.0))).unwrap();
+            }
+            w.finish().unwrap();
+            path
+        };
+        let ramp = RunInfo {
+            start_ns: Some(T0),
+            ramp: Some(RampSpec::new(20.0, 1.0)),
+            ..RunInfo::default()
+        };
+        let report = Capacity::of_file(&write("ramp.res", &ramp))
+            .unwrap()
+            .expect("a ramp's file");
+        assert_eq!(report.capacity_qps, 10.0, "{report:?}");
+        let plain = RunInfo {
+            start_ns: Some(T0),
+            ..RunInfo::default()
+        };
+        assert!(Capacity::of_file(&write("plain.res", &plain))
+            .unwrap()
+            .is_none());
+        assert!(Capacity::of_file(&dir.path().join("none.res")).is_err());
     }
 
     #[test]

@@ -29,15 +29,14 @@
 //! | `qtype`       | mnemonic (`A`, `AAAA`, `TYPE65280`...), empty without a question | string or `null` |
 //! | `trace_proto` | the query's transport in the trace (`proto` is the one replayed) | string |
 //!
-//! The CSV starts with a header line of the column names. Only a `qname` holding `,` or `"`
-//! is quoted (RFC 4180: in double quotes, with `"` doubled); nothing else needs quoting. Lines
-//! end with `\n`.
+//! The CSV starts with a header line of the column names; it is written through the `csv`
+//! crate. A field holding `,`, `"` or a line break is quoted (RFC 4180: in double quotes, with
+//! `"` doubled): only a `qname` can; a CSV reader gives it back as it was. Lines end with `\n`.
 
 use crate::file::ResultsError;
 use crate::join::TraceFields;
 use crate::result::{Outcome, QueryResult, ResultSink};
 use serde::Serialize;
-use std::borrow::Cow;
 use std::io::{self, Write};
 
 /// The column names, in order (the CSV header line and the JSONL keys).
@@ -128,6 +127,50 @@ impl TraceRow<'_> {
     }
 }
 
+/// A row as CSV writes it: [`Row`] with `0`/`1` for its flags (JSON keeps `false`/`true`).
+#[derive(Serialize)]
+struct CsvRow {
+    index: u64,
+    trace_ns: i64,
+    intended_ns: i64,
+    sent_ns: i64,
+    received_ns: i64,
+    latency_ns: Option<i64>,
+    timing_error_ns: Option<i64>,
+    proto: &'static str,
+    new_connection: u8,
+    rcode: Option<u16>,
+    rcode_name: Option<String>,
+    response_len: u16,
+    truncated: u8,
+    outcome: &'static str,
+    handshake_ns: Option<i64>,
+    target: u16,
+}
+
+impl From<Row> for CsvRow {
+    fn from(x: Row) -> CsvRow {
+        CsvRow {
+            index: x.index,
+            trace_ns: x.trace_ns,
+            intended_ns: x.intended_ns,
+            sent_ns: x.sent_ns,
+            received_ns: x.received_ns,
+            latency_ns: x.latency_ns,
+            timing_error_ns: x.timing_error_ns,
+            proto: x.proto,
+            new_connection: x.new_connection.into(),
+            rcode: x.rcode,
+            rcode_name: x.rcode_name,
+            response_len: x.response_len,
+            truncated: x.truncated.into(),
+            outcome: x.outcome,
+            handshake_ns: x.handshake_ns,
+            target: x.target,
+        }
+    }
+}
+
 /// A result's row followed by the trace's columns.
 #[derive(Serialize)]
 struct JoinedRow<'a> {
@@ -137,87 +180,57 @@ struct JoinedRow<'a> {
     trace: TraceRow<'a>,
 }
 
-/// A CSV field, quoted when it holds a comma, a double quote or a line break (RFC 4180).
-fn csv_field(v: &str) -> Cow<'_, str> {
-    if v.contains([',', '"', '\n', '\r']) {
-        Cow::Owned(format!("\"{}\"", v.replace('"', "\"\"")))
-    } else {
-        Cow::Borrowed(v)
+/// A [`ResultSink`] writing CSV: the header line first, then one line per result.
+pub struct CsvWriter<W: Write> {
+    out: csv::Writer<W>,
+}
+
+/// The `csv` crate's error as an I/O error.
+fn io_error(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("{other:?}")),
     }
 }
 
-fn opt<T: std::fmt::Display>(v: &Option<T>) -> String {
-    v.as_ref().map(|v| v.to_string()).unwrap_or_default()
-}
-
-/// A [`ResultSink`] writing CSV: the header line first, then one line per result.
-pub struct CsvWriter<W: Write> {
-    out: W,
-}
-
 impl<W: Write> CsvWriter<W> {
-    /// Writes the header line. Give it a buffered writer.
-    pub fn new(mut out: W) -> io::Result<Self> {
-        writeln!(out, "{}", COLUMNS.join(","))?;
-        Ok(CsvWriter { out })
+    /// Writes the header line (the writer buffers: `out` need not).
+    pub fn new(out: W) -> io::Result<Self> {
+        CsvWriter::with_header(out, COLUMNS.iter())
     }
 
     /// Writes the header line with the [`TRACE_COLUMNS`] after the others, for
     /// [`write_with_trace`](Self::write_with_trace).
-    pub fn with_trace_columns(mut out: W) -> io::Result<Self> {
-        writeln!(out, "{},{}", COLUMNS.join(","), TRACE_COLUMNS.join(","))?;
+    pub fn with_trace_columns(out: W) -> io::Result<Self> {
+        CsvWriter::with_header(out, COLUMNS.iter().chain(&TRACE_COLUMNS))
+    }
+
+    fn with_header<'a>(out: W, header: impl Iterator<Item = &'a &'static str>) -> io::Result<Self> {
+        let mut out = csv::WriterBuilder::new()
+            .has_headers(false)
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(out);
+        out.write_record(header).map_err(io_error)?;
         Ok(CsvWriter { out })
     }
 
     /// Writes one result as a line.
     pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
-        self.write_fields(r)?;
-        self.out.write_all(b"\n")
+        self.out
+            .serialize(CsvRow::from(Row::new(r)))
+            .map_err(io_error)
     }
 
     /// Writes one result and its query's fields in the trace as a line.
     pub fn write_with_trace(&mut self, r: &QueryResult, t: &TraceFields) -> io::Result<()> {
-        self.write_fields(r)?;
-        let x = TraceRow::new(t);
-        writeln!(
-            self.out,
-            ",{},{},{},{}",
-            x.client,
-            csv_field(x.qname.unwrap_or_default()),
-            opt(&x.qtype),
-            x.trace_proto
-        )
-    }
-
-    /// Writes the result's columns, without the line end.
-    fn write_fields(&mut self, r: &QueryResult) -> io::Result<()> {
-        let x = Row::new(r);
-        write!(
-            self.out,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            x.index,
-            x.trace_ns,
-            x.intended_ns,
-            x.sent_ns,
-            x.received_ns,
-            opt(&x.latency_ns),
-            opt(&x.timing_error_ns),
-            x.proto,
-            x.new_connection as u8,
-            opt(&x.rcode),
-            opt(&x.rcode_name),
-            x.response_len,
-            x.truncated as u8,
-            x.outcome,
-            opt(&x.handshake_ns),
-            x.target,
-        )
+        self.out
+            .serialize((CsvRow::from(Row::new(r)), TraceRow::new(t)))
+            .map_err(io_error)
     }
 
     /// Flushes and returns the inner writer.
-    pub fn into_inner(mut self) -> io::Result<W> {
-        self.out.flush()?;
-        Ok(self.out)
+    pub fn into_inner(self) -> io::Result<W> {
+        self.out.into_inner().map_err(|e| e.into_error())
     }
 }
 
@@ -306,4 +319,57 @@ where
     }
     w.into_inner()?;
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ldplayer_trace::Proto;
+    use proptest::prelude::*;
+
+    fn answered() -> QueryResult {
+        QueryResult {
+            index: 7,
+            trace_ns: 1,
+            intended_ns: 2,
+            sent_ns: 3,
+            received_ns: 5,
+            proto: Proto::Udp,
+            new_connection: false,
+            handshake_ns: 0,
+            rcode: ldplayer_dns::Rcode::NOERROR,
+            response_len: 60,
+            truncated: false,
+            outcome: Outcome::Answered,
+            target: 0,
+        }
+    }
+
+    proptest! {
+        /// Whatever a query's name holds (commas, quotes, line breaks), a CSV reader reads the
+        /// joined row back with the name as it was, in its column.
+        #[test]
+        fn any_qname_reads_back_from_its_column(qname in any::<String>()) {
+            let trace = TraceFields {
+                time_ns: 1,
+                client: std::net::Ipv4Addr::new(192, 0, 2, 1).into(),
+                qname: Some(qname.clone().into()),
+                qtype: None,
+                proto: Proto::Tcp,
+            };
+            let mut w = CsvWriter::with_trace_columns(Vec::new()).unwrap();
+            w.write_with_trace(&answered(), &trace).unwrap();
+            let bytes = w.into_inner().unwrap();
+            let mut reader = csv::Reader::from_reader(&bytes[..]);
+            let header = reader.headers().unwrap().clone();
+            let records: Vec<csv::StringRecord> =
+                reader.records().collect::<Result<_, _>>().unwrap();
+            prop_assert_eq!(records.len(), 1);
+            let column = |name: &str| header.iter().position(|h| h == name).unwrap();
+            prop_assert_eq!(&records[0][column("qname")], qname.as_str());
+            prop_assert_eq!(&records[0][column("client")], "192.0.2.1");
+            prop_assert_eq!(&records[0][column("trace_proto")], "tcp");
+            prop_assert_eq!(&records[0][column("index")], "7");
+        }
+    }
 }

@@ -31,10 +31,7 @@ impl RunSettings {
     /// How long the replay of a trace with `facts` lasts, in seconds: a ramp's length, else the
     /// trace's (a closed loop's depends on the server: the trace's is an estimate).
     pub fn replay_s(&self, facts: &crate::prepare::TraceFacts) -> f64 {
-        match self.client.ramp {
-            Some(r) => r.ramp_s,
-            None => facts.duration_s(),
-        }
+        facts.replay_s(self.client.ramp.as_ref())
     }
 
     /// Whether the run's queries go over connections (TCP or TLS), so that the connection model

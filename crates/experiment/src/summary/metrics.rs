@@ -1,7 +1,7 @@
 //! A run's metrics: latency and answers from its results file, resources and bandwidth from
 //! its samples, and the connections model beside them, each over the time after warm-up.
 
-use super::{Distribution, Sample, SummaryRow};
+use super::{client_latency_ns, measured_at_s, Distribution, Sample, SummaryRow};
 use crate::model::IndexSet;
 use ldplayer_results::{QueryResult, ResultsError, ResultsReader};
 use std::path::{Path, PathBuf};
@@ -180,31 +180,6 @@ pub fn rows_for_spec(
 ) -> Result<Vec<SummaryRow>, SummaryError> {
     let varied: Vec<String> = run.varied.iter().map(|(_, v)| v.clone()).collect();
     rows_for_run(&run.id, &varied, m)
-}
-
-/// When `r` was due, in seconds after the replay's start (`start_ns`), if that lies in the
-/// measured window: after `warmup_s` and up to the trace's end (`duration_s`). Queries are
-/// placed by when they were due (`intended_ns`), which every result has, sent or not.
-pub fn measured_at_s(
-    r: &QueryResult,
-    start_ns: i64,
-    warmup_s: f64,
-    duration_s: f64,
-) -> Option<f64> {
-    let at_s = (r.intended_ns - start_ns) as f64 / 1e9;
-    (at_s >= warmup_s && at_s <= duration_s).then_some(at_s)
-}
-
-/// An answered query's latency as its client saw it, in ns: a query that opened a connection
-/// waited for its set-up (TCP and TLS handshakes) too, as in the paper's Figure 15. `None`
-/// when it was not answered. This is `latency_ms` of `summary.csv`, in ns.
-pub fn client_latency_ns(r: &QueryResult) -> Option<i64> {
-    let setup = if r.new_connection {
-        r.handshake_ns.max(0)
-    } else {
-        0
-    };
-    r.latency_ns().map(|ns| ns + setup)
 }
 
 /// The per-query metrics of the queries due after warm-up and before the trace's end.

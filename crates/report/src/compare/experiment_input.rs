@@ -25,7 +25,7 @@ pub fn worse_of(metric: &str) -> Worse {
 /// and [`STATS`]) and `runs/RUN/results.res` (`rcode_share.RCODE@RUN`).
 pub fn read_experiment(dir: &Path) -> Result<Measured, ReportError> {
     let path = dir.join("summary.csv");
-    let text = std::fs::read_to_string(&path).map_err(|source| ReportError::Io {
+    let text = std::fs::read(&path).map_err(|source| ReportError::Io {
         path: path.clone(),
         source,
     })?;

@@ -21,17 +21,21 @@ pub struct CsvRow {
 
 /// Parses the text of a `summary.csv` read from `path` (named in errors), through the one
 /// reader of the file ([`crate::summary_csv`]).
-pub fn parse(text: &str, path: &Path) -> Result<Vec<CsvRow>, ReportError> {
+pub fn parse(text: impl AsRef<[u8]>, path: &Path) -> Result<Vec<CsvRow>, ReportError> {
     parse_with_keys(text, path).map(|(_, rows)| rows)
 }
 
 /// [`parse`], with the varied keys of the header (the columns between `run` and `metric`),
 /// which a file without rows has too.
-pub fn parse_with_keys(text: &str, path: &Path) -> Result<(Vec<String>, Vec<CsvRow>), ReportError> {
-    let table = crate::summary_csv::parse_summary(text).map_err(|why| ReportError::Malformed {
-        path: path.to_path_buf(),
-        why,
-    })?;
+pub fn parse_with_keys(
+    text: impl AsRef<[u8]>,
+    path: &Path,
+) -> Result<(Vec<String>, Vec<CsvRow>), ReportError> {
+    let table =
+        crate::summary_csv::parse_summary(text).map_err(|why| ReportError::Malformed {
+            path: path.to_path_buf(),
+            why,
+        })?;
     let keys = table.keys;
     let rows = table
         .rows
@@ -73,6 +77,19 @@ mod tests {
     }
 
     #[test]
+    fn a_quoted_line_break_stays_in_its_field() {
+        let text = "run,proto,metric,p5,p25,p50,p75,p95,mean,n\n\
+                    \"001-r1\",\"two\nlines\",latency_ms,1,2,3,4,5,3.5,10\n";
+        let rows = parse(text, Path::new("summary.csv")).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            rows[0].varied,
+            [("proto".to_string(), "two\nlines".to_string())]
+        );
+        assert_eq!(rows[0].stats[5], 3.5);
+    }
+
+    #[test]
     fn malformed_files_say_where() {
         let path = Path::new("summary.csv");
         let err = parse("", path).unwrap_err().to_string();
@@ -83,11 +100,11 @@ mod tests {
         let err = parse("run,metric,p5\n", path).unwrap_err().to_string();
         assert!(err.contains("line 1") && err.contains("header"), "{err}");
         let header = "run,metric,p5,p25,p50,p75,p95,mean,n\n";
-        let err = parse(&format!("{header}r,m,1,2\n"), path)
+        let err = parse(format!("{header}r,m,1,2\n"), path)
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 2: 4 fields"), "{err}");
-        let err = parse(&format!("{header}r,m,1,x,3,4,5,6,7\n"), path)
+        let err = parse(format!("{header}r,m,1,x,3,4,5,6,7\n"), path)
             .unwrap_err()
             .to_string();
         assert!(err.contains("line 2: p25"), "{err}");

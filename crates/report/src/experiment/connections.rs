@@ -34,7 +34,7 @@ fn figure(inputs: &Inputs<'_>) -> Option<Figure> {
     if placed.is_empty() {
         return None;
     }
-    let stat = |series: String, d: &ldplayer_experiment::summary::Distribution| BoxStat {
+    let stat = |series: String, d: &ldplayer_study::Distribution| BoxStat {
         series,
         p5: d.p5,
         p25: d.p25,

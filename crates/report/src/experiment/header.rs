@@ -65,7 +65,7 @@ pub(super) fn header(data: &ExperimentData) -> Vec<(String, String)> {
     let kinds = first_seen(
         data.runs
             .iter()
-            .map(|r| r.record.settings.server.kind.name()),
+            .map(|r| r.record.settings.server.kind.as_str()),
     );
     if !kinds.is_empty() {
         fact("server", kinds.join(", "));

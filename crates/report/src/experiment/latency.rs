@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use hdrhistogram::Histogram;
-use ldplayer_experiment::summary::{client_latency_ns, measured_at_s};
 use ldplayer_results::{Damage, ResultsError, ResultsReader};
+use ldplayer_study::{client_latency_ns, measured_at_s};
 
 /// Longest latency recorded exactly: an hour, in ns; longer ones count as an hour.
 const MAX_NS: u64 = 3_600_000_000_000;

@@ -3,9 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use ldplayer_experiment::environment::Environment;
-use ldplayer_experiment::summary::read_samples;
-use ldplayer_experiment::{RunRecord, Status};
+use ldplayer_study::{read_samples, Environment, RunRecord, Status};
 
 use super::latency::{read_latency, Window};
 use super::{ExperimentData, RunData};
@@ -257,10 +255,13 @@ fn read_run(
         }
     };
     let results = run_dir.join("results.res");
-    let capacity = match ldplayer_experiment::metrics::capacity(&results) {
+    let capacity = match ldplayer_results::Capacity::of_file(&results) {
         Ok(c) => c,
         Err(e) => {
-            notes.push(format!("run {name}: {e}: no capacity"));
+            notes.push(format!(
+                "run {name}: reading {}: {e}: no capacity",
+                results.display()
+            ));
             None
         }
     };

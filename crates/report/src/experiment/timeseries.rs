@@ -1,7 +1,7 @@
 //! The server's memory and established connections over each run, one line per run, with
 //! the end of the warm-up and of the trace marked.
 
-use ldplayer_experiment::summary::Sample;
+use ldplayer_study::Sample;
 
 use super::layout::{first_seen, num, Inputs};
 use crate::figure::{Figure, LineChart, Plot, Scale, Series, SeriesStyle};

@@ -1,9 +1,11 @@
 //! `samples.csv`: the server's and the link's state once a second during a run, written by the
-//! runner's sampler and read back for the summary.
+//! runner's sampler and read back for the summary and the report's time series.
 
+use crate::summary::read::csv_reader;
+use crate::summary::write::{csv_writer, io_error};
 use serde::{Deserialize, Serialize};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// The columns of `samples.csv`, in order: the names of [`Sample`]'s fields.
@@ -59,30 +61,29 @@ pub struct Sample {
 }
 
 impl Sample {
-    /// The sample as a CSV line (without its newline), fields in [`SAMPLE_COLUMNS`] order.
-    pub fn to_line(&self) -> String {
-        format!(
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
-            self.t_s,
-            self.rss_kib,
-            self.cpu_pct,
-            self.tcp_established,
-            self.tcp_time_wait,
-            self.tcp_other,
-            self.socket_mem_kib,
-            self.c2s_packets,
-            self.c2s_bytes,
-            self.s2c_packets,
-            self.s2c_bytes,
-            self.s2c_dropped,
-            self.c2s_dropped,
-            self.processes
-        )
+    /// The sample's fields in [`SAMPLE_COLUMNS`] order, numbers as the shortest text that
+    /// reads back the same.
+    fn fields(&self) -> [String; SAMPLE_COLUMNS.len()] {
+        [
+            self.t_s.to_string(),
+            self.rss_kib.to_string(),
+            self.cpu_pct.to_string(),
+            self.tcp_established.to_string(),
+            self.tcp_time_wait.to_string(),
+            self.tcp_other.to_string(),
+            self.socket_mem_kib.to_string(),
+            self.c2s_packets.to_string(),
+            self.c2s_bytes.to_string(),
+            self.s2c_packets.to_string(),
+            self.s2c_bytes.to_string(),
+            self.s2c_dropped.to_string(),
+            self.c2s_dropped.to_string(),
+            self.processes.to_string(),
+        ]
     }
 
-    /// Reads a line written by [`to_line`](Self::to_line); says which column is wrong.
-    pub fn from_line(line: &str) -> Result<Sample, String> {
-        let fields: Vec<&str> = line.trim_end_matches(['\r', '\n']).split(',').collect();
+    /// Reads a record written by [`SamplesWriter`]; says which column is wrong.
+    fn from_record(fields: &csv::StringRecord) -> Result<Sample, String> {
         if fields.len() != SAMPLE_COLUMNS.len() {
             return Err(format!(
                 "{} fields, not {}",
@@ -90,26 +91,26 @@ impl Sample {
                 SAMPLE_COLUMNS.len()
             ));
         }
-        fn get<T: std::str::FromStr>(fields: &[&str], i: usize) -> Result<T, String> {
-            fields[i]
-                .parse()
-                .map_err(|_| format!("{}: `{}` is no number", SAMPLE_COLUMNS[i], fields[i]))
+        fn get<T: std::str::FromStr>(fields: &csv::StringRecord, i: usize) -> Result<T, String> {
+            let cell = fields.get(i).unwrap_or_default();
+            cell.parse()
+                .map_err(|_| format!("{}: `{cell}` is no number", SAMPLE_COLUMNS[i]))
         }
         Ok(Sample {
-            t_s: get(&fields, 0)?,
-            rss_kib: get(&fields, 1)?,
-            cpu_pct: get(&fields, 2)?,
-            tcp_established: get(&fields, 3)?,
-            tcp_time_wait: get(&fields, 4)?,
-            tcp_other: get(&fields, 5)?,
-            socket_mem_kib: get(&fields, 6)?,
-            c2s_packets: get(&fields, 7)?,
-            c2s_bytes: get(&fields, 8)?,
-            s2c_packets: get(&fields, 9)?,
-            s2c_bytes: get(&fields, 10)?,
-            s2c_dropped: get(&fields, 11)?,
-            c2s_dropped: get(&fields, 12)?,
-            processes: get(&fields, 13)?,
+            t_s: get(fields, 0)?,
+            rss_kib: get(fields, 1)?,
+            cpu_pct: get(fields, 2)?,
+            tcp_established: get(fields, 3)?,
+            tcp_time_wait: get(fields, 4)?,
+            tcp_other: get(fields, 5)?,
+            socket_mem_kib: get(fields, 6)?,
+            c2s_packets: get(fields, 7)?,
+            c2s_bytes: get(fields, 8)?,
+            s2c_packets: get(fields, 9)?,
+            s2c_bytes: get(fields, 10)?,
+            s2c_dropped: get(fields, 11)?,
+            c2s_dropped: get(fields, 12)?,
+            processes: get(fields, 13)?,
         })
     }
 }
@@ -117,27 +118,28 @@ impl Sample {
 /// Writes `samples.csv`: the header, then one line per sample, flushed each time so that a
 /// run cut short keeps what it sampled.
 pub struct SamplesWriter<W: Write> {
-    out: W,
+    out: csv::Writer<W>,
 }
 
-impl SamplesWriter<BufWriter<File>> {
+impl SamplesWriter<File> {
     /// Creates (or truncates) the file at `path` and writes the header.
     pub fn create(path: &Path) -> io::Result<Self> {
-        SamplesWriter::new(BufWriter::new(ldplayer_output::create_direct(path)?))
+        SamplesWriter::new(ldplayer_output::create_direct(path)?)
     }
 }
 
 impl<W: Write> SamplesWriter<W> {
-    /// Starts `samples.csv` on `out` with the header.
-    pub fn new(mut out: W) -> io::Result<Self> {
-        writeln!(out, "{}", SAMPLE_COLUMNS.join(","))?;
+    /// Starts `samples.csv` on `out` with the header (the writer buffers: `out` need not).
+    pub fn new(out: W) -> io::Result<Self> {
+        let mut out = csv_writer(out);
+        out.write_record(SAMPLE_COLUMNS).map_err(io_error)?;
         out.flush()?;
         Ok(SamplesWriter { out })
     }
 
     /// Writes one sample and flushes it.
     pub fn write(&mut self, sample: &Sample) -> io::Result<()> {
-        writeln!(self.out, "{}", sample.to_line())?;
+        self.out.write_record(sample.fields()).map_err(io_error)?;
         self.out.flush()
     }
 }
@@ -160,7 +162,7 @@ pub enum SampleError {
         /// The file.
         path: PathBuf,
         /// The line, from 1.
-        line: usize,
+        line: u64,
         /// What is wrong.
         message: String,
     },
@@ -173,34 +175,52 @@ pub fn read_samples(path: &Path) -> Result<Vec<Sample>, SampleError> {
         path: path.to_path_buf(),
         source,
     };
-    let lines: Vec<String> = BufReader::new(File::open(path).map_err(io_err)?)
-        .lines()
-        .collect::<Result<_, _>>()
-        .map_err(io_err)?;
-    let bad = |line: usize, message: String| SampleError::Bad {
+    let bad = |line: u64, message: String| SampleError::Bad {
         path: path.to_path_buf(),
         line,
         message,
     };
-    match lines.first() {
-        Some(h) if h.trim_end() == SAMPLE_COLUMNS.join(",") => {}
+    let file = File::open(path).map_err(io_err)?;
+    let mut records = Vec::new();
+    for record in csv_reader(file).into_records() {
+        match record {
+            Ok(record) => records.push(record),
+            Err(e) => {
+                let line = e.position().map_or(0, csv::Position::line);
+                return Err(match e.into_kind() {
+                    csv::ErrorKind::Io(source) => io_err(source),
+                    other => bad(line, format!("{other:?}")),
+                });
+            }
+        }
+    }
+    match records.first() {
+        Some(h) if h.iter().eq(SAMPLE_COLUMNS) => {}
         Some(h) => {
             return Err(bad(
                 1,
-                format!("the header is `{h}`, not `{}`", SAMPLE_COLUMNS.join(",")),
+                format!(
+                    "the header is `{}`, not `{}`",
+                    h.iter().collect::<Vec<_>>().join(","),
+                    SAMPLE_COLUMNS.join(",")
+                ),
             ))
         }
         None => return Err(bad(1, "empty: no header".into())),
     }
-    let mut samples = Vec::with_capacity(lines.len().saturating_sub(1));
-    for (i, line) in lines.iter().enumerate().skip(1) {
-        if line.is_empty() {
+    let last = records.len() - 1;
+    let mut samples = Vec::with_capacity(last);
+    for (i, record) in records.iter().enumerate().skip(1) {
+        if record.len() == 1 && record.iter().all(|f| f.trim().is_empty()) {
             continue;
         }
-        match Sample::from_line(line) {
+        match Sample::from_record(record) {
             Ok(s) => samples.push(s),
-            Err(_) if i + 1 == lines.len() => {}
-            Err(m) => return Err(bad(i + 1, m)),
+            Err(_) if i == last => {}
+            Err(m) => {
+                let line = record.position().map_or(0, csv::Position::line);
+                return Err(bad(line, m));
+            }
         }
     }
     Ok(samples)
@@ -252,6 +272,14 @@ mod tests {
         w.write(&b).unwrap();
         drop(w);
         assert_eq!(read_samples(&path).unwrap(), vec![a, b]);
+        // What the hand-written writer this one replaced wrote, byte for byte.
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "t_s,rss_kib,cpu_pct,tcp_established,tcp_time_wait,tcp_other,socket_mem_kib,\
+             c2s_packets,c2s_bytes,s2c_packets,s2c_bytes,s2c_dropped,c2s_dropped,processes\n\
+             1.00025,10240,12.5,3,4,5,6,7,800,9,1000,1,2,2\n\
+             2,10240,12.5,3,4,5,6,7,800,9,1000,1,2,2\n"
+        );
         let mut text = std::fs::read_to_string(&path).unwrap();
         text.push_str("3.0,1,2");
         std::fs::write(&path, &text).unwrap();
