@@ -777,14 +777,9 @@ impl Transport {
     }
 }
 
-/// The HTTP method of DNS-over-HTTPS queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DohMethodArg {
-    /// The query as the body of a POST (application/dns-message).
-    Post,
-    /// The query base64url-encoded in the URL (`?dns=`), cacheable.
-    Get,
-}
+/// The HTTP method of DNS-over-HTTPS queries (`replay --doh-method`): the one the replay,
+/// population files and plans name.
+pub use ldplayer_trace::DohMethod as DohMethodArg;
 
 /// The client stack of the encrypted transports (`replay --stack`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

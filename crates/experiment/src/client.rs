@@ -13,7 +13,6 @@ use ldplayer_trace::Proto;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ExperimentError;
-use crate::plan::DohMethodChoice;
 use crate::side::{ClientSideConfig, HTTPS_PORT, QUIC_PORT, TLS_PORT};
 
 pub use crate::client_processes::{run_shard, ClientShard};
@@ -127,10 +126,7 @@ pub(crate) fn replay_shard(
     config.proto_override = proto;
     config.profiles = population.as_ref().map(|p| p.profiles());
     if let Some(method) = c.doh_method {
-        config.doh.method = match method {
-            DohMethodChoice::Get => ldplayer_replay::DohMethod::Get,
-            DohMethodChoice::Post => ldplayer_replay::DohMethod::Post,
-        };
+        config.doh.method = method;
     }
     config.stack = c.stack.stack();
     config.original_sources = true;

@@ -77,15 +77,9 @@ pub struct Group {
     pub arrivals: Arrivals,
 }
 
-/// The HTTP method of DNS over HTTPS queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DohMethod {
-    /// `GET ?dns=`, cache friendly.
-    Get,
-    /// `POST application/dns-message`.
-    Post,
-}
+/// The HTTP method of DNS over HTTPS queries (`doh_method`, `"get"` or `"post"`), as the replay
+/// and plans name it.
+pub use ldplayer_trace::DohMethod;
 
 /// Which client stack carries a group's DoT, DoH and DoQ (see `ldplayer replay --stack`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

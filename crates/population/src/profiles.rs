@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::{ClientStack, DohMethod, Population};
+use crate::{ClientStack, Population};
 
 impl Population {
     /// The session profiles of the groups, in order, and the rule that puts each client in its
@@ -21,10 +21,7 @@ impl Population {
                 udp_retries: g.retries,
                 resume: g.resumption,
                 zero_rtt: g.zero_rtt,
-                doh_method: g.doh_method.map(|m| match m {
-                    DohMethod::Get => ldplayer_replay::DohMethod::Get,
-                    DohMethod::Post => ldplayer_replay::DohMethod::Post,
-                }),
+                doh_method: g.doh_method,
                 stack: g.stack.map(|s| match s {
                     ClientStack::Lean => ldplayer_replay::Stack::Lean,
                     ClientStack::Reference => ldplayer_replay::Stack::Reference,

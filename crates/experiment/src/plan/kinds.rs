@@ -57,15 +57,9 @@ impl ProtoChoice {
     }
 }
 
-/// The HTTP method of DoH queries (`[client] doh_method`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DohMethodChoice {
-    /// The query in the body (RFC 8484's POST), the replay's default.
-    Post,
-    /// The query base64url-encoded in the URI (cacheable by HTTP caches).
-    Get,
-}
+/// The HTTP method of DoH queries (`[client] doh_method`, `"post"` or `"get"`), as the replay
+/// and population files name it.
+pub use ldplayer_trace::DohMethod;
 
 /// The client stack of DoT, DoH and DoQ (`[client] stack`, a `[vary]` key): ldplayer's lean
 /// stacks or the reference ones (rustls' ClientConnection, h2, quinn, h3).
