@@ -39,6 +39,7 @@ mod partial;
 mod rcode;
 mod records;
 mod rtype;
+mod tlds;
 mod tsig;
 mod wire;
 
@@ -53,5 +54,6 @@ pub use partial::Partial;
 pub use rcode::Rcode;
 pub use records::{Records, Rr, Section};
 pub use rtype::Rtype;
+pub use tlds::BUSY_TLDS;
 pub use tsig::{Tkey, Tsig};
 pub use wire::decompress;

@@ -124,7 +124,9 @@ pub(crate) fn replay_shard(
     config.https_server = Some(at(HTTPS_PORT));
     config.quic_server = Some(at(QUIC_PORT));
     config.proto_override = proto;
-    config.profiles = population.as_ref().map(|p| p.profiles());
+    config.profiles = population
+        .as_ref()
+        .map(ldplayer_replay::Profiles::of_population);
     if let Some(method) = c.doh_method {
         config.doh.method = method;
     }

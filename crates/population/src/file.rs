@@ -414,12 +414,6 @@ stack = "reference"
         assert_eq!(p.groups[3].doh_method, Some(DohMethod::Get));
         assert_eq!(p.groups[4].stack, Some(ClientStack::Reference));
         assert_eq!(p.groups[3].stack, None);
-        let profiles = p.profiles();
-        assert_eq!(
-            profiles.profiles[4].stack,
-            Some(ldplayer_replay::Stack::Reference)
-        );
-        assert_eq!(profiles.profiles[0].stack, None);
         assert_eq!(p.groups[0].arrivals, Arrivals::Trace);
         let again = Population::from_toml(&p.to_toml()).unwrap();
         assert_eq!(again, p);

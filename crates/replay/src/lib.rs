@@ -64,6 +64,7 @@ mod engine;
 mod error;
 mod live;
 mod net;
+mod population;
 mod querier;
 mod reference;
 mod shard;
