@@ -744,47 +744,13 @@ impl From<ZoneLayout> for ldplayer_zonebuild::Layout {
     }
 }
 
-/// A transport to force, or `keep` each message's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Transport {
-    /// Each message's own transport (from the trace, or set with `mutate --proto`).
-    Keep,
-    /// DNS over UDP.
-    Udp,
-    /// DNS over TCP (RFC 7766).
-    Tcp,
-    /// DNS over TLS (RFC 7858).
-    Tls,
-    /// DNS over HTTPS (RFC 8484) over HTTP/2; the trace format calls it `https`.
-    #[value(alias = "https")]
-    Doh,
-    /// DNS over QUIC (RFC 9250); the trace format calls it `quic`.
-    #[value(alias = "quic")]
-    Doq,
-}
+/// A transport to force, or `keep` each message's own (`--proto`): the experiment plans'
+/// `proto` too.
+pub use ldplayer_trace::ProtoChoice as Transport;
 
-impl Transport {
-    /// The transport to force, `None` for `keep`.
-    pub fn forced(self) -> Option<ldplayer_trace::Proto> {
-        match self {
-            Transport::Keep => None,
-            Transport::Udp => Some(ldplayer_trace::Proto::Udp),
-            Transport::Tcp => Some(ldplayer_trace::Proto::Tcp),
-            Transport::Tls => Some(ldplayer_trace::Proto::Tls),
-            Transport::Doh => Some(ldplayer_trace::Proto::Https),
-            Transport::Doq => Some(ldplayer_trace::Proto::Quic),
-        }
-    }
-}
-
-/// The HTTP method of DNS-over-HTTPS queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum DohMethodArg {
-    /// The query as the body of a POST (application/dns-message).
-    Post,
-    /// The query base64url-encoded in the URL (`?dns=`), cacheable.
-    Get,
-}
+/// The HTTP method of DNS-over-HTTPS queries (`replay --doh-method`): the one the replay,
+/// population files and plans name.
+pub use ldplayer_trace::DohMethod as DohMethodArg;
 
 /// The client stack of the encrypted transports (`replay --stack`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -292,11 +292,7 @@ fn named_format(path: &Path) -> Option<OutFormat> {
         .file_name()
         .map(|n| n.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    let name = ["gz", "xz", "zst"]
-        .iter()
-        .find_map(|c| name.strip_suffix(&format!(".{c}")))
-        .unwrap_or(&name)
-        .to_string();
+    let (name, _) = Compression::split_suffix(&name);
     if [".txt", ".tsv", ".text"].iter().any(|s| name.ends_with(s)) {
         Some(OutFormat::Text)
     } else if name.ends_with(".pcap") {

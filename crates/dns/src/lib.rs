@@ -39,6 +39,7 @@ mod partial;
 mod rcode;
 mod records;
 mod rtype;
+mod tlds;
 mod tsig;
 mod wire;
 
@@ -50,8 +51,9 @@ pub use message::{flag, Edns, Header, Message, HEADER_LEN};
 pub use mnemonic::{opcode_from_str, opcode_to_string, UnknownMnemonic};
 pub use name::{name_from_presentation, name_to_presentation, NameError, MAX_NAME_LEN};
 pub use partial::Partial;
-pub use rcode::Rcode;
+pub use rcode::{Rcode, MAIN_RCODES};
 pub use records::{Records, Rr, Section};
 pub use rtype::Rtype;
+pub use tlds::BUSY_TLDS;
 pub use tsig::{Tkey, Tsig};
 pub use wire::decompress;

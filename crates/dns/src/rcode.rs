@@ -27,6 +27,15 @@ vocabulary! {
     BADCOOKIE = 23, "BADCOOKIE";
 }
 
+/// The response codes reports list first, in this order (the results' text summary, the
+/// server's statistics, where they appear even when zero); the others follow by name.
+pub const MAIN_RCODES: [Rcode; 4] = [
+    Rcode::NOERROR,
+    Rcode::NXDOMAIN,
+    Rcode::SERVFAIL,
+    Rcode::REFUSED,
+];
+
 impl Rcode {
     /// The largest code a message can carry (12 bits).
     pub const MAX_IN_MESSAGE: Rcode = Rcode(0xFFF);

@@ -13,7 +13,6 @@ use ldplayer_trace::Proto;
 use serde::{Deserialize, Serialize};
 
 use crate::error::ExperimentError;
-use crate::plan::DohMethodChoice;
 use crate::side::{ClientSideConfig, HTTPS_PORT, QUIC_PORT, TLS_PORT};
 
 pub use crate::client_processes::{run_shard, ClientShard};
@@ -125,12 +124,11 @@ pub(crate) fn replay_shard(
     config.https_server = Some(at(HTTPS_PORT));
     config.quic_server = Some(at(QUIC_PORT));
     config.proto_override = proto;
-    config.profiles = population.as_ref().map(|p| p.profiles());
+    config.profiles = population
+        .as_ref()
+        .map(ldplayer_replay::Profiles::of_population);
     if let Some(method) = c.doh_method {
-        config.doh.method = match method {
-            DohMethodChoice::Get => ldplayer_replay::DohMethod::Get,
-            DohMethodChoice::Post => ldplayer_replay::DohMethod::Post,
-        };
+        config.doh.method = method;
     }
     config.stack = c.stack.stack();
     config.original_sources = true;

@@ -118,7 +118,7 @@ pub struct ClientSideConfig {
     pub population: Option<PathBuf>,
     /// The HTTP method of DoH queries; `None` for the replay's (POST).
     #[serde(default)]
-    pub doh_method: Option<crate::plan::DohMethodChoice>,
+    pub doh_method: Option<crate::plan::DohMethod>,
     /// The client stack of DoT, DoH and DoQ.
     #[serde(default)]
     pub stack: crate::plan::StackChoice,

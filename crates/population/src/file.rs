@@ -77,15 +77,9 @@ pub struct Group {
     pub arrivals: Arrivals,
 }
 
-/// The HTTP method of DNS over HTTPS queries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DohMethod {
-    /// `GET ?dns=`, cache friendly.
-    Get,
-    /// `POST application/dns-message`.
-    Post,
-}
+/// The HTTP method of DNS over HTTPS queries (`doh_method`, `"get"` or `"post"`), as the replay
+/// and plans name it.
+pub use ldplayer_trace::DohMethod;
 
 /// Which client stack carries a group's DoT, DoH and DoQ (see `ldplayer replay --stack`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -420,12 +414,6 @@ stack = "reference"
         assert_eq!(p.groups[3].doh_method, Some(DohMethod::Get));
         assert_eq!(p.groups[4].stack, Some(ClientStack::Reference));
         assert_eq!(p.groups[3].stack, None);
-        let profiles = p.profiles();
-        assert_eq!(
-            profiles.profiles[4].stack,
-            Some(ldplayer_replay::Stack::Reference)
-        );
-        assert_eq!(profiles.profiles[0].stack, None);
         assert_eq!(p.groups[0].arrivals, Arrivals::Trace);
         let again = Population::from_toml(&p.to_toml()).unwrap();
         assert_eq!(again, p);

@@ -10,7 +10,8 @@
 //!   address, so a client is in the same group in every run, process and shard.
 //! - [`AssignTransports`] is a [`Sink`](ldplayer_trace::Sink) wrapper that sends each client's
 //!   records over its group's transport: a replay of a trace as that population.
-//! - [`Population::profiles`] gives the replay engine each group's session profile.
+//! - The replay engine reads each group's session profile from it
+//!   (`ldplayer_replay::Profiles::of_population`): this crate does not depend on the replay.
 //! - [`Fitter`] is a sink that measures a real trace (transport mix, per-client rates, gaps)
 //!   and [`Fitter::population`] writes a population that resembles it.
 
@@ -19,7 +20,7 @@
 mod assign;
 mod file;
 mod fit;
-mod profiles;
+mod transports;
 
 pub use assign::AssignTransports;
 pub use file::{

@@ -100,15 +100,9 @@ impl Default for TlsConfig {
     }
 }
 
-/// The HTTP method of DNS-over-HTTPS queries (RFC 8484 §4.1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum DohMethod {
-    /// The query as the request body (`application/dns-message`).
-    #[default]
-    Post,
-    /// The query base64url-encoded in the `dns` parameter of the URL (cacheable).
-    Get,
-}
+/// The HTTP method of DNS-over-HTTPS queries (RFC 8484 §4.1), the one the population files,
+/// plans and command line name too.
+pub use ldplayer_trace::DohMethod;
 
 /// DNS over HTTPS (RFC 8484) settings; TLS comes from [`TlsConfig`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -66,6 +66,7 @@ mod engine;
 mod error;
 mod live;
 mod net;
+mod population;
 mod querier;
 mod reference;
 mod shard;

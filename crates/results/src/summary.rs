@@ -586,12 +586,7 @@ pub struct SummaryReport {
 }
 
 /// Response codes listed first in the text summary, in this order; the others follow by name.
-pub const MAIN_RCODES: [Rcode; 4] = [
-    Rcode::NOERROR,
-    Rcode::NXDOMAIN,
-    Rcode::SERVFAIL,
-    Rcode::REFUSED,
-];
+pub use ldplayer_dns::MAIN_RCODES;
 
 impl SummaryReport {
     /// The answers by response code, e.g. `NOERROR 950, NXDOMAIN 48, SERVFAIL 2`: the

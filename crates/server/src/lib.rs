@@ -82,6 +82,7 @@
 mod doh;
 mod doq;
 mod stats;
+mod stats_json;
 mod tcp;
 mod tls;
 mod tokio_front;

@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use ldplayer_dns::Rcode;
 use ldplayer_zone::{Kind, Outcome};
+use serde::Serialize;
 
 use crate::doh::{DohError, DOH_ERROR_KINDS};
 use crate::doq::{DoqError, DOQ_ERROR_KINDS};
 
 /// Responses sent, by [`Kind`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct KindCounts {
     /// Authoritative data in the answer section ([`Kind::Answer`]).
     pub answer: u64,
@@ -240,7 +241,7 @@ pub struct ServerStats {
 }
 
 /// DNS over QUIC streams reset and connections closed for an error, by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct DoqErrors {
     /// Connections closed with `DOQ_PROTOCOL_ERROR` for a query whose message ID is not 0
     /// (RFC 9250 §4.2.1).
@@ -269,7 +270,7 @@ impl DoqErrors {
 
 /// DNS over HTTPS requests answered with an HTTP error, and connections closed for an error,
 /// by kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct DohErrors {
     /// 400: no `dns` parameter, bad base64url, a body that is no DNS query.
     pub bad_request: u64,

@@ -4,7 +4,6 @@
 //! index and the seed, so nothing grows with the number of queries.
 
 use crate::error::SynthError;
-use crate::fmath;
 use crate::rng::{below, mix64, Chance, Rng};
 use rand_chacha::rand_core::RngCore;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -149,7 +148,7 @@ pub fn zipf_weights(count: u32, exponent: f64, offset: f64, rng: &mut Rng) -> Ve
     }
     rank_of
         .iter()
-        .map(|&rank| fmath::pow(rank as f64 + 1.0 + offset, -exponent))
+        .map(|&rank| libm::pow(rank as f64 + 1.0 + offset, -exponent))
         .collect()
 }
 

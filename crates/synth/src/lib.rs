@@ -23,7 +23,6 @@ mod clients;
 mod config;
 mod encode;
 mod error;
-mod fmath;
 mod names;
 mod renewal;
 mod rng;

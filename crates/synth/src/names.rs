@@ -3,42 +3,8 @@
 use crate::encode;
 use crate::error::SynthError;
 use crate::rng::{below, Chance, Rng};
-use ldplayer_dns::{name_from_presentation, MAX_NAME_LEN};
+use ldplayer_dns::{name_from_presentation, BUSY_TLDS, MAX_NAME_LEN};
 use rand_chacha::rand_core::RngCore;
-
-/// Top-level domains asked for at the root, with rough relative query weights.
-const TLDS: &[(&str, u32)] = &[
-    ("com", 300),
-    ("net", 100),
-    ("arpa", 60),
-    ("org", 50),
-    ("de", 30),
-    ("uk", 20),
-    ("cn", 20),
-    ("ru", 20),
-    ("jp", 20),
-    ("br", 20),
-    ("fr", 10),
-    ("it", 10),
-    ("nl", 10),
-    ("au", 10),
-    ("info", 10),
-    ("io", 10),
-    ("in", 10),
-    ("pl", 10),
-    ("eu", 10),
-    ("ca", 10),
-    ("es", 10),
-    ("kr", 10),
-    ("tw", 10),
-    ("xyz", 10),
-    ("edu", 10),
-    ("gov", 10),
-    ("co", 10),
-    ("me", 10),
-    ("us", 10),
-    ("ch", 10),
-];
 
 /// A root zone that delegates every TLD the root-like workload asks for (with glue in
 /// 192.0.2.0/24): what the embedded server answers root-like traces from when no zone is given
@@ -57,10 +23,10 @@ pub fn synthetic_root_zone() -> String {
     z
 }
 
-/// The top-level domains the root-like workload asks for, so that a test or demo can build a
-/// root zone that delegates them.
+/// The top-level domains the root-like workload asks for ([`BUSY_TLDS`]), so that a test or
+/// demo can build a root zone that delegates them.
 pub fn root_like_tlds() -> impl Iterator<Item = &'static str> {
-    TLDS.iter().map(|(tld, _)| *tld)
+    BUSY_TLDS.iter().map(|(tld, _)| *tld)
 }
 
 /// Suffixes that leak to the root from private networks and misconfigured software.
@@ -122,7 +88,7 @@ impl RootNames {
             v
         };
         let mut cum = 0;
-        let tlds = TLDS
+        let tlds = BUSY_TLDS
             .iter()
             .map(|&(t, w)| {
                 cum += w as u64;

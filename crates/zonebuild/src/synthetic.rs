@@ -11,7 +11,7 @@
 //! the parent; the root's is `a.root-servers.net.`, with glue in the root and, when `net` is
 //! one of the TLDs, its address in the `net.` zone too, as on the Internet.
 //!
-//! The TLDs are the root-like workload's (`ldplayer_synth::root_like_tlds`, in their order)
+//! The TLDs are the root-like workload's (`ldplayer_dns::BUSY_TLDS`, in their order)
 //! and then `tld30`, `tld31`, ...: with the default 30, the existing-TLD names of a
 //! root-like trace all resolve. Pure: [`hierarchy`] makes a [`Hierarchy`], which
 //! [`Hierarchy::write`] writes like a rebuilt one.
@@ -95,10 +95,9 @@ pub enum ShapeError {
 /// The TLD names of a hierarchy with `n` TLDs: the root-like workload's first, then `tld30`,
 /// `tld31`, ...
 pub fn tld_names(n: usize) -> Vec<String> {
-    let known: Vec<&str> = ldplayer_synth::root_like_tlds().collect();
     (0..n)
-        .map(|i| match known.get(i) {
-            Some(t) => (*t).to_string(),
+        .map(|i| match ldplayer_dns::BUSY_TLDS.get(i) {
+            Some((t, _)) => (*t).to_string(),
             None => format!("tld{i}"),
         })
         .collect()
@@ -281,7 +280,7 @@ mod tests {
         assert_eq!(h.zones.len(), 1 + 30 + 30 * 10);
         assert!(h.zones[0].apex.is_root(), "the root first");
         let names: Vec<String> = h.zones.iter().map(|z| z.name()).collect();
-        for t in ldplayer_synth::root_like_tlds() {
+        for (t, _) in ldplayer_dns::BUSY_TLDS {
             assert!(names.contains(&format!("{t}.")), "{t}");
             assert!(names.contains(&format!("sld9.{t}.")), "{t}");
             assert!(!names.contains(&format!("sld10.{t}.")), "{t}");

@@ -263,7 +263,9 @@ fn workload(
         config.https_server = Some(e.https);
         config.tls.ca_file = Some(e.ca);
     }
-    config.profiles = population.as_ref().map(|p| p.profiles());
+    config.profiles = population
+        .as_ref()
+        .map(ldplayer_replay::Profiles::of_population);
     if let Some(qps) = args.rate {
         config.timing = Timing::Rate { qps };
     }

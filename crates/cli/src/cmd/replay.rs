@@ -36,7 +36,7 @@ pub fn run(args: ReplayArgs) -> Result<()> {
     for server in &args.server {
         let mut config = config(&args, server)?;
         if let Some(p) = &population {
-            config.profiles = Some(p.profiles());
+            config.profiles = Some(ldplayer_replay::Profiles::of_population(p));
         }
         configs.push(config);
     }

@@ -8,9 +8,8 @@
 use crate::args::ServeArgs;
 use crate::progress::interrupted;
 use anyhow::{Context, Result};
-use ldplayer_results::summary::MAIN_RCODES;
 use ldplayer_server::{
-    DohConfig, DoqConfig, Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity, RCODE_SLOTS,
+    DohConfig, DoqConfig, Server, ServerConfig, ServerStats, TlsConfig, TlsIdentity,
 };
 use ldplayer_zone::{AnswerOptions, Manifest, Views, Zone, ZoneSet};
 use std::fs::File;
@@ -270,130 +269,22 @@ pub fn stats_json(s: &ServerStats, uptime: Duration) -> serde_json::Value {
     let time = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0.0, |d| d.as_millis() as f64 / 1e3);
-    let mut rcodes = serde_json::Map::new();
-    for rc in MAIN_RCODES {
-        rcodes.insert(rc.to_string(), 0.into());
-    }
-    for (code, n) in s.rcodes.nonzero() {
-        let name = if code.0 as usize == RCODE_SLOTS - 1 {
-            "other".to_string()
-        } else {
-            code.to_string()
-        };
-        rcodes.insert(name, n.into());
-    }
-    let mut levels = serde_json::Map::new();
-    for (l, name) in ldplayer_server::LevelCounts::LEVELS.iter().enumerate() {
-        let mut by_class = serde_json::Map::new();
-        by_class.insert("responses".into(), s.levels.level_total(l).into());
-        for (c, class) in ldplayer_server::LevelCounts::CLASSES.iter().enumerate() {
-            by_class.insert((*class).into(), s.levels.counts[l][c].into());
-        }
-        levels.insert((*name).into(), by_class.into());
-    }
-    let k = &s.kinds;
+    stats_json_at(s, uptime, time)
+}
+
+/// [`stats_json`] at Unix time `time` (seconds): the counters as the server serializes them,
+/// after `time` and `uptime_s`.
+fn stats_json_at(s: &ServerStats, uptime: Duration, time: f64) -> serde_json::Value {
     let mut json = serde_json::json!({
         "time": time,
         "uptime_s": uptime.as_millis() as f64 / 1e3,
-        "queries": s.udp_queries + s.tcp_queries + s.tls_queries + s.doh_queries + s.doq_queries,
-        "udp_queries": s.udp_queries,
-        "tcp_queries": s.tcp_queries,
-        "responses": s.responses,
-        "udp_responses": s.udp_responses,
-        "tcp_responses": s.tcp_responses,
-        "truncated": s.truncated,
-        "rcodes": rcodes,
-        "levels": levels,
-        "kinds": {
-            "answer": k.answer,
-            "referral": k.referral,
-            "nxdomain": k.nxdomain,
-            "nodata": k.nodata,
-            "refused": k.refused,
-            "formerr": k.formerr,
-            "notimp": k.notimp,
-            "badvers": k.badvers,
-            "yxdomain": k.yxdomain,
-        },
-        "refused_by_address": s.no_view,
-        "dropped": s.dropped,
-        "tcp_malformed": s.tcp_malformed,
-        "send_errors": s.send_errors,
-        "bytes_in": s.bytes_in,
-        "bytes_out": s.bytes_out,
-        "tcp_open": s.tcp_open,
-        "tcp_peak_open": s.tcp_peak_open,
-        "tcp_accepted": s.tcp_accepted,
-        "tcp_idle_closed": s.tcp_idle_closed,
-        "tcp_evicted": s.tcp_evicted,
-        "tls_queries": s.tls_queries,
-        "tls_responses": s.tls_responses,
-        "tls_accepted": s.tls_accepted,
-        "tls_handshakes": s.tls_handshakes,
-        "tls_resumed": s.tls_resumed,
-        "tls_errors": s.tls_errors,
     });
-    if let Some(map) = json.as_object_mut() {
-        map.extend(doh_json(s));
-        map.extend(doq_json(s));
+    if let (Some(map), Ok(serde_json::Value::Object(counters))) =
+        (json.as_object_mut(), serde_json::to_value(s))
+    {
+        map.extend(counters);
     }
     json
-}
-
-/// The DNS over QUIC counters of [`stats_json`].
-fn doq_json(s: &ServerStats) -> serde_json::Map<String, serde_json::Value> {
-    let e = &s.doq_errors;
-    let json = serde_json::json!({
-        "doq_queries": s.doq_queries,
-        "doq_responses": s.doq_responses,
-        "doq_accepted": s.doq_accepted,
-        "doq_handshakes": s.doq_handshakes,
-        "doq_resumed": s.doq_resumed,
-        "doq_zero_rtt": s.doq_zero_rtt,
-        "doq_idle_closed": s.doq_idle_closed,
-        "doq_open": s.doq_open,
-        "doq_peak_open": s.doq_peak_open,
-        "doq_errors": {
-            "nonzero_id": e.nonzero_id,
-            "bad_stream": e.bad_stream,
-            "incomplete": e.incomplete,
-            "handshake": e.handshake,
-            "refused_connections": e.refused_connections,
-        },
-    });
-    match json {
-        serde_json::Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    }
-}
-
-/// The DNS over HTTPS counters of [`stats_json`].
-fn doh_json(s: &ServerStats) -> serde_json::Map<String, serde_json::Value> {
-    let e = &s.doh_errors;
-    let json = serde_json::json!({
-        "doh_queries": s.doh_queries,
-        "doh_responses": s.doh_responses,
-        "doh_accepted": s.doh_accepted,
-        "doh_handshakes": s.doh_handshakes,
-        "doh_resumed": s.doh_resumed,
-        "doh_idle_closed": s.doh_idle_closed,
-        "doh_open": s.doh_open,
-        "doh_peak_open": s.doh_peak_open,
-        "doh_errors": {
-            "bad_request": e.bad_request,
-            "not_found": e.not_found,
-            "method_not_allowed": e.method_not_allowed,
-            "too_large": e.too_large,
-            "unsupported_media_type": e.unsupported_media_type,
-            "tls": e.tls,
-            "http": e.http,
-            "refused_connections": e.refused_connections,
-        },
-    });
-    match json {
-        serde_json::Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    }
 }
 
 /// `serve --stats FILE`: one JSON line of the counters every second, flushed as written.
@@ -521,4 +412,120 @@ pub fn describe(s: &ServerStats) -> String {
         ));
     }
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ldplayer_server::{
+        DohErrors, DoqErrors, KindCounts, LevelCounts, RcodeCounts, RCODE_SLOTS,
+    };
+
+    /// Counters that all differ, every rcode slot of interest used (a main one, another named
+    /// one, the last "other" slot; SERVFAIL left at zero).
+    fn every_counter() -> ServerStats {
+        let mut rcodes = RcodeCounts::default();
+        rcodes.counts[0] = 101;
+        rcodes.counts[3] = 102;
+        rcodes.counts[5] = 103;
+        rcodes.counts[9] = 104;
+        rcodes.counts[RCODE_SLOTS - 1] = 105;
+        let mut n = 0;
+        let mut next = || {
+            n += 1;
+            n
+        };
+        ServerStats {
+            udp_queries: next(),
+            tcp_queries: next(),
+            tls_queries: next(),
+            responses: next(),
+            udp_responses: next(),
+            tcp_responses: next(),
+            tls_responses: next(),
+            truncated: next(),
+            kinds: KindCounts {
+                answer: next(),
+                referral: next(),
+                nxdomain: next(),
+                nodata: next(),
+                refused: next(),
+                formerr: next(),
+                notimp: next(),
+                badvers: next(),
+                yxdomain: next(),
+            },
+            dropped: next(),
+            send_errors: next(),
+            tcp_accepted: next(),
+            tcp_idle_closed: next(),
+            tcp_evicted: next(),
+            tcp_malformed: next(),
+            tls_accepted: next(),
+            tls_handshakes: next(),
+            tls_resumed: next(),
+            tls_errors: next(),
+            no_view: next(),
+            rcodes,
+            levels: LevelCounts {
+                counts: [
+                    [next(), next(), next()],
+                    [next(), next(), next()],
+                    [next(), next(), next()],
+                ],
+            },
+            bytes_in: next(),
+            bytes_out: next(),
+            tcp_open: next(),
+            tcp_peak_open: next(),
+            doh_queries: next(),
+            doh_responses: next(),
+            doh_accepted: next(),
+            doh_handshakes: next(),
+            doh_resumed: next(),
+            doh_idle_closed: next(),
+            doh_open: next(),
+            doh_peak_open: next(),
+            doh_errors: DohErrors {
+                bad_request: next(),
+                not_found: next(),
+                method_not_allowed: next(),
+                too_large: next(),
+                unsupported_media_type: next(),
+                tls: next(),
+                http: next(),
+                refused_connections: next(),
+            },
+            doq_queries: next(),
+            doq_responses: next(),
+            doq_accepted: next(),
+            doq_handshakes: next(),
+            doq_resumed: next(),
+            doq_zero_rtt: next(),
+            doq_idle_closed: next(),
+            doq_open: next(),
+            doq_peak_open: next(),
+            doq_errors: DoqErrors {
+                nonzero_id: next(),
+                bad_stream: next(),
+                incomplete: next(),
+                handshake: next(),
+                refused_connections: next(),
+            },
+        }
+    }
+
+    /// What `serve` printed for [`every_counter`] when the JSON was built by hand in this file,
+    /// before `ServerStats` serialized itself: the keys are an interface.
+    const BEFORE: &str = r#"{"bytes_in":38,"bytes_out":39,"doh_accepted":44,"doh_errors":{"bad_request":50,"http":56,"method_not_allowed":52,"not_found":51,"refused_connections":57,"tls":55,"too_large":53,"unsupported_media_type":54},"doh_handshakes":45,"doh_idle_closed":47,"doh_open":48,"doh_peak_open":49,"doh_queries":42,"doh_responses":43,"doh_resumed":46,"doq_accepted":60,"doq_errors":{"bad_stream":68,"handshake":70,"incomplete":69,"nonzero_id":67,"refused_connections":71},"doq_handshakes":61,"doq_idle_closed":64,"doq_open":65,"doq_peak_open":66,"doq_queries":58,"doq_responses":59,"doq_resumed":62,"doq_zero_rtt":63,"dropped":18,"kinds":{"answer":9,"badvers":16,"formerr":14,"nodata":12,"notimp":15,"nxdomain":11,"referral":10,"refused":13,"yxdomain":17},"levels":{"below":{"NOERROR":35,"NXDOMAIN":36,"other":37,"responses":108},"root":{"NOERROR":29,"NXDOMAIN":30,"other":31,"responses":90},"tld":{"NOERROR":32,"NXDOMAIN":33,"other":34,"responses":99}},"queries":106,"rcodes":{"NOERROR":101,"NOTAUTH":104,"NXDOMAIN":102,"REFUSED":103,"SERVFAIL":0,"other":105},"refused_by_address":28,"responses":4,"send_errors":19,"tcp_accepted":20,"tcp_evicted":22,"tcp_idle_closed":21,"tcp_malformed":23,"tcp_open":40,"tcp_peak_open":41,"tcp_queries":2,"tcp_responses":6,"time":1700000000.25,"tls_accepted":24,"tls_errors":27,"tls_handshakes":25,"tls_queries":3,"tls_responses":7,"tls_resumed":26,"truncated":8,"udp_queries":1,"udp_responses":5,"uptime_s":1.5}"#;
+
+    #[test]
+    fn the_report_is_byte_for_byte_what_it_was() {
+        let json = stats_json_at(
+            &every_counter(),
+            Duration::from_millis(1500),
+            1_700_000_000.25,
+        );
+        assert_eq!(serde_json::to_string(&json).unwrap(), BEFORE);
+    }
 }

@@ -6,66 +6,13 @@ use serde::{Deserialize, Serialize};
 /// own kinds, so that a plan names exactly what can be started.
 pub use ldplayer_servers::ServerKind;
 
-/// The transport the replay uses: the trace's own, or every client moved to one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProtoChoice {
-    /// Each query's transport as in the trace.
-    Keep,
-    /// UDP.
-    Udp,
-    /// TCP.
-    Tcp,
-    /// DNS over TLS.
-    Tls,
-    /// DNS over HTTPS (HTTP/2, the trace format's `https`).
-    #[serde(alias = "https")]
-    Doh,
-    /// DNS over QUIC (the trace format's `quic`).
-    #[serde(alias = "quic")]
-    Doq,
-}
+/// The transport the replay uses (`proto`, a `[vary]` key): the trace's own, or every client
+/// moved to one, as the CLI's `--proto` names it.
+pub use ldplayer_trace::ProtoChoice;
 
-impl ProtoChoice {
-    /// The trace transport to move clients to, `None` for [`ProtoChoice::Keep`].
-    pub fn forced(self) -> Option<ldplayer_trace::Proto> {
-        match self {
-            ProtoChoice::Keep => None,
-            ProtoChoice::Udp => Some(ldplayer_trace::Proto::Udp),
-            ProtoChoice::Tcp => Some(ldplayer_trace::Proto::Tcp),
-            ProtoChoice::Tls => Some(ldplayer_trace::Proto::Tls),
-            ProtoChoice::Doh => Some(ldplayer_trace::Proto::Https),
-            ProtoChoice::Doq => Some(ldplayer_trace::Proto::Quic),
-        }
-    }
-
-    /// Whether the queries moved go over connections (TCP, TLS, HTTPS or QUIC).
-    pub fn is_connection(self) -> bool {
-        !matches!(self, ProtoChoice::Keep | ProtoChoice::Udp)
-    }
-
-    /// The name in plans.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProtoChoice::Keep => "keep",
-            ProtoChoice::Udp => "udp",
-            ProtoChoice::Tcp => "tcp",
-            ProtoChoice::Tls => "tls",
-            ProtoChoice::Doh => "doh",
-            ProtoChoice::Doq => "doq",
-        }
-    }
-}
-
-/// The HTTP method of DoH queries (`[client] doh_method`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DohMethodChoice {
-    /// The query in the body (RFC 8484's POST), the replay's default.
-    Post,
-    /// The query base64url-encoded in the URI (cacheable by HTTP caches).
-    Get,
-}
+/// The HTTP method of DoH queries (`[client] doh_method`, `"post"` or `"get"`), as the replay
+/// and population files name it.
+pub use ldplayer_trace::DohMethod;
 
 /// The client stack of DoT, DoH and DoQ (`[client] stack`, a `[vary]` key): ldplayer's lean
 /// stacks or the reference ones (rustls' ClientConnection, h2, quinn, h3).

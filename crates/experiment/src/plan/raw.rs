@@ -148,7 +148,7 @@ pub(super) struct RawClient {
     pub max_udp_sockets: Option<At<usize>>,
     pub queriers: Option<At<usize>>,
     pub population: Option<At<String>>,
-    pub doh_method: Option<At<super::kinds::DohMethodChoice>>,
+    pub doh_method: Option<At<super::kinds::DohMethod>>,
     pub stack: Option<At<super::kinds::StackChoice>>,
     pub mode: Option<At<super::kinds::ClientMode>>,
     pub ramp_to_qps: Option<At<f64>>,

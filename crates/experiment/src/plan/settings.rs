@@ -438,7 +438,7 @@ pub struct ClientSettings {
     pub population: Option<std::path::PathBuf>,
     /// The HTTP method of DoH queries (POST otherwise).
     #[serde(default)]
-    pub doh_method: Option<super::kinds::DohMethodChoice>,
+    pub doh_method: Option<super::kinds::DohMethod>,
     /// The client stack of DoT, DoH and DoQ (lean otherwise).
     #[serde(default)]
     pub stack: super::kinds::StackChoice,
