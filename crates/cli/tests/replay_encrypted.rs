@@ -4,9 +4,10 @@
 //! (DoT and DoH) and aioquic (DoQ, DoH over HTTP/3), both stacks: `--stack lean` and
 //! `--stack reference` (rustls' ClientConnection, h2, quinn, h3).
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_unanswered, s, tools, Serve};
+use binary::{ldplayer, ldplayer_unanswered, s, Serve};
+use ldplayer_testbed::prerequisite::tools;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
