@@ -46,7 +46,6 @@ command -v knotd >/dev/null 2>&1 || packages+=(knot)
 command -v kdig >/dev/null 2>&1 || packages+=(knot-dnsutils)
 command -v nsd >/dev/null 2>&1 || packages+=(nsd)
 command -v unbound >/dev/null 2>&1 || packages+=(unbound)
-command -v openssl >/dev/null 2>&1 || packages+=(openssl)
 # Zone checkers the zone constructor's output must satisfy, and BIND for its export.
 command -v named-checkzone >/dev/null 2>&1 || packages+=(bind9-utils)
 command -v kzonecheck >/dev/null 2>&1 || packages+=(knot-dnssecutils)

@@ -2,9 +2,9 @@
 //! a value (not "an unexpected argument"), a huge one is called too large (not "negative"), and
 //! the message names the option, the value and the range, in the tool's words, never Rust's.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s};
+use binary::{ldplayer, s};
 use std::process::Command;
 
 /// Runs `ldplayer ARGS` expecting clap's usage error (status 2) about `flag` and `value`,

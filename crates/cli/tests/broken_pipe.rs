@@ -1,9 +1,9 @@
 //! A reader that goes away (`ldplayer ... | head`) ends ldplayer quietly, as it ends `cat`: no
 //! panic about a broken pipe, no error message.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s};
+use binary::{ldplayer, s};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Command, Stdio};

@@ -7,10 +7,10 @@
 //! tolerances are the ramp's own resolution (its slope over a second, as the server counts its
 //! seconds on the wall clock and the ramp from its start).
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, tools};
-use ldplayer_testbed::free_port;
+use binary::{ldplayer, s};
+use ldplayer_testbed::{free_port, prerequisite::tools};
 use std::net::UdpSocket;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

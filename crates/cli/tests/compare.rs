@@ -5,10 +5,13 @@
 //! each other with `--as udp=tls`; experiments whose runs are numbered differently, paired by
 //! their varied values.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_unanswered, s, tools, Serve};
-use ldplayer_testbed::{free_port, knot_with_workers, prerequisite};
+use binary::{ldplayer, ldplayer_unanswered, s, Serve};
+use ldplayer_testbed::{
+    free_port, knot_with_workers,
+    prerequisite::{self, tools},
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -6,9 +6,10 @@
 //! tool itself: what `gzip -dc` (or `xz -dc`, `zstd -dc`) gets out of the cut file, read by
 //! ldplayer as a plain, truncated file, must give the very same messages.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, shared_data};
+use binary::{ldplayer, s};
+use ldplayer_testbed::prerequisite::shared_file;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -123,7 +124,7 @@ fn cases(dir: &Path) -> Option<Vec<Case>> {
         "dnscap_dnso1tcp.pcap",
         "dnscap_frags.pcap",
     ] {
-        let path = shared_data(&format!("pcap/{capture}"))?;
+        let path = shared_file(&format!("pcap/{capture}"))?;
         plains.push((capture.into(), std::fs::read(&path).expect("read"), "pcap"));
         if capture == "dnscap_dns.pcap" {
             for (to, suffix) in [("text", "txt"), ("binary", "bin")] {

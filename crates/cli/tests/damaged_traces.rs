@@ -5,10 +5,13 @@
 //! it is, and exits non-zero. Real files: the shared dnscap capture, as pcap and as pcapng made
 //! by Wireshark's editcap, and the binary trace ldplayer makes of it; the replay goes to knotd.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, shared_data};
-use ldplayer_testbed::knot;
+use binary::{ldplayer, s};
+use ldplayer_testbed::{
+    knot,
+    prerequisite::{self, shared_file},
+};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -77,10 +80,10 @@ fn messages_in(file: &Path) -> u64 {
 #[test]
 fn damage_in_the_middle_keeps_every_summary_and_names_where_it_is() {
     let dir = tempfile::tempdir().expect("scratch");
-    let Some(pcap) = shared_data("pcap/dnscap_dns.pcap") else {
+    let Some(pcap) = shared_file("pcap/dnscap_dns.pcap") else {
         return;
     };
-    if !common::tools(&[("editcap", "wireshark-common")]) {
+    if !prerequisite::tools(&[("editcap", "wireshark-common")]) {
         return;
     }
     let pcapng = dir.path().join("dns.pcapng");
@@ -211,7 +214,7 @@ fn a_replay_of_a_damaged_trace_prints_its_summary_and_keeps_its_results_complete
 
 /// The text trace of the shared capture, its lines.
 fn text_trace(dir: &Path) -> Option<Vec<String>> {
-    let pcap = shared_data("pcap/dnscap_dns.pcap")?;
+    let pcap = shared_file("pcap/dnscap_dns.pcap")?;
     let txt = dir.join("dns.txt");
     ldplayer(&["convert", &s(&pcap), "--to", "text", "-o", &s(&txt), "-q"]);
     Some(
@@ -288,7 +291,7 @@ fn text_lines_cut_short_or_not_utf8_are_skipped_with_their_line_numbers() {
     let mut bytes = lines[0].as_bytes().to_vec();
     bytes.extend_from_slice(b"\ntime\tsrc\tdst\xff\n");
     std::fs::write(&file, &bytes).expect("write");
-    let out = common::ldplayer_fails(&["inspect", &s(&file)]);
+    let out = binary::ldplayer_fails(&["inspect", &s(&file)]);
     let err = text(&out.stderr);
     assert!(err.contains("line 2") && err.contains("UTF-8"), "{err}");
 }
@@ -301,7 +304,7 @@ fn a_binary_trace_whose_header_is_cut_says_so() {
     let good = std::fs::read(&trace).expect("read");
     let cut = dir.path().join("cut.bin");
     std::fs::write(&cut, &good[..12]).expect("write");
-    let out = common::ldplayer_fails(&["inspect", &s(&cut)]);
+    let out = binary::ldplayer_fails(&["inspect", &s(&cut)]);
     let err = text(&out.stderr);
     assert!(
         !err.contains("bad magic") && err.contains("header") && err.contains("12 of its 16 bytes"),
@@ -329,7 +332,7 @@ fn errors_do_not_repeat_their_cause() {
     std::fs::write(&junk, b"LDPTRACE but not a results file").expect("write");
     let trace = dir.path().join("t.bin");
     ldplayer(&["synth", "-n", "10", "-o", &s(&trace), "-q"]);
-    let out = common::ldplayer_fails(&["report", &s(&trace), "-o", &s(&dir.path().join("r.html"))]);
+    let out = binary::ldplayer_fails(&["report", &s(&trace), "-o", &s(&dir.path().join("r.html"))]);
     let err = text(&out.stderr);
     assert!(err.contains("not an ldplayer results file"), "{err}");
     assert_eq!(repeated_parts(&err), Vec::<String>::new(), "{err}");
@@ -349,7 +352,7 @@ fn errors_do_not_repeat_their_cause() {
         ],
     ] {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        let err = text(&common::ldplayer_fails(&args).stderr);
+        let err = text(&binary::ldplayer_fails(&args).stderr);
         assert_eq!(
             repeated_parts(&err),
             Vec::<String>::new(),

@@ -16,9 +16,9 @@
 //! queries to 127.0.0.10 crossing it. A scenario whose recorded answer is altered must fail the
 //! comparison (the test can fail).
 
-mod common;
+mod binary;
 
-use common::ldplayer;
+use binary::ldplayer;
 use ldplayer_testbed::prerequisite;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -26,7 +26,7 @@ use std::process::Command;
 /// A recorded scenario of the shared test data; `None` only when it is missing and skipping is
 /// allowed.
 fn scenario(name: &str) -> Option<PathBuf> {
-    common::shared_data(&format!("hierarchy/{name}"))
+    prerequisite::shared_file(&format!("hierarchy/{name}"))
 }
 
 /// What the lab needs here: network namespaces and unbound.

@@ -13,10 +13,10 @@
 //!   recorded answers;
 //! - what `zones build` still leaves out is counted by reason in its summary and its JSON.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, tools};
-use ldplayer_testbed::prerequisite;
+use binary::{ldplayer, s};
+use ldplayer_testbed::prerequisite::{self, tools};
 use std::path::Path;
 use std::process::Command;
 

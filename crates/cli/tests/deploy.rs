@@ -3,9 +3,9 @@
 //! variables its pod or array task gets, against a real knotd on loopback; their results merge
 //! into the whole replay.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s};
+use binary::{ldplayer, s};
 use ldplayer_testbed::knot;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -125,7 +125,7 @@ fn the_kubernetes_indexed_job_command_runs_each_shard() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = trace(dir.path());
     let results = dir.path().join("results");
-    let start = common::start_in(2.0);
+    let start = binary::start_in(2.0);
     let children = (0..3)
         .map(|index| {
             Command::new("sh")
@@ -156,7 +156,7 @@ fn the_slurm_array_script_runs_each_task() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = trace(dir.path());
     let results = dir.path().join("results");
-    let start = common::start_in(2.0);
+    let start = binary::start_in(2.0);
     // `sbatch --array=1-3`: task ids from 1.
     let children = (1..=3)
         .map(|task| {

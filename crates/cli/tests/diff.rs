@@ -3,10 +3,11 @@
 //! one name removed) found exactly where it was changed; references that disagree kept apart as
 //! unstable; bad input refused with the reason, and a file cut short read as far as it goes.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, query_trace, s, shared_data, tools, Query};
+use binary::{ldplayer, query_trace, s, Query};
 use ldplayer_servers::{start, RunningServer, ServerKind, ServerSetup};
+use ldplayer_testbed::prerequisite::{shared_file, tools};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
@@ -181,7 +182,7 @@ fn csv_rows(path: &Path) -> BTreeMap<String, BTreeSet<u64>> {
 
 #[test]
 fn ldplayer_serve_nsd_and_knot_on_the_signed_root_zone() {
-    let Some(zone) = shared_data("zones/root-signed-2017-08-21.zone") else {
+    let Some(zone) = shared_file("zones/root-signed-2017-08-21.zone") else {
         return;
     };
     if !tools(&[("nsd", "nsd"), ("knotd", "knot")]) {
@@ -293,7 +294,7 @@ fn under(name: &str, domain: &str) -> bool {
 
 #[test]
 fn a_changed_glue_and_a_removed_name_are_found_exactly_where_they_are() {
-    let Some(zone) = shared_data("zones/root-2018-03-12.zone") else {
+    let Some(zone) = shared_file("zones/root-2018-03-12.zone") else {
         return;
     };
     if !tools(&[("nsd", "nsd")]) {
@@ -374,7 +375,7 @@ fn a_changed_glue_and_a_removed_name_are_found_exactly_where_they_are() {
 
 #[test]
 fn references_that_disagree_make_queries_unstable_not_different() {
-    let Some(zone) = shared_data("zones/root-2018-03-12.zone") else {
+    let Some(zone) = shared_file("zones/root-2018-03-12.zone") else {
         return;
     };
     if !tools(&[("nsd", "nsd")]) {
@@ -433,7 +434,7 @@ fn references_that_disagree_make_queries_unstable_not_different() {
 
 #[test]
 fn bad_input_is_refused_with_its_reason_and_a_cut_file_read_as_far_as_it_goes() {
-    let Some(zone) = shared_data("zones/root-2018-03-12.zone") else {
+    let Some(zone) = shared_file("zones/root-2018-03-12.zone") else {
         return;
     };
     if !tools(&[("nsd", "nsd")]) {
@@ -528,7 +529,7 @@ fn bad_input_is_refused_with_its_reason_and_a_cut_file_read_as_far_as_it_goes() 
 
 #[test]
 fn a_difference_that_is_gone_when_asked_again_is_not_reproducible() {
-    let Some(zone) = shared_data("zones/root-2018-03-12.zone") else {
+    let Some(zone) = shared_file("zones/root-2018-03-12.zone") else {
         return;
     };
     if !tools(&[("nsd", "nsd")]) {

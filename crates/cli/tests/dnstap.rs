@@ -4,11 +4,15 @@
 //! agreeing message for message with tcpdump's capture of the same queries; and the
 //! collector's damage (a writer gone mid-frame, another content type) counted by reason.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, shared_data, tools, Tcpdump};
+use binary::{ldplayer, s};
 use ldplayer_dnstap::fstrm::FrameReader;
-use ldplayer_testbed::free_port;
+use ldplayer_testbed::{
+    free_port,
+    prerequisite::{shared_file, tools},
+    witness::Tcpdump,
+};
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 use std::os::unix::net::UnixStream;
@@ -194,7 +198,7 @@ fn convert_to_dnstap_is_read_by_dnstaps_own_tools_with_the_same_messages() {
         "dnscap_dns6.pcap",
         "dnscap_dnso1tcp.pcap",
     ] {
-        let Some(pcap) = shared_data(&format!("pcap/{capture}")) else {
+        let Some(pcap) = shared_file(&format!("pcap/{capture}")) else {
             return;
         };
         let tap = dir.path().join(format!("{capture}.dnstap"));
@@ -497,7 +501,7 @@ fn socket_writer(socket: &Path) -> (UnixStream, FrameReader<UnixStream>) {
 #[test]
 fn a_writer_gone_mid_frame_and_another_content_type_are_counted_and_the_rest_kept() {
     use ldplayer_dnstap::fstrm::{handshake, DNSTAP_CONTENT_TYPE};
-    let Some(pcap) = shared_data("pcap/dnscap_dns.pcap") else {
+    let Some(pcap) = shared_file("pcap/dnscap_dns.pcap") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");

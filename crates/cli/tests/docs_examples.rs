@@ -3,6 +3,7 @@
 //! the shipped experiment plans. A block fails the test when it exits non-zero; blocks check
 //! their own results (grep, test, ...).
 
+use ldplayer_testbed::prerequisite;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -42,8 +43,7 @@ fn run_document(name: &str) {
         bin_dir.display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let Some(data) = ldplayer_testbed::prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), ".")
-    else {
+    let Some(data) = prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), ".") else {
         return;
     };
     for (i, block) in blocks.iter().enumerate() {
@@ -102,7 +102,7 @@ fn format_examples_run() {
 #[test]
 fn experiment_examples_run() {
     // The examples run plans: network namespaces and root.
-    if !ldplayer_testbed::prerequisite::netns() {
+    if !prerequisite::netns() {
         return;
     }
     run_document("experiments.md");

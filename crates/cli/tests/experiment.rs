@@ -2,10 +2,10 @@
 //! examples run at a tiny scale against real servers through the emulated link, and an
 //! interrupted plan that leaves nothing behind but its finished runs.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s};
-use ldplayer_testbed::prerequisite;
+use binary::{ldplayer, ldplayer_fails, s};
+use ldplayer_testbed::{prerequisite, witness};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -103,7 +103,7 @@ fn copy_tree(from: &Path, to: &Path) {
 /// Whether runs can be made here (root and network namespaces); false only when skipping is
 /// allowed.
 fn can_run(tools: &[(&str, &str)]) -> bool {
-    prerequisite::netns() && common::tools(tools)
+    prerequisite::netns() && prerequisite::tools(tools)
 }
 
 /// Every shipped plan names only files of `examples/` (no absolute path, nothing above it):
@@ -380,10 +380,10 @@ fn encrypted_example_runs_dot_doh_and_doq() {
         );
         let pcap = run.join("client.pcap");
         assert!(
-            common::packets_in(&pcap, present) > 0,
+            witness::packets_in(&pcap, present) > 0,
             "{part}: none of {present}"
         );
-        assert_eq!(common::packets_in(&pcap, absent), 0, "{part}: {absent}");
+        assert_eq!(witness::packets_in(&pcap, absent), 0, "{part}: {absent}");
     }
 }
 
@@ -481,7 +481,7 @@ fn population_example_replays_every_group_over_its_transport() {
         "udp.port == 853",
     ] {
         assert!(
-            common::packets_in(&pcap, filter) > 0,
+            witness::packets_in(&pcap, filter) > 0,
             "no {filter} in the capture"
         );
     }
@@ -535,7 +535,7 @@ fn an_interrupted_plan_leaves_nothing_running_and_resumes() {
     if !can_run(&[("nsd", "nsd")]) {
         return;
     }
-    let Some(zone) = common::shared_data("zones/root-2018-03-12.zone") else {
+    let Some(zone) = prerequisite::shared_file("zones/root-2018-03-12.zone") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

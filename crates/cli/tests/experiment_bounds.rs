@@ -5,9 +5,9 @@
 //! with its bound and its line, and so is a plan that is not UTF-8; values at the bounds run,
 //! and reach the server and the replay as written.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s};
+use binary::{ldplayer, ldplayer_fails, s};
 use ldplayer_testbed::prerequisite;
 use std::path::Path;
 

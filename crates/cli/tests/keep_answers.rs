@@ -2,10 +2,11 @@
 //! DNS over TLS, DNS over HTTPS and DNS over QUIC, against `ldplayer serve`. tcpdump is the
 //! witness for UDP: the answers kept are the very payloads that crossed loopback.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, query_trace, s, tools, Query, Serve, Tcpdump};
+use binary::{ldplayer, query_trace, s, Query, Serve};
 use ldplayer_results::{Outcome, ResultsReader};
+use ldplayer_testbed::{prerequisite::tools, witness::Tcpdump};
 use std::collections::BTreeMap;
 use std::path::Path;
 

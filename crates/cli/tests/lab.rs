@@ -10,9 +10,9 @@
 //! Meanwhile tcpdump on the host's own interfaces (the witness of must-show 4) must see none of
 //! the lab's packets.
 
-mod common;
+mod binary;
 
-use ldplayer_testbed::prerequisite;
+use ldplayer_testbed::{prerequisite, witness};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -358,10 +358,10 @@ fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
         let host = d.join("host.pcap");
         let canary = format!("udp.port == {CANARY_PORT}");
         assert!(
-            common::packets_in(&host, &canary) >= 1,
+            witness::packets_in(&host, &canary) >= 1,
             "the host witness did not even see its loopback canary"
         );
-        let leaked = common::packets_in(&host, &format!("!({canary})"));
+        let leaked = witness::packets_in(&host, &format!("!({canary})"));
         assert_eq!(
             leaked, 0,
             "the host's interfaces saw {leaked} packets of the lab's addresses"
@@ -627,7 +627,7 @@ fn a_resolvers_dnstap_log_rebuilds_the_same_zones_as_its_capture() {
     );
     assert!(log.contains("the resolver's dnstap:"), "{log}");
     // The same upstream queries in both: tshark counts the capture's, inspect the trace's.
-    let captured_queries = common::packets_in(&d.join("gt.pcap"), "dns.flags.response == 0");
+    let captured_queries = witness::packets_in(&d.join("gt.pcap"), "dns.flags.response == 0");
     let out = ldplayer()
         .arg("inspect")
         .arg(d.join("upstream.bin"))

@@ -5,10 +5,10 @@
 //! its own. The two must agree within 20 µs at the
 //! median, query by query, for every transport.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, Tcpdump};
-use ldplayer_testbed::nsd_tls;
+use binary::ldplayer;
+use ldplayer_testbed::{nsd_tls, prerequisite, witness::Tcpdump};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
@@ -135,7 +135,7 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
 
 #[test]
 fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
-    if !common::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
+    if !prerequisite::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
         return;
     }
     let (server, _ca) = nsd_tls();

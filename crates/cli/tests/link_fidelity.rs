@@ -7,9 +7,9 @@
 //! * tcpdump on each namespace's end of the link (an independent witness) sees each query
 //!   cross in half the RTT.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s};
+use binary::{ldplayer, s};
 use ldplayer_testbed::prerequisite;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -78,7 +78,7 @@ fn link_counters(out: &Path) -> String {
 }
 
 fn plan(dir: &Path, body: &str) -> PathBuf {
-    let zone = common::shared_data("zones/root-2018-03-12.zone").expect("zone");
+    let zone = prerequisite::shared_file("zones/root-2018-03-12.zone").expect("zone");
     let path = dir.join("plan.toml");
     std::fs::write(
         &path,
@@ -93,8 +93,8 @@ fn plan(dir: &Path, body: &str) -> PathBuf {
 
 fn ready() -> bool {
     prerequisite::netns()
-        && common::tools(&[("nsd", "nsd"), ("tcpdump", "tcpdump"), ("tshark", "tshark")])
-        && common::shared_data("zones/root-2018-03-12.zone").is_some()
+        && prerequisite::tools(&[("nsd", "nsd"), ("tcpdump", "tcpdump"), ("tshark", "tshark")])
+        && prerequisite::shared_file("zones/root-2018-03-12.zone").is_some()
 }
 
 #[test]

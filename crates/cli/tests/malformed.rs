@@ -5,10 +5,10 @@
 //! replays them byte for byte: tcpdump records what went on the wire. tshark, reading the same
 //! capture, flags the same messages.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, DEBIAN_PYTHON};
-use ldplayer_testbed::prerequisite;
+use binary::ldplayer;
+use ldplayer_testbed::prerequisite::{self, DEBIAN_PYTHON};
 use ldplayer_trace::binary::BinaryReader;
 use ldplayer_trace::{Collect, Source};
 use std::collections::BTreeMap;

@@ -3,14 +3,15 @@
 //! exactly the bytes of the capture joined again by mergecap; files that overlap are merged in
 //! time order as mergecap merges them; gaps and overlaps are reported; a damaged file is named.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s};
+use binary::{ldplayer, ldplayer_fails, s};
+use ldplayer_testbed::prerequisite;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn wireshark_tools() -> bool {
-    common::tools(&[
+    prerequisite::tools(&[
         ("editcap", "wireshark-common"),
         ("mergecap", "wireshark-common"),
     ])
@@ -239,10 +240,10 @@ fn zones_build_reads_captures_cut_at_every_packet_as_the_whole() {
     if !wireshark_tools() {
         return;
     }
-    let Some(capture) = common::shared_data("pcap/dnscap_edns.pcap") else {
+    let Some(capture) = prerequisite::shared_file("pcap/dnscap_edns.pcap") else {
         return;
     };
-    let Some(response) = common::shared_data("pcap/rfcdnscomp_response.pcap") else {
+    let Some(response) = prerequisite::shared_file("pcap/rfcdnscomp_response.pcap") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");

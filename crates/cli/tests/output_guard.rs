@@ -6,9 +6,9 @@
 //! The last test reads every command's `--help` and fails when an option taking a file or a
 //! folder is in neither of this file's lists: a new output option cannot skip these checks.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_unanswered, s};
+use binary::{ldplayer, ldplayer_unanswered, s};
 use std::path::{Path, PathBuf};
 
 /// The output options (command, option), each refused below when it names an input.

@@ -3,9 +3,10 @@
 //! input (by name, hard link or symbolic link) before touching it, and writes under a
 //! temporary name renamed into place when done.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, ldplayer_unanswered, s, shared_data};
+use binary::{ldplayer, ldplayer_fails, ldplayer_unanswered, s};
+use ldplayer_testbed::prerequisite::shared_file;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
@@ -111,10 +112,10 @@ fn mutate_refuses_its_input_as_output() {
 
 #[test]
 fn zones_commands_refuse_to_write_over_their_inputs() {
-    let Some(root) = shared_data("zones/root-2018-03-12.zone") else {
+    let Some(root) = shared_file("zones/root-2018-03-12.zone") else {
         return;
     };
-    let Some(scenario) = shared_data("hierarchy/deckard_iter_minim_a.rpl") else {
+    let Some(scenario) = shared_file("hierarchy/deckard_iter_minim_a.rpl") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");

@@ -2,9 +2,9 @@
 //! SCHED_FIFO: checked from the outside, in /proc, while a replay runs (the kernel's view of
 //! each thread's allowed cores and scheduling policy).
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, Serve};
+use binary::{ldplayer, s, Serve};
 use ldplayer_testbed::prerequisite;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -210,7 +210,7 @@ fn realtime_refused_is_said_and_the_replay_goes_on() {
     }
     // Without CAP_SYS_NICE and with no real-time priority allowed by RLIMIT_RTPRIO, even root is
     // refused SCHED_FIFO.
-    let Some(setpriv) = ldplayer_testbed::prerequisite::tool("setpriv", "util-linux") else {
+    let Some(setpriv) = prerequisite::tool("setpriv", "util-linux") else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

@@ -2,10 +2,11 @@
 //! the trace's own records does, and `replay --population` sends each client's queries over its
 //! group's transport, against ldplayer serve (UDP, TCP, and TLS on its own port).
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s, Serve};
+use binary::{ldplayer, ldplayer_fails, s, Serve};
 use ldplayer_population::Population;
+use ldplayer_testbed::prerequisite;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -119,7 +120,7 @@ fn fit_measures_the_clients_the_trace_holds() {
 
 #[test]
 fn fit_reads_a_real_capture() {
-    let Some(pcap) = common::shared_data("pcap/dnscap_dnso1tcp.pcap") else {
+    let Some(pcap) = prerequisite::shared_file("pcap/dnscap_dnso1tcp.pcap") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");

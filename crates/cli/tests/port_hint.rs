@@ -2,13 +2,14 @@
 //! a silent "0 messages": a shared capture is moved to port 5392 (its text form edited) and
 //! written back as pcap.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, shared_data};
+use binary::ldplayer;
+use ldplayer_testbed::prerequisite::shared_file;
 
 #[test]
 fn a_capture_on_another_port_names_it() {
-    let Some(data) = shared_data("pcap/dnscap_dns.pcap") else {
+    let Some(data) = shared_file("pcap/dnscap_dns.pcap") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");

@@ -2,9 +2,10 @@
 //! JSON object on standard output), and `convert` tells the output format from the output's
 //! name as `synth` and `mutate` do.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, ldplayer_unanswered, s, shared_data};
+use binary::{ldplayer, ldplayer_fails, ldplayer_unanswered, s};
+use ldplayer_testbed::prerequisite::shared_file;
 use std::path::Path;
 
 /// Runs `args` and checks that it printed nothing at all.
@@ -36,7 +37,7 @@ fn has_keys(v: &serde_json::Value, keys: &[&str]) {
 
 #[test]
 fn convert_takes_the_format_from_the_name_or_asks_for_to() {
-    let Some(capture) = shared_data("pcap/dnscap_dns.pcap") else {
+    let Some(capture) = shared_file("pcap/dnscap_dns.pcap") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");
@@ -150,10 +151,10 @@ fn trace_commands_are_quiet_or_print_one_json_object() {
 
 #[test]
 fn zones_results_and_demo_are_quiet_or_print_one_json_object() {
-    let Some(capture) = shared_data("pcap/rfcdnscomp_response.pcap") else {
+    let Some(capture) = shared_file("pcap/rfcdnscomp_response.pcap") else {
         return;
     };
-    let Some(scenario) = shared_data("hierarchy/deckard_iter_minim_a.rpl") else {
+    let Some(scenario) = shared_file("hierarchy/deckard_iter_minim_a.rpl") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");

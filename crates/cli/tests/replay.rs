@@ -1,11 +1,11 @@
 //! `ldplayer replay` against a real knotd on loopback, with tcpdump and tshark as independent
 //! witnesses of what went on the wire and when.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_unanswered, Tcpdump};
+use binary::{ldplayer, ldplayer_unanswered};
+use ldplayer_testbed::{knot, prerequisite, witness::Tcpdump};
 
-use ldplayer_testbed::knot;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -146,7 +146,7 @@ fn a_silent_server_gives_timeouts_not_a_hang() {
 /// the bounds every time. So the replay is tried up to three times, each attempt printed.
 #[test]
 fn wire_timing_follows_the_trace_as_tcpdump_sees_it() {
-    if !common::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
+    if !prerequisite::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
         return;
     }
     let server = knot();

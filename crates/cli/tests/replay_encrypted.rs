@@ -4,9 +4,10 @@
 //! (DoT and DoH) and aioquic (DoQ, DoH over HTTP/3), both stacks: `--stack lean` and
 //! `--stack reference` (rustls' ClientConnection, h2, quinn, h3).
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_unanswered, s, tools, Serve};
+use binary::{ldplayer, ldplayer_unanswered, s, Serve};
+use ldplayer_testbed::prerequisite::tools;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -145,7 +146,7 @@ fn wait_for(port: u16, daemon: &mut Daemon) {
 
 #[test]
 fn doh_replay_against_unbound() {
-    if !tools(&[("unbound", "unbound"), ("openssl", "openssl")]) {
+    if !tools(&[("unbound", "unbound")]) {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
@@ -232,7 +233,7 @@ fn doh_replay_against_unbound() {
 
 #[test]
 fn doh_replay_against_bind() {
-    if !tools(&[("named", "bind9"), ("openssl", "openssl")]) {
+    if !tools(&[("named", "bind9")]) {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
@@ -286,7 +287,7 @@ fn doh_replay_against_bind() {
 /// counts it; with --no-zero-rtt it resumes without.
 #[test]
 fn doq_replay_against_an_aioquic_server() {
-    if !tools(&[("python3", "python3"), ("openssl", "openssl")]) {
+    if !tools(&[("python3", "python3")]) {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
@@ -430,7 +431,7 @@ fn aioquic_server(script: &str, port: u16, cert: &Path, key: &Path, ready: &Path
 /// completes. No other DNS tool has DoH over HTTP/3, so aioquic is the only peer.
 #[test]
 fn doh_over_http3_against_an_aioquic_server() {
-    if !tools(&[("python3", "python3"), ("openssl", "openssl")]) {
+    if !tools(&[("python3", "python3")]) {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");

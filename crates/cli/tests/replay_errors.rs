@@ -5,10 +5,10 @@
 //! refused before anything is sent: a rate too slow to schedule, a server address nobody
 //! means.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_unanswered};
-use ldplayer_testbed::{nsd_tls, nsd_tls_self_signed_ca};
+use binary::{ldplayer, ldplayer_unanswered};
+use ldplayer_testbed::{nsd_tls, nsd_tls_self_signed_ca, prerequisite};
 use std::path::Path;
 use std::process::Command;
 
@@ -70,7 +70,7 @@ fn causes(json: &serde_json::Value) -> Vec<(String, String, u64)> {
 
 #[test]
 fn a_ca_certificate_used_as_the_servers_own_is_named_with_the_way_out() {
-    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils")]) {
         return;
     }
     let (server, cert) = nsd_tls_self_signed_ca();

@@ -3,9 +3,9 @@
 //! its trace's timing says so after the summary (and fails with `--strict`), as does `results
 //! summary` of its results afterwards.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_unanswered, s, Serve};
+use binary::{ldplayer, ldplayer_unanswered, s, Serve};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

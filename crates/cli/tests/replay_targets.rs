@@ -3,10 +3,14 @@
 //! a `target` column and `results summary` speaks of each target. tcpdump counts what reached
 //! each server.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, packets_in, query_trace, s, tools, Query, Serve, Tcpdump};
+use binary::{ldplayer, ldplayer_fails, query_trace, s, Query, Serve};
 use ldplayer_results::{Outcome, ResultsReader};
+use ldplayer_testbed::{
+    prerequisite::tools,
+    witness::{packets_in, Tcpdump},
+};
 use std::collections::BTreeMap;
 
 const ZONE: &str = "$ORIGIN example.\n$TTL 300\n@ SOA ns admin 1 3600 600 86400 300\n\

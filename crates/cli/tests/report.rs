@@ -4,11 +4,13 @@
 //!
 //! Screenshots and pages are kept in `target/test-artifacts/cli-report/`.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s};
-use ldplayer_testbed::browser::{self, Rect, Screenshot};
-use ldplayer_testbed::prerequisite;
+use binary::{ldplayer, ldplayer_fails, s};
+use ldplayer_testbed::{
+    browser::{self, Rect, Screenshot},
+    prerequisite,
+};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 

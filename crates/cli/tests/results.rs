@@ -2,10 +2,10 @@
 //! knotd on loopback, tshark as the independent reader of the replayed capture, and a results
 //! file damaged on purpose.
 
-mod common;
+mod binary;
 
-use common::ldplayer;
-use ldplayer_testbed::knot;
+use binary::ldplayer;
+use ldplayer_testbed::{knot, prerequisite};
 use std::path::Path;
 use std::process::{Command, Output};
 
@@ -15,7 +15,7 @@ fn s(p: &Path) -> String {
 
 /// A file of the shared test data; `None` only when it is missing and skipping is allowed.
 fn data(name: &str) -> Option<String> {
-    common::shared_data(name).map(|p| s(&p))
+    prerequisite::shared_file(name).map(|p| s(&p))
 }
 
 /// Runs `ldplayer` with `args`, successful or not.
@@ -251,7 +251,7 @@ fn a_damaged_results_file_loses_only_the_damaged_block() {
 /// them from the same capture; another capture is refused.
 #[test]
 fn export_with_trace_adds_each_querys_fields_from_the_capture() {
-    if !common::tools(&[("tshark", "tshark")]) {
+    if !prerequisite::tools(&[("tshark", "tshark")]) {
         return;
     }
     let (Some(capture), Some(other_capture)) = (

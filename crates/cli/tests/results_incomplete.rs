@@ -4,9 +4,9 @@
 //! (whose output is unfinished too). Garbage appended to a whole file is said as trailing
 //! garbage, not as results lost. Real replays against knotd on loopback.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s};
+use binary::{ldplayer, s};
 use ldplayer_testbed::knot;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,10 +3,11 @@
 //! which for UDP captures is checked against tshark's own `udp.payload`; binary → text → binary
 //! is identical; and pcap → binary → pcap → binary keeps every message.
 
-mod common;
+mod binary;
 
-use common::ldplayer;
+use binary::ldplayer;
 
+use ldplayer_testbed::prerequisite;
 use ldplayer_trace::binary::BinaryReader;
 use ldplayer_trace::capture::{CaptureOptions, CaptureReader};
 use ldplayer_trace::{Collect, RecordBuf, Source};
@@ -16,7 +17,7 @@ use std::process::Command;
 /// Every capture of the shared test data; `None` only when it is missing and skipping is
 /// allowed.
 fn captures() -> Option<Vec<PathBuf>> {
-    let dir = common::shared_data("pcap")?;
+    let dir = prerequisite::shared_file("pcap")?;
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("directory entry").path())
@@ -79,7 +80,7 @@ fn tshark_udp_payloads(path: &Path) -> Vec<Vec<u8>> {
 
 #[test]
 fn every_capture_survives_text_and_binary_round_trips() {
-    if !common::tools(&[("tshark", "tshark")]) {
+    if !prerequisite::tools(&[("tshark", "tshark")]) {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");

@@ -3,9 +3,10 @@
 //! every second with `--stats`, checked against what was sent and, for bytes, against what
 //! tcpdump saw on the wire (read by tshark).
 
-mod common;
+mod binary;
 
-use common::{ldplayer, Serve, Tcpdump};
+use binary::{ldplayer, Serve};
+use ldplayer_testbed::{prerequisite, witness::Tcpdump};
 use std::io::{Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::path::Path;
@@ -52,10 +53,10 @@ fn example_zone(dir: &Path) -> String {
 
 #[test]
 fn serves_the_signed_root_zone_to_kdig_over_udp_and_tcp() {
-    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils")]) {
         return;
     }
-    let Some(root) = common::shared_data("zones/root-signed-2017-08-21.zone") else {
+    let Some(root) = prerequisite::shared_file("zones/root-signed-2017-08-21.zone") else {
         return;
     };
     let (_server, addr) = serve(&[&s(&root)]);
@@ -168,7 +169,7 @@ fn wire_bytes(capture: &Path, port: u16) -> (u64, u64) {
 /// `--stats` and as one JSON object on SIGTERM.
 #[test]
 fn serve_counts_what_was_sent_and_reports_json() {
-    if !common::tools(&[
+    if !prerequisite::tools(&[
         ("kdig", "knot-dnsutils"),
         ("tcpdump", "tcpdump"),
         ("tshark", "tshark"),
@@ -287,7 +288,7 @@ fn serve_counts_what_was_sent_and_reports_json() {
 /// Split mode: a query to an address of no nameserver is refused and counted as such.
 #[test]
 fn split_mode_counts_queries_to_addresses_of_no_nameserver() {
-    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils")]) {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
@@ -348,10 +349,10 @@ fn serve_and_replay_idle_timeouts_agree() {
 /// that stays silent is closed after the idle timeout; the JSON report has the TLS counters.
 #[test]
 fn serves_dns_over_tls_with_a_self_signed_certificate() {
-    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils")]) {
         return;
     }
-    let Some(root) = common::shared_data("zones/root-2018-03-12.zone") else {
+    let Some(root) = prerequisite::shared_file("zones/root-2018-03-12.zone") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");
@@ -429,7 +430,7 @@ fn serves_dns_over_tls_with_a_self_signed_certificate() {
 fn tls_flags_are_checked() {
     let dir = tempfile::tempdir().expect("scratch");
     let zone = example_zone(dir.path());
-    let out = common::ldplayer_fails(&[
+    let out = binary::ldplayer_fails(&[
         "serve",
         "--listen",
         "127.0.0.1:0",
@@ -439,7 +440,7 @@ fn tls_flags_are_checked() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--tls-listen needs a certificate"), "{err}");
-    let out = common::ldplayer_fails(&[
+    let out = binary::ldplayer_fails(&[
         "serve",
         "--listen",
         "127.0.0.1:0",
@@ -449,7 +450,7 @@ fn tls_flags_are_checked() {
     ]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("need --tls-listen"), "{err}");
-    let out = common::ldplayer_fails(&[
+    let out = binary::ldplayer_fails(&[
         "serve",
         "--tls-listen",
         "127.0.0.1:0",
@@ -488,7 +489,7 @@ fn status_and_answer(out: &str) -> (String, Vec<String>) {
 /// answered 404; the JSON report counts it all.
 #[test]
 fn serves_dns_over_https_to_kdig_as_over_udp() {
-    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils")]) {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
@@ -625,11 +626,11 @@ fn serves_dns_over_https_to_kdig_as_over_udp() {
 fn https_flags_are_checked() {
     let dir = tempfile::tempdir().expect("scratch");
     let zone = example_zone(dir.path());
-    let out = common::ldplayer_fails(&["serve", "--https-listen", "127.0.0.1:0", &zone]);
+    let out = binary::ldplayer_fails(&["serve", "--https-listen", "127.0.0.1:0", &zone]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--https-listen needs a certificate"), "{err}");
     let tls = s(&dir.path().join("tls"));
-    let out = common::ldplayer_fails(&[
+    let out = binary::ldplayer_fails(&[
         "serve",
         "--https-listen",
         "127.0.0.1:0",
@@ -650,7 +651,7 @@ fn doq_python() -> bool {
         .args(["-c", "import dns.query, aioquic; dns.query.quic"])
         .output()
         .is_ok_and(|o| o.status.success());
-    ldplayer_testbed::prerequisite::require(
+    prerequisite::require(
         works,
         "python3 with dnspython and aioquic (the DNS over QUIC witness)",
         "python3 -m pip install dnspython==2.7.0 aioquic==1.2.0 (scripts/test.sh does)",

@@ -2,9 +2,9 @@
 //! against a real knotd, and merged back (`results merge`): the merge equals a single-process
 //! run of the same trace, query by query, with every client in one shard.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s};
+use binary::{ldplayer, ldplayer_fails, s};
 use ldplayer_testbed::knot;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -95,7 +95,7 @@ fn three_shards_merge_into_the_single_process_run() {
     assert_eq!(one["answered"], 5000, "{one}");
 
     // Three processes, one shared start two seconds ahead.
-    let start = common::start_in(2.0);
+    let start = binary::start_in(2.0);
     let shards: Vec<_> = (0..3)
         .map(|i| dir.path().join(format!("s{i}.res")))
         .collect();
@@ -379,7 +379,7 @@ fn a_shard_killed_mid_run_is_named_and_the_rest_merges() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = dir.path().join("t.bin");
     synth(&trace);
-    let start = common::start_in(1.0);
+    let start = binary::start_in(1.0);
     let files: Vec<_> = (0..3)
         .map(|i| dir.path().join(format!("s{i}.res")))
         .collect();

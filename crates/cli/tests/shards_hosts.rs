@@ -3,10 +3,10 @@
 //! any of them). A tcpdump on the bridge is the witness: every shard's queries come from its
 //! own host, every client from one host only, and the merged results hold every query.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, Tcpdump};
-use ldplayer_testbed::prerequisite;
+use binary::{ldplayer, s};
+use ldplayer_testbed::{prerequisite, witness::Tcpdump};
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -152,7 +152,7 @@ fn shards_on_three_hosts_send_from_their_own_addresses_and_merge() {
         prerequisite::effective_uid_is_root() && prerequisite::namespaces_work(),
         "root, for named network namespaces (ip netns add)",
         "run the tests as root (scripts/test.sh in CI runs as root)",
-    ) || !common::tools(&[
+    ) || !prerequisite::tools(&[
         ("tcpdump", "tcpdump"),
         ("tshark", "tshark"),
         ("kdig", "knot-dnsutils"),
@@ -189,7 +189,7 @@ fn shards_on_three_hosts_send_from_their_own_addresses_and_merge() {
     let capture = dir.path().join("bridge.pcap");
     let witness = Tcpdump::start_in_netns(&server_ns, "br0", &capture, &["port", "53"]);
 
-    let start = common::start_in(2.0);
+    let start = binary::start_in(2.0);
     let files: Vec<_> = (0..3)
         .map(|i| dir.path().join(format!("h{i}.res")))
         .collect();

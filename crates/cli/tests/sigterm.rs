@@ -2,10 +2,10 @@
 //! the replay stops sending, waits for what is in flight, writes its results and prints its
 //! summary; the server prints what it answered.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s};
-use ldplayer_testbed::{free_port, knot};
+use binary::{ldplayer, s};
+use ldplayer_testbed::{free_port, knot, prerequisite};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -128,7 +128,7 @@ fn sigterm_ends_a_replay_with_its_summary_and_every_result_so_far() {
 
 #[test]
 fn sigterm_stops_the_server_with_its_counters() {
-    let Some(zone) = common::shared_data("zones/knot_example.com.zone") else {
+    let Some(zone) = prerequisite::shared_file("zones/knot_example.com.zone") else {
         return;
     };
     let port = free_port();
@@ -186,12 +186,10 @@ fn sigterm_stops_the_server_with_its_counters() {
 /// resolver and the meta-server (which prints its counters), as a terminal's Ctrl-C does.
 #[test]
 fn sigterm_ends_a_lab_replay_with_its_summary_and_results() {
-    if !ldplayer_testbed::prerequisite::netns()
-        || ldplayer_testbed::prerequisite::tool("unbound", "unbound").is_none()
-    {
+    if !prerequisite::netns() || prerequisite::tool("unbound", "unbound").is_none() {
         return;
     }
-    let Some(capture) = common::shared_data("pcap/rfcdnscomp_response.pcap") else {
+    let Some(capture) = prerequisite::shared_file("pcap/rfcdnscomp_response.pcap") else {
         return;
     };
     let dir = tempfile::tempdir().expect("scratch");

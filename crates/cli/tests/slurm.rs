@@ -6,11 +6,10 @@
 //! start keeps its place in the schedule (no burst of its backlog) and the merge names it; the
 //! one-job recipe (`replay-tasks.sbatch`, N tasks started together by srun) merges by itself.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s};
-use ldplayer_testbed::knot;
-use ldplayer_testbed::slurm::Cluster;
+use binary::{ldplayer, s};
+use ldplayer_testbed::{knot, slurm::Cluster};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;

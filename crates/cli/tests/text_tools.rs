@@ -3,10 +3,10 @@
 //! `#`, the NULL type and a malformed message's `-` columns; a file in the version-1 layout
 //! still reads.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, shared_data, DEBIAN_PYTHON};
-use ldplayer_testbed::prerequisite;
+use binary::{ldplayer, s};
+use ldplayer_testbed::prerequisite::{self, shared_file, DEBIAN_PYTHON};
 use std::path::Path;
 use std::process::Command;
 
@@ -119,7 +119,7 @@ fn pandas_reads_text_traces_as_they_are() {
     }
 
     // A real capture: one row per message, every column named.
-    let Some(data) = shared_data("pcap/dnscap_dns.pcap") else {
+    let Some(data) = shared_file("pcap/dnscap_dns.pcap") else {
         return;
     };
     let text = dir.path().join("dns.txt");

@@ -5,9 +5,9 @@
 //! value alone is wrong, at the first record that would leave the range otherwise, and leaves
 //! no output behind.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s};
+use binary::{ldplayer, ldplayer_fails, s};
 use std::path::Path;
 
 /// Runs a command that must be refused: non-zero exit, `flag` and the limit in the error, and

@@ -4,9 +4,10 @@
 //! tshark is the witness that the wrapped captures are what they claim: it reads the same DNS
 //! messages out of each as out of the original.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, s, shared_data, tools};
+use binary::{ldplayer, s};
+use ldplayer_testbed::prerequisite::{shared_file, tools};
 use std::path::Path;
 use std::process::Command;
 
@@ -212,7 +213,7 @@ fn dns_inside_vxlan_geneve_gre_and_ip_in_ip_is_read_as_tshark_reads_it() {
         "dnscap_dns6.pcap",
         "dnscap_dnso1tcp.pcap",
     ] {
-        let Some(original) = shared_data(&format!("pcap/{name}")) else {
+        let Some(original) = shared_file(&format!("pcap/{name}")) else {
             return;
         };
         let (link, frames) = read_pcap(&original);

@@ -3,11 +3,11 @@
 //! built by dnspython into a capture: ldplayer decodes every message, and tshark, reading the
 //! same capture, finds the same messages with the same fields.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, DEBIAN_PYTHON};
+use binary::ldplayer;
 use ldplayer_dns::{name_to_presentation, Message};
-use ldplayer_testbed::prerequisite;
+use ldplayer_testbed::prerequisite::{self, DEBIAN_PYTHON};
 use ldplayer_trace::capture::{CaptureOptions, CaptureReader};
 use ldplayer_trace::{Collect, Proto, RecordBuf, Source};
 use std::path::Path;

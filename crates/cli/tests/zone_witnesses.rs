@@ -5,9 +5,9 @@
 //! gives it) and in a record's data; and a TTL with its most significant bit set is served as 0, as BIND loads it
 //! (`named-checkzone -D`, RFC 2181 §8).
 
-mod common;
+mod binary;
 
-use common::{s, Serve};
+use binary::{s, Serve};
 use ldplayer_testbed::prerequisite;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -127,7 +127,7 @@ fn same_answers(ours: u16, witnesses: &[(&str, u16)], questions: &[(&str, &str)]
 }
 
 fn kdig_nsd_knotd() -> bool {
-    common::tools(&[("kdig", "knot-dnsutils"), ("nsd", "nsd"), ("knotd", "knot")])
+    prerequisite::tools(&[("kdig", "knot-dnsutils"), ("nsd", "nsd"), ("knotd", "knot")])
 }
 
 /// The records of `named-checkzone -D` for `zone` (BIND's view of it as loaded), each line's
@@ -203,7 +203,7 @@ fn included_records_take_the_ttl_in_force_where_they_are_included() {
 
 #[test]
 fn txt_strings_keep_bytes_that_are_not_utf8() {
-    if !common::tools(&[("kdig", "knot-dnsutils"), ("nsd", "nsd")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils"), ("nsd", "nsd")]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -233,7 +233,7 @@ fn txt_strings_keep_bytes_that_are_not_utf8() {
 
 #[test]
 fn a_zone_without_origin_is_served_with_the_origin_given() {
-    if !common::tools(&[("kdig", "knot-dnsutils"), ("nsd", "nsd")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils"), ("nsd", "nsd")]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -256,7 +256,7 @@ fn a_zone_without_origin_is_served_with_the_origin_given() {
     );
     assert_eq!(answers[0], "example.org. 300 IN NS ns.example.org.");
     // Without it, the file is refused, saying how to give it.
-    let out = common::ldplayer_fails(&["serve", "--listen", "127.0.0.1:0", &s(&zone)]);
+    let out = binary::ldplayer_fails(&["serve", "--listen", "127.0.0.1:0", &s(&zone)]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains(&format!("{}:2:1: ", zone.display())) && err.contains("FILE@ORIGIN"),
@@ -266,7 +266,7 @@ fn a_zone_without_origin_is_served_with_the_origin_given() {
 
 #[test]
 fn ttls_with_the_most_significant_bit_set_are_served_as_0_as_bind_loads_them() {
-    if !common::tools(&[("kdig", "knot-dnsutils")]) {
+    if !prerequisite::tools(&[("kdig", "knot-dnsutils")]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -3,20 +3,21 @@
 //! checkers, the BIND export by `named-checkconf -z`, and `ldplayer serve --manifest` answers
 //! from them per address, and from the default layout's bundles alike.
 
-mod common;
+mod binary;
 
-use common::ldplayer;
+use binary::ldplayer;
+use ldplayer_testbed::{prerequisite, witness};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// A capture of the shared test data; `None` only when it is missing and skipping is allowed.
 fn capture(name: &str) -> Option<PathBuf> {
-    ldplayer_testbed::prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), &format!("pcap/{name}"))
+    prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), &format!("pcap/{name}"))
 }
 
 #[test]
 fn rebuilds_root_tld_and_sld_zones_that_zone_checkers_accept() {
-    if !common::tools(&[
+    if !prerequisite::tools(&[
         ("kdig", "knot-dnsutils"),
         ("nsd-checkzone", "nsd"),
         ("kzonecheck", "knot-dnssecutils"),
@@ -58,16 +59,16 @@ fn rebuilds_root_tld_and_sld_zones_that_zone_checkers_accept() {
         ("aaa", "aaa.zone"),
     ];
     for (origin, file) in zones {
-        common::checker_accepts(
+        witness::checker_accepts(
             "named-checkzone",
             &["-q", "-i", "local", origin, file],
             &out_dir,
         );
-        common::checker_accepts("nsd-checkzone", &[origin, file], &out_dir);
+        witness::checker_accepts("nsd-checkzone", &[origin, file], &out_dir);
         // The captured zones hold RRSIGs but never their DNSKEYs: no DNSSEC validation.
-        common::checker_accepts("kzonecheck", &["-d", "off", "-o", origin, file], &out_dir);
+        witness::checker_accepts("kzonecheck", &["-d", "off", "-o", origin, file], &out_dir);
     }
-    common::checker_accepts("named-checkconf", &["-z", "named.conf"], &out_dir);
+    witness::checker_accepts("named-checkconf", &["-z", "named.conf"], &out_dir);
 
     // cz's SOA came from an NXDOMAIN answer, with the negative TTL (900 s, its MINIMUM);
     // its RRSIG gives the zone's TTL, which the SOA gets back (the server answers negatives
@@ -209,10 +210,9 @@ fn delegated_tlds(root: &Path) -> std::collections::BTreeSet<String> {
 
 #[test]
 fn root_zone_alone_warns_of_delegations_without_zones() {
-    let Some(root) = ldplayer_testbed::prerequisite::shared_data(
-        env!("CARGO_MANIFEST_DIR"),
-        "zones/root-2018-03-12.zone",
-    ) else {
+    let Some(root) =
+        prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), "zones/root-2018-03-12.zone")
+    else {
         return;
     };
     let tlds = delegated_tlds(&root);

@@ -3,15 +3,15 @@
 //! root's, an answer and a wildcard answer from a provider's), and, signed with NSEC or NSEC3,
 //! it validates through unbound in the lab with `--trust-anchor auto`.
 
-mod common;
+mod binary;
 
-use common::{ldplayer, ldplayer_fails, s};
-use ldplayer_testbed::prerequisite;
+use binary::{ldplayer, ldplayer_fails, s};
+use ldplayer_testbed::{prerequisite, witness};
 use std::process::Command;
 
 #[test]
 fn the_synthetic_hierarchy_passes_zone_checkers() {
-    if !common::tools(&[
+    if !prerequisite::tools(&[
         ("named-checkconf", "bind9-utils"),
         ("named-checkzone", "bind9-utils"),
     ]) {
@@ -37,7 +37,7 @@ fn the_synthetic_hierarchy_passes_zone_checkers() {
     assert_eq!(summary["nameserver_addresses"], 1 + 32 + 5, "{summary}");
     assert_eq!(summary["signed"], serde_json::Value::Null, "{summary}");
     // BIND loads every zone of its configuration; a few are checked one by one too.
-    common::checker_accepts("named-checkconf", &["-z", "named.conf"], &out_dir);
+    witness::checker_accepts("named-checkconf", &["-z", "named.conf"], &out_dir);
     for (zone, file) in [
         (".", "root.zone"),
         ("com", "com.zone"),
@@ -45,7 +45,7 @@ fn the_synthetic_hierarchy_passes_zone_checkers() {
         ("tld31", "tld31.zone"),
         ("sld2.tld31", "sld2.tld31.zone"),
     ] {
-        common::checker_accepts("named-checkzone", &["-q", zone, file], &out_dir);
+        witness::checker_accepts("named-checkzone", &["-q", zone, file], &out_dir);
     }
     let manifest = std::fs::read_to_string(out_dir.join("manifest")).unwrap();
     assert!(manifest.contains("\n10.0.0.1 root.zone\n"), "{manifest}");
@@ -74,7 +74,7 @@ fn the_synthetic_hierarchy_passes_zone_checkers() {
 
 #[test]
 fn serve_answers_the_synthetic_hierarchy_per_nameserver_address() {
-    if !prerequisite::netns() || !common::tools(&[("kdig", "knot-dnsutils")]) {
+    if !prerequisite::netns() || !prerequisite::tools(&[("kdig", "knot-dnsutils")]) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -151,7 +151,7 @@ fn serve_answers_the_synthetic_hierarchy_per_nameserver_address() {
 /// SOA validates.
 fn validates_in_the_lab(sign: &str) {
     if !prerequisite::netns()
-        || !common::tools(&[
+        || !prerequisite::tools(&[
             ("ldns-keygen", "ldnsutils"),
             ("ldns-signzone", "ldnsutils"),
             ("unbound", "unbound"),
@@ -189,8 +189,8 @@ fn validates_in_the_lab(sign: &str) {
     );
     let sld = std::fs::read_to_string(h.join("sld0.com.zone")).unwrap();
     assert!(!sld.contains("RRSIG"), "SLDs stay unsigned: {sld}");
-    common::checker_accepts("kzonecheck", &["-o", ".", "-d", "on", "root.zone"], &h);
-    common::checker_accepts("kzonecheck", &["-o", "com", "-d", "on", "com.zone"], &h);
+    witness::checker_accepts("kzonecheck", &["-o", ".", "-d", "on", "root.zone"], &h);
+    witness::checker_accepts("kzonecheck", &["-o", "com", "-d", "on", "com.zone"], &h);
     std::fs::write(
         d.join("names"),
         "www.sld0.com. A\nnonexistent-junk. A\ncom. SOA\nunique-7.sld4.net. A\n",

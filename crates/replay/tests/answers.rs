@@ -7,12 +7,13 @@
 //!
 //! Outcomes and causes are compared by name, as the results file and the summaries show them.
 
-mod common;
+mod engine;
 
-use common::*;
+use engine::*;
 use ldplayer_dns::{Rcode, Rtype};
 use ldplayer_replay::{ReplayConfig, ReplayStats, Timing};
 use ldplayer_results::{Outcome, QueryResult};
+use ldplayer_testbed::*;
 use ldplayer_trace::{Proto, RecordBuf};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
@@ -470,7 +471,7 @@ fn real_servers_answers_count_whatever_the_case_of_the_name() {
                     i as i64 * MS,
                     (i % 4) as u8 + 1,
                     proto,
-                    query(i as u16, names[i % 2], Rtype::A, Some(1232)),
+                    query(i as u16, names[i % 2], Rtype::A, Some((1232, false))),
                 )
             })
             .collect();

@@ -3,13 +3,14 @@
 //! over UDP, one connection per client, resumption per client, and every way an exchange can
 //! fail counted by kind while the run completes.
 
-mod common;
+mod engine;
 
-use common::*;
+use engine::*;
 use ldplayer_dns::{Rcode, Rtype};
 use ldplayer_replay::{DohMethod, ReplayConfig, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
 use ldplayer_server::DohConfig;
+use ldplayer_testbed::*;
 use ldplayer_trace::Proto;
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -3,13 +3,14 @@
 //! connection per client, 0-RTT on resumption as the server counts it, and failures counted
 //! by kind while the run completes.
 
-mod common;
+mod engine;
 
-use common::*;
+use engine::*;
 use ldplayer_dns::{Rcode, Rtype};
 use ldplayer_replay::{ReplayConfig, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
 use ldplayer_server::DoqConfig;
+use ldplayer_testbed::*;
 use ldplayer_trace::Proto;
 use std::net::SocketAddr;
 use std::path::PathBuf;

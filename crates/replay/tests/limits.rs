@@ -3,11 +3,12 @@
 //! deprecated IPv4-compatible range `::/96` (a slip for `[::1]:PORT` that sent a replay off
 //! this host). And a trace too long for its speed ends with an error rather than a wait.
 
-mod common;
+mod engine;
 
-use common::*;
+use engine::*;
 use ldplayer_dns::Rtype;
 use ldplayer_replay::{Replay, ReplayConfig, Timing};
+use ldplayer_testbed::*;
 use ldplayer_trace::Proto;
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};

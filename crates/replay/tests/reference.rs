@@ -3,13 +3,14 @@
 //! its traffic keys: every query answered, one connection per client, sessions resumed (and
 //! DoQ's 0-RTT) as the servers count them, the summary naming the stack and its clocks.
 
-mod common;
+mod engine;
 
-use common::*;
+use engine::*;
 use ldplayer_dns::Rtype;
 use ldplayer_replay::{DohMethod, ReplayConfig, Stack, TlsConfig};
 use ldplayer_results::Outcome;
 use ldplayer_server::{DohConfig, DoqConfig};
+use ldplayer_testbed::*;
 use ldplayer_trace::Proto;
 use std::io::{Read, Write};
 use std::net::SocketAddr;

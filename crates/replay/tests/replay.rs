@@ -1,11 +1,12 @@
 //! End-to-end replays against real servers on loopback.
 
-mod common;
+mod engine;
 
-use common::*;
+use engine::*;
 use ldplayer_dns::{Rcode, Rtype};
 use ldplayer_replay::{Replay, ReplayConfig, Timing, TlsConfig};
 use ldplayer_results::{ErrorKind, Outcome};
+use ldplayer_testbed::*;
 use ldplayer_trace::Proto;
 use std::net::{SocketAddr, TcpListener, UdpSocket};
 use std::sync::atomic::Ordering;

@@ -3,9 +3,9 @@
 //! while the connection keeps serving, split views by the address connected to, a client
 //! without HTTP/2, the connection cap and the idle timeout.
 
-mod common;
+mod encrypted;
 
-use common::{certificate, zone};
+use encrypted::{certificate, zone};
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;

@@ -5,9 +5,9 @@
 //! sends its query in 0-RTT, and the cap on connections: refused beyond it, but not while the
 //! connections of clients that just timed them out are about to time out on the server too.
 
-mod common;
+mod encrypted;
 
-use common::{certificate, zone};
+use encrypted::{certificate, zone};
 
 use std::net::{SocketAddr, UdpSocket};
 use std::sync::Arc;

@@ -4,9 +4,9 @@
 //! (TCP_NODELAY on the server's accepted socket, read back with getsockopt, and the time from
 //! the client's Finished to the answer).
 
-mod common;
+mod encrypted;
 
-use common::{certificate, zone};
+use encrypted::{certificate, zone};
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};

@@ -75,9 +75,10 @@ pub enum ServerError {
     /// The embedded server could not load its zones or bind its sockets.
     #[error("ldplayer: {0}")]
     Embedded(String),
-    /// The certificate could not be made.
-    #[error("cannot make a TLS certificate: {0}")]
-    Certificate(String),
+    /// A configuration file or the certificate could not be written or made (the shared
+    /// writers of `ldplayer-serverconf`).
+    #[error(transparent)]
+    Conf(#[from] ldplayer_serverconf::ConfError),
     /// A file or directory could not be read or written.
     #[error("{what}: {source}")]
     Io {

@@ -38,7 +38,6 @@
 
 #![forbid(unsafe_code)]
 
-mod certificate;
 mod embedded;
 mod error;
 mod hints;
@@ -54,15 +53,26 @@ pub mod validation;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-pub use certificate::{make_certificate, TlsFiles};
 pub use error::ServerError;
 pub use kind::{ServerKind, UnknownKind};
+pub use ldplayer_serverconf::TlsFiles;
 pub use options::ResolverOptions;
 pub use running::RunningServer;
 pub use setup::ServerSetup;
 
 use running::Process;
 use setup::Prepared;
+
+/// Makes a CA and a server certificate (CA:FALSE, serverAuth) valid for `ips` and `names`, and
+/// writes `ca.pem`, `server.pem` and `server.key` into `dir`: [`ldplayer_serverconf`]'s
+/// certificate maker, with this crate's error.
+pub fn make_certificate(
+    dir: &std::path::Path,
+    ips: &[std::net::IpAddr],
+    names: &[String],
+) -> Result<TlsFiles, ServerError> {
+    Ok(ldplayer_serverconf::make_certificate(dir, ips, names)?)
+}
 
 /// How long [`start`] waits for a server to answer.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(20);

@@ -2,14 +2,14 @@
 //! root's SOA over UDP, TCP and (where the kind can) TLS with the CA made for it; an idle TCP
 //! connection is closed by the server after the configured timeout; stop leaves no process.
 
-mod common;
+mod server_checks;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ldplayer_servers::{start, RunningServer, ServerError, ServerKind, ServerSetup};
-use ldplayer_testbed::{free_port, prerequisite};
+use ldplayer_testbed::{free_port, prerequisite, witness};
 
 /// The SOA record of the root zone of 2018-03-12, as kdig prints it.
 const ROOT_SOA: &str =
@@ -41,10 +41,10 @@ fn root_setup(kind: ServerKind, zone: PathBuf, work: &std::path::Path) -> Server
 }
 
 fn serves_the_root_zone(kind: ServerKind) {
-    let (Some(zone), Some(kdig)) = (root_zone(), common::kdig()) else {
+    let (Some(zone), Some(kdig)) = (root_zone(), server_checks::kdig()) else {
         return;
     };
-    if !common::server_installed(kind) {
+    if !server_checks::server_installed(kind) {
         return;
     }
     let work = tempfile::tempdir().expect("scratch directory");
@@ -59,7 +59,7 @@ fn serves_the_root_zone(kind: ServerKind) {
     let port = setup.port.to_string();
     let at = ["@127.0.0.1", "-p", &port, ".", "SOA", "+norec"];
     for transport in [None, Some("+tcp")] {
-        let out = common::run(&kdig, at.iter().copied().chain(transport));
+        let out = witness::run(&kdig, at.iter().copied().chain(transport));
         assert_answered(kind, &out, transport.unwrap_or("UDP"));
     }
     assert_eq!(
@@ -70,7 +70,7 @@ fn serves_the_root_zone(kind: ServerKind) {
     if let (Some(tls_port), Some(files)) = (setup.tls_port, server.tls()) {
         let tls_port = tls_port.to_string();
         let ca = format!("+tls-ca={}", files.ca.display());
-        let out = common::run(
+        let out = witness::run(
             &kdig,
             [
                 "@127.0.0.1",
@@ -93,7 +93,7 @@ fn serves_the_root_zone(kind: ServerKind) {
         let https_port = https_port.to_string();
         let ca = format!("+tls-ca={}", files.ca.display());
         for method in ["+https", "+https-get"] {
-            let out = common::run(
+            let out = witness::run(
                 &kdig,
                 [
                     "@127.0.0.1",
@@ -112,7 +112,7 @@ fn serves_the_root_zone(kind: ServerKind) {
         }
     }
 
-    common::closes_idle_connections(kind, &server, IDLE, ".");
+    server_checks::closes_idle_connections(kind, &server, IDLE, ".");
     stops_for_good(server);
 }
 
@@ -201,7 +201,7 @@ fn a_configuration_the_checker_refuses_is_a_config_error_with_its_output() {
     let Some(zone) = root_zone() else {
         return;
     };
-    if !common::server_installed(ServerKind::Nsd) {
+    if !server_checks::server_installed(ServerKind::Nsd) {
         return;
     }
     let work = tempfile::tempdir().expect("scratch directory");
@@ -220,7 +220,7 @@ fn a_server_that_cannot_bind_fails_with_its_log() {
     let Some(zone) = root_zone() else {
         return;
     };
-    if !common::server_installed(ServerKind::Knot) {
+    if !server_checks::server_installed(ServerKind::Knot) {
         return;
     }
     let work = tempfile::tempdir().expect("scratch directory");
@@ -246,13 +246,13 @@ fn a_server_that_cannot_bind_fails_with_its_log() {
 /// `kind` as an experiment runs it: in a fresh network namespace that has only 10.53.0.1 and
 /// fd53::1 (and loopback), on ports 53 and 853, answering on both addresses.
 fn serves_in_a_namespace_of_its_own(kind: ServerKind) {
-    let (Some(zone), Some(kdig)) = (root_zone(), common::kdig()) else {
+    let (Some(zone), Some(kdig)) = (root_zone(), server_checks::kdig()) else {
         return;
     };
-    if !common::server_installed(kind) || !common::fresh_namespaces() {
+    if !server_checks::server_installed(kind) || !server_checks::fresh_namespaces() {
         return;
     }
-    common::in_fresh_namespace(&["10.53.0.1/32", "fd53::1/128"], move || {
+    server_checks::in_fresh_namespace(&["10.53.0.1/32", "fd53::1/128"], move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let mut setup = root_setup(kind, zone, work.path());
         setup.listen = vec![
@@ -264,16 +264,16 @@ fn serves_in_a_namespace_of_its_own(kind: ServerKind) {
         setup.threads = Some(2);
         setup.max_tcp_clients = 60_000;
         let server = start(&setup).unwrap_or_else(|e| panic!("{kind} did not start: {e}"));
-        common::holds_what_it_can(&server, 60_000);
+        server_checks::holds_what_it_can(&server, 60_000);
         for at in ["@10.53.0.1", "@fd53::1"] {
             for transport in [None, Some("+tcp")] {
                 let args = [at, ".", "SOA", "+norec"];
-                let out = common::run(&kdig, args.into_iter().chain(transport));
+                let out = witness::run(&kdig, args.into_iter().chain(transport));
                 assert_answered(kind, &out, &format!("{at} {}", transport.unwrap_or("UDP")));
             }
             if let Some(files) = server.tls() {
                 let ca = format!("+tls-ca={}", files.ca.display());
-                let out = common::run(&kdig, [at, ".", "SOA", "+norec", "+tls", &ca]);
+                let out = witness::run(&kdig, [at, ".", "SOA", "+norec", "+tls", &ca]);
                 assert_answered(kind, &out, &format!("{at} TLS"));
             }
         }

@@ -5,13 +5,14 @@
 //! and (for Unbound and Knot Resolver) TLS; idle TCP connections close after the timeout
 //! (except for PowerDNS Recursor, see below).
 
-mod common;
+mod server_checks;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 use std::time::Duration;
 
 use ldplayer_servers::{start, RunningServer, ServerKind, ServerSetup};
+use ldplayer_testbed::witness;
 
 const ROOT_ZONE: &str = "$ORIGIN .
 $TTL 3600
@@ -51,13 +52,13 @@ fn hierarchy(dir: &Path) -> RunningServer {
 }
 
 fn resolves_through_the_hierarchy(kind: ServerKind, hints_from_manifest: bool) {
-    let Some(kdig) = common::kdig() else {
+    let Some(kdig) = server_checks::kdig() else {
         return;
     };
-    if !common::server_installed(kind) || !common::fresh_namespaces() {
+    if !server_checks::server_installed(kind) || !server_checks::fresh_namespaces() {
         return;
     }
-    common::in_fresh_namespace(&[], move || {
+    server_checks::in_fresh_namespace(&[], move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let meta = hierarchy(work.path());
         let mut setup = ServerSetup::new(
@@ -83,22 +84,22 @@ fn resolves_through_the_hierarchy(kind: ServerKind, hints_from_manifest: bool) {
         // The experiments' default of 60,000 connections, whatever the file descriptor limit.
         setup.max_tcp_clients = 60_000;
         let resolver = start(&setup).unwrap_or_else(|e| panic!("{kind} did not start: {e}"));
-        common::holds_what_it_can(&resolver, 60_000);
+        server_checks::holds_what_it_can(&resolver, 60_000);
         assert!(resolver.pid().is_some());
         assert!(!resolver.version().is_empty());
 
         for transport in [None, Some("+tcp")] {
             let args = ["@127.0.0.1", "www.example.", "A"];
-            let out = common::run(&kdig, args.into_iter().chain(transport));
+            let out = witness::run(&kdig, args.into_iter().chain(transport));
             assert_resolved(kind, &out, transport.unwrap_or("UDP"));
         }
         if let Some(files) = resolver.tls() {
             let ca = format!("+tls-ca={}", files.ca.display());
-            let out = common::run(&kdig, ["@127.0.0.1", "www.example.", "A", "+tls", &ca]);
+            let out = witness::run(&kdig, ["@127.0.0.1", "www.example.", "A", "+tls", &ca]);
             assert_resolved(kind, &out, "TLS");
             if resolver.https_address().is_some() {
                 for method in ["+https", "+https-get"] {
-                    let out = common::run(
+                    let out = witness::run(
                         &kdig,
                         ["@127.0.0.1", "www.example.", "A", "+https", method, &ca],
                     );
@@ -112,7 +113,7 @@ fn resolves_through_the_hierarchy(kind: ServerKind, hints_from_manifest: bool) {
         // closed an idle connection after 24 s. A busy server checks more often; here its idle
         // check is left out.
         if kind != ServerKind::PdnsRecursor {
-            common::closes_idle_connections(kind, &resolver, IDLE, "example.");
+            server_checks::closes_idle_connections(kind, &resolver, IDLE, "example.");
         }
         let stats = meta.embedded_stats().expect("the meta-server counts");
         assert!(stats.responses > 0, "{kind} asked the hierarchy");
@@ -168,13 +169,13 @@ www A 192.0.2.7
 /// wildcards included, over UDP, TCP and TLS: in a fresh namespace with no other server, an
 /// answer can only come from the zone.
 fn answers_from_a_local_zone(kind: ServerKind) {
-    let Some(kdig) = common::kdig() else {
+    let Some(kdig) = server_checks::kdig() else {
         return;
     };
-    if !common::server_installed(kind) || !common::fresh_namespaces() {
+    if !server_checks::server_installed(kind) || !server_checks::fresh_namespaces() {
         return;
     }
-    common::in_fresh_namespace(&[], move || {
+    server_checks::in_fresh_namespace(&[], move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let zone = work.path().join("example.zone");
         std::fs::write(&zone, LOCAL_ZONE).expect("write the zone");
@@ -198,7 +199,7 @@ fn answers_from_a_local_zone(kind: ServerKind) {
             let words = transport.unwrap_or("UDP");
             let ask = |name: &str, qtype: &str| {
                 let args = ["@127.0.0.1", name, qtype];
-                common::run(&kdig, args.into_iter().chain(extra.iter().copied()))
+                witness::run(&kdig, args.into_iter().chain(extra.iter().copied()))
             };
             let out = ask("www.example.", "A");
             assert!(

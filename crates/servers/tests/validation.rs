@@ -5,7 +5,7 @@
 //! NXDOMAIN with AD; aggressive NSEC on and off changes how often the resolver asks the root
 //! about absent names; and a resolver validates expired signatures at the moment it is given.
 
-mod common;
+mod server_checks;
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
@@ -13,7 +13,7 @@ use std::process::Command;
 
 use ldplayer_servers::validation::{TrustAnchor, Validation};
 use ldplayer_servers::{start, ResolverOptions, RunningServer, ServerKind, ServerSetup};
-use ldplayer_testbed::prerequisite;
+use ldplayer_testbed::{prerequisite, witness};
 
 // The root's nameserver has a name in the root zone itself: under a signed child, its address
 // would need the child's DS, which needs the root's nameserver (Knot Resolver gives up). The
@@ -92,10 +92,11 @@ fn signed_hierarchy(dir: &Path, validity: Validity) -> (RunningServer, std::path
 }
 
 fn prerequisites(kind: ServerKind) -> Option<std::path::PathBuf> {
-    let kdig = common::kdig()?;
+    let kdig = server_checks::kdig()?;
     let ldns = prerequisite::tool("ldns-signzone", "ldnsutils").is_some()
         && prerequisite::tool("ldns-keygen", "ldnsutils").is_some();
-    (ldns && common::server_installed(kind) && common::fresh_namespaces()).then_some(kdig)
+    (ldns && server_checks::server_installed(kind) && server_checks::fresh_namespaces())
+        .then_some(kdig)
 }
 
 /// The resolver `kind` on 127.0.0.1 validating with the hierarchy's root key.
@@ -130,14 +131,14 @@ fn log(server: &RunningServer) -> String {
 }
 
 fn dig(kdig: &Path, name: &str) -> String {
-    common::run(kdig, ["@127.0.0.1", name, "A", "+dnssec"])
+    witness::run(kdig, ["@127.0.0.1", name, "A", "+dnssec"])
 }
 
 fn validates(kind: ServerKind) {
     let Some(kdig) = prerequisites(kind) else {
         return;
     };
-    common::in_fresh_namespace(ADDRESSES, move || {
+    server_checks::in_fresh_namespace(ADDRESSES, move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let (meta, manifest) = signed_hierarchy(work.path(), None);
         let r = resolver(
@@ -225,7 +226,7 @@ fn validates_at_another_time(kind: ServerKind) {
     if kind == ServerKind::PdnsRecursor && prerequisite::tool("faketime", "faketime").is_none() {
         return;
     }
-    common::in_fresh_namespace(ADDRESSES, move || {
+    server_checks::in_fresh_namespace(ADDRESSES, move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let (meta, manifest) = signed_hierarchy(work.path(), Some(("20200101", "20200201")));
         // 2020-01-15T00:00:00Z.
@@ -279,7 +280,7 @@ fn qname_minimisation(kind: ServerKind) {
     {
         return;
     }
-    common::in_fresh_namespace(ADDRESSES, move || {
+    server_checks::in_fresh_namespace(ADDRESSES, move || {
         let work = tempfile::tempdir().expect("scratch directory");
         let (meta, manifest) = signed_hierarchy(work.path(), None);
         let mut whole_name_at_root = Vec::new();
@@ -314,7 +315,7 @@ fn qname_minimisation(kind: ServerKind) {
             r.stop().expect("the resolver stops");
             std::thread::sleep(std::time::Duration::from_millis(300));
             drop(tcpdump);
-            let names = common::run(
+            let names = witness::run(
                 Path::new("tshark"),
                 [
                     "-r",

@@ -115,6 +115,14 @@ pub fn tool(tool: &str, package: &str) -> Option<PathBuf> {
     .then(|| found.unwrap_or_default())
 }
 
+/// Every one of `tools` (program, Debian package) installed; false only when one is missing and
+/// skipping is allowed (the caller then returns: the skip is listed).
+pub fn tools(tools: &[(&str, &str)]) -> bool {
+    tools
+        .iter()
+        .all(|(program, package)| tool(program, package).is_some())
+}
+
 /// The shared test data directory, `../shared/data` beside the repository, from a crate's
 /// directory (`CARGO_MANIFEST_DIR`), whether or not it is there.
 pub fn shared_data_dir(crate_dir: &str) -> PathBuf {
@@ -131,6 +139,13 @@ pub fn shared_data(crate_dir: &str, relative: &str) -> Option<PathBuf> {
         SHARED_DATA_HOW,
     )
     .then_some(path)
+}
+
+/// A file or directory of the shared test data, given relative to it (`zones/root.zone`);
+/// `None` only when it is missing and skipping is allowed. Every crate sits in `crates/`, so
+/// the data is where it is from this crate's directory.
+pub fn shared_file(relative: &str) -> Option<PathBuf> {
+    shared_data(env!("CARGO_MANIFEST_DIR"), relative)
 }
 
 /// Debian's Python (`/usr/bin/python3`, not a pyenv build on PATH), which has the Debian

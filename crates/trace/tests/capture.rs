@@ -1,9 +1,9 @@
 //! The reader on hand-made captures: link types, pcap variants, pcapng, fragments, filters,
 //! damaged input.
 
-mod common;
+mod agreement;
 
-use common::message;
+use agreement::message;
 
 use etherparse::PacketBuilder;
 use ldplayer_dns::DnsError;

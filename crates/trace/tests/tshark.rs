@@ -1,10 +1,10 @@
 //! Every shared sample capture decodes to the same DNS messages as tshark finds in it: the same
 //! well-formed messages (QR, question, transport), and as many malformed ones (see
-//! [`common::TsharkMessages::malformed`] for how those are compared).
+//! [`agreement::TsharkMessages::malformed`] for how those are compared).
 
-mod common;
+mod agreement;
 
-use common::{data_dir, key, multiset, read, tshark_messages};
+use agreement::{data_dir, key, multiset, read, tshark_messages};
 use ldplayer_trace::capture::CaptureOptions;
 
 #[test]
@@ -52,7 +52,7 @@ fn every_sample_capture_agrees_with_tshark() {
     );
 }
 
-fn count(keys: &[common::Key]) -> (usize, usize) {
+fn count(keys: &[agreement::Key]) -> (usize, usize) {
     let r = keys.iter().filter(|k| k.0).count();
     (keys.len() - r, r)
 }

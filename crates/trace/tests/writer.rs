@@ -1,8 +1,8 @@
 //! Records written by `PcapWriter` read back identical, and tshark decodes them.
 
-mod common;
+mod agreement;
 
-use common::message;
+use agreement::message;
 
 use ldplayer_trace::capture::{read_capture_bytes, CaptureOptions, PcapWriter};
 use ldplayer_trace::{Collect, Proto, RecordBuf, Sink};
@@ -201,7 +201,7 @@ fn tshark_decodes_what_was_written() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("written.pcap");
     std::fs::write(&path, write(&records)).unwrap();
-    let found = common::tshark_messages(&path);
+    let found = agreement::tshark_messages(&path);
     assert_eq!(found.malformed, 0);
     let theirs = found.keys;
     assert_eq!(theirs.len(), records.len());
@@ -212,13 +212,13 @@ fn tshark_decodes_what_was_written() {
         &mut ours,
     )
     .unwrap();
-    let ours: Vec<_> = ours.records.iter().filter_map(common::key).collect();
+    let ours: Vec<_> = ours.records.iter().filter_map(agreement::key).collect();
     assert_eq!(
         ours.len(),
         records.len(),
         "every record written is well-formed"
     );
-    assert_eq!(common::multiset(theirs), common::multiset(ours));
+    assert_eq!(agreement::multiset(theirs), agreement::multiset(ours));
     // And tshark finds the checksums right.
     let out = std::process::Command::new("tshark")
         .arg("-r")

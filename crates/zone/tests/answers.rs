@@ -2,13 +2,14 @@
 //! queries compared with nsd, a generated NSEC3-signed zone compared with nsd, error handling,
 //! and robustness against arbitrary bytes.
 
-mod common;
+mod responses;
 
 use std::path::{Path, PathBuf};
 
-use common::*;
 use ldplayer_dns::{Rcode, Rtype};
+use ldplayer_testbed::{ask_udp, authoritative, query, Authoritative};
 use ldplayer_zone::{AnswerOptions, Kind, Zone, ZoneSet};
+use responses::*;
 
 fn data(f: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -309,8 +310,8 @@ fn example_queries() -> Vec<Q> {
 #[test]
 fn example_zones_against_nsd() {
     let set = example_set();
-    let server = RefServer::start(
-        Server::Nsd,
+    let server = authoritative(
+        Authoritative::Nsd,
         &[
             ("example.", &data("example.zone")),
             ("child.example.", &data("child.example.zone")),
@@ -320,7 +321,7 @@ fn example_zones_against_nsd() {
     let qs = example_queries();
     for (i, (n, t, e)) in qs.iter().enumerate() {
         let q = query(i as u16, n, *t, *e);
-        let theirs = parse(&server.ask(&q).expect("nsd answers"));
+        let theirs = parse(&ask_udp(server.addr, &q).expect("nsd answers"));
         let ours = parse(&set.answer(&q, &AnswerOptions::default()).unwrap().wire);
         let d = diff(&ours, &theirs);
         if !d.is_empty() {
@@ -476,7 +477,7 @@ fn nsec3_zone_against_nsd() {
     let f = dir.path().join("n3.zone");
     std::fs::write(&f, nsec3_zone_text()).unwrap();
     let set: ZoneSet = std::iter::once(Zone::from_file(&f, None).unwrap()).collect();
-    let server = RefServer::start(Server::Nsd, &[("n3.test.", &f)]);
+    let server = authoritative(Authoritative::Nsd, &[("n3.test.", &f)]);
     let names = [
         "n3.test.",
         "a.n3.test.",
@@ -510,7 +511,7 @@ fn nsec3_zone_against_nsd() {
             for d in [true, false] {
                 n += 1;
                 let q = query(n as u16, name, t, Some((4096, d)));
-                let theirs = parse(&server.ask(&q).expect("nsd answers"));
+                let theirs = parse(&ask_udp(server.addr, &q).expect("nsd answers"));
                 let ours = parse(&set.answer(&q, &AnswerOptions::default()).unwrap().wire);
                 let df = diff(&ours, &theirs);
                 if !df.is_empty() {

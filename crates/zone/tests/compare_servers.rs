@@ -1,13 +1,14 @@
 //! Compares our answers with a real server (nsd, and knotd) loaded with the same zone file.
 
-mod common;
+mod responses;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use common::*;
 use ldplayer_dns::Rtype;
+use ldplayer_testbed::{ask_tcp, ask_udp, authoritative, query, Authoritative};
 use ldplayer_zone::{name, AnswerOptions, Zone, ZoneSet};
+use responses::*;
 
 /// Query list for a root zone: every TLD × {NS, DS, A, SOA, DNSKEY}, names below TLDs, absent
 /// names, apex queries; with DO on and off; a share without EDNS (512-byte limit).
@@ -79,7 +80,7 @@ fn root_queries(zone: &Zone, limit_tlds: usize) -> Vec<Q> {
 }
 
 fn compare(
-    kind: Server,
+    kind: Authoritative,
     origin: &str,
     file: &str,
     queries: &[Q],
@@ -87,15 +88,15 @@ fn compare(
 ) -> (usize, usize, BTreeMap<String, usize>) {
     let zone = Zone::from_file(file, Some(origin)).unwrap();
     let set: ZoneSet = std::iter::once(zone).collect();
-    let server = RefServer::start(kind, &[(origin, Path::new(file))]);
+    let server = authoritative(kind, &[(origin, Path::new(file))]);
     let mut differing = 0;
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     for (i, (qn, qt, edns)) in queries.iter().enumerate() {
         let q = query(i as u16, qn, *qt, *edns);
         let theirs = if opts.tcp {
-            server.ask_tcp(&q)
+            ask_tcp(server.addr, &q)
         } else {
-            server.ask(&q)
+            ask_udp(server.addr, &q)
         }
         .unwrap_or_else(|| panic!("{kind:?} did not answer {qn} {qt}"));
         let ours = set.answer(&q, opts).expect("a response");
@@ -130,7 +131,7 @@ fn signed_root_against_nsd() {
     let zone = Zone::from_file(&root_signed, None).unwrap();
     let qs = root_queries(&zone, 10_000);
     let (_, differing, _) = compare(
-        Server::Nsd,
+        Authoritative::Nsd,
         ".",
         &root_signed,
         &qs,
@@ -186,7 +187,7 @@ fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
         }
     }
     let (n, differing, _) = compare(
-        Server::Nsd,
+        Authoritative::Nsd,
         "example.com.",
         &knot_example,
         &qs,
@@ -198,7 +199,7 @@ fn knot_sample_zone_with_time_units_against_nsd_and_knotd() {
     // minimal responses, ANY left out.
     qs.retain(|q| q.1 != Rtype::ANY);
     let (n, differing, _) = compare(
-        Server::Knot,
+        Authoritative::Knot,
         "example.com.",
         &knot_example,
         &qs,
@@ -296,7 +297,7 @@ fn ldns_signed_zones_against_nsd_over_udp_and_tcp() {
                 tcp,
                 ..AnswerOptions::default()
             };
-            let (n, differing, _) = compare(Server::Nsd, "example.", file, &qs, &opts);
+            let (n, differing, _) = compare(Authoritative::Nsd, "example.", file, &qs, &opts);
             println!("{name} (tcp {tcp}): {differing} of {n} responses differ from nsd");
             total += n;
             differing_total += differing;

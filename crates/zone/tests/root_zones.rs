@@ -1,12 +1,13 @@
 //! Loading the real zone files and answering real names.
 
-mod common;
+mod responses;
 
 use std::time::Instant;
 
-use common::*;
 use ldplayer_dns::{Rcode, Rtype};
+use ldplayer_testbed::query;
 use ldplayer_zone::{AnswerOptions, Zone, ZoneSet};
+use responses::*;
 
 fn ask(set: &ZoneSet, name: &str, t: Rtype, edns: Option<(u16, bool)>) -> Resp {
     parse(

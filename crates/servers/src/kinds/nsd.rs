@@ -1,4 +1,5 @@
-//! NSD 4.6: `nsd -d` (foreground) as root, no database, no zone file write-back, the pid file,
+//! NSD 4.6: `nsd -d` (foreground) with the configuration that
+//! [`ldplayer_serverconf::NsdConfig`] writes: as root, no database, no zone file write-back, the pid file,
 //! xfrd state and zone list in the work directory, no control channel.
 //!
 //! * idle timeout: `tcp-timeout` (whole seconds; TLS connections too). NSD halves it for all
@@ -10,64 +11,53 @@
 //! NSD refuses a zone file with a second SOA record (the dumps of zone transfers, such as the
 //! root zone files, end with one); such a file is served from a copy without the repeat.
 
-use std::fmt::Write as _;
+use ldplayer_serverconf::{NsdConfig, NsdTls, ZoneFile};
 
-use super::{args, show, write_config, Check, Launch};
+use super::{args, Check, Launch};
 use crate::setup::{without_repeated_soa, Prepared};
 use crate::ServerError;
 
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let setup = p.setup;
-    let d = p.dir_text();
     let workers = setup.threads.unwrap_or(1).max(1);
-    let mut conf = String::from("server:\n");
-    for ip in &setup.listen {
-        let _ = writeln!(conf, "    ip-address: {ip}@{}", setup.port);
-    }
-    if let Some((port, files)) = &p.tls {
-        for ip in &setup.listen {
-            let _ = writeln!(conf, "    ip-address: {ip}@{port}");
-        }
-        let _ = writeln!(
-            conf,
-            "    tls-port: {port}\n    tls-service-key: \"{}\"\n    tls-service-pem: \"{}\"",
-            show(&files.key),
-            show(&files.cert)
-        );
-    }
-    let _ = write!(
-        conf,
-        "    server-count: {workers}\n    reuseport: {reuseport}\n\
-         \x20   tcp-count: {tcp_count}\n    tcp-timeout: {idle}\n\
-         \x20   username: \"\"\n    chroot: \"\"\n    zonesdir: \"{d}\"\n    database: \"\"\n\
-         \x20   zonefiles-write: 0\n    pidfile: \"{d}/nsd.pid\"\n    xfrdfile: \"{d}/xfrd.state\"\n\
-         \x20   zonelistfile: \"{d}/zone.list\"\n    xfrdir: \"{d}\"\n\
-         \x20   logfile: \"{log}\"\n    verbosity: 1\n",
-        reuseport = if workers > 1 { "yes" } else { "no" },
-        tcp_count = p.tcp_clients_per(workers),
-        idle = p.idle_seconds(),
-        log = show(&p.log),
-    );
-    conf.push_str(&p.extra());
-    conf.push_str("remote-control:\n    control-enable: no\n");
+    // NSD refuses a zone file that repeats its SOA record, as a dump of a zone transfer does:
+    // it serves a copy without the repeats.
+    let mut files = Vec::with_capacity(p.zones.len());
     for (i, z) in p.zones.iter().enumerate() {
-        // NSD refuses a zone file that repeats its SOA record, as a dump of a zone transfer
-        // does: it serves a copy without the repeats.
-        let file = if z.repeated_soa_lines.is_empty() {
-            z.path.clone()
+        if z.repeated_soa_lines.is_empty() {
+            files.push(z.path.clone());
         } else {
             let copy = p.dir().join(format!("zone-{i}.zone"));
             without_repeated_soa(z, &copy)?;
-            copy
-        };
-        let _ = write!(
-            conf,
-            "zone:\n    name: \"{}\"\n    zonefile: \"{}\"\n",
-            z.origin,
-            show(&file)
-        );
+            files.push(copy);
+        }
     }
-    let config = write_config(p, "nsd.conf", &conf)?;
+    let zones: Vec<ZoneFile> = p
+        .zones
+        .iter()
+        .zip(&files)
+        .map(|(z, file)| ZoneFile {
+            origin: &z.origin,
+            file,
+        })
+        .collect();
+    let config = NsdConfig {
+        dir: p.dir(),
+        listen: &setup.listen,
+        port: setup.port,
+        tls: p.tls.as_ref().map(|(port, files)| NsdTls {
+            port: *port,
+            key: &files.key,
+            cert: &files.cert,
+        }),
+        workers,
+        tcp_count: p.tcp_clients_per(workers),
+        tcp_idle_seconds: p.idle_seconds(),
+        log: &p.log,
+        extra: &p.extra(),
+        zones: &zones,
+    }
+    .write()?;
     Ok(Launch {
         args: args([&"-d", &"-c", &config]),
         check: Some(Check {

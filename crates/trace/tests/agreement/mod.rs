@@ -1,4 +1,5 @@
-//! Helpers shared by the integration tests.
+//! What the trace tests compare: ldplayer's reading of a capture against tshark's (the keys of
+//! the DNS messages each finds), and DNS messages built to size for the writer's tests.
 #![allow(dead_code)]
 
 use ldplayer_dns::{name_to_presentation, Message};
@@ -8,12 +9,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The shared sample captures.
+/// The shared sample captures (`pcap/` of the shared test data).
 pub fn data_dir() -> PathBuf {
-    PathBuf::from(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../../shared/data/pcap"
-    ))
+    ldplayer_testbed::prerequisite::shared_data_dir(env!("CARGO_MANIFEST_DIR")).join("pcap")
 }
 
 /// What the tests compare of a DNS message: QR, first question name (as tshark shows it), type,

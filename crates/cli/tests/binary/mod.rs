@@ -1,7 +1,9 @@
-//! Helpers shared by the command-line tests.
+//! Running the `ldplayer` binary in the command-line tests: a command that must succeed, fail
+//! or answer nothing, `ldplayer serve` in the background, and hand-written text traces for it.
+//! The prerequisites and the witnesses (tcpdump, tshark, zone checkers) come from
+//! ldplayer-testbed.
 #![allow(dead_code)]
 
-use ldplayer_testbed::prerequisite;
 use std::process::{Command, Output, Stdio};
 
 /// Runs `ldplayer` with `args` and fails the test, showing its standard error, if it fails.
@@ -53,27 +55,10 @@ pub fn ldplayer_unanswered(args: &[&str]) -> Output {
     out
 }
 
-/// A file of the shared test data (`../shared/data` beside the workspace); `None` only when it
-/// is missing and `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
-pub fn shared_data(relative: &str) -> Option<std::path::PathBuf> {
-    prerequisite::shared_data(env!("CARGO_MANIFEST_DIR"), relative)
-}
-
-/// Every one of `tools` (program, Debian package) installed; false only when one is missing
-/// and `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
-pub fn tools(tools: &[(&str, &str)]) -> bool {
-    tools
-        .iter()
-        .all(|(tool, package)| prerequisite::tool(tool, package).is_some())
-}
-
 /// The path as a string, for argument lists.
 pub fn s(p: &std::path::Path) -> String {
     p.to_string_lossy().into_owned()
 }
-
-/// Debian's Python, which has the Debian packages' modules.
-pub const DEBIAN_PYTHON: &str = prerequisite::DEBIAN_PYTHON;
 
 /// A running `ldplayer serve`, stopped with SIGINT on drop (or [`Serve::stop`]).
 pub struct Serve {
@@ -142,100 +127,6 @@ impl Drop for Serve {
     }
 }
 
-/// tcpdump writing what passes on loopback with `filter` to `file`, from [`Tcpdump::start`]
-/// (which returns once it listens) until [`Tcpdump::stop`].
-pub struct Tcpdump {
-    child: std::process::Child,
-    file: std::path::PathBuf,
-}
-
-impl Tcpdump {
-    pub fn start(file: &std::path::Path, filter: &[&str]) -> Tcpdump {
-        Self::start_with(Command::new("tcpdump"), "lo", file, filter)
-    }
-
-    /// Like [`start`](Self::start), on interface `iface` of network namespace `netns`.
-    pub fn start_in_netns(
-        netns: &str,
-        iface: &str,
-        file: &std::path::Path,
-        filter: &[&str],
-    ) -> Tcpdump {
-        let mut cmd = Command::new("ip");
-        cmd.args(["netns", "exec", netns, "tcpdump"]);
-        Self::start_with(cmd, iface, file, filter)
-    }
-
-    fn start_with(
-        mut cmd: Command,
-        iface: &str,
-        file: &std::path::Path,
-        filter: &[&str],
-    ) -> Tcpdump {
-        use std::io::BufRead;
-        let mut child = cmd
-            // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
-            // A 32 MiB kernel buffer: on a loaded machine tcpdump is not scheduled for a while,
-            // and the default 2 MiB overflowed (packets "dropped by kernel") in a CI run.
-            .args([
-                "-i",
-                iface,
-                "-n",
-                "-U",
-                "--immediate-mode",
-                "-B",
-                "32768",
-                "-w",
-            ])
-            .arg(file)
-            .args(filter)
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("tcpdump must be installed (scripts/test.sh installs it)");
-        let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        let _ = err.read_line(&mut line);
-        assert!(line.contains("listening"), "tcpdump: {line}");
-        // Handed back for `stop` to read the closing statistics from.
-        child.stderr = Some(err.into_inner());
-        Tcpdump {
-            child,
-            file: file.to_path_buf(),
-        }
-    }
-
-    /// Stops it (SIGINT) once what was sent has been written: when the capture file has not
-    /// grown for a second (on a busy machine tcpdump may lag behind the packets, and what it
-    /// has not read when it stops is lost: a 300 ms pause once cut a capture to half), at most
-    /// 10 s after the call; then waits for it and
-    /// returns its closing statistics (packets captured, dropped by the kernel), for tests that
-    /// must tell a witness that missed packets from a replay that lost them.
-    pub fn stop(mut self) -> String {
-        let size = || std::fs::metadata(&self.file).map_or(0, |m| m.len());
-        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        let mut last = size();
-        loop {
-            std::thread::sleep(std::time::Duration::from_secs(1));
-            let now = size();
-            if now == last || std::time::Instant::now() > give_up {
-                break;
-            }
-            last = now;
-        }
-        let _ = Command::new("kill")
-            .args(["-INT", &self.child.id().to_string()])
-            .status();
-        let _ = self.child.wait();
-        let mut statistics = String::new();
-        if let Some(mut err) = self.child.stderr.take() {
-            use std::io::Read;
-            let _ = err.read_to_string(&mut statistics);
-        }
-        statistics.split_whitespace().collect::<Vec<_>>().join(" ")
-    }
-}
-
 /// A shared start `seconds` from now, as Unix seconds for `replay --start-at`.
 pub fn start_in(seconds: f64) -> String {
     let now = std::time::SystemTime::now()
@@ -243,41 +134,6 @@ pub fn start_in(seconds: f64) -> String {
         .expect("after 1970")
         .as_secs_f64();
     format!("{:.3}", now + seconds)
-}
-
-/// Packets in `pcap` that tshark's display `filter` keeps. A capture cut short (a witness
-/// stopped mid-write) counts what it holds; a filter tshark cannot read fails the test, so
-/// that a count of 0 means no such packet.
-pub fn packets_in(pcap: &std::path::Path, filter: &str) -> usize {
-    let out = std::process::Command::new("tshark")
-        .arg("-r")
-        .arg(pcap)
-        .args(["-Y", filter, "-T", "fields", "-e", "frame.number"])
-        .output()
-        .expect("tshark runs (scripts/test.sh installs it)");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !stderr.contains("filter"),
-        "tshark -r {} -Y {filter}: {stderr}",
-        pcap.display()
-    );
-    String::from_utf8_lossy(&out.stdout).lines().count()
-}
-
-/// Runs the checker `cmd` (`named-checkzone`, `kzonecheck`, ...) in `dir`; fails the test with
-/// its output when it rejects what it checks.
-pub fn checker_accepts(cmd: &str, args: &[&str], dir: &std::path::Path) {
-    let out = Command::new(cmd)
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap_or_else(|e| panic!("{cmd} must be installed (scripts/test.sh installs it): {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd} {args:?} rejects the output: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// One query of a hand-written trace: its name, type, header flags (`rd`, `rd,cd`, `-` for

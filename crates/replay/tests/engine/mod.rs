@@ -1,6 +1,6 @@
-//! Test helpers: real DNS servers (knotd, nsd) on loopback with free ports, hand-built traces and
-//! a collecting result sink. The servers are started and stopped by the tests; a missing binary
-//! fails the test with a clear message.
+//! What the replay engine's tests feed it and collect from it: records built by hand, a source
+//! over them, a result sink that keeps everything, ldplayer's own server and a rustls server as
+//! targets. The real servers (knotd, nsd) and the queries come from ldplayer-testbed.
 #![allow(dead_code)]
 
 use ldplayer_results::{QueryResult, ResultSink};
@@ -8,31 +8,7 @@ use ldplayer_trace::{Proto, RecordBuf, Sink, Source, TraceError};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-pub use ldplayer_testbed::*;
-
-/// A query message: ID, name (presentation, absolute), type; RD clear; optional EDNS bufsize.
-pub fn query(id: u16, name: &str, qtype: ldplayer_dns::Rtype, edns: Option<u16>) -> Vec<u8> {
-    let mut w = Vec::new();
-    w.extend_from_slice(&id.to_be_bytes());
-    w.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0, u8::from(edns.is_some())]);
-    for label in name
-        .trim_end_matches('.')
-        .split('.')
-        .filter(|l| !l.is_empty())
-    {
-        w.push(label.len() as u8);
-        w.extend_from_slice(label.as_bytes());
-    }
-    w.push(0);
-    w.extend_from_slice(&qtype.0.to_be_bytes());
-    w.extend_from_slice(&1u16.to_be_bytes());
-    if let Some(size) = edns {
-        w.extend_from_slice(&[0, 0, 41]);
-        w.extend_from_slice(&size.to_be_bytes());
-        w.extend_from_slice(&[0, 0, 0, 0, 0, 0]);
-    }
-    w
-}
+use ldplayer_testbed::{make_certs, query, ZONE};
 
 /// A record from client `client` (10.0.0.client) at `t_ns` over `proto`.
 pub fn record(t_ns: i64, client: u8, proto: Proto, wire: Vec<u8>) -> RecordBuf {
@@ -113,7 +89,7 @@ pub fn alternating_trace(n: usize, clients: u8, gap_ms: i64, proto: Proto) -> Ve
                 i as i64 * gap_ms * 1_000_000,
                 (i % clients as usize) as u8 + 1,
                 proto,
-                query(i as u16, name, ldplayer_dns::Rtype::A, Some(1232)),
+                query(i as u16, name, ldplayer_dns::Rtype::A, Some((1232, false))),
             )
         })
         .collect()

@@ -11,7 +11,7 @@ use rcgen::{
     KeyUsagePurpose, SanType,
 };
 
-use crate::ServerError;
+use crate::{write, ConfError};
 
 /// The PEM files of a server's certificate, its key and the CA that signed it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -31,19 +31,13 @@ pub fn make_certificate(
     dir: &Path,
     ips: &[IpAddr],
     names: &[String],
-) -> Result<TlsFiles, ServerError> {
-    let bad = |e: rcgen::Error| ServerError::Certificate(e.to_string());
+) -> Result<TlsFiles, ConfError> {
     let files = TlsFiles {
         cert: dir.join("server.pem"),
         key: dir.join("server.key"),
         ca: dir.join("ca.pem"),
     };
-    // All three or none: a file the process reads under one of these names stops it first.
-    for path in [&files.ca, &files.cert, &files.key] {
-        ldplayer_output::check(path)
-            .map_err(|e| ServerError::io("cannot write", path)(e.into()))?;
-    }
-    std::fs::create_dir_all(dir).map_err(ServerError::io("cannot create", dir))?;
+    prepare(dir, &[&files.ca, &files.cert, &files.key])?;
 
     let mut ca = CertificateParams::new(Vec::<String>::new()).map_err(bad)?;
     ca.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
@@ -54,19 +48,8 @@ pub fn make_certificate(
     let ca_key = KeyPair::generate().map_err(bad)?;
     let ca_cert = ca.self_signed(&ca_key).map_err(bad)?;
 
-    let mut server = CertificateParams::new(names.to_vec()).map_err(bad)?;
-    server
-        .subject_alt_names
-        .extend(ips.iter().map(|&ip| SanType::IpAddress(ip)));
+    let mut server = server_params(ips, names)?;
     server.is_ca = IsCa::ExplicitNoCa;
-    let common_name = names
-        .first()
-        .cloned()
-        .or_else(|| ips.first().map(IpAddr::to_string))
-        .unwrap_or_else(|| "ldplayer server".into());
-    server
-        .distinguished_name
-        .push(DnType::CommonName, common_name);
     server.key_usages = vec![KeyUsagePurpose::DigitalSignature];
     server.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     validity(&mut server);
@@ -80,13 +63,67 @@ pub fn make_certificate(
     Ok(files)
 }
 
+/// Makes a self-signed certificate that is also a CA (CA:TRUE), valid for `ips` and `names`,
+/// as `openssl req -x509` makes one by default, and writes `self.pem` and `self.key` into `dir`
+/// (made if needed); `ca` and `cert` are then the same file. Such a certificate is what people
+/// often deploy by mistake: kdig accepts it as its own trust anchor, rustls refuses it as a
+/// server's own (`CaUsedAsEndEntity`), so it shows how a client reports that refusal.
+pub fn make_self_signed_ca(
+    dir: &Path,
+    ips: &[IpAddr],
+    names: &[String],
+) -> Result<TlsFiles, ConfError> {
+    let files = TlsFiles {
+        cert: dir.join("self.pem"),
+        key: dir.join("self.key"),
+        ca: dir.join("self.pem"),
+    };
+    prepare(dir, &[&files.cert, &files.key])?;
+    let mut params = server_params(ips, names)?;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    validity(&mut params);
+    let key = KeyPair::generate().map_err(bad)?;
+    let cert = params.self_signed(&key).map_err(bad)?;
+    write(&files.cert, &cert.pem())?;
+    write(&files.key, &key.serialize_pem())?;
+    Ok(files)
+}
+
+/// Checks that none of `paths` is one of the process's inputs (all or none are written: a
+/// file the process reads under one of these names stops it first), then makes `dir`.
+fn prepare(dir: &Path, paths: &[&PathBuf]) -> Result<(), ConfError> {
+    for path in paths {
+        ldplayer_output::check(path).map_err(|e| ConfError::io("cannot write", path, e.into()))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| ConfError::io("cannot create", dir, e))
+}
+
+/// A server certificate's parameters: subject alternative names `names` and `ips`, common name
+/// the first of them.
+fn server_params(ips: &[IpAddr], names: &[String]) -> Result<CertificateParams, ConfError> {
+    let mut params = CertificateParams::new(names.to_vec()).map_err(bad)?;
+    params
+        .subject_alt_names
+        .extend(ips.iter().map(|&ip| SanType::IpAddress(ip)));
+    let common_name = names
+        .first()
+        .cloned()
+        .or_else(|| ips.first().map(IpAddr::to_string))
+        .unwrap_or_else(|| "ldplayer server".into());
+    params
+        .distinguished_name
+        .push(DnType::CommonName, common_name);
+    Ok(params)
+}
+
+/// rcgen's error as ours.
+fn bad(e: rcgen::Error) -> ConfError {
+    ConfError::Certificate(e.to_string())
+}
+
 fn validity(params: &mut CertificateParams) {
     params.not_before = rcgen::date_time_ymd(2020, 1, 1);
     params.not_after = rcgen::date_time_ymd(2099, 12, 31);
-}
-
-fn write(path: &Path, text: &str) -> Result<(), ServerError> {
-    ldplayer_output::write(path, text).map_err(|e| ServerError::io("cannot write", path)(e.into()))
 }
 
 #[cfg(test)]
@@ -116,5 +153,21 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    #[test]
+    fn a_self_signed_ca_is_its_own_trust_anchor() {
+        let dir = tempfile::tempdir().expect("scratch directory");
+        let files = make_self_signed_ca(
+            dir.path(),
+            &["127.0.0.1".parse().expect("ip")],
+            &["localhost".into()],
+        )
+        .expect("certificate");
+        assert_eq!(files.ca, files.cert);
+        let cert = std::fs::read_to_string(&files.cert).expect("written");
+        let key = std::fs::read_to_string(&files.key).expect("written");
+        assert!(cert.starts_with("-----BEGIN CERTIFICATE-----"), "{cert}");
+        assert!(key.starts_with("-----BEGIN PRIVATE KEY-----"), "{key}");
     }
 }

@@ -1,8 +1,8 @@
-//! What the servers' tests share: finding the programs, running `kdig`, making a query.
+//! What the servers' tests check of a running server (idle connections closed, connections
+//! held) and where they run it (a fresh network namespace); the rest is in ldplayer-testbed.
 
 #![allow(dead_code)]
 
-use std::ffi::OsStr;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use ldplayer_servers::{RunningServer, ServerKind};
 use ldplayer_testbed::prerequisite;
+use ldplayer_testbed::witness::run;
 
 /// `kdig`, which the tests ask with; `None` only when skipping is allowed.
 pub fn kdig() -> Option<PathBuf> {
@@ -21,34 +22,6 @@ pub fn kdig() -> Option<PathBuf> {
 /// skipping is allowed.
 pub fn server_installed(kind: ServerKind) -> bool {
     kind.is_embedded() || prerequisite::tool(kind.program(), kind.debian_package()).is_some()
-}
-
-/// Runs `program` with `args`; its standard output and error together.
-pub fn run<'a>(program: &Path, args: impl IntoIterator<Item = &'a str>) -> String {
-    let args: Vec<&str> = args.into_iter().collect();
-    let out = Command::new(program)
-        .args(args.iter().map(OsStr::new))
-        .output()
-        .unwrap_or_else(|e| panic!("{}: {e}", program.display()));
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    assert!(
-        out.status.success(),
-        "{} {args:?} failed ({}):\n{text}",
-        program.display(),
-        out.status
-    );
-    text
-}
-
-/// A query for `name` (presentation form) of type `qtype`, recursion desired.
-pub fn query(id: u16, name: &str, qtype: u16) -> Vec<u8> {
-    let mut q = id.to_be_bytes().to_vec();
-    q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-    q.extend(ldplayer_dns::name_from_presentation(name).expect("a name"));
-    q.extend_from_slice(&qtype.to_be_bytes());
-    q.extend_from_slice(&1u16.to_be_bytes());
-    q
 }
 
 /// One query for `name` SOA on a TCP connection, then silence: the server must close the
@@ -63,7 +36,7 @@ pub fn closes_idle_connections(
     stream
         .set_read_timeout(Some(idle + Duration::from_secs(6)))
         .expect("timeout");
-    let query = query(0x5a5a, name, 6);
+    let query = ldplayer_testbed::recursive_query(0x5a5a, name, 6u16);
     let mut framed = (query.len() as u16).to_be_bytes().to_vec();
     framed.extend_from_slice(&query);
     stream.write_all(&framed).expect("send the query");

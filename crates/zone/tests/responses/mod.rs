@@ -1,13 +1,11 @@
-//! Shared helpers: building queries, normalising responses for comparison, running nsd/knotd.
+//! What the zone tests compare: responses decoded and normalised (names lowercased, RRset order
+//! ignored), the differences between ldplayer's and a reference server's, and the shared zone
+//! files. The queries and the reference servers (nsd, knotd) come from ldplayer-testbed.
 #![allow(dead_code)]
 
 use ldplayer_dns::{Rcode, Rtype};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::net::UdpSocket;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 pub fn wire(name: &str) -> Vec<u8> {
     ldplayer_dns::name_from_presentation(name).unwrap()
@@ -17,23 +15,6 @@ pub fn text(name: &[u8]) -> String {
     let mut s = String::new();
     ldplayer_dns::name_to_presentation(name, &mut s);
     s
-}
-
-/// A query; `edns` = Some((udp size, DO)).
-pub fn query(id: u16, name: &str, qtype: Rtype, edns: Option<(u16, bool)>) -> Vec<u8> {
-    let mut q = vec![(id >> 8) as u8, id as u8, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0];
-    q.extend_from_slice(&wire(name));
-    q.extend_from_slice(&qtype.0.to_be_bytes());
-    q.extend_from_slice(&1u16.to_be_bytes());
-    if let Some((size, d)) = edns {
-        q[11] = 1;
-        q.extend_from_slice(&[0, 0, 41]);
-        q.extend_from_slice(&size.to_be_bytes());
-        q.extend_from_slice(&[0, 0]);
-        q.extend_from_slice(&(if d { 0x8000u16 } else { 0 }).to_be_bytes());
-        q.extend_from_slice(&[0, 0]);
-    }
-    q
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -267,161 +248,11 @@ pub fn diff(ours: &Resp, theirs: &Resp) -> Vec<String> {
 /// A query to send: name, type, EDNS (UDP size, DO).
 pub type Q = (String, Rtype, Option<(u16, bool)>);
 
-/// Which server to run.
-#[derive(Debug, Clone, Copy)]
-pub enum Server {
-    Nsd,
-    Knot,
-}
-
-/// A reference server started on 127.0.0.1 with a free port; killed on drop.
-pub struct RefServer {
-    child: Child,
-    pub port: u16,
-    _dir: tempfile::TempDir,
-    pub log: PathBuf,
-}
-
-impl Drop for RefServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
-    let p = s.local_addr().unwrap().port();
-    // A TCP listener on the same port must be free too.
-    let t = std::net::TcpListener::bind(("127.0.0.1", p));
-    if t.is_err() {
-        return free_port();
-    }
-    p
-}
-
-impl RefServer {
-    /// Starts the server with `zones` as (origin, file) and waits until it answers the first
-    /// zone's SOA.
-    pub fn start(kind: Server, zones: &[(&str, &Path)]) -> RefServer {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        let d = dir.path().display().to_string();
-        let log = dir.path().join("server.log");
-        let (bin, conf, args): (&str, String, Vec<String>) = match kind {
-            Server::Nsd => {
-                let mut c = format!(
-                    "server:\n  ip-address: 127.0.0.1@{port}\n  port: {port}\n  username: \"\"\n  chroot: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n  pidfile: \"{d}/nsd.pid\"\n  xfrdfile: \"{d}/xfrd.state\"\n  xfrdir: \"{d}\"\n  zonelistfile: \"{d}/zone.list\"\n  logfile: \"{}\"\n  server-count: 1\n  verbosity: 1\n  hide-version: yes\n  do-ip6: no\n  do-ip4: yes\n  tcp-count: 10\nremote-control:\n  control-enable: no\n",
-                    log.display()
-                );
-                for (o, f) in zones {
-                    c.push_str(&format!(
-                        "zone:\n  name: \"{o}\"\n  zonefile: \"{}\"\n",
-                        f.display()
-                    ));
-                }
-                ("/usr/sbin/nsd", c, vec!["-d".into(), "-c".into()])
-            }
-            Server::Knot => {
-                let mut c = format!(
-                    "server:\n  listen: 127.0.0.1@{port}\n  rundir: \"{d}\"\n  pidfile: \"{d}/knot.pid\"\n  udp-workers: 1\n  tcp-workers: 1\n  background-workers: 1\nlog:\n  - target: \"{}\"\n    any: info\ndatabase:\n  storage: \"{d}\"\ntemplate:\n  - id: default\n    storage: \"{d}\"\n    zonefile-sync: -1\n    zonefile-load: whole\n    journal-content: none\n    semantic-checks: off\nzone:\n",
-                    log.display()
-                );
-                for (o, f) in zones {
-                    c.push_str(&format!(
-                        "  - domain: \"{o}\"\n    file: \"{}\"\n",
-                        f.display()
-                    ));
-                }
-                ("/usr/sbin/knotd", c, vec!["-c".into()])
-            }
-        };
-        assert!(
-            Path::new(bin).exists(),
-            "{bin} is missing: install nsd/knot (the project's test script does)"
-        );
-        let conf_path = dir.path().join("server.conf");
-        std::fs::write(&conf_path, conf).unwrap();
-        let mut cmd = Command::new(bin);
-        cmd.args(&args)
-            .arg(&conf_path)
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(dir.path().join("stderr")).unwrap(),
-            ));
-        let child = cmd
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {bin}: {e}"));
-        let s = RefServer {
-            child,
-            port,
-            _dir: dir,
-            log,
-        };
-        // Wait for the first zone to be served (bounded).
-        let probe = query(0xfeed, zones[0].0, Rtype::SOA, None);
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Some(r) = s.ask(&probe) {
-                if r.len() > 12 && r[3] & 0xF == 0 && r[7] > 0 {
-                    break;
-                }
-            }
-            if Instant::now() > deadline {
-                let err = std::fs::read_to_string(s._dir.path().join("stderr")).unwrap_or_default();
-                let l = std::fs::read_to_string(&s.log).unwrap_or_default();
-                panic!("{bin} did not come up: {err}\n{l}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        s
-    }
-
-    /// Sends a query over UDP and waits for the reply with a matching ID (bounded).
-    pub fn ask(&self, q: &[u8]) -> Option<Vec<u8>> {
-        let sock = UdpSocket::bind("127.0.0.1:0").ok()?;
-        sock.set_read_timeout(Some(Duration::from_millis(500)))
-            .ok()?;
-        for _attempt in 0..3 {
-            sock.send_to(q, ("127.0.0.1", self.port)).ok()?;
-            let mut buf = [0u8; 65535];
-            for _ in 0..4 {
-                match sock.recv_from(&mut buf) {
-                    Ok((n, _)) if n >= 2 && buf[..2] == q[..2] => return Some(buf[..n].to_vec()),
-                    Ok(_) => continue,
-                    Err(_) => break,
-                }
-            }
-        }
-        None
-    }
-}
-
-impl RefServer {
-    /// Asks over TCP (a connection per query, RFC 1035 length prefix).
-    pub fn ask_tcp(&self, q: &[u8]) -> Option<Vec<u8>> {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        let mut framed = (q.len() as u16).to_be_bytes().to_vec();
-        framed.extend_from_slice(q);
-        s.write_all(&framed).ok()?;
-        let mut len = [0u8; 2];
-        s.read_exact(&mut len).ok()?;
-        let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
-        s.read_exact(&mut buf).ok()?;
-        Some(buf)
-    }
-}
-
 /// A zone file of the shared test data (`zones/FILE`); `None` only when it is missing and
 /// `LDPLAYER_ALLOW_SKIP=1` (the caller then returns: the skip is listed).
 pub fn shared_zone(file: &str) -> Option<String> {
-    ldplayer_testbed::prerequisite::shared_data(
-        env!("CARGO_MANIFEST_DIR"),
-        &format!("zones/{file}"),
-    )
-    .map(|p| p.to_string_lossy().into_owned())
+    ldplayer_testbed::prerequisite::shared_file(&format!("zones/{file}"))
+        .map(|p| p.to_string_lossy().into_owned())
 }
 
 /// The signed root zone of 2017-08-21.
