@@ -2,6 +2,8 @@
 //! simulated clock: handshakes, answers, loss and reordering, Retry, 0-RTT, key updates, the
 //! server's close, idle timeouts, and what an idle connection keeps.
 
+mod key_updates;
+
 use super::conn::{Closed, Config, Connection, Event};
 use bytes::BytesMut;
 use quinn_proto as qp;
@@ -208,6 +210,9 @@ struct Sim {
     client_sent: usize,
     client_times: Vec<i64>,
     events: Vec<Event>,
+    /// Hold the datagrams to the client here rather than send them, when true.
+    hold: bool,
+    held: Vec<Vec<u8>>,
 }
 
 impl Sim {
@@ -224,6 +229,8 @@ impl Sim {
             client_sent: 0,
             client_times: Vec::new(),
             events: Vec::new(),
+            hold: false,
+            held: Vec::new(),
         }
     }
 
@@ -238,6 +245,10 @@ impl Sim {
             self.client_times.push(self.now);
         }
         if (self.lose)(self.sent) {
+            return;
+        }
+        if to_client && self.hold {
+            self.held.push(datagram);
             return;
         }
         let at = self.now + self.one_way;
@@ -341,6 +352,7 @@ fn connect_to(
             zero_rtt,
             max_stream_recv: crate::doq::MAX_STREAM_RECV,
             peer_uni_streams: 0,
+            key_update_packets: 0,
         },
         now,
     )

@@ -99,6 +99,11 @@ impl Connection {
             self.violation(PROTOCOL_VIOLATION, "quic-protocol-violation");
             return;
         }
+        if space == DATA {
+            if let Some(k) = self.one_rtt.as_mut() {
+                k.on_ack(largest);
+            }
+        }
         let ranges: Vec<(u64, u64)> = frame.ack_ranges().collect();
         let s = &mut self.spaces[space];
         let mut newest: Option<(u64, i64)> = None;

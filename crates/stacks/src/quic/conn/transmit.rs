@@ -116,7 +116,15 @@ impl Connection {
         let pn = self.spaces[space].next_pn;
         let (length_at, pn_at) = match space {
             DATA if !zero_rtt => {
-                let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
+                let (interval, confirmed) = (self.key_update_packets, self.confirmed);
+                let phase = self.one_rtt.as_mut().is_some_and(|k| {
+                    // A CONNECTION_CLOSE starts no key update.
+                    if close.is_some() {
+                        k.phase()
+                    } else {
+                        k.sending(pn, interval, confirmed)
+                    }
+                });
                 (
                     None,
                     wire::put_short_header(out, &self.dcid, phase, pn as u32),
