@@ -561,6 +561,7 @@ fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
         StackArg::Lean => ldplayer_replay::Stack::Lean,
         StackArg::Reference => ldplayer_replay::Stack::Reference,
     };
+    c.quic_key_update_packets = args.quic_key_update_packets;
     c.original_sources = args.original_sources;
     if let Some(p) = &args.source_prefix {
         let (addr, len) = p

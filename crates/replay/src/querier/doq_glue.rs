@@ -39,6 +39,7 @@ impl Querier {
                         std::time::Duration::from_nanos(ns.max(0) as u64)
                     }),
                 verifier: base.verifier.clone(),
+                key_update_packets: self.config.quic_key_update_packets,
             };
             let started = match stack {
                 Stack::Lean => Doq::start(setup, self.waker.clone()).map(|d| self.doq = Some(d)),
