@@ -2,6 +2,7 @@
 //! simulated clock: handshakes, answers, loss and reordering, Retry, 0-RTT, key updates, the
 //! server's close, idle timeouts, and what an idle connection keeps.
 
+mod flow_control;
 mod key_updates;
 
 use super::conn::{Closed, Config, Connection, Event};
@@ -56,6 +57,16 @@ fn identity() -> (
 
 impl Server {
     fn new(cert: CertificateDer<'static>, key: PrivateKeyDer<'static>, idle: Duration) -> Server {
+        Server::with(cert, key, idle, |_| {})
+    }
+
+    /// A server whose transport configuration `tweak` changes.
+    fn with(
+        cert: CertificateDer<'static>,
+        key: PrivateKeyDer<'static>,
+        idle: Duration,
+        tweak: impl FnOnce(&mut qp::TransportConfig),
+    ) -> Server {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -69,6 +80,7 @@ impl Server {
         let mut config = qp::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = qp::TransportConfig::default();
         transport.max_idle_timeout(Some(idle.try_into().unwrap()));
+        tweak(&mut transport);
         config.transport_config(Arc::new(transport));
         Server {
             endpoint: qp::Endpoint::new(

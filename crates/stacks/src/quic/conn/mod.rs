@@ -167,6 +167,7 @@ enum Retx {
     Stream(Chunk),
     MaxData,
     RetireCid(u64),
+    StreamDataBlocked(u64),
 }
 
 /// A piece of a stream to send.
@@ -259,6 +260,12 @@ impl Space {
 struct Stream {
     query: Vec<u8>,
     sent: bool,
+    /// How far the request has been sent once (the rest waits for flow control credit), the
+    /// server's limit from its MAX_STREAM_DATA frames (its transport parameter counts too:
+    /// [`Connection::stream_data_limit`]), and the limit a STREAM_DATA_BLOCKED was sent at.
+    sent_to: u64,
+    send_max: u64,
+    blocked_at: Option<u64>,
     /// The answer so far (contiguous), what came ahead of it, and its length once known.
     recv: Vec<u8>,
     ahead: Vec<(u64, Vec<u8>)>,
@@ -295,6 +302,11 @@ pub struct Connection {
     unsent: VecDeque<u64>,
     stream_retx: VecDeque<Chunk>,
     max_streams: u64,
+    /// What the server takes on each stream this client opens at the start
+    /// (`initial_max_stream_data_bidi_remote`).
+    stream_data_limit: u64,
+    /// A STREAM_DATA_BLOCKED to send: the stream and its limit.
+    stream_blocked: Option<(u64, u64)>,
     data_sent: u64,
     max_data: u64,
     data_received: u64,
@@ -410,6 +422,8 @@ impl Connection {
             unsent: VecDeque::new(),
             stream_retx: VecDeque::new(),
             max_streams: 0,
+            stream_data_limit: 0,
+            stream_blocked: None,
             data_sent: 0,
             max_data: 0,
             data_received: 0,
@@ -505,6 +519,9 @@ impl Connection {
             Stream {
                 query,
                 sent: false,
+                sent_to: 0,
+                send_max: 0,
+                blocked_at: None,
                 recv: Vec::new(),
                 ahead: Vec::new(),
                 fin: None,

@@ -253,6 +253,11 @@ impl Connection {
                 }
             }
             Frame::MaxData(max) if space == DATA => self.max_data = self.max_data.max(max),
+            Frame::MaxStreamData { id, max } if space == DATA => {
+                if let Some(s) = self.streams.get_mut(&id) {
+                    s.send_max = s.send_max.max(max);
+                }
+            }
             Frame::MaxStreamsBidi(max) if space == DATA => {
                 self.max_streams = self.max_streams.max(max)
             }
@@ -404,6 +409,9 @@ impl Connection {
     pub(super) fn take_limits(&mut self, p: &ServerParams) {
         self.max_data = self.max_data.max(p.initial_max_data);
         self.max_streams = self.max_streams.max(p.initial_max_streams_bidi);
+        self.stream_data_limit = self
+            .stream_data_limit
+            .max(p.initial_max_stream_data_bidi_remote);
         self.max_streams_uni = self.max_streams_uni.max(p.initial_max_streams_uni);
         if self.peer.max_idle_timeout_ms == 0 {
             self.peer.max_idle_timeout_ms = p.max_idle_timeout_ms;

@@ -72,10 +72,7 @@ impl Connection {
         self.pto_count += 1;
         self.spaces[space].probes = 2;
         let new_data = match space {
-            DATA => {
-                !self.stream_retx.is_empty()
-                    || self.unsent.front().is_some_and(|&id| self.may_open(id))
-            }
+            DATA => !self.stream_retx.is_empty() || self.new_stream_data_ready(),
             _ => self.spaces[space].has_crypto(),
         };
         if new_data {
@@ -275,6 +272,15 @@ impl Connection {
             }
             Retx::MaxData => self.max_data_pending = true,
             Retx::RetireCid(seq) => self.retire_cid = Some(seq),
+            Retx::StreamDataBlocked(id) => {
+                // Again if the stream is still blocked at the same limit.
+                let limit = self.stream_limit(id);
+                if let Some(s) = self.streams.get(&id) {
+                    if s.blocked_at == Some(limit) && s.sent_to < s.query.len() as u64 {
+                        self.stream_blocked = Some((id, limit));
+                    }
+                }
+            }
         }
     }
 
