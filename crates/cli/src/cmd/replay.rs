@@ -814,6 +814,21 @@ mod tests {
         assert_eq!(c.https_server, at("127.0.0.9:443"));
     }
 
+    /// `--quic-key-update-packets` reaches the replay's configuration; without it, the
+    /// replay's default.
+    #[test]
+    fn the_quic_key_update_count_is_passed_on() {
+        let c = config_of(&["--server", "127.0.0.9"]);
+        assert_eq!(
+            c.quic_key_update_packets,
+            ldplayer_replay::DEFAULT_QUIC_KEY_UPDATE_PACKETS
+        );
+        let c = config_of(&["--server", "127.0.0.9", "--quic-key-update-packets", "0"]);
+        assert_eq!(c.quic_key_update_packets, 0);
+        let c = config_of(&["--server", "127.0.0.9", "--quic-key-update-packets", "7"]);
+        assert_eq!(c.quic_key_update_packets, 7);
+    }
+
     #[test]
     fn server_addresses_with_and_without_ports() {
         let ok = |s: &str, want: &str| {

@@ -103,7 +103,7 @@ impl Connection {
             let left = self
                 .streams
                 .get(&id)
-                .map_or(1, |s| s.query.len() as u64 - s.sent_to);
+                .map_or(1, |s| (s.query.len() as u64).saturating_sub(s.sent_to));
             self.new_stream_credit(id)
                 .is_some_and(|n| n > 0 || left == 0)
         })
