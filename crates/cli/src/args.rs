@@ -327,6 +327,11 @@ pub struct ReplayArgs {
     /// Do not send DoQ queries in 0-RTT on resumed sessions (they wait for the handshake).
     #[arg(long)]
     pub no_zero_rtt: bool,
+    /// The lean QUIC stack (DoQ, DoH over HTTP/3) updates its keys (RFC 9001 §6) after this
+    /// many packets sent with the same keys, as quinn and quic-go clients do; 0: none before
+    /// the cipher's confidentiality limit (RFC 9001 §6.6, millions of packets).
+    #[arg(long, value_name = "N", default_value_t = ldplayer_replay::DEFAULT_QUIC_KEY_UPDATE_PACKETS)]
+    pub quic_key_update_packets: u64,
     /// The client stack of DoT, DoH and DoQ: `lean`, ldplayer's own (a few KiB per idle
     /// session), or `reference`, the stacks other clients use (rustls' ClientConnection, h2,
     /// quinn, h3), to hold a measurement against them in the same build.

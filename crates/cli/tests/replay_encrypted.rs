@@ -294,7 +294,7 @@ fn doq_replay_against_an_aioquic_server() {
     let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
     let port = ldplayer_testbed::free_port();
     let ready = dir.path().join("ready");
-    let start = || aioquic_server("doq_server.py", port, &cert, &key, &ready);
+    let start = || aioquic_server("doq_server.py", port, &cert, &key, &ready, None);
     let trace_file = dir.path().join("t.txt");
     two_rounds(&trace_file, "quic", 5, 20, |i| {
         if i % 2 == 0 {
@@ -355,6 +355,66 @@ fn doq_replay_against_an_aioquic_server() {
     }
 }
 
+/// `replay --proto doq` against the aioquic DoQ server starting a QUIC key update (RFC 9001 §6)
+/// after every third answer on a connection: the client follows each and keeps its session,
+/// every query answered on the one connection, no new handshake; and with the client starting
+/// its own updates every few packets too (`--quic-key-update-packets 2`), the server follows.
+/// (The DoT half, a TLS KeyUpdate, is crates/replay/tests/reference.rs.)
+#[test]
+fn doq_replay_keeps_its_session_through_the_servers_key_updates() {
+    if !tools(&[("python3", "python3"), ("openssl", "openssl")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch");
+    let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
+    let port = ldplayer_testbed::free_port();
+    let ready = dir.path().join("ready");
+    let trace_file = dir.path().join("t.txt");
+    // 24 queries from one client, 5 ms apart: one connection, within the server's idle
+    // timeout.
+    rounds(&trace_file, "quic", 1, 24, 1, |_| "www.example.");
+    // The lean stack only: quinn (`--stack reference`) closes the connection with
+    // KEY_UPDATE_ERROR after a few of aioquic's updates (RFC 9001 §6.5 lets an endpoint refuse
+    // an update that comes before it has answered the previous one), and three of the 24
+    // queries fail with it.
+    for extra in [None, Some("2")] {
+        let stack = "lean";
+        let mut daemon = aioquic_server("doq_server.py", port, &cert, &key, &ready, Some("3"));
+        let at = format!("127.0.0.1:{port}");
+        let mut args = vec![
+            "replay",
+            trace_file.to_str().expect("utf-8"),
+            "--server",
+            &at,
+            "--tls-ca",
+            ca.to_str().expect("utf-8"),
+            "--json",
+            "--stack",
+            stack,
+        ];
+        if let Some(n) = extra {
+            args.extend(["--quic-key-update-packets", n]);
+        }
+        let what = format!("{stack} {extra:?}");
+        let out = ldplayer(&args);
+        let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        let _ = Command::new("kill")
+            .args(["-INT", &daemon.0.id().to_string()])
+            .status();
+        let served = daemon.0.wait_with_output_ref();
+        assert_eq!(summary["sent"], 24, "{what}: {summary}");
+        assert_eq!(summary["answered"], 24, "{what}: {summary}");
+        assert_eq!(summary["rcodes"]["NOERROR"], 24, "{what}: {summary}");
+        assert_eq!(
+            summary["replay"]["connections_opened"], 1,
+            "{what}: {summary}"
+        );
+        assert_eq!(served["queries"], 24, "{what}: {served}");
+        assert_eq!(served["connections"], 1, "{what}: {served}");
+        assert_eq!(served["key_updates"], 8, "{what}: {served}");
+    }
+}
+
 /// Writes a text trace of two rounds, 2 s apart (the aioquic servers' idle timeout of 1 s
 /// closes every connection in between), of `per_round` queries from `clients` clients over
 /// `proto`, query `i` of a round asking for `name(i)`.
@@ -365,10 +425,22 @@ fn two_rounds(
     per_round: u32,
     name: impl Fn(u32) -> &'static str,
 ) {
+    rounds(path, proto, clients, per_round, 2, name);
+}
+
+/// [`two_rounds`], with `n` rounds.
+fn rounds(
+    path: &Path,
+    proto: &str,
+    clients: u32,
+    per_round: u32,
+    n: u32,
+    name: impl Fn(u32) -> &'static str,
+) {
     let mut text = String::from(
         "#ldplayer-text/2\ntime\tsrc\tsport\tdst\tdport\tproto\tconn\tid\tqr\topcode\trcode\tflags\tqname\tqclass\tqtype\tedns\tbufsize\tdo\tednsopts\twire\n",
     );
-    for round in 0..2 {
+    for round in 0..n {
         for i in 0..per_round {
             let client = i % clients + 1;
             let t = 1_700_000_000.0 + f64::from(round) * 2.0 + f64::from(i) * 0.005;
@@ -383,7 +455,15 @@ fn two_rounds(
 
 /// Starts one of the aioquic test servers (tests/scripts/) on 127.0.0.1:`port`, and waits
 /// until it says it is ready.
-fn aioquic_server(script: &str, port: u16, cert: &Path, key: &Path, ready: &Path) -> Daemon {
+/// `extra`: the script's optional last argument (doq_server.py: a key update every N answers).
+fn aioquic_server(
+    script: &str,
+    port: u16,
+    cert: &Path,
+    key: &Path,
+    ready: &Path,
+    extra: Option<&str>,
+) -> Daemon {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/scripts")
         .join(script);
@@ -391,6 +471,7 @@ fn aioquic_server(script: &str, port: u16, cert: &Path, key: &Path, ready: &Path
     let child = Command::new("python3")
         .arg(&path)
         .args(["127.0.0.1", &port.to_string(), &s(cert), &s(key), &s(ready)])
+        .args(extra)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -452,7 +533,7 @@ fn doh_over_http3_against_an_aioquic_server() {
         ("reference", "post"),
         ("reference", "get"),
     ] {
-        let mut daemon = aioquic_server("doh3_server.py", port, &cert, &key, &ready);
+        let mut daemon = aioquic_server("doh3_server.py", port, &cert, &key, &ready, None);
         let at = format!("127.0.0.1:{port}");
         let out = ldplayer(&[
             "replay",

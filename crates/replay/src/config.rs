@@ -219,6 +219,12 @@ impl PartialEq for Profiles {
     }
 }
 
+/// Packets the lean QUIC stack sends with one set of keys before it updates them, unless told
+/// otherwise ([`ReplayConfig::quic_key_update_packets`]; why this count:
+/// [`ldplayer_stacks::quic::conn::DEFAULT_KEY_UPDATE_PACKETS`]).
+pub const DEFAULT_QUIC_KEY_UPDATE_PACKETS: u64 =
+    ldplayer_stacks::quic::conn::DEFAULT_KEY_UPDATE_PACKETS;
+
 /// Everything that shapes a replay.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplayConfig {
@@ -286,6 +292,10 @@ pub struct ReplayConfig {
     pub doh: DohConfig,
     /// The client stack of DoT, DoH and DoQ (for the clients whose profile does not choose).
     pub stack: Stack,
+    /// The lean QUIC stack starts a key update (RFC 9001 §6) after this many packets sent with
+    /// the same keys; 0: none (but at the cipher's confidentiality limit, §6.6). The reference
+    /// stack (quinn) keeps its own schedule.
+    pub quic_key_update_packets: u64,
     /// Session profiles per client (a population's groups); `None`: every client follows the
     /// settings above.
     pub profiles: Option<Profiles>,
@@ -436,7 +446,7 @@ impl ReplayConfig {
 impl Default for ReplayConfig {
     /// Original timing at speed 1 to 127.0.0.1:53, one querier per core less one (at least one),
     /// 2 s timeout, no UDP retries, 20 s TCP idle timeout, 10 000 UDP sockets and 100 000
-    /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, the lean stacks, 1 s
+    /// connections per querier, TC retries over TCP, keepalive honoured, kernel send times, the lean stacks (QUIC key updates every 1,000 packets), 1 s
     /// preload, responses skipped, the start chosen by the engine (no late start allowed) and
     /// the first query as the trace origin, every client replayed, connections reused until idle.
     fn default() -> Self {
@@ -464,6 +474,7 @@ impl Default for ReplayConfig {
             tls: TlsConfig::default(),
             doh: DohConfig::default(),
             stack: Stack::Lean,
+            quic_key_update_packets: DEFAULT_QUIC_KEY_UPDATE_PACKETS,
             profiles: None,
             preload: Duration::from_secs(1),
             queries_only: true,

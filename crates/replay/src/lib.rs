@@ -77,7 +77,7 @@ pub use clock::clock_state;
 
 pub use config::{
     ClientProfile, DohConfig, DohMethod, Profiles, ReplayConfig, Stack, Timing, TlsConfig,
-    MAX_GAP_SECS, MIN_RATE, MIN_SPEED,
+    DEFAULT_QUIC_KEY_UPDATE_PACKETS, MAX_GAP_SECS, MIN_RATE, MIN_SPEED,
 };
 pub use destination::{check_destination, DestinationError};
 pub use distributor::{ramp_offset_s, ramp_queries, stable_hash, Distributor, Schedule};

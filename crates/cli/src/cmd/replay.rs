@@ -561,6 +561,7 @@ fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
         StackArg::Lean => ldplayer_replay::Stack::Lean,
         StackArg::Reference => ldplayer_replay::Stack::Reference,
     };
+    c.quic_key_update_packets = args.quic_key_update_packets;
     c.original_sources = args.original_sources;
     if let Some(p) = &args.source_prefix {
         let (addr, len) = p
@@ -811,6 +812,21 @@ mod tests {
         let c = config_of(&["--server", "127.0.0.9", "--quic-server", "127.0.0.8:8853"]);
         assert_eq!(c.quic_server, at("127.0.0.8:8853"));
         assert_eq!(c.https_server, at("127.0.0.9:443"));
+    }
+
+    /// `--quic-key-update-packets` reaches the replay's configuration; without it, the
+    /// replay's default.
+    #[test]
+    fn the_quic_key_update_count_is_passed_on() {
+        let c = config_of(&["--server", "127.0.0.9"]);
+        assert_eq!(
+            c.quic_key_update_packets,
+            ldplayer_replay::DEFAULT_QUIC_KEY_UPDATE_PACKETS
+        );
+        let c = config_of(&["--server", "127.0.0.9", "--quic-key-update-packets", "0"]);
+        assert_eq!(c.quic_key_update_packets, 0);
+        let c = config_of(&["--server", "127.0.0.9", "--quic-key-update-packets", "7"]);
+        assert_eq!(c.quic_key_update_packets, 7);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 """A DNS-over-QUIC server (RFC 9250) on aioquic and dnspython, independent of ldplayer's QUIC
 and TLS code: the replay's peer in its DoQ tests. www.example. A is 192.0.2.1 and other names
 NXDOMAIN; it counts the queries, the connections, the 0-RTT ones and the resumed ones, and
-prints them as JSON on SIGINT/SIGTERM.
+prints them as JSON on SIGINT/SIGTERM. With KEY_UPDATE_EVERY, it starts a QUIC key update
+(RFC 9001 §6) on a connection after every KEY_UPDATE_EVERY answers on it, and counts them.
 
-Usage: doq_server.py ADDRESS PORT CERT KEY READY_FILE
+Usage: doq_server.py ADDRESS PORT CERT KEY READY_FILE [KEY_UPDATE_EVERY]
 """
 import asyncio
 import sys
@@ -13,13 +14,15 @@ from aioquic.quic.events import HandshakeCompleted, StreamDataReceived
 
 from aioquic_common import answer, run
 
-counts = {"queries": 0, "connections": 0, "resumed": 0, "zero_rtt": 0}
+counts = {"queries": 0, "connections": 0, "resumed": 0, "zero_rtt": 0, "key_updates": 0}
+key_update_every = int(sys.argv[6]) if len(sys.argv) > 6 else 0
 
 
 class DoqServer(QuicConnectionProtocol):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.buffers = {}
+        self.answered = 0
         counts["connections"] += 1
 
     def quic_event_received(self, event):
@@ -38,6 +41,11 @@ class DoqServer(QuicConnectionProtocol):
             self._quic.send_stream_data(
                 event.stream_id, len(wire).to_bytes(2, "big") + wire, end_stream=True
             )
+            self.answered += 1
+            if key_update_every and self.answered % key_update_every == 0:
+                # The answer just queued goes out under the new keys.
+                self._quic.request_key_update()
+                counts["key_updates"] += 1
             self.transmit()
 
 

@@ -128,6 +128,8 @@ pub(crate) struct DoqSetup {
     /// The server certificate verifier of the clients' TLS configurations, for the reference
     /// stack to see whether a handshake verified a certificate or resumed a session.
     pub verifier: Option<Arc<dyn rustls::client::danger::ServerCertVerifier>>,
+    /// Packets sent with one set of keys before the lean stack updates them (0: never).
+    pub key_update_packets: u64,
 }
 
 impl Doq {
@@ -455,6 +457,7 @@ impl Driver {
             } else {
                 0
             },
+            key_update_packets: self.setup.key_update_packets,
         };
         let mut conn = Connection::new(config, now)
             .map_err(|_| (ErrorKind::Tls, Cause::Quic("quic-tls-config")))?;

@@ -54,6 +54,7 @@ impl QuicSessions {
                     std::time::Duration::from_nanos(ns.max(0) as u64)
                 }),
             verifier: base.verifier.clone(),
+            key_update_packets: ctx.config.quic_key_update_packets,
         };
         let waker = self.waker.clone();
         match stack {

@@ -63,6 +63,9 @@ const CONNECTION_WINDOW: u32 = (1 << 30) - 1;
 /// The default initial window (RFC 9113 §6.9.2), for streams and the connection.
 const DEFAULT_WINDOW: i64 = 65_535;
 
+/// The largest flow-control window (RFC 9113 §6.9.1).
+const MAX_WINDOW: i64 = (1 << 31) - 1;
+
 /// Error codes (RFC 9113 §7).
 fn error_key(code: u32) -> &'static str {
     match code {
@@ -115,6 +118,12 @@ struct Stream {
     /// The head said `content-type: application/dns-message`.
     dns: bool,
     body: Vec<u8>,
+    /// The stream's send window (RFC 9113 §6.9): the server's `SETTINGS_INITIAL_WINDOW_SIZE`
+    /// at the start, moved by its WINDOW_UPDATE frames on the stream and by later SETTINGS.
+    window: i64,
+    /// The request body still to send (`None`: all sent, END_STREAM with it, or a GET): it goes
+    /// in DATA frames as the stream's and the connection's windows allow.
+    unsent: Option<Vec<u8>>,
 }
 
 /// One HTTP/2 client connection.
@@ -134,7 +143,7 @@ pub struct Http2Client {
     /// The header block being gathered (HEADERS, then CONTINUATION): its stream, whether the
     /// HEADERS frame ended the stream, the fragments so far.
     block: Option<(u32, bool, Vec<u8>)>,
-    /// Requests waiting for a stream (the server's limit) or for send window.
+    /// Requests waiting for a stream (the server's limit).
     waiting: VecDeque<Pending>,
     /// Open streams, by increasing ID.
     streams: VecDeque<Stream>,
@@ -386,12 +395,7 @@ impl Http2Client {
                 };
                 let inc =
                     i64::from(u32::from_be_bytes([inc[0], inc[1], inc[2], inc[3]]) & !(1 << 31));
-                // Stream windows are only checked against the first frame (a request's body
-                // is one DATA frame that fits a new stream's window), so only the connection's
-                // is kept.
-                if stream == 0 {
-                    self.send_window += inc;
-                }
+                self.window_update(stream, inc);
             }
             kind::PUSH_PROMISE => self.fail_connection("h2-protocol-error"),
             // PRIORITY, unknown and extension frames are ignored (RFC 9113 §4.1).
@@ -411,10 +415,18 @@ impl Http2Client {
             match u16::from_be_bytes([s[0], s[1]]) {
                 0x3 => self.max_streams = value,
                 0x4 => {
-                    if value > (1 << 31) - 1 {
+                    if value > MAX_WINDOW as u32 {
                         return self.fail_connection("h2-flow-control-error");
                     }
+                    // RFC 9113 §6.9.2: the change moves every open stream's window too.
+                    let delta = i64::from(value) - self.stream_window;
                     self.stream_window = i64::from(value);
+                    for s in &mut self.streams {
+                        s.window += delta;
+                        if s.window > MAX_WINDOW {
+                            return self.fail_connection("h2-flow-control-error");
+                        }
+                    }
                 }
                 0x5 => self.max_frame = (value as usize).clamp(MAX_FRAME, 16_777_215),
                 _ => {}
@@ -562,26 +574,83 @@ impl Http2Client {
         self.out.extend_from_slice(&code.to_be_bytes());
     }
 
-    /// Writes waiting requests while the server's stream limit and windows allow.
-    fn write_waiting(&mut self) {
-        while let Some(p) = self.waiting.front() {
-            if self.goaway.is_some() || self.error.is_some() {
+    /// A WINDOW_UPDATE of `inc` bytes on `stream` (0: the connection's window).
+    fn window_update(&mut self, stream: u32, inc: i64) {
+        if stream == 0 {
+            if inc == 0 {
+                return self.fail_connection("h2-protocol-error");
+            }
+            self.send_window += inc;
+            if self.send_window > MAX_WINDOW {
+                self.fail_connection("h2-flow-control-error");
+            }
+            return;
+        }
+        let Some(i) = self.stream_index(stream) else {
+            return; // An ended stream's (or one never opened): ignored.
+        };
+        let s = &mut self.streams[i];
+        s.window += inc;
+        let why = if inc == 0 {
+            Some(("h2-protocol-error", 0x1))
+        } else if s.window > MAX_WINDOW {
+            Some(("h2-flow-control-error", 0x3))
+        } else {
+            None
+        };
+        if let Some((key, code)) = why {
+            self.reset(stream, code);
+            self.end_stream(stream, Outcome::Failed(key));
+        }
+    }
+
+    /// Writes the request bodies still to send, in DATA frames as large as the stream's
+    /// window, the connection's and the server's frame size allow (RFC 9113 §6.9.1); the
+    /// rest waits for the server's WINDOW_UPDATE.
+    fn write_bodies(&mut self) {
+        for i in 0..self.streams.len() {
+            let s = &mut self.streams[i];
+            let Some(unsent) = s.unsent.as_mut() else {
+                continue;
+            };
+            loop {
+                let room = s.window.min(self.send_window).max(0) as usize;
+                let n = unsent.len().min(room).min(self.max_frame);
+                if n == 0 && !unsent.is_empty() {
+                    break; // Until a WINDOW_UPDATE.
+                }
+                let last = n == unsent.len();
+                let flags = if last { flag::END_STREAM } else { 0 };
+                frame_header(&mut self.out, n, kind::DATA, flags, s.id);
+                self.out.extend_from_slice(&unsent[..n]);
+                s.window -= n as i64;
+                self.send_window -= n as i64;
+                if last {
+                    s.unsent = None;
+                    self.ends
+                        .push_back((s.key, self.out_base + self.out.len() as u64));
+                    break;
+                }
+                unsent.drain(..n);
+            }
+            if self.send_window <= 0 {
                 return;
+            }
+        }
+    }
+
+    /// Writes waiting requests while the server's stream limit allows, then the bodies the
+    /// windows allow.
+    fn write_waiting(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        while let Some(p) = self.waiting.front() {
+            if self.goaway.is_some() {
+                break;
             }
             if self.streams.len() as u64 >= u64::from(self.max_streams) {
-                return;
-            }
-            let body_len = p.body.as_ref().map_or(0, Vec::len);
-            if body_len > self.max_frame || body_len as i64 > self.stream_window.max(0) {
-                // It can never go out as one frame in a new stream's window.
-                if let Some(p) = self.waiting.pop_front() {
-                    self.done
-                        .push((p.key, Outcome::Failed("h2-flow-control-error")));
-                }
-                continue;
-            }
-            if body_len as i64 > self.send_window {
-                return; // Until the server's WINDOW_UPDATE.
+                break;
             }
             if p.headers.len() > self.max_frame || self.next_id > (1 << 31) - 1 {
                 if let Some(p) = self.waiting.pop_front() {
@@ -591,7 +660,7 @@ impl Http2Client {
                 continue;
             }
             let Some(p) = self.waiting.pop_front() else {
-                return;
+                break;
             };
             let id = self.next_id;
             self.next_id += 2;
@@ -609,21 +678,21 @@ impl Http2Client {
                 id,
             );
             self.out.extend_from_slice(&p.headers);
-            if let Some(body) = &p.body {
-                frame_header(&mut self.out, body.len(), kind::DATA, flag::END_STREAM, id);
-                self.out.extend_from_slice(body);
-                self.send_window -= body.len() as i64;
+            if p.body.is_none() {
+                self.ends
+                    .push_back((p.key, self.out_base + self.out.len() as u64));
             }
-            self.ends
-                .push_back((p.key, self.out_base + self.out.len() as u64));
             self.streams.push_back(Stream {
                 id,
                 key: p.key,
                 status: None,
                 dns: false,
                 body: Vec::new(),
+                window: self.stream_window,
+                unsent: p.body,
             });
         }
+        self.write_bodies();
     }
 
     /// The connection cannot go on: every request fails with `key`.
@@ -739,5 +808,7 @@ pub(crate) fn fuzz_server_bytes(data: &[u8]) {
     }
 }
 
+#[cfg(test)]
+mod flow_tests;
 #[cfg(test)]
 mod tests;

@@ -4,7 +4,7 @@
 use super::*;
 
 /// What the server would say: frames built by hand.
-fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+pub(super) fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
     let mut f = Vec::new();
     frame_header(&mut f, payload.len(), kind, flags, stream);
     f.extend_from_slice(payload);
@@ -12,7 +12,7 @@ fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
 }
 
 /// A response head: `:status` and `content-type` as literals.
-fn head(status: &str, content_type: &str) -> Vec<u8> {
+pub(super) fn head(status: &str, content_type: &str) -> Vec<u8> {
     let mut b = Vec::new();
     literal(&mut b, 8, status.as_bytes());
     literal(&mut b, 31, content_type.as_bytes());

@@ -42,6 +42,8 @@ pub(crate) fn fuzz_client(data: &[u8]) {
         // With the first byte odd, as HTTP/3 uses it: the server's unidirectional streams and
         // the client's own.
         peer_uni_streams: if odd { 3 } else { 0 },
+        // Key updates as often as possible: every few packets.
+        key_update_packets: u64::from(data.get(1).copied().unwrap_or(0) % 4),
     };
     let Ok(mut c) = conn::Connection::new(config, 0) else {
         return;

@@ -2,6 +2,9 @@
 //! simulated clock: handshakes, answers, loss and reordering, Retry, 0-RTT, key updates, the
 //! server's close, idle timeouts, and what an idle connection keeps.
 
+mod flow_control;
+mod key_updates;
+
 use super::conn::{Closed, Config, Connection, Event};
 use bytes::BytesMut;
 use quinn_proto as qp;
@@ -54,6 +57,16 @@ fn identity() -> (
 
 impl Server {
     fn new(cert: CertificateDer<'static>, key: PrivateKeyDer<'static>, idle: Duration) -> Server {
+        Server::with(cert, key, idle, |_| {})
+    }
+
+    /// A server whose transport configuration `tweak` changes.
+    fn with(
+        cert: CertificateDer<'static>,
+        key: PrivateKeyDer<'static>,
+        idle: Duration,
+        tweak: impl FnOnce(&mut qp::TransportConfig),
+    ) -> Server {
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let mut tls = rustls::ServerConfig::builder_with_provider(provider)
             .with_protocol_versions(&[&rustls::version::TLS13])
@@ -67,6 +80,7 @@ impl Server {
         let mut config = qp::ServerConfig::with_crypto(Arc::new(crypto));
         let mut transport = qp::TransportConfig::default();
         transport.max_idle_timeout(Some(idle.try_into().unwrap()));
+        tweak(&mut transport);
         config.transport_config(Arc::new(transport));
         Server {
             endpoint: qp::Endpoint::new(
@@ -208,6 +222,9 @@ struct Sim {
     client_sent: usize,
     client_times: Vec<i64>,
     events: Vec<Event>,
+    /// Hold the datagrams to the client here rather than send them, when true.
+    hold: bool,
+    held: Vec<Vec<u8>>,
 }
 
 impl Sim {
@@ -224,6 +241,8 @@ impl Sim {
             client_sent: 0,
             client_times: Vec::new(),
             events: Vec::new(),
+            hold: false,
+            held: Vec::new(),
         }
     }
 
@@ -238,6 +257,10 @@ impl Sim {
             self.client_times.push(self.now);
         }
         if (self.lose)(self.sent) {
+            return;
+        }
+        if to_client && self.hold {
+            self.held.push(datagram);
             return;
         }
         let at = self.now + self.one_way;
@@ -341,6 +364,7 @@ fn connect_to(
             zero_rtt,
             max_stream_recv: crate::doq::MAX_STREAM_RECV,
             peer_uni_streams: 0,
+            key_update_packets: 0,
         },
         now,
     )

@@ -306,6 +306,11 @@ pub enum Frame<'a> {
         fin: bool,
     },
     MaxData(u64),
+    /// MAX_STREAM_DATA: what the server now takes on stream `id` (RFC 9000 §19.10).
+    MaxStreamData {
+        id: u64,
+        max: u64,
+    },
     MaxStreamsBidi(u64),
     MaxStreamsUni(u64),
     NewConnectionId {
@@ -459,11 +464,10 @@ pub fn next_frame<'a>(r: &mut Reader<'a>) -> Result<Frame<'a>, Malformed> {
             }
         }
         0x10 => Frame::MaxData(r.varint()?),
-        0x11 => {
-            r.varint()?;
-            r.varint()?;
-            Frame::Ignored
-        }
+        0x11 => Frame::MaxStreamData {
+            id: r.varint()?,
+            max: r.varint()?,
+        },
         0x12 => Frame::MaxStreamsBidi(r.varint()?),
         0x13 => Frame::MaxStreamsUni(r.varint()?),
         0x14 | 0x16 | 0x17 | 0x19 => {
@@ -551,6 +555,14 @@ pub fn put_stream(out: &mut Vec<u8>, id: u64, offset: u64, data: &[u8], fin: boo
     put_varint(out, offset);
     put_varint(out, data.len() as u64);
     out.extend_from_slice(data);
+}
+
+/// Appends a STREAM_DATA_BLOCKED frame (RFC 9000 §19.13): stream `id` has data to send
+/// beyond the server's `limit`.
+pub fn put_stream_data_blocked(out: &mut Vec<u8>, id: u64, limit: u64) {
+    out.push(0x15);
+    put_varint(out, id);
+    put_varint(out, limit);
 }
 
 /// The most bytes a STREAM frame's header takes (type, id, offset, length).

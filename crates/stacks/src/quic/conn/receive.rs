@@ -1,5 +1,5 @@
-//! Packets and frames in: header protection removed, packets decrypted (following the server's
-//! key updates), Retry and Version Negotiation, each frame's effect, the TLS handshake's data
+//! Packets and frames in: header protection removed, packets decrypted (with the key phase's
+//! keys, `key_phase`), Retry and Version Negotiation, each frame's effect, the TLS handshake's data
 //! and keys, and the streams' data reassembled into whole responses.
 
 use super::*;
@@ -139,7 +139,12 @@ impl Connection {
         let key_phase = first[0] & 0x04 != 0;
         let (header, payload) = packet.split_at_mut(header_len);
         let plain_len = match space {
-            DATA => self.decrypt_one_rtt(pn, key_phase, header, payload),
+            DATA => {
+                let pto = self.pto_base(DATA);
+                self.one_rtt
+                    .as_mut()
+                    .and_then(|k| k.decrypt(now, pto, pn, key_phase, header, payload))
+            }
             _ => self.spaces[space]
                 .keys
                 .as_ref()
@@ -211,33 +216,6 @@ impl Connection {
         }
     }
 
-    pub(super) fn decrypt_one_rtt(
-        &mut self,
-        pn: u64,
-        key_phase: bool,
-        header: &[u8],
-        payload: &mut [u8],
-    ) -> Option<usize> {
-        let keys = self.one_rtt.as_mut()?;
-        if key_phase == keys.phase {
-            return keys
-                .remote
-                .packet
-                .decrypt_in_place(pn, header, payload)
-                .ok()
-                .map(|p| p.len());
-        }
-        // The server updated its keys (RFC 9001 §6): try the next phase's, and follow.
-        let mut next = keys.next.clone();
-        let PacketKeySet { local, remote } = next.next_packet_keys();
-        let len = remote.decrypt_in_place(pn, header, payload).ok()?.len();
-        keys.local.packet = local;
-        keys.remote.packet = remote;
-        keys.next = next;
-        keys.phase = key_phase;
-        Some(len)
-    }
-
     pub(super) fn is_stateless_reset(&self, first: u8, packet: &[u8]) -> bool {
         first & 0x80 == 0
             && packet.len() >= 21
@@ -275,6 +253,11 @@ impl Connection {
                 }
             }
             Frame::MaxData(max) if space == DATA => self.max_data = self.max_data.max(max),
+            Frame::MaxStreamData { id, max } if space == DATA => {
+                if let Some(s) = self.streams.get_mut(&id) {
+                    s.send_max = s.send_max.max(max);
+                }
+            }
             Frame::MaxStreamsBidi(max) if space == DATA => {
                 self.max_streams = self.max_streams.max(max)
             }
@@ -372,12 +355,8 @@ impl Connection {
                     self.write_space = HANDSHAKE;
                 }
                 Some(KeyChange::OneRtt { keys, next }) => {
-                    self.one_rtt = Some(Box::new(OneRtt {
-                        local: keys.local,
-                        remote: keys.remote,
-                        next,
-                        phase: false,
-                    }));
+                    let first_sent = self.spaces[DATA].next_pn;
+                    self.one_rtt = Some(Box::new(OneRtt::new(keys, next, first_sent)));
                     self.write_space = DATA;
                 }
             }
@@ -430,6 +409,9 @@ impl Connection {
     pub(super) fn take_limits(&mut self, p: &ServerParams) {
         self.max_data = self.max_data.max(p.initial_max_data);
         self.max_streams = self.max_streams.max(p.initial_max_streams_bidi);
+        self.stream_data_limit = self
+            .stream_data_limit
+            .max(p.initial_max_stream_data_bidi_remote);
         self.max_streams_uni = self.max_streams_uni.max(p.initial_max_streams_uni);
         if self.peer.max_idle_timeout_ms == 0 {
             self.peer.max_idle_timeout_ms = p.max_idle_timeout_ms;

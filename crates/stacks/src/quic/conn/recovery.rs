@@ -72,10 +72,7 @@ impl Connection {
         self.pto_count += 1;
         self.spaces[space].probes = 2;
         let new_data = match space {
-            DATA => {
-                !self.stream_retx.is_empty()
-                    || self.unsent.front().is_some_and(|&id| self.may_open(id))
-            }
+            DATA => !self.stream_retx.is_empty() || self.new_stream_data_ready(),
             _ => self.spaces[space].has_crypto(),
         };
         if new_data {
@@ -98,6 +95,11 @@ impl Connection {
         if largest >= self.spaces[space].next_pn {
             self.violation(PROTOCOL_VIOLATION, "quic-protocol-violation");
             return;
+        }
+        if space == DATA {
+            if let Some(k) = self.one_rtt.as_mut() {
+                k.on_ack(largest);
+            }
         }
         let ranges: Vec<(u64, u64)> = frame.ack_ranges().collect();
         let s = &mut self.spaces[space];
@@ -270,6 +272,15 @@ impl Connection {
             }
             Retx::MaxData => self.max_data_pending = true,
             Retx::RetireCid(seq) => self.retire_cid = Some(seq),
+            Retx::StreamDataBlocked(id) => {
+                // Again if the stream is still blocked at the same limit.
+                let limit = self.stream_limit(id);
+                if let Some(s) = self.streams.get(&id) {
+                    if s.blocked_at == Some(limit) && s.sent_to < s.query.len() as u64 {
+                        self.stream_blocked = Some((id, limit));
+                    }
+                }
+            }
         }
     }
 

@@ -57,7 +57,10 @@ impl Connection {
             return false;
         }
         let control = self.one_rtt.is_some()
-            && (self.max_data_pending || self.path_response.is_some() || self.retire_cid.is_some());
+            && (self.max_data_pending
+                || self.path_response.is_some()
+                || self.retire_cid.is_some()
+                || self.stream_blocked.is_some());
         control || self.stream_ready()
     }
 
@@ -66,18 +69,103 @@ impl Connection {
         if self.in_flight + MAX_DATAGRAM as u64 > self.cwnd {
             return false;
         }
-        if !self.stream_retx.is_empty() {
-            return true;
-        }
-        self.unsent.front().is_some_and(|&id| self.may_open(id))
+        !self.stream_retx.is_empty() || self.new_stream_data_ready()
     }
 
-    pub(super) fn may_open(&self, id: u64) -> bool {
+    /// What the server takes on stream `id` (RFC 9000 §4.1): its transport parameter, or more
+    /// from its MAX_STREAM_DATA frames.
+    pub(super) fn stream_limit(&self, id: u64) -> u64 {
+        let max = self.streams.get(&id).map_or(0, |s| s.send_max);
+        max.max(self.stream_data_limit)
+    }
+
+    /// How much of stream `id`'s request may go now (from `sent_to`), within the stream's
+    /// limit and the connection's; `None` for a stream the server's stream count does not let
+    /// open yet, or one forgotten.
+    fn new_stream_credit(&self, id: u64) -> Option<u64> {
         if id == UNI_STREAM_ID {
-            return self.max_streams_uni > 0;
+            // A few bytes (HTTP/3's SETTINGS), sent whole once the server allows the stream.
+            return (self.max_streams_uni > 0).then_some(u64::MAX);
         }
-        let len = self.streams.get(&id).map_or(0, |s| s.query.len() as u64);
-        id / 4 < self.max_streams && self.data_sent + len <= self.max_data
+        let s = self.streams.get(&id)?;
+        if id / 4 >= self.max_streams {
+            return None;
+        }
+        let left = (s.query.len() as u64).checked_sub(s.sent_to)?;
+        let stream = self.stream_limit(id).saturating_sub(s.sent_to);
+        let connection = self.max_data.saturating_sub(self.data_sent);
+        Some(left.min(stream).min(connection))
+    }
+
+    /// Whether some new stream data (or a request's FIN) may go now.
+    pub(super) fn new_stream_data_ready(&self) -> bool {
+        self.unsent.iter().any(|&id| {
+            let left = self
+                .streams
+                .get(&id)
+                .map_or(1, |s| (s.query.len() as u64).saturating_sub(s.sent_to));
+            self.new_stream_credit(id)
+                .is_some_and(|n| n > 0 || left == 0)
+        })
+    }
+
+    /// The next piece of new stream data that may go: from the first stream that has some
+    /// and the server's limits allow (RFC 9000 §4), the rest of it kept for when the server
+    /// raises them. A stream held at its own limit has a STREAM_DATA_BLOCKED queued (§19.13),
+    /// once per limit.
+    fn next_new_chunk(&mut self) -> Option<Chunk> {
+        let mut i = 0;
+        while let Some(&id) = self.unsent.get(i) {
+            if id != UNI_STREAM_ID && !self.streams.contains_key(&id) {
+                // Forgotten.
+                self.unsent.remove(i);
+                continue;
+            }
+            let Some(credit) = self.new_stream_credit(id) else {
+                i += 1;
+                continue;
+            };
+            if id == UNI_STREAM_ID {
+                self.unsent.remove(i);
+                let len = self.uni.map_or(0, <[u8]>::len) as u32;
+                self.data_sent += u64::from(len);
+                // The unidirectional stream stays open for the connection's life.
+                return Some(Chunk {
+                    id,
+                    offset: 0,
+                    len,
+                    fin: false,
+                });
+            }
+            let limit = self.stream_limit(id);
+            let Some(s) = self.streams.get_mut(&id) else {
+                self.unsent.remove(i);
+                continue;
+            };
+            let total = s.query.len() as u64;
+            if credit == 0 && s.sent_to < total {
+                if s.sent_to >= limit && s.blocked_at != Some(limit) {
+                    s.blocked_at = Some(limit);
+                    self.stream_blocked = Some((id, limit));
+                }
+                i += 1;
+                continue;
+            }
+            let offset = s.sent_to;
+            s.sent_to += credit;
+            self.data_sent += credit;
+            let fin = s.sent_to == total;
+            if fin {
+                self.unsent.remove(i);
+            }
+            return Some(Chunk {
+                id,
+                offset: offset as u32,
+                len: credit as u32,
+                fin,
+            });
+        }
+        None
     }
 
     /// A stream's bytes as sent: a request's, or the client's unidirectional stream's.
@@ -116,7 +204,15 @@ impl Connection {
         let pn = self.spaces[space].next_pn;
         let (length_at, pn_at) = match space {
             DATA if !zero_rtt => {
-                let phase = self.one_rtt.as_ref().is_some_and(|k| k.phase);
+                let (interval, confirmed) = (self.key_update_packets, self.confirmed);
+                let phase = self.one_rtt.as_mut().is_some_and(|k| {
+                    // A CONNECTION_CLOSE starts no key update.
+                    if close.is_some() {
+                        k.phase()
+                    } else {
+                        k.sending(pn, interval, confirmed)
+                    }
+                });
                 (
                     None,
                     wire::put_short_header(out, &self.dcid, phase, pn as u32),
@@ -182,6 +278,11 @@ impl Connection {
             if let Some(data) = self.path_response.take() {
                 out.push(0x1b);
                 out.extend_from_slice(&data);
+                eliciting = true;
+            }
+            if let Some((id, limit)) = self.stream_blocked.take() {
+                wire::put_stream_data_blocked(out, id, limit);
+                frames.push(Retx::StreamDataBlocked(id));
                 eliciting = true;
             }
             if let Some(seq) = self.retire_cid.take() {
@@ -293,23 +394,9 @@ impl Connection {
             }
             let chunk = match self.stream_retx.pop_front() {
                 Some(c) => c,
-                None => match self.unsent.front() {
-                    Some(&id) if self.may_open(id) => {
-                        self.unsent.pop_front();
-                        let Some(bytes) = self.stream_bytes(id) else {
-                            continue;
-                        };
-                        let len = bytes.len() as u32;
-                        self.data_sent += u64::from(len);
-                        Chunk {
-                            id,
-                            offset: 0,
-                            len,
-                            // The unidirectional stream stays open for the connection's life.
-                            fin: id != UNI_STREAM_ID,
-                        }
-                    }
-                    _ => break,
+                None => match self.next_new_chunk() {
+                    Some(c) => c,
+                    None => break,
                 },
             };
             let fit = (chunk.len as usize).min(room) as u32;
