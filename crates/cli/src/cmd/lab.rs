@@ -2,8 +2,8 @@
 //!
 //! Three stages of one command: on the host it re-runs itself in a new network namespace (the
 //! resolver side, which `ldplayer_lab` marks as such), which starts the server side in a second
-//! namespace (`ldplayer_lab` starts it and tells it what to run; `main` hands it to
-//! [`server_side`]), the resolver, and sends the workload: names one by one, or a trace with the
+//! namespace (`ldplayer_lab` starts it and tells it what to run; `main` runs it with
+//! `ldplayer_lab::run_side_if_asked`), the resolver, and sends the workload: names one by one, or a trace with the
 //! replay engine.
 
 use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs, Transport};
@@ -22,11 +22,14 @@ pub fn run(args: LabArgs) -> Result<()> {
     match args.stage {
         None if !ldplayer_lab::is_resolver_side() => host(args),
         None | Some(LabStage::Resolver) => resolver_stage(args),
-        Some(LabStage::Server) => server_side(&ServerSideConfig {
-            manifest: args.manifest.clone(),
-            nameservers: args.nameservers.kind(),
-            work_dir: args.work_dir.clone().unwrap_or_else(std::env::temp_dir),
-        }),
+        Some(LabStage::Server) => Ok(ldplayer_lab::run_server_side(
+            &ServerSideConfig {
+                manifest: args.manifest.clone(),
+                nameservers: args.nameservers.kind(),
+                work_dir: args.work_dir.clone().unwrap_or_else(std::env::temp_dir),
+            },
+            report_meta_server,
+        )?),
     }
 }
 
@@ -291,13 +294,13 @@ fn workload(
     )
 }
 
-/// In the server side's namespace: the nameservers, until the resolver side interrupts.
-pub fn server_side(config: &ServerSideConfig) -> Result<()> {
-    let stats = config.run(&interrupted())?;
-    if let Some(s) = stats {
-        eprintln!("ldplayer lab: meta-server: {}", super::serve::describe(&s));
-    }
-    Ok(())
+/// Prints the meta-server's counters when the lab's server side ends (into the side's log, which
+/// the resolver side repeats).
+pub fn report_meta_server(stats: &ldplayer_server::ServerStats) {
+    eprintln!(
+        "ldplayer lab: meta-server: {}",
+        super::serve::describe(stats)
+    );
 }
 
 /// Reads `--time`: RFC 3339 (any offset), Unix seconds, or `YYYYMMDDHHMMSS` (UTC, as RRSIG
