@@ -10,7 +10,8 @@
 //!    optionally starts tcpdump on the link (the resolver's upstream traffic), and starts the
 //!    resolver ([`resolver`]) with the emulated root's hints;
 //! 3. the caller sends its workload to [`ResolverSide::resolver_addr`] (a list of names with
-//!    [`client::resolve`], or a trace with the replay engine, `ldplayer_replay::Replay`) and
+//!    [`workload::resolve_names`], or a trace with the replay engine configured by
+//!    [`workload::replay_config`]) and
 //!    calls [`ResolverSide::finish`], which stops everything; the namespaces vanish with their
 //!    processes.
 //!
@@ -43,6 +44,7 @@ pub mod resolver;
 mod side;
 pub mod upstream;
 pub mod validation;
+pub mod workload;
 
 use std::io::Read;
 use std::net::SocketAddr;
