@@ -36,7 +36,7 @@ pub fn missing_shards(report: &MergeReport) -> Vec<ShardId> {
 /// and, across hosts, clocks not synchronised or less precise than the timing error they
 /// report.
 pub fn shard_warnings<P: AsRef<Path>>(files: &[P], report: &MergeReport) -> Vec<String> {
-    let name = |i: usize| files.get(i).map_or(String::new(), |f| display(f));
+    let name = |i: usize| files.get(i).map_or(String::new(), display);
     let mut warnings = Vec::new();
     let shards: Vec<(usize, ShardId)> = report
         .inputs
