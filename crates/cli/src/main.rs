@@ -15,25 +15,15 @@ use clap::Parser;
 
 fn main() {
     restore_sigpipe();
-    // The lab's server side: the lab starts this program again in a namespace of its own and
-    // says so in the environment, not on the command line.
-    if let Some(config) = ldplayer_lab::ServerSideConfig::from_env() {
-        exit_on_error(
-            config
-                .map_err(anyhow::Error::from)
-                .and_then(|c| cmd::lab::server_side(&c)),
-        );
-        return;
+    // The lab's server side and the sides of an experiment's run: this program started again
+    // in namespaces of their own, told so in the environment, not on the command line.
+    match ldplayer_lab::run_side_if_asked(cmd::lab::report_meta_server) {
+        Ok(false) => {}
+        done => return exit_on_error(done.map(drop).map_err(anyhow::Error::from)),
     }
-    // A side of an experiment's run: started again in the run's namespaces, told so in the
-    // environment.
-    if let Some(config) = ldplayer_experiment::SideConfig::from_env() {
-        exit_on_error(
-            config
-                .map_err(anyhow::Error::from)
-                .and_then(cmd::experiment::side),
-        );
-        return;
+    match ldplayer_experiment::run_side_if_asked() {
+        Ok(false) => {}
+        done => return exit_on_error(done.map(drop).map_err(anyhow::Error::from)),
     }
     let args = args::Cli::parse();
     exit_on_error(guard::claim(&args.command));

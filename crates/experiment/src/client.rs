@@ -166,7 +166,6 @@ pub(crate) fn replay_shard(
         ..TlsConfig::default()
     };
     let replay = Replay::new(config).map_err(|e| ExperimentError::Replay(e.to_string()))?;
-    let engine_stop = replay.stop_flag();
     let mut input = open(
         &c.trace,
         &ReadOptions {
@@ -188,38 +187,25 @@ pub(crate) fn replay_shard(
     let capacity = c.ramp.map(|spec| Capacity::new(spec, start_ns));
     let writer = ResultsWriter::create_with_run_info(&c.results, &unfinished)
         .map_err(|e| ExperimentError::io(&c.results, e))?;
-    let mut running = replay
-        .start(Tee::new(Summary::new(), Tee::new(capacity, writer)))
-        .map_err(|e| ExperimentError::Replay(e.to_string()))?;
-    let done = AtomicBool::new(false);
-    let (read, finished) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while !done.load(Ordering::Relaxed) {
-                if stop.load(Ordering::Relaxed) {
-                    engine_stop.store(true, Ordering::SeqCst);
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        });
-        let read = match &population {
+    let sink = Tee::new(Summary::new(), Tee::new(capacity, writer));
+    let driven = ldplayer_replay::drive(
+        std::slice::from_ref(&replay),
+        vec![sink],
+        stop.as_ref(),
+        |sink| match &population {
             Some(p) => input
                 .source
-                .run(&mut ldplayer_population::AssignTransports::new(
-                    p,
-                    &mut running,
-                )),
-            None => input.source.run(&mut running),
-        };
-        let finished = running.finish();
-        done.store(true, Ordering::Relaxed);
-        (read, finished)
-    });
-    let Finished { results, stats } =
-        finished.map_err(|e| ExperimentError::Replay(e.to_string()))?;
-    match read {
-        Ok(()) | Err(ldplayer_trace::TraceError::Sink(ldplayer_trace::SinkError::Stopped)) => {}
-        Err(e) => return Err(ExperimentError::Trace(e.to_string())),
+                .run(&mut ldplayer_population::AssignTransports::new(p, sink)),
+            None => input.source.run(sink),
+        },
+    )
+    .map_err(|e| ExperimentError::Replay(e.to_string()))?;
+    if let Some(e) = driven.read_error {
+        return Err(ExperimentError::Trace(e.to_string()));
     }
+    let Some(Finished { results, stats }) = driven.targets.into_iter().next() else {
+        return Err(ExperimentError::Replay("the replay gave no results".into()));
+    };
     let (summary, rest) = results.into_parts();
     let (capacity, writer) = rest.into_parts();
     writer

@@ -15,8 +15,8 @@
 //! * [`experiment`]: the whole plan, with `--resume`, and [`runner`]: one run;
 //! * [`differences`]: with `[diff]`, every run's answers against its base run's.
 //!
-//! A program that runs experiments must call [`SideConfig::from_env`] first thing in `main`:
-//! the sides are that program started again in the run's namespaces.
+//! A program that runs experiments must call [`run_side_if_asked`] first thing in `main` (and
+//! return when it ran): the sides are that program started again in the run's namespaces.
 
 #![forbid(unsafe_code)]
 
@@ -42,4 +42,4 @@ pub mod upstream;
 pub use error::ExperimentError;
 pub use experiment::{run_plan, Observer, Options, PlanReport, RunRecord, Silent, Status};
 pub use plan::{Plan, PlanError, RunSpec};
-pub use side::SideConfig;
+pub use side::{run_side_if_asked, SideConfig};

@@ -160,6 +160,20 @@ pub struct ClientSideConfig {
     pub processes: Option<u32>,
 }
 
+/// Runs this process as a side of an experiment's run when it was started as one (its
+/// configuration named by [`SIDE_ENV`]), to the side's end, and says whether it did: call it
+/// first thing in `main` of a program that runs experiments and return when it says `true`
+/// (the sides are that program started again in the run's namespaces).
+///
+/// A `false` means this process is not a side: nothing was done.
+pub fn run_side_if_asked() -> Result<bool, ExperimentError> {
+    let Some(config) = SideConfig::from_env() else {
+        return Ok(false);
+    };
+    config?.run()?;
+    Ok(true)
+}
+
 impl SideConfig {
     /// The configuration of this process when it is a side of a run (the file named in
     /// [`SIDE_ENV`]); `None` when it is not.

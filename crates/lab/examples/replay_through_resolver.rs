@@ -8,11 +8,11 @@
 //!
 //! One executable plays all three parts: on the host it re-runs itself in a new namespace (the
 //! resolver side, which it recognizes by [`ldplayer_lab::is_resolver_side`]); there, the lab
-//! starts it once more as the server side, which it recognizes by
-//! [`ServerSideConfig::from_env`]. For brevity Ctrl-C is not handled: the `ldplayer lab`
+//! starts it once more as the server side, which [`ldplayer_lab::run_side_if_asked`] runs
+//! first thing in `main`. For brevity Ctrl-C is not handled on the host: the `ldplayer lab`
 //! command shows how a signal handler stops every part in order.
 
-use ldplayer_lab::{LabConfig, NameserverKind, ResolverKind, ResolverSide, ServerSideConfig};
+use ldplayer_lab::{LabConfig, NameserverKind, ResolverKind, ResolverSide};
 use ldplayer_replay::{Replay, ReplayConfig};
 use ldplayer_results::Summary;
 use ldplayer_trace::{binary::MappedTrace, Proto};
@@ -21,12 +21,13 @@ use std::path::PathBuf;
 use std::sync::atomic::AtomicBool;
 
 fn main() -> Result<(), Box<dyn Error>> {
-    // Nothing sets it here: the server side ends when the resolver side interrupts it.
-    let stop = AtomicBool::new(false);
-    if let Some(server_side) = ServerSideConfig::from_env() {
-        server_side?.run(&stop)?;
+    // The server side: this program started again by the lab, until the resolver side
+    // interrupts it.
+    if ldplayer_lab::run_side_if_asked(|stats| eprintln!("meta-server: {stats:?}"))? {
         return Ok(());
     }
+    // Nothing sets it here: the host waits for the lab to end.
+    let stop = AtomicBool::new(false);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let exe = std::env::current_exe()?;
     if !ldplayer_lab::is_resolver_side() {
@@ -58,7 +59,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     )?;
     let config = ReplayConfig {
         proto_override: Some(Proto::Udp),
-        ..ReplayConfig::new(lab.resolver_addr())
+        ..ldplayer_lab::workload::replay_config(&lab)
     };
     let mut source = MappedTrace::open(&PathBuf::from(trace))?;
     let done = Replay::new(config)?.run(&mut source, Summary::new())?;

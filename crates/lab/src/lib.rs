@@ -10,7 +10,8 @@
 //!    optionally starts tcpdump on the link (the resolver's upstream traffic), and starts the
 //!    resolver ([`resolver`]) with the emulated root's hints;
 //! 3. the caller sends its workload to [`ResolverSide::resolver_addr`] (a list of names with
-//!    [`client::resolve`], or a trace with the replay engine, `ldplayer_replay::Replay`) and
+//!    [`workload::resolve_names`], or a trace with the replay engine configured by
+//!    [`workload::replay_config`]) and
 //!    calls [`ResolverSide::finish`], which stops everything; the namespaces vanish with their
 //!    processes.
 //!
@@ -21,17 +22,15 @@
 //! [`RESOLVER_SIDE_ENV`] set ([`is_resolver_side`]); [`ResolverSide::start`] writes a
 //! [`ServerSideConfig`] (JSON) to the work directory and runs the executable with the file's
 //! path in [`SERVER_SIDE_ENV`], and no arguments. A program that hosts the lab therefore starts
-//! its `main` with
+//! its `main` with [`run_side_if_asked`], which runs the server side when this process is one
+//! (until the resolver side interrupts it) and says so:
 //!
 //! ```no_run
 //! # fn main() -> Result<(), ldplayer_lab::LabError> {
-//! # let stop = std::sync::atomic::AtomicBool::new(false);
-//! if let Some(server_side) = ldplayer_lab::ServerSideConfig::from_env() {
-//!     // In the server side's namespace: serve until the resolver side interrupts (SIGINT
-//!     // sets `stop`).
-//!     let stats = server_side?.run(&stop)?;
+//! if ldplayer_lab::run_side_if_asked(|stats| eprintln!("meta-server: {stats:?}"))? {
 //!     return Ok(());
 //! }
+//! // Not the server side: the program's own work (the host's, or the resolver side's).
 //! # Ok(())
 //! # }
 //! ```
@@ -42,8 +41,10 @@ pub mod authoritative;
 pub mod client;
 pub mod netns;
 pub mod resolver;
+mod side;
 pub mod upstream;
 pub mod validation;
+pub mod workload;
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -59,6 +60,7 @@ use thiserror::Error;
 
 pub use authoritative::{root_hints, Nameservers};
 pub use resolver::{ResolverKind, RunningResolver};
+pub use side::{run_server_side, run_side_if_asked};
 
 /// How long each part gets to come up.
 const START_WAIT: Duration = Duration::from_secs(20);

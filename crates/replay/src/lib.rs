@@ -48,6 +48,10 @@
 //! # }
 //! ```
 //!
+//! [`drive`] is the loop every front end uses: several replays (one per target) fed from one
+//! source, a stop asked for and progress reported through [`Hooks`], every engine finished and
+//! its sink handed back ([`Driven`]).
+//!
 //! To feed records from elsewhere (a network, another process), [`Replay::start`] gives a
 //! [`Running`] replay that takes records as an [`ldplayer_trace::Sink`] until
 //! [`Running::finish`]. [`ReplayConfig::start_ns`] and [`ReplayConfig::trace_origin_ns`] pin the
@@ -62,6 +66,7 @@ mod config;
 mod cpu;
 mod destination;
 mod distributor;
+mod drive;
 mod engine;
 mod error;
 mod live;
@@ -81,6 +86,7 @@ pub use config::{
 };
 pub use destination::{check_destination, DestinationError};
 pub use distributor::{ramp_offset_s, ramp_queries, stable_hash, Distributor, Schedule};
+pub use drive::{drive, live_total, Driven, Hooks};
 pub use engine::{Finished, Replay, Running};
 pub use error::ReplayError;
 pub use live::{Live, LiveCounts};

@@ -14,7 +14,8 @@
 //! - [`Summary`]: counts, latency percentiles, timing error and per-second rate error in
 //!   bounded memory, reported as a [`SummaryReport`] (JSON or text).
 //! - [`merge`]: results files of one trace (shards of one replay) merged into one, in trace
-//!   order, in bounded memory ([`merge`](mod@merge)).
+//!   order, in bounded memory ([`merge`](mod@merge)); [`shard_checks`] says what such a merge
+//!   should warn of (shards missing, given twice, late; clocks across hosts).
 //! - [`Capacity`]: a ramp's offered, answered and latency per second, and the server's
 //!   capacity as resperf computes its maximum throughput ([`capacity`](mod@capacity)).
 //! - [`Tee`]: one replay's results to two sinks (say a [`Summary`] and, when asked for, a
@@ -38,6 +39,7 @@ pub mod merge;
 mod reader;
 mod result;
 pub mod run_info;
+pub mod shard_checks;
 pub mod summary;
 mod tee;
 

@@ -63,6 +63,13 @@ impl InputReport {
                     .timing_error_p99_us
                     .is_some_and(|p99| p99 > MAX_P99_LATE_US))
     }
+
+    /// Whether this input's replay did not finish (it was killed or is still running): its
+    /// file was cut short, or its run info says it is incomplete. A merge that holds one is
+    /// incomplete too.
+    pub fn unfinished(&self) -> bool {
+        self.cut_short || self.run_info.as_ref().and_then(|r| r.complete) == Some(false)
+    }
 }
 
 /// What a merge wrote and found.

@@ -10,11 +10,6 @@ use ldplayer_experiment::{Observer, Plan, RunRecord, RunSpec, Status};
 use crate::args::ExperimentArgs;
 use crate::progress::interrupted;
 
-/// The sides of a run: this program started again in a run's namespaces.
-pub fn side(config: ldplayer_experiment::SideConfig) -> Result<()> {
-    config.run().map_err(anyhow::Error::from)
-}
-
 pub fn run(args: ExperimentArgs) -> Result<()> {
     let bytes = std::fs::read(&args.plan)
         .with_context(|| format!("cannot read {}", args.plan.display()))?;

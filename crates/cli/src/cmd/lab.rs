@@ -2,31 +2,31 @@
 //!
 //! Three stages of one command: on the host it re-runs itself in a new network namespace (the
 //! resolver side, which `ldplayer_lab` marks as such), which starts the server side in a second
-//! namespace (`ldplayer_lab` starts it and tells it what to run; `main` hands it to
-//! [`server_side`]), the resolver, and sends the workload: names one by one, or a trace with the
-//! replay engine.
+//! namespace (`ldplayer_lab` starts it and tells it what to run; `main` runs it with
+//! `ldplayer_lab::run_side_if_asked`), the resolver, and sends the workload
+//! (`ldplayer_lab::workload`): names one by one, or a trace with the replay engine.
 
 use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs, Transport};
 use crate::io::Output;
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
-use ldplayer_dns::Rtype;
-use ldplayer_lab::{client, LabConfig, ResolverSide, ServerSideConfig};
-use ldplayer_replay::{ReplayConfig, Timing};
+use ldplayer_lab::{LabConfig, ResolverSide, ServerSideConfig};
+use ldplayer_replay::Timing;
 use ldplayer_trace::Proto;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 pub fn run(args: LabArgs) -> Result<()> {
     match args.stage {
         None if !ldplayer_lab::is_resolver_side() => host(args),
         None | Some(LabStage::Resolver) => resolver_stage(args),
-        Some(LabStage::Server) => server_side(&ServerSideConfig {
-            manifest: args.manifest.clone(),
-            nameservers: args.nameservers.kind(),
-            work_dir: args.work_dir.clone().unwrap_or_else(std::env::temp_dir),
-        }),
+        Some(LabStage::Server) => Ok(ldplayer_lab::run_server_side(
+            &ServerSideConfig {
+                manifest: args.manifest.clone(),
+                nameservers: args.nameservers.kind(),
+                work_dir: args.work_dir.clone().unwrap_or_else(std::env::temp_dir),
+            },
+            report_meta_server,
+        )?),
     }
 }
 
@@ -188,51 +188,15 @@ fn workload(
             .with_context(|| format!("cannot read {}", names.display()))?;
         let answers = args.answers.as_deref().unwrap_or(Path::new("-"));
         let mut out = Output::create(answers)?;
-        let (mut ok, mut failed) = (0, 0);
-        let stop = interrupted();
-        for (n, line) in text.lines().enumerate() {
-            if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                break;
-            }
-            let line = line.split('#').next().unwrap_or("").trim();
-            let mut f = line.split_whitespace();
-            let Some(name) = f.next() else { continue };
-            let mut qtype = Rtype::A;
-            // RD and AD unless the line says otherwise (a validating resolver then says whether
-            // it validated the answer); CD and DO when it asks.
-            let mut flags = client::QueryFlags::default();
-            for token in f {
-                if token.starts_with('+') {
-                    if !flags.apply(token) {
-                        bail!(
-                            "{}:{}: unknown flag {token:?} (+rd, +ad, +cd, +do, or +no before one)",
-                            names.display(),
-                            n + 1
-                        );
-                    }
-                    continue;
-                }
-                qtype = token.parse().map_err(|_| {
-                    anyhow::anyhow!("{}:{}: unknown type {token:?}", names.display(), n + 1)
-                })?;
-            }
-            let name = if name.ends_with('.') {
-                name.to_string()
-            } else {
-                format!("{name}.")
-            };
-            match client::resolve_with(resolver, &name, qtype, flags, Duration::from_secs(10)) {
-                Ok(r) => {
-                    ok += 1;
-                    writeln!(out, "{}", r.line())?;
-                }
-                Err(e) => {
-                    failed += 1;
-                    writeln!(out, "{name} {qtype} ERROR {e}")?;
-                }
-            }
-        }
+        let done = ldplayer_lab::workload::resolve_names(
+            resolver,
+            &text,
+            names,
+            &mut out,
+            &interrupted(),
+        )?;
         out.close()?;
+        let (ok, failed) = (done.resolved, done.failed);
         if args.json {
             println!(
                 "{}",
@@ -240,11 +204,11 @@ fn workload(
                     "names": ok + failed,
                     "resolved": ok,
                     "failed": failed,
-                    "interrupted": stop.load(std::sync::atomic::Ordering::Relaxed),
+                    "interrupted": done.interrupted,
                 })
             );
         } else if !args.quiet {
-            let stopped = if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let stopped = if done.interrupted {
                 " (interrupted)"
             } else {
                 ""
@@ -256,13 +220,8 @@ fn workload(
     let Some(trace) = &args.trace else {
         bail!("give --names or --trace");
     };
-    let mut config = ReplayConfig::new(resolver);
+    let mut config = ldplayer_lab::workload::replay_config(side);
     config.proto_override = args.proto.forced();
-    if let Some(e) = side.resolver_encrypted() {
-        config.tls_server = Some(e.tls);
-        config.https_server = Some(e.https);
-        config.tls.ca_file = Some(e.ca);
-    }
     config.profiles = population
         .as_ref()
         .map(ldplayer_replay::Profiles::of_population);
@@ -293,13 +252,13 @@ fn workload(
     )
 }
 
-/// In the server side's namespace: the nameservers, until the resolver side interrupts.
-pub fn server_side(config: &ServerSideConfig) -> Result<()> {
-    let stats = config.run(&interrupted())?;
-    if let Some(s) = stats {
-        eprintln!("ldplayer lab: meta-server: {}", super::serve::describe(&s));
-    }
-    Ok(())
+/// Prints the meta-server's counters when the lab's server side ends (into the side's log, which
+/// the resolver side repeats).
+pub fn report_meta_server(stats: &ldplayer_server::ServerStats) {
+    eprintln!(
+        "ldplayer lab: meta-server: {}",
+        super::serve::describe(stats)
+    );
 }
 
 /// Reads `--time`: RFC 3339 (any offset), Unix seconds, or `YYYYMMDDHHMMSS` (UTC, as RRSIG

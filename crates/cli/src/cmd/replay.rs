@@ -1,18 +1,16 @@
 //! `ldplayer replay TRACE --server HOST[:PORT] [--proto keep|udp|tcp|tls|doh|doq]
 //! [--speed K | --rate QPS | --fast | --ramp-to QPS --ramp-s SECONDS] [--results FILE] [--json]`
 
-use super::replay_targets::{live_total, target_sink, Fanout};
+use super::replay_targets::target_sink;
 use crate::args::{DohMethodArg, ReadArgs, ReplayArgs, SendTimes, StackArg};
 use crate::io::open_input;
 use crate::progress::{interrupted, Progress};
 use anyhow::{bail, Context, Result};
 use ldplayer_population::{AssignTransports, Population};
-use ldplayer_replay::{
-    Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Running, Timing, TlsConfig,
-};
+use ldplayer_replay::{Finished, LiveCounts, Replay, ReplayConfig, ReplayStats, Timing, TlsConfig};
 use ldplayer_results::fidelity::Fidelity;
 use ldplayer_results::{Capacity, RampSpec, ResultsWriter, RunInfo, Summary};
-use ldplayer_trace::{Proto, SinkError};
+use ldplayer_trace::Proto;
 use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -195,57 +193,32 @@ pub fn replay_targets(
     // The reader runs ahead of the replay (by the preload window): the display follows the
     // queries sent and answered, not the bytes read.
     let mut input = open_input(job.trace, &job.read, &Progress::new(true))?;
-
-    // Ctrl-C: stop feeding, let the engines stop scheduling, wait for what is in flight, flush.
-    let ctrl_c = interrupted();
-    let stops: Vec<_> = replays.iter().map(Replay::stop_flag).collect();
-    let done = AtomicBool::new(false);
-    let mut fanout = Fanout {
-        engines: Vec::with_capacity(replays.len()),
-    };
     // A ramp's capacity, judged per target from its results.
     let capacity = |replay: &Replay| match (job.ramp, replay.config().start_ns) {
         (Some(spec), Some(start)) => Some(Capacity::new(spec, start)),
         _ => None,
     };
-    for (i, replay) in replays.iter().enumerate() {
-        let target = u16::try_from(i).context("more than 65,536 targets")?;
-        let running = replay
-            .start(target_sink(target, capacity(replay), writer.clone()))
-            .context("starting the replay")?;
-        for w in running.warnings() {
-            eprintln!("ldplayer replay: {w}");
-        }
-        fanout.engines.push(running);
-    }
-    let (read_result, finished) = std::thread::scope(|scope| {
-        scope.spawn(|| {
-            let mut ticks = 0u32;
-            while !done.load(Ordering::Relaxed) {
-                if ctrl_c.load(Ordering::Relaxed) {
-                    for stop in &stops {
-                        stop.store(true, Ordering::SeqCst);
-                    }
-                }
-                if ticks.is_multiple_of(5) {
-                    progress.message(live_line(live_total(&replays), progress.elapsed()));
-                }
-                ticks = ticks.wrapping_add(1);
-                std::thread::sleep(Duration::from_millis(50));
-            }
-        });
-        let read_result = match &job.population {
-            Some(p) => input.source.run(&mut AssignTransports::new(p, &mut fanout)),
-            None => input.source.run(&mut fanout),
-        };
-        let finished: Vec<_> = fanout.engines.drain(..).map(Running::finish).collect();
-        done.store(true, Ordering::Relaxed);
-        (read_result, finished)
-    });
-    let mut targets = Vec::with_capacity(finished.len());
-    let mut capacities = Vec::with_capacity(finished.len());
-    for f in finished {
-        let Finished { results, stats } = f.context("replay")?;
+    let sinks = replays
+        .iter()
+        .enumerate()
+        .map(|(i, replay)| {
+            let target = u16::try_from(i).context("more than 65,536 targets")?;
+            Ok(target_sink(target, capacity(replay), writer.clone()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    // Ctrl-C: stop feeding, let the engines stop scheduling, wait for what is in flight, flush.
+    let hooks = CliHooks {
+        ctrl_c: interrupted(),
+        progress: &progress,
+    };
+    let driven = ldplayer_replay::drive(&replays, sinks, &hooks, |sink| match &job.population {
+        Some(p) => input.source.run(&mut AssignTransports::new(p, sink)),
+        None => input.source.run(sink),
+    })
+    .context("replay")?;
+    let mut targets = Vec::with_capacity(driven.targets.len());
+    let mut capacities = Vec::with_capacity(driven.targets.len());
+    for Finished { results, stats } in driven.targets {
         let (summary, rest) = results.into_parts();
         capacities.push(rest.into_parts().0.map(|c| c.report()));
         targets.push((summary, stats));
@@ -253,10 +226,7 @@ pub fn replay_targets(
     progress.finish();
     // A damaged trace: what was sent is recorded and summed up as usual, then the error says
     // where reading stopped.
-    let read_error = match read_result {
-        Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => None,
-        Err(e) => Some(e),
-    };
+    let read_error = driven.read_error;
     // Closed before the report reads it, and marked complete: every result is in.
     drop(writer);
     if let Some(p) = job.results {
@@ -271,7 +241,7 @@ pub fn replay_targets(
         }
         _ => None,
     };
-    let interrupted = stops.iter().any(|s| s.load(Ordering::Relaxed));
+    let interrupted = driven.interrupted;
     let reports: Vec<_> = targets
         .iter()
         .map(|(summary, _)| summary.report())
@@ -377,6 +347,30 @@ pub fn replay_targets(
                 job.trace.display()
             )
         }),
+    }
+}
+
+/// What the driver of `ldplayer replay` hears: Ctrl-C stops it, progress goes to the display,
+/// the engines' warnings to standard error.
+struct CliHooks<'p> {
+    /// Set by Ctrl-C, SIGTERM or SIGHUP.
+    ctrl_c: Arc<AtomicBool>,
+    /// The progress display.
+    progress: &'p Progress,
+}
+
+impl ldplayer_replay::Hooks for CliHooks<'_> {
+    fn stop_requested(&self) -> bool {
+        self.ctrl_c.load(Ordering::Relaxed)
+    }
+
+    fn progress(&self, live: LiveCounts) {
+        self.progress
+            .message(live_line(live, self.progress.elapsed()));
+    }
+
+    fn warning(&self, _target: usize, warning: &str) {
+        eprintln!("ldplayer replay: {warning}");
     }
 }
 

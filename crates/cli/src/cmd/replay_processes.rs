@@ -11,7 +11,9 @@ use crate::args::ReplayArgs;
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
 use ldplayer_results::fidelity::Fidelity;
-use ldplayer_results::{merge, Capacity, ResultsReader, ResultsWriter, Summary, MERGE_WINDOW};
+use ldplayer_results::{
+    merge, Capacity, InputReport, ResultsReader, ResultsWriter, Summary, MERGE_WINDOW,
+};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -113,14 +115,15 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
     // send what was due before it began: said, whatever the output.
     for (file, input) in files.iter().zip(&report.inputs) {
         if input.late_start > 0 {
-            eprintln!("ldplayer: {}", super::results::late_warning(file, input));
+            eprintln!(
+                "ldplayer: {}",
+                ldplayer_results::shard_checks::late_warning(file, input)
+            );
         }
     }
     out.into_inner()
         .with_context(|| format!("writing {}", merged.display()))?;
-    let unfinished = report.inputs.iter().any(|input| {
-        input.cut_short || input.run_info.as_ref().and_then(|r| r.complete) == Some(false)
-    });
+    let unfinished = report.inputs.iter().any(InputReport::unfinished);
     if shards.failed == 0 && !unfinished {
         ldplayer_results::mark_complete(&merged)
             .with_context(|| format!("marking {} complete", merged.display()))?;

@@ -6,9 +6,10 @@ use crate::io::{open_input, Output};
 use crate::progress::Progress;
 use anyhow::{bail, Context, Result};
 use ldplayer_results::fidelity::Fidelity;
+use ldplayer_results::shard_checks::{input_name, missing_shards, shard_warnings};
 use ldplayer_results::{
-    export_csv, export_jsonl, mark_complete, merge, Capacity, CsvWriter, JsonlWriter, MergeReport,
-    ResultsReader, ResultsWriter, RunInfo, ShardId, Summary, TraceJoin, MERGE_WINDOW,
+    export_csv, export_jsonl, mark_complete, merge, Capacity, CsvWriter, InputReport, JsonlWriter,
+    ResultsReader, ResultsWriter, RunInfo, Summary, TraceJoin, MERGE_WINDOW,
 };
 use std::fs::File;
 use std::io::Write;
@@ -74,15 +75,12 @@ fn merge_files(args: MergeArgs) -> Result<()> {
     out.into_inner()
         .with_context(|| format!("writing {}", args.output.display()))?
         .close()?;
-    let unfinished = |input: &ldplayer_results::InputReport| {
-        input.cut_short || input.run_info.as_ref().and_then(|r| r.complete) == Some(false)
-    };
-    if !report.inputs.iter().any(unfinished) {
+    if !report.inputs.iter().any(InputReport::unfinished) {
         mark_complete(&args.output)
             .with_context(|| format!("marking {} complete", args.output.display()))?;
     }
     for (file, input) in args.files.iter().zip(&report.inputs) {
-        if unfinished(input) {
+        if input.unfinished() {
             eprintln!(
                 "ldplayer: {} did not finish (its replay was killed or is still running): \
                  merged the {} results it holds; {} is INCOMPLETE too",
@@ -287,174 +285,6 @@ impl Write for WatchedOutput {
         let r = self.out.flush();
         self.failed |= r.is_err();
         r
-    }
-}
-
-/// The shards of the inputs' split that no input holds, when every input says it is a shard
-/// of the same split.
-fn missing_shards(report: &MergeReport) -> Vec<ShardId> {
-    let shards: Vec<Option<ShardId>> = report
-        .inputs
-        .iter()
-        .map(|i| i.run_info.as_ref().and_then(|r| r.shard))
-        .collect();
-    let Some(Some(first)) = shards.first() else {
-        return Vec::new();
-    };
-    if shards
-        .iter()
-        .any(|s| s.is_none_or(|s| s.count != first.count))
-    {
-        return Vec::new();
-    }
-    (0..first.count)
-        .filter(|&index| !shards.iter().flatten().any(|s| s.index == index))
-        .map(|index| ShardId {
-            index,
-            count: first.count,
-        })
-        .collect()
-}
-
-/// What the merge should say about the inputs as shards of one replay: shards missing, of
-/// other splits, given twice, and clocks less certain than the timing they report.
-fn shard_warnings(files: &[std::path::PathBuf], report: &MergeReport) -> Vec<String> {
-    let mut warnings = Vec::new();
-    let shards: Vec<(usize, ShardId)> = report
-        .inputs
-        .iter()
-        .enumerate()
-        .filter_map(|(i, input)| Some((i, input.run_info.as_ref()?.shard?)))
-        .collect();
-    if !shards.is_empty() && shards.len() < files.len() {
-        warnings.push(format!(
-            "{} of {} inputs are not shards of a split replay (no --shard): merging them as given",
-            files.len() - shards.len(),
-            files.len()
-        ));
-    }
-    if let Some(&(_, first)) = shards.first() {
-        if shards.iter().any(|(_, s)| s.count != first.count) {
-            let list: Vec<String> = shards
-                .iter()
-                .map(|(i, s)| format!("{} is {s}", files[*i].display()))
-                .collect();
-            warnings.push(format!(
-                "the inputs are shards of different splits ({}): their clients overlap",
-                list.join(", ")
-            ));
-        }
-        for (n, (i, s)) in shards.iter().enumerate() {
-            if let Some((j, _)) = shards[..n].iter().find(|(_, t)| t == s) {
-                warnings.push(format!(
-                    "{} and {} are both shard {s}",
-                    files[*j].display(),
-                    files[*i].display()
-                ));
-            }
-        }
-    }
-    for (file, input) in files.iter().zip(&report.inputs) {
-        if input.late() {
-            warnings.push(late_warning(file, input));
-        }
-    }
-    let missing = missing_shards(report);
-    if !missing.is_empty() {
-        let list: Vec<String> = missing.iter().map(|s| s.to_string()).collect();
-        warnings.push(format!(
-            "shard{} {} {} missing: merged {} of {} shards (the result covers only their \
-             clients)",
-            if missing.len() == 1 { "" } else { "s" },
-            list.join(", "),
-            if missing.len() == 1 { "is" } else { "are" },
-            missing[0].count as usize - missing.len(),
-            missing[0].count
-        ));
-    }
-    // Clocks matter between hosts; shards of one host share its clock.
-    let mut hosts: Vec<&str> = report
-        .inputs
-        .iter()
-        .filter_map(|i| i.run_info.as_ref()?.host.as_deref())
-        .collect();
-    hosts.sort_unstable();
-    hosts.dedup();
-    if hosts.len() < 2 {
-        return warnings;
-    }
-    for (file, input) in files.iter().zip(&report.inputs) {
-        let Some(clock) = input.run_info.as_ref().and_then(|r| r.clock) else {
-            continue;
-        };
-        if !clock.synchronized {
-            warnings.push(format!(
-                "{}: its host's clock was not synchronised (no NTP/PTP discipline): its send \
-                 times may be off those of other hosts by any amount",
-                file.display()
-            ));
-        } else if let Some(p50) = input.timing_error_p50_us {
-            if clock.est_error_us as f64 > p50 {
-                warnings.push(format!(
-                    "{}: its host's clock error ({} µs, as estimated by the kernel) is larger \
-                     than the median timing error it reports ({p50} µs): across hosts, timing \
-                     is only as good as the clocks",
-                    file.display(),
-                    clock.est_error_us
-                ));
-            }
-        }
-    }
-    warnings
-}
-
-/// How an input is named in the merge's report: its shard (`1/3`), or its file when it is not a
-/// shard of a split replay.
-fn input_name(file: &Path, input: &ldplayer_results::InputReport) -> String {
-    match input.run_info.as_ref().and_then(|r| r.shard) {
-        Some(shard) => shard.to_string(),
-        None => file.display().to_string(),
-    }
-}
-
-/// The warning for an input that kept the shared schedule badly: which shard, whether it began
-/// late and how many queries it then did not send, and its timing error.
-pub(crate) fn late_warning(file: &Path, input: &ldplayer_results::InputReport) -> String {
-    let who = match input.run_info.as_ref().and_then(|r| r.shard) {
-        Some(shard) => format!("shard {shard} ({})", file.display()),
-        None => file.display().to_string(),
-    };
-    let timing = match (input.timing_error_p50_us, input.timing_error_p99_us) {
-        (Some(p50), Some(p99)) => format!("timing error p50 {}, p99 {}", micros(p50), micros(p99)),
-        _ => "it sent nothing".to_string(),
-    };
-    if input.late_start > 0 {
-        let by = input
-            .began_late_ns
-            .map(|ns| format!(" at least {}", micros(ns as f64 / 1e3)))
-            .unwrap_or_default();
-        format!(
-            "{who} began{by} after the shared start: the {} queries due before then were not \
-             sent (late-start); {timing} over the queries it sent",
-            input.late_start
-        )
-    } else {
-        format!(
-            "{who} sent late, it did not keep the shared schedule: {timing} (at most {} at \
-             p99)",
-            micros(ldplayer_results::fidelity::MAX_P99_LATE_US)
-        )
-    }
-}
-
-/// A duration in µs, in the unit that reads best (µs, ms, s).
-fn micros(us: f64) -> String {
-    if us >= 1e6 {
-        format!("{:.2} s", us / 1e6)
-    } else if us >= 1e3 {
-        format!("{:.2} ms", us / 1e3)
-    } else {
-        format!("{us:.0} µs")
     }
 }
 

@@ -1,0 +1,112 @@
+//! The driver every front end uses ([`ldplayer_replay::drive`]): several targets fed from one
+//! source, stops and progress through hooks, each target's sink handed back.
+
+mod common;
+
+use common::*;
+use ldplayer_replay::{drive, Hooks, LiveCounts, Replay, ReplayConfig};
+use ldplayer_trace::{Proto, Source};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+fn replay(server: std::net::SocketAddr) -> Replay {
+    Replay::new(ReplayConfig {
+        queriers: 1,
+        timeout: Duration::from_secs(2),
+        preload: Duration::from_secs(10),
+        ..ReplayConfig::new(server)
+    })
+    .expect("a valid configuration")
+}
+
+/// Hooks that record what they hear and ask for a stop once `stop_after` queries were sent.
+#[derive(Default)]
+struct Recorder {
+    progress_calls: AtomicUsize,
+    last: Mutex<LiveCounts>,
+    stop_after: Option<u64>,
+}
+
+impl Hooks for Recorder {
+    fn stop_requested(&self) -> bool {
+        let sent = self.last.lock().expect("lock").sent;
+        self.stop_after.is_some_and(|n| sent >= n)
+    }
+
+    fn progress(&self, live: LiveCounts) {
+        self.progress_calls.fetch_add(1, Ordering::Relaxed);
+        *self.last.lock().expect("lock") = live;
+    }
+}
+
+#[test]
+fn every_target_gets_every_query_and_its_own_sink_back() {
+    let a = own_server(|_, _| {});
+    let b = own_server(|_, _| {});
+    let addrs = [a.server.local_addrs()[0], b.server.local_addrs()[0]];
+    let replays: Vec<Replay> = addrs.iter().map(|&s| replay(s)).collect();
+    let sinks = vec![Results::default(), Results::default()];
+    let hooks = Recorder::default();
+    let mut source = VecSource(alternating_trace(60, 3, 1, Proto::Udp));
+    let driven =
+        drive(&replays, sinks.clone(), &hooks, |sink| source.run(sink)).expect("the replay runs");
+    assert!(driven.read_error.is_none());
+    assert!(!driven.interrupted);
+    assert_eq!(driven.targets.len(), 2);
+    for (target, sink) in driven.targets.iter().zip(&sinks) {
+        assert_eq!(target.stats.answered, 60);
+        assert!(sink.finished(), "each target's sink was finished");
+        assert_one_each(&sink.sorted(), 60);
+    }
+    assert_eq!(a.server.stop().udp_queries, 60);
+    assert_eq!(b.server.stop().udp_queries, 60);
+    assert!(hooks.progress_calls.load(Ordering::Relaxed) >= 1);
+}
+
+#[test]
+fn a_stop_from_the_hooks_ends_the_replay_with_one_result_per_query_read() {
+    let s = own_server(|_, _| {});
+    let replays = vec![replay(s.server.local_addrs()[0])];
+    let sink = Results::default();
+    // 200 queries 50 ms apart (10 s); stopped once some were sent.
+    let hooks = Recorder {
+        stop_after: Some(1),
+        ..Recorder::default()
+    };
+    let mut source = VecSource(alternating_trace(200, 4, 50, Proto::Udp));
+    let driven = drive(&replays, vec![sink.clone()], &hooks, |sink| {
+        source.run(sink)
+    })
+    .expect("the replay runs");
+    assert!(driven.interrupted);
+    let results = sink.sorted();
+    assert!(sink.finished());
+    // Every query read got its one result (the unsent ones as stopped).
+    assert_one_each(&results, results.len());
+    let sent = driven.targets[0].stats.sent;
+    assert!(sent < 200, "{sent} sent");
+}
+
+#[test]
+fn a_stop_flag_is_hooks_and_one_sink_per_replay_is_required() {
+    let s = own_server(|_, _| {});
+    let replays = vec![replay(s.server.local_addrs()[0])];
+    let stop = AtomicBool::new(true);
+    let mut source = VecSource(alternating_trace(50, 2, 50, Proto::Udp));
+    let Ok(driven) = drive(&replays, vec![Results::default()], &stop, |sink| {
+        source.run(sink)
+    }) else {
+        panic!("the replay did not run");
+    };
+    assert!(driven.interrupted);
+    let Err(err) = drive(&replays, Vec::<Results>::new(), &(), |sink| {
+        source.run(sink)
+    }) else {
+        panic!("a replay without a sink ran");
+    };
+    assert!(
+        err.to_string().contains("0 result sinks for 1 replays"),
+        "{err}"
+    );
+}
