@@ -1,9 +1,9 @@
 //! The driver every front end uses ([`ldplayer_replay::drive`]): several targets fed from one
 //! source, stops and progress through hooks, each target's sink handed back.
 
-mod common;
+mod engine;
 
-use common::*;
+use engine::*;
 use ldplayer_replay::{drive, Hooks, LiveCounts, Replay, ReplayConfig};
 use ldplayer_trace::{Proto, Source};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
