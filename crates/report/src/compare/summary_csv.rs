@@ -31,11 +31,10 @@ pub fn parse_with_keys(
     text: impl AsRef<[u8]>,
     path: &Path,
 ) -> Result<(Vec<String>, Vec<CsvRow>), ReportError> {
-    let table =
-        crate::summary_csv::parse_summary(text).map_err(|why| ReportError::Malformed {
-            path: path.to_path_buf(),
-            why,
-        })?;
+    let table = crate::summary_csv::parse_summary(text).map_err(|why| ReportError::Malformed {
+        path: path.to_path_buf(),
+        why,
+    })?;
     let keys = table.keys;
     let rows = table
         .rows
