@@ -189,7 +189,7 @@ fn ask(
         Proto::Https => 443,
         _ => 53,
     };
-    let target = super::replay::parse_server(server, default_port)?;
+    let target = super::replay_config::parse_server(server, default_port)?;
     let mut config = ReplayConfig::new(target.addr);
     config.timing = Timing::Fast {
         max_in_flight: IN_FLIGHT,

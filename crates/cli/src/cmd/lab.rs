@@ -275,9 +275,9 @@ fn parse_validation_time(s: &str) -> Result<i64> {
             &s[10..12],
             &s[12..]
         );
-        return Ok(super::replay::parse_instant_ns(&t, "--time")? / 1_000_000_000);
+        return Ok(super::replay_config::parse_instant_ns(&t, "--time")? / 1_000_000_000);
     }
-    let ns = super::replay::parse_instant_ns(s, "--time")
+    let ns = super::replay_config::parse_instant_ns(s, "--time")
         .context("--time also takes YYYYMMDDHHMMSS, as RRSIGs write their validity")?;
     Ok(ns.div_euclid(1_000_000_000))
 }

@@ -12,6 +12,7 @@ pub mod lab;
 pub mod mutate;
 pub mod population;
 pub mod replay;
+pub mod replay_config;
 pub mod replay_processes;
 pub mod replay_targets;
 pub mod report;

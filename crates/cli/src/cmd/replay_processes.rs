@@ -103,7 +103,10 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
         targets: Some(args.server.clone()),
         ramp,
         start_ns: match ramp {
-            Some(_) => Some(super::replay::parse_instant_ns(&start, "--start-at")?),
+            Some(_) => Some(super::replay_config::parse_instant_ns(
+                &start,
+                "--start-at",
+            )?),
             None => None,
         },
         ..Default::default()
