@@ -154,6 +154,12 @@ pub fn queries_per_connection(s: &str) -> Result<u64, String> {
     whole(s, 1, 1_000_000_000_000, "a number of queries")
 }
 
+/// Packets sent with one set of QUIC keys before the client updates them: 0 (none before the
+/// cipher's confidentiality limit) to a trillion.
+pub fn key_update_packets(s: &str) -> Result<u64, String> {
+    whole(s, 0, 1_000_000_000_000, "a number of packets")
+}
+
 /// A share from 0 to 1.
 pub fn fraction(s: &str) -> Result<f64, String> {
     within(number(s)?, 0.0, 1.0, false, "a share from 0 to 1")

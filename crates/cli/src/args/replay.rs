@@ -183,7 +183,7 @@ pub struct ReplayArgs {
     /// The lean QUIC stack (DoQ, DoH over HTTP/3) updates its keys (RFC 9001 §6) after this
     /// many packets sent with the same keys, as quinn and quic-go clients do; 0: none before
     /// the cipher's confidentiality limit (RFC 9001 §6.6, millions of packets).
-    #[arg(long, value_name = "N", default_value_t = ldplayer_replay::DEFAULT_QUIC_KEY_UPDATE_PACKETS)]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = crate::values::key_update_packets, default_value_t = ldplayer_replay::DEFAULT_QUIC_KEY_UPDATE_PACKETS)]
     pub quic_key_update_packets: u64,
     /// The client stack of DoT, DoH and DoQ: `lean`, ldplayer's own (a few KiB per idle
     /// session), or `reference`, the stacks other clients use (rustls' ClientConnection, h2,
