@@ -4,6 +4,8 @@
 //! connects the library crates (trace formats, capture reader, synthesizer, mutator, inspector)
 //! and prints summaries. Everything it does is available from those crates.
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod cmd;
 mod guard;
@@ -14,7 +16,7 @@ mod values;
 use clap::Parser;
 
 fn main() {
-    restore_sigpipe();
+    ldplayer_system::process::restore_default_sigpipe();
     // The lab's server side and the sides of an experiment's run: this program started again
     // in namespaces of their own, told so in the environment, not on the command line.
     match ldplayer_lab::run_side_if_asked(cmd::lab::report_meta_server) {
@@ -75,17 +77,6 @@ fn error_chain(e: &anyhow::Error) -> String {
         last = Some(message);
     }
     out
-}
-
-/// Lets a closed pipe end the process quietly, as it does `cat` or `awk`: `ldplayer results
-/// export run.res --csv | head` used to panic ("failed printing to stdout: Broken pipe") because
-/// Rust programs ignore SIGPIPE. Sockets are unaffected: the standard library writes to them with
-/// MSG_NOSIGNAL, and UDP never raises it.
-fn restore_sigpipe() {
-    // SAFETY: called first thing in main, before any thread starts; SIG_DFL is a valid handler.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
 }
 
 #[cfg(test)]

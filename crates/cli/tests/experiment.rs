@@ -576,8 +576,7 @@ fn an_interrupted_plan_leaves_nothing_running_and_resumes() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    // SAFETY: kill with a valid pid.
-    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let _ = ldplayer_system::process::signal(child.id(), ldplayer_system::Signal::INT);
     let status = child.wait().unwrap();
     let mut err = String::new();
     std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();

@@ -237,8 +237,7 @@ fn upstream_queries(pcap: &Path) -> Vec<Upstream> {
 
 /// tcpdump on every interface of the host, for packets of the lab's addresses.
 fn host_witness(d: &Path) -> Option<Child> {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = ldplayer_system::process::is_root();
     if !prerequisite::require(
         root,
         "root, for the host-wide tcpdump that checks that no packet leaves the lab",
@@ -352,8 +351,7 @@ fn a_hierarchy_rebuilt_from_a_resolvers_capture_resolves_like_the_original() {
 
     if let Some(mut td) = witness {
         std::thread::sleep(std::time::Duration::from_millis(500));
-        // SAFETY: kill with a valid pid and signal.
-        unsafe { libc::kill(td.id() as i32, libc::SIGINT) };
+        let _ = ldplayer_system::process::signal(td.id(), ldplayer_system::Signal::INT);
         let _ = td.wait();
         let host = d.join("host.pcap");
         let canary = format!("udp.port == {CANARY_PORT}");

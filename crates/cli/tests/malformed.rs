@@ -263,8 +263,7 @@ fn malformed_queries_are_replayed_byte_for_byte_as_tcpdump_sees_it() {
     let Some((pcap, kinds)) = capture(dir.path()) else {
         return;
     };
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = ldplayer_system::process::is_root();
     if !prerequisite::require(
         root,
         "root, for tcpdump to capture on lo",

@@ -11,9 +11,9 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn sigterm(child: &Child) {
-    // SAFETY: kill with the pid of a child we started and have not reaped.
-    let r = unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
-    assert_eq!(r, 0, "kill: {}", std::io::Error::last_os_error());
+    // The child is ours and not reaped yet, so its pid is still its own.
+    ldplayer_system::process::signal(child.id(), ldplayer_system::Signal::TERM)
+        .unwrap_or_else(|e| panic!("kill: {e}"));
 }
 
 /// Waits for `child` to exit, killing it (and failing) if it takes longer than `limit`.

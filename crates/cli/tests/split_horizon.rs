@@ -97,8 +97,7 @@ fn answers_per_nameserver_address_and_replies_from_it() {
     script
         .push_str("sleep 0.5\nkill -INT $sv; wait $sv || true\nkill -INT $td; wait $td || true\n");
     std::fs::write(d.join("lab.sh"), script).unwrap();
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
+    let root = ldplayer_system::process::is_root();
     let status = Command::new("unshare")
         .arg(if root { "-n" } else { "-rn" })
         .arg("sh")
@@ -280,8 +279,7 @@ fn answers_per_nameserver_address_over_tls() {
          kill -INT $sv; wait $sv || true\n",
     );
     std::fs::write(d.join("lab.sh"), script).unwrap();
-    // SAFETY: geteuid has no preconditions.
-    let root_user = unsafe { libc::geteuid() } == 0;
+    let root_user = ldplayer_system::process::is_root();
     let status = Command::new("unshare")
         .arg(if root_user { "-n" } else { "-rn" })
         .arg("sh")

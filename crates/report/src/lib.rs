@@ -13,6 +13,8 @@
 //!   bounds;
 //! * [`differences`]: the answer differences of replays that kept their answers.
 
+#![forbid(unsafe_code)]
+
 pub mod compare;
 pub mod differences;
 pub mod error;

@@ -30,6 +30,8 @@
 //! the key on which results of several runs, or of several processes replaying parts of one
 //! trace, are merged and compared query by query.
 
+#![forbid(unsafe_code)]
+
 pub mod capacity;
 pub mod export;
 pub mod fidelity;

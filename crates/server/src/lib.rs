@@ -79,6 +79,8 @@
 //! println!("DNS over TLS on {:?}", server.tls_local_addrs());
 //! ```
 
+#![forbid(unsafe_code)]
+
 mod doh;
 mod doq;
 mod stats;

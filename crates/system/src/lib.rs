@@ -4,8 +4,9 @@
 //! `ip` run to completion with their standard error kept ([`command`]), and the clock and units
 //! `/proc` reports in ([`clock`]).
 //!
-//! The one `unsafe` block of this crate is [`process::own_group_dying_with_parent`]'s
-//! `pre_exec`; everything else goes through rustix's safe calls.
+//! Its `unsafe` blocks are the `pre_exec` closures of [`process::own_group_dying_with_parent`]
+//! and [`limits::raise_file_limit_of`] and the SIGPIPE disposition of
+//! [`process::restore_default_sigpipe`]; everything else goes through rustix's safe calls.
 
 #![deny(unsafe_code)]
 

@@ -64,6 +64,20 @@ pub fn own_group_dying_with_parent(command: &mut Command) -> &mut Command {
     }
 }
 
+/// Lets a closed pipe end the process quietly, as it does `cat` or `awk`: Rust programs ignore
+/// SIGPIPE, so `ldplayer results export run.res --csv | head` would otherwise fail ("failed
+/// printing to stdout: Broken pipe"). Sockets are unaffected: the standard library writes to
+/// them with MSG_NOSIGNAL, and UDP never raises it. Call it first thing in `main`, before any
+/// thread starts.
+#[allow(unsafe_code)]
+pub fn restore_default_sigpipe() {
+    // SAFETY: SIG_DFL is a valid disposition; signal(2) is safe to call at any time, and the
+    // callers do so before starting threads that might race on the disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

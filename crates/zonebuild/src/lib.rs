@@ -36,6 +36,8 @@
 //! [`deckard`] reads Deckard scenarios (`.rpl`), recorded hierarchies given as each nameserver
 //! address's answers, and feeds their answers to the builder the same way.
 
+#![forbid(unsafe_code)]
+
 mod builder;
 pub mod deckard;
 mod exchange;
