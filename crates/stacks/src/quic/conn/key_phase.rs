@@ -118,11 +118,31 @@ impl OneRtt {
             return Some(len);
         }
         if let Some(previous) = &self.previous {
-            if self.first_received.is_none_or(|first| pn < first) {
-                return previous
-                    .decrypt_in_place(pn, header, payload)
-                    .ok()
-                    .map(|p| p.len());
+            match self.first_received {
+                Some(first) if pn < first => {
+                    return previous
+                        .decrypt_in_place(pn, header, payload)
+                        .ok()
+                        .map(|p| p.len());
+                }
+                Some(_) => {}
+                None => {
+                    // This client started the phase and the server has sent nothing in it yet:
+                    // a packet of the other phase is most often a late one of the previous
+                    // phase, but a server that updates again at once, before any packet of the
+                    // phase this client started (aioquic's `request_key_update` does, against
+                    // §6.1's "MUST NOT initiate a subsequent key update" until one is
+                    // acknowledged), sends the next phase's. §6.5 lets an endpoint refuse such
+                    // consecutive updates (quinn closes with KEY_UPDATE_ERROR); this client
+                    // follows them, so that its session outlives the server's haste. The
+                    // ciphertext is kept for the second try: a failed open leaves the buffer
+                    // unspecified. Only packets in this window pay the copy.
+                    let sealed = payload.to_vec();
+                    if let Ok(p) = previous.decrypt_in_place(pn, header, payload) {
+                        return Some(p.len());
+                    }
+                    payload.copy_from_slice(&sealed);
+                }
             }
         }
         let mut next = self.next.clone();
