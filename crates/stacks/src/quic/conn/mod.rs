@@ -17,16 +17,19 @@
 //!
 //! This file holds the connection's state, its opening, its public calls and its timers; the
 //! work is split by job: `receive` (packets and frames in, the handshake's data and keys,
-//! streams reassembled), `recovery` (RFC 9002: acknowledgements, RTT, loss, probes, the
-//! congestion window) and `transmit` (packets assembled and protected).
+//! streams reassembled), `recovery` ([`recovery::Recovery`], a type of its own: RFC 9002's
+//! packets in flight, acknowledgements, loss, probes, the congestion window, with `rtt`'s
+//! estimator) and `transmit` (packets assembled and protected).
 
 mod key_phase;
 mod receive;
 mod recovery;
+mod rtt;
 mod transmit;
 
 use super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
 use key_phase::OneRtt;
+use recovery::{KeyState, Recovery, Sent};
 use rustls::quic::{DirectionalKeys, KeyChange, Keys, Version};
 use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
@@ -48,11 +51,6 @@ const MAX_ACK_DELAY_NS: i64 = 25_000_000;
 /// The TLS connection is dropped this long after the handshake is confirmed, if no session
 /// ticket came before.
 const TLS_LINGER_NS: i64 = 2_000_000_000;
-/// RFC 9002 §6.2.2: the RTT assumed before a sample.
-const INITIAL_RTT_NS: i64 = 333_000_000;
-const GRANULARITY_NS: i64 = 1_000_000;
-const INITIAL_WINDOW: u64 = 10 * MAX_DATAGRAM as u64;
-const MIN_WINDOW: u64 = 2 * MAX_DATAGRAM as u64;
 /// Transport error codes (RFC 9000 §20.1).
 const PROTOCOL_VIOLATION: u64 = 0x0a;
 const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
@@ -179,24 +177,12 @@ struct Chunk {
     fin: bool,
 }
 
-/// An ack-eliciting packet in flight.
-struct Sent {
-    pn: u64,
-    time: i64,
-    size: u32,
-    frames: Vec<Retx>,
-}
-
 /// One packet number space.
 #[derive(Default)]
 struct Space {
     /// Initial and Handshake keys (the data space's are in [`OneRtt`]).
     keys: Option<Keys>,
     next_pn: u64,
-    largest_acked: Option<u64>,
-    sent: VecDeque<Sent>,
-    loss_time: Option<i64>,
-    last_eliciting_sent: i64,
     /// Received packet numbers, ascending inclusive ranges.
     received: Vec<(u64, u64)>,
     largest_received_at: i64,
@@ -210,12 +196,6 @@ struct Space {
     /// CRYPTO data received: the next offset for TLS, and what came ahead of it.
     crypto_next: u64,
     crypto_ahead: Vec<(u64, Vec<u8>)>,
-    /// When the newest packet acknowledged so far was sent (persistent congestion counts
-    /// only losses after it).
-    newest_acked_sent: i64,
-    /// Probes due (a PTO fired): the next packets must be ack-eliciting, and may go beyond
-    /// the congestion window.
-    probes: u8,
 }
 
 impl Space {
@@ -326,21 +306,8 @@ pub struct Connection {
     /// Packets sent with one set of 1-RTT keys before a key update ([`Config::key_update_packets`]).
     key_update_packets: u64,
 
-    srtt: i64,
-    rttvar: i64,
-    latest_rtt: i64,
-    /// The smallest RTT sample (RFC 9002 §5.2).
-    min_rtt: i64,
-    /// When the first RTT sample was taken: persistent congestion counts later losses only.
-    first_sample_at: Option<i64>,
-    has_rtt: bool,
-    pto_count: u32,
-    cwnd: u64,
-    ssthresh: u64,
-    in_flight: u64,
-    recovery_start: i64,
-    /// Packets declared lost (their frames queued again) over the connection's life.
-    lost_packets: u64,
+    /// Loss detection and congestion control (RFC 9002).
+    recovery: Recovery,
 
     idle_timeout_ns: i64,
     last_activity: i64,
@@ -397,6 +364,7 @@ impl Connection {
             params,
         )
         .map_err(|_| OpenError::TlsConfig)?;
+        let peer = ServerParams::default();
         let mut spaces: [Space; 3] = Default::default();
         spaces[INITIAL].keys = Some(suite.keys(&dcid, rustls::Side::Client, Version::V1));
         let mut conn = Connection {
@@ -412,7 +380,8 @@ impl Connection {
             retry_scid: None,
             token: Vec::new(),
             heard_server: false,
-            peer: ServerParams::default(),
+            recovery: Recovery::new(now, peer.max_ack_delay_ms),
+            peer,
             handshake_done: false,
             confirmed: false,
             tls_drop_at: None,
@@ -437,18 +406,6 @@ impl Connection {
             max_streams_uni: 0,
             max_stream_recv: config.max_stream_recv,
             key_update_packets: config.key_update_packets,
-            srtt: INITIAL_RTT_NS,
-            rttvar: INITIAL_RTT_NS / 2,
-            latest_rtt: INITIAL_RTT_NS,
-            min_rtt: INITIAL_RTT_NS,
-            first_sample_at: None,
-            has_rtt: false,
-            pto_count: 0,
-            cwnd: INITIAL_WINDOW,
-            ssthresh: u64::MAX,
-            in_flight: 0,
-            recovery_start: now,
-            lost_packets: 0,
             idle_timeout_ns: config.idle_timeout_ns,
             last_activity: now,
             sent_since_receipt: false,
@@ -481,7 +438,7 @@ impl Connection {
     /// Packets declared lost so far by loss detection (RFC 9002 §6.1), their frames sent again.
     #[inline]
     pub fn lost_packets(&self) -> u64 {
-        self.lost_packets
+        self.recovery.lost_packets()
     }
 
     /// Why the connection ended, once it has.
@@ -565,7 +522,7 @@ impl Connection {
     /// The congestion window, in bytes.
     #[cfg(test)]
     pub fn cwnd(&self) -> u64 {
-        self.cwnd
+        self.recovery.cwnd()
     }
 
     /// Whether the TLS connection is still held (until the handshake is confirmed and a
@@ -588,6 +545,7 @@ impl Connection {
         };
         take("one_rtt", &mut || drop(self.one_rtt.take()));
         take("spaces", &mut || self.spaces = Default::default());
+        take("recovery", &mut || self.recovery.compact());
         take("streams", &mut || self.streams = Default::default());
         take("peer", &mut || self.peer = Default::default());
         take("cids", &mut || {
@@ -618,7 +576,7 @@ impl Connection {
     fn is_quiet(&self) -> bool {
         self.streams.is_empty()
             && self.events.is_empty()
-            && self.spaces.iter().all(|s| s.sent.is_empty())
+            && self.recovery.is_empty()
             && self.tls.is_none()
     }
 
@@ -630,8 +588,8 @@ impl Connection {
         self.unsent = VecDeque::new();
         self.stream_retx = VecDeque::new();
         self.events = VecDeque::new();
+        self.recovery.compact();
         for s in &mut self.spaces {
-            s.sent = VecDeque::new();
             s.received.shrink_to_fit();
         }
     }
@@ -682,7 +640,7 @@ impl Connection {
             idle = 30_000_000_000;
         }
         // RFC 9000 §10.1: never shorter than three PTOs.
-        let idle = idle.max(3 * self.pto_base(DATA));
+        let idle = idle.max(3 * self.recovery.pto_base(DATA));
         self.last_activity.saturating_add(idle)
     }
 
@@ -705,7 +663,8 @@ impl Connection {
         if let Some((t, space, loss)) = self.loss_or_pto() {
             if t <= now {
                 if loss {
-                    self.detect_lost(space, now, &[]);
+                    let lost = self.recovery.detect_lost(space, now, &[]);
+                    self.requeue_lost(space, lost);
                 } else {
                     self.on_pto(space);
                 }
@@ -725,5 +684,114 @@ impl Connection {
 
     fn violation(&mut self, code: u64, why: &'static str) {
         self.close_with(Closed::Violation(why), code, false);
+    }
+
+    /// What loss recovery needs to know of the keys and the handshake.
+    fn key_state(&self) -> KeyState {
+        KeyState {
+            keys: [
+                self.spaces[INITIAL].keys.is_some(),
+                self.spaces[HANDSHAKE].keys.is_some(),
+                self.one_rtt.is_some() || self.zero_rtt_keys.is_some(),
+            ],
+            handshake_done: self.handshake_done,
+            keep_alive: !self.confirmed && self.closed.is_none(),
+        }
+    }
+
+    /// The earliest loss-detection deadline: (time, space, whether a loss timer rather than a
+    /// PTO).
+    fn loss_or_pto(&self) -> Option<(i64, usize, bool)> {
+        self.recovery.loss_or_pto(self.key_state())
+    }
+
+    /// RFC 9002 §6.2.4: a probe timeout sends two ack-eliciting probes, with new data if
+    /// there is some, else the oldest data in flight again. (This client used to move the
+    /// whole flight back to its queues on a PTO: every ACK later than the PTO, as quinn's for
+    /// 0-RTT data, counted a packet lost and sent it again.)
+    fn on_pto(&mut self, space: usize) {
+        self.recovery.on_pto(space);
+        let new_data = match space {
+            DATA => !self.stream_retx.is_empty() || self.new_stream_data_ready(),
+            _ => self.spaces[space].has_crypto(),
+        };
+        if new_data {
+            return;
+        }
+        for f in self.recovery.oldest_frames(space) {
+            self.requeue(space, f);
+        }
+    }
+
+    /// An ACK frame came in `space`.
+    fn on_ack(&mut self, now: i64, space: usize, frame: &Frame<'_>, delay: u64) {
+        let Frame::Ack { largest, .. } = *frame else {
+            return;
+        };
+        if largest >= self.spaces[space].next_pn {
+            self.violation(PROTOCOL_VIOLATION, "quic-protocol-violation");
+            return;
+        }
+        if space == DATA {
+            if let Some(k) = self.one_rtt.as_mut() {
+                k.on_ack(largest);
+            }
+        }
+        let ranges: Vec<(u64, u64)> = frame.ack_ranges().collect();
+        let (peer, confirmed) = (&self.peer, self.confirmed);
+        // RFC 9002 §5.3: the peer's delay, no more than its max_ack_delay once the handshake
+        // is confirmed; Initial acknowledgements are not delayed.
+        let ack_delay = || {
+            if space == DATA {
+                let d = (delay << peer.ack_delay_exponent.min(20)) as i64 * 1000;
+                if confirmed {
+                    d.min(peer.max_ack_delay_ms as i64 * 1_000_000)
+                } else {
+                    d
+                }
+            } else {
+                0
+            }
+        };
+        let lost =
+            self.recovery
+                .on_ack(now, space, &ranges, largest, self.handshake_done, ack_delay);
+        self.requeue_lost(space, lost);
+    }
+
+    /// Queues the frames of packets of `space` that will not be acknowledged again.
+    fn requeue_lost(&mut self, space: usize, lost: Vec<Sent>) {
+        for p in lost {
+            for f in p.frames {
+                self.requeue(space, f);
+            }
+        }
+    }
+
+    /// Queues a frame of a packet of `space` that will not be acknowledged again.
+    fn requeue(&mut self, space: usize, frame: Retx) {
+        match frame {
+            Retx::Crypto { offset, len } => {
+                if !self.spaces[space].crypto_out.is_empty() {
+                    self.spaces[space].crypto_retx.push_back((offset, len));
+                }
+            }
+            Retx::Stream(c) => {
+                if self.stream_bytes(c.id).is_some() {
+                    self.stream_retx.push_back(c);
+                }
+            }
+            Retx::MaxData => self.max_data_pending = true,
+            Retx::RetireCid(seq) => self.retire_cid = Some(seq),
+            Retx::StreamDataBlocked(id) => {
+                // Again if the stream is still blocked at the same limit.
+                let limit = self.stream_limit(id);
+                if let Some(s) = self.streams.get(&id) {
+                    if s.blocked_at == Some(limit) && s.sent_to < s.query.len() as u64 {
+                        self.stream_blocked = Some((id, limit));
+                    }
+                }
+            }
+        }
     }
 }

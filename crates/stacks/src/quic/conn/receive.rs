@@ -82,18 +82,11 @@ impl Connection {
         let s = &mut self.spaces[INITIAL];
         s.keys = Some(suite.keys(&self.dcid, rustls::Side::Client, Version::V1));
         // Everything sent so far goes again under the new keys, with the token.
-        let sent: Vec<Sent> = s.sent.drain(..).collect();
-        let data: Vec<Sent> = self.spaces[DATA].sent.drain(..).collect();
-        for p in sent.iter().chain(&data) {
-            self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
-        }
+        self.recovery.take_flight(INITIAL);
+        let data = self.recovery.take_flight(DATA);
         self.spaces[INITIAL].crypto_sent = 0;
         self.spaces[INITIAL].crypto_retx.clear();
-        for p in data {
-            for f in p.frames {
-                self.requeue(DATA, f);
-            }
-        }
+        self.requeue_lost(DATA, data);
     }
 
     /// Removes header protection, decrypts and processes one packet.
@@ -140,7 +133,7 @@ impl Connection {
         let (header, payload) = packet.split_at_mut(header_len);
         let plain_len = match space {
             DATA => {
-                let pto = self.pto_base(DATA);
+                let pto = self.recovery.pto_base(DATA);
                 self.one_rtt
                     .as_mut()
                     .and_then(|k| k.decrypt(now, pto, pn, key_phase, header, payload))
@@ -386,18 +379,13 @@ impl Connection {
         let accepted = self.zero_rtt.then(|| tls.is_early_data_accepted());
         let resumed = tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
         self.peer = params.clone();
+        self.recovery.set_max_ack_delay(params.max_ack_delay_ms);
         self.take_limits(&params);
         self.zero_rtt_keys = None;
         if accepted == Some(false) {
             // RFC 9001 §4.6.2: nothing sent in 0-RTT arrived; it goes again in 1-RTT.
-            let s = &mut self.spaces[DATA];
-            let rejected: Vec<Sent> = s.sent.drain(..).collect();
-            for p in rejected {
-                self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
-                for f in p.frames {
-                    self.requeue(DATA, f);
-                }
-            }
+            let rejected = self.recovery.take_flight(DATA);
+            self.requeue_lost(DATA, rejected);
         }
         let _ = now;
         self.events.push_back(Event::Connected {
@@ -421,17 +409,12 @@ impl Connection {
     pub(super) fn discard(&mut self, space: usize) {
         let s = &mut self.spaces[space];
         s.keys = None;
-        for p in s.sent.drain(..) {
-            self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
-        }
-        s.loss_time = None;
         s.unacked_eliciting = 0;
         s.crypto_retx.clear();
         s.crypto_out = Vec::new();
         s.crypto_ahead = Vec::new();
-        s.probes = 0;
         s.received = Vec::new();
-        self.pto_count = 0;
+        self.recovery.discard(space);
     }
 
     pub(super) fn on_stream(&mut self, id: u64, offset: u64, data: &[u8], fin: bool) {

@@ -32,7 +32,9 @@ impl Connection {
             if early && out.len() < MAX_DATAGRAM {
                 // Nothing went after the Initial: it goes again, padded, in the next one.
                 out.clear();
-                self.requeue_last(INITIAL);
+                if let Some(p) = self.recovery.forget_last(INITIAL) {
+                    self.requeue_lost(INITIAL, vec![p]);
+                }
                 self.write_packet(now, out, INITIAL, MAX_DATAGRAM, true);
             }
             return !out.is_empty();
@@ -50,7 +52,7 @@ impl Connection {
     /// Whether a space has something to send now.
     pub(super) fn space_wants(&self, space: usize, now: i64) -> bool {
         let s = &self.spaces[space];
-        if s.probes > 0 || s.ack_due(now) || s.has_crypto() {
+        if self.recovery.probes(space) > 0 || s.ack_due(now) || s.has_crypto() {
             return true;
         }
         if space != DATA || !self.can_send_now() {
@@ -66,7 +68,7 @@ impl Connection {
 
     /// Whether stream data may go now (keys, limits and the congestion window allowing).
     pub(super) fn stream_ready(&self) -> bool {
-        if self.in_flight + MAX_DATAGRAM as u64 > self.cwnd {
+        if self.recovery.window_full() {
             return false;
         }
         !self.stream_retx.is_empty() || self.new_stream_data_ready()
@@ -302,13 +304,12 @@ impl Connection {
         if normal && space == DATA {
             eliciting |= self.write_streams(out, limit, &mut frames);
         }
-        let s = &mut self.spaces[space];
-        if normal && s.probes > 0 && !eliciting {
+        if normal && self.recovery.probes(space) > 0 && !eliciting {
             out.push(0x01);
             eliciting = true;
         }
         if eliciting {
-            s.probes = s.probes.saturating_sub(1);
+            self.recovery.on_eliciting_written(space);
         }
         if out.len() == payload_at {
             out.truncate(start);
@@ -352,17 +353,15 @@ impl Connection {
             return;
         }
         let size = (out.len() - start) as u32;
-        let s = &mut self.spaces[space];
-        s.next_pn += 1;
+        self.spaces[space].next_pn += 1;
         if eliciting {
-            s.last_eliciting_sent = now;
-            s.sent.push_back(Sent {
+            let packet = Sent {
                 pn,
                 time: now,
                 size,
                 frames,
-            });
-            self.in_flight += u64::from(size);
+            };
+            self.recovery.on_sent(space, now, packet);
             // RFC 9000 §10.1: the first ack-eliciting packet after one is received restarts
             // the idle timer; probes to a silent server do not keep it alive.
             if !self.sent_since_receipt {
@@ -383,8 +382,8 @@ impl Connection {
         frames: &mut Vec<Retx>,
     ) -> bool {
         let mut wrote = false;
-        let probe = self.spaces[DATA].probes > 0;
-        if !probe && self.in_flight + MAX_DATAGRAM as u64 > self.cwnd {
+        let probe = self.recovery.probes(DATA) > 0;
+        if !probe && self.recovery.window_full() {
             return false;
         }
         loop {
