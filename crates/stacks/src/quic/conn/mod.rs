@@ -25,6 +25,7 @@ mod key_phase;
 mod receive;
 mod recovery;
 mod rtt;
+mod streams;
 mod transmit;
 
 use super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
@@ -35,6 +36,7 @@ use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
+use streams::{Chunk, Streams};
 
 /// The length of the connection IDs this client chooses.
 pub const LOCAL_CID_LEN: usize = 8;
@@ -97,9 +99,6 @@ pub struct Config {
 /// few queries never does. quinn and quic-go then wait for the confidentiality limit (or 100,000
 /// packets): a replay that wants that sets the count higher.
 pub const DEFAULT_KEY_UPDATE_PACKETS: u64 = 1_000;
-
-/// The first client-initiated unidirectional stream, the only one this client opens.
-const UNI_STREAM_ID: u64 = 2;
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,15 +167,6 @@ enum Retx {
     StreamDataBlocked(u64),
 }
 
-/// A piece of a stream to send.
-#[derive(Debug, Clone, Copy)]
-struct Chunk {
-    id: u64,
-    offset: u32,
-    len: u32,
-    fin: bool,
-}
-
 /// One packet number space.
 #[derive(Default)]
 struct Space {
@@ -236,24 +226,6 @@ impl Space {
     }
 }
 
-/// One request's stream.
-struct Stream {
-    query: Vec<u8>,
-    sent: bool,
-    /// How far the request has been sent once (the rest waits for flow control credit), the
-    /// server's limit from its MAX_STREAM_DATA frames (its transport parameter counts too:
-    /// [`Connection::stream_data_limit`]), and the limit a STREAM_DATA_BLOCKED was sent at.
-    sent_to: u64,
-    send_max: u64,
-    blocked_at: Option<u64>,
-    /// The answer so far (contiguous), what came ahead of it, and its length once known.
-    recv: Vec<u8>,
-    ahead: Vec<(u64, Vec<u8>)>,
-    fin: Option<u64>,
-    /// The highest offset received (for connection-level flow control).
-    recv_max: u64,
-}
-
 /// A QUIC client connection; see the module's documentation.
 pub struct Connection {
     tls: Option<Box<rustls::quic::ClientConnection>>,
@@ -276,33 +248,10 @@ pub struct Connection {
     tls_drop_at: Option<i64>,
     zero_rtt: bool,
 
-    streams: rustc_hash::FxHashMap<u64, Stream>,
-    next_stream: u64,
-    /// Streams opened and not yet sent, in order.
-    unsent: VecDeque<u64>,
-    stream_retx: VecDeque<Chunk>,
-    max_streams: u64,
-    /// What the server takes on each stream this client opens at the start
-    /// (`initial_max_stream_data_bidi_remote`).
-    stream_data_limit: u64,
-    /// A STREAM_DATA_BLOCKED to send: the stream and its limit.
-    stream_blocked: Option<(u64, u64)>,
-    data_sent: u64,
-    max_data: u64,
-    data_received: u64,
-    local_max_data: u64,
-    max_data_pending: bool,
+    /// The streams and flow control.
+    streams: Streams,
     path_response: Option<[u8; 8]>,
     retire_cid: Option<u64>,
-    /// The client's unidirectional stream's bytes (kept for retransmission), if it opened one.
-    uni: Option<&'static [u8]>,
-    /// The unidirectional streams the server may open, the highest offset seen on each of
-    /// those it did (for flow control), and how many the server lets this client open.
-    peer_uni_streams: u64,
-    server_uni: Vec<u64>,
-    max_streams_uni: u64,
-    /// The longest response stream taken.
-    max_stream_recv: u64,
     /// Packets sent with one set of 1-RTT keys before a key update ([`Config::key_update_packets`]).
     key_update_packets: u64,
 
@@ -386,25 +335,9 @@ impl Connection {
             confirmed: false,
             tls_drop_at: None,
             zero_rtt: false,
-            streams: Default::default(),
-            next_stream: 0,
-            unsent: VecDeque::new(),
-            stream_retx: VecDeque::new(),
-            max_streams: 0,
-            stream_data_limit: 0,
-            stream_blocked: None,
-            data_sent: 0,
-            max_data: 0,
-            data_received: 0,
-            local_max_data: RECEIVE_WINDOW,
-            max_data_pending: false,
+            streams: Streams::new(config.max_stream_recv, config.peer_uni_streams),
             path_response: None,
             retire_cid: None,
-            uni: None,
-            peer_uni_streams: config.peer_uni_streams,
-            server_uni: Vec::new(),
-            max_streams_uni: 0,
-            max_stream_recv: config.max_stream_recv,
             key_update_packets: config.key_update_packets,
             idle_timeout_ns: config.idle_timeout_ns,
             last_activity: now,
@@ -458,40 +391,18 @@ impl Connection {
     /// requests opened after it, once the server allows a unidirectional stream. A client has
     /// one at most: a second call opens nothing and returns `None`.
     pub fn open_uni_stream(&mut self, data: &'static [u8]) -> Option<u64> {
-        if self.uni.is_some() {
-            return None;
-        }
-        self.uni = Some(data);
-        self.unsent.push_back(UNI_STREAM_ID);
-        Some(UNI_STREAM_ID)
+        self.streams.open_uni(data)
     }
 
     /// Opens a bidirectional stream for one request (its bytes as sent, the stream then
     /// finished); it goes out as soon as keys, the server's limits and congestion allow.
     pub fn open_stream(&mut self, query: Vec<u8>) -> u64 {
-        let id = self.next_stream;
-        self.next_stream += 4;
-        self.streams.insert(
-            id,
-            Stream {
-                query,
-                sent: false,
-                sent_to: 0,
-                send_max: 0,
-                blocked_at: None,
-                recv: Vec::new(),
-                ahead: Vec::new(),
-                fin: None,
-                recv_max: 0,
-            },
-        );
-        self.unsent.push_back(id);
-        id
+        self.streams.open(query)
     }
 
     /// Forgets a stream (its request timed out): nothing more is sent or told for it.
     pub fn forget_stream(&mut self, id: u64) {
-        self.streams.remove(&id);
+        self.streams.forget(id);
     }
 
     /// Key updates this client started (RFC 9001 §6), after
@@ -546,7 +457,7 @@ impl Connection {
         take("one_rtt", &mut || drop(self.one_rtt.take()));
         take("spaces", &mut || self.spaces = Default::default());
         take("recovery", &mut || self.recovery.compact());
-        take("streams", &mut || self.streams = Default::default());
+        take("streams", &mut || self.streams.compact());
         take("peer", &mut || self.peer = Default::default());
         take("cids", &mut || {
             self.dcid = Vec::new();
@@ -556,8 +467,6 @@ impl Connection {
         });
         take("queues", &mut || {
             self.events = VecDeque::new();
-            self.unsent = VecDeque::new();
-            self.stream_retx = VecDeque::new();
         });
         parts
     }
@@ -584,9 +493,7 @@ impl Connection {
     /// connection keeps what its busiest moment needed otherwise, 7 KB per idle connection
     /// (`an_idle_connection_keeps_a_few_kilobytes`).
     fn compact(&mut self) {
-        self.streams = Default::default();
-        self.unsent = VecDeque::new();
-        self.stream_retx = VecDeque::new();
+        self.streams.compact();
         self.events = VecDeque::new();
         self.recovery.compact();
         for s in &mut self.spaces {
@@ -608,7 +515,7 @@ impl Connection {
         // An application close needs 1-RTT keys; before them, a transport close says the same.
         let application = application && self.one_rtt.is_some();
         self.close_pending = Some((code, application));
-        self.streams.clear();
+        self.streams.forget_all();
     }
 
     /// When [`Connection::on_timeout`] wants to run next (realtime ns).
@@ -651,7 +558,7 @@ impl Connection {
         }
         if now >= self.idle_deadline() {
             self.closed = Some(Closed::TimedOut);
-            self.streams.clear();
+            self.streams.forget_all();
             return;
         }
         if self.tls_drop_at.is_some_and(|t| t <= now) {
@@ -712,7 +619,7 @@ impl Connection {
     fn on_pto(&mut self, space: usize) {
         self.recovery.on_pto(space);
         let new_data = match space {
-            DATA => !self.stream_retx.is_empty() || self.new_stream_data_ready(),
+            DATA => self.streams.has_data(),
             _ => self.spaces[space].has_crypto(),
         };
         if new_data {
@@ -776,21 +683,9 @@ impl Connection {
                     self.spaces[space].crypto_retx.push_back((offset, len));
                 }
             }
-            Retx::Stream(c) => {
-                if self.stream_bytes(c.id).is_some() {
-                    self.stream_retx.push_back(c);
-                }
-            }
-            Retx::MaxData => self.max_data_pending = true,
             Retx::RetireCid(seq) => self.retire_cid = Some(seq),
-            Retx::StreamDataBlocked(id) => {
-                // Again if the stream is still blocked at the same limit.
-                let limit = self.stream_limit(id);
-                if let Some(s) = self.streams.get(&id) {
-                    if s.blocked_at == Some(limit) && s.sent_to < s.query.len() as u64 {
-                        self.stream_blocked = Some((id, limit));
-                    }
-                }
+            Retx::Stream(_) | Retx::MaxData | Retx::StreamDataBlocked(_) => {
+                self.streams.requeue(frame)
             }
         }
     }

@@ -19,7 +19,7 @@ impl Connection {
                 Header::VersionNegotiation => {
                     if !self.heard_server {
                         self.closed = Some(Closed::VersionMismatch);
-                        self.streams.clear();
+                        self.streams.forget_all();
                     }
                     return;
                 }
@@ -147,7 +147,7 @@ impl Connection {
         let Some(plain_len) = plain_len else {
             if space == DATA && self.is_stateless_reset(original_first, packet) {
                 self.closed = Some(Closed::Reset);
-                self.streams.clear();
+                self.streams.forget_all();
             }
             return;
         };
@@ -228,35 +228,23 @@ impl Connection {
                 offset,
                 data,
                 fin,
-            } if space == DATA => self.on_stream(id, offset, data, fin),
+            } if space == DATA => self
+                .streams
+                .on_stream(id, offset, data, fin, &mut self.events),
             Frame::ResetStream { id } if space == DATA => {
-                if self.streams.remove(&id).is_some() {
-                    self.events.push_back(Event::StreamFailed {
-                        stream: id,
-                        cause: "quic-stream-reset",
-                    });
-                }
+                self.streams
+                    .on_ended(id, "quic-stream-reset", &mut self.events)
             }
             Frame::StopSending { id } if space == DATA => {
-                if self.streams.remove(&id).is_some() {
-                    self.events.push_back(Event::StreamFailed {
-                        stream: id,
-                        cause: "quic-stream-stopped",
-                    });
-                }
+                self.streams
+                    .on_ended(id, "quic-stream-stopped", &mut self.events)
             }
-            Frame::MaxData(max) if space == DATA => self.max_data = self.max_data.max(max),
+            Frame::MaxData(max) if space == DATA => self.streams.on_max_data(max),
             Frame::MaxStreamData { id, max } if space == DATA => {
-                if let Some(s) = self.streams.get_mut(&id) {
-                    s.send_max = s.send_max.max(max);
-                }
+                self.streams.on_max_stream_data(id, max)
             }
-            Frame::MaxStreamsBidi(max) if space == DATA => {
-                self.max_streams = self.max_streams.max(max)
-            }
-            Frame::MaxStreamsUni(max) if space == DATA => {
-                self.max_streams_uni = self.max_streams_uni.max(max)
-            }
+            Frame::MaxStreamsBidi(max) if space == DATA => self.streams.on_max_streams_bidi(max),
+            Frame::MaxStreamsUni(max) if space == DATA => self.streams.on_max_streams_uni(max),
             Frame::NewConnectionId {
                 seq,
                 retire_prior_to,
@@ -273,7 +261,7 @@ impl Connection {
             Frame::PathChallenge(data) if space == DATA => self.path_response = Some(data),
             Frame::ConnectionClose { code, application } => {
                 self.closed = Some(Closed::ByPeer { code, application });
-                self.streams.clear();
+                self.streams.forget_all();
             }
             Frame::HandshakeDone if space == DATA => {
                 if !self.confirmed {
@@ -395,12 +383,7 @@ impl Connection {
     }
 
     pub(super) fn take_limits(&mut self, p: &ServerParams) {
-        self.max_data = self.max_data.max(p.initial_max_data);
-        self.max_streams = self.max_streams.max(p.initial_max_streams_bidi);
-        self.stream_data_limit = self
-            .stream_data_limit
-            .max(p.initial_max_stream_data_bidi_remote);
-        self.max_streams_uni = self.max_streams_uni.max(p.initial_max_streams_uni);
+        self.streams.take_limits(p);
         if self.peer.max_idle_timeout_ms == 0 {
             self.peer.max_idle_timeout_ms = p.max_idle_timeout_ms;
         }
@@ -415,82 +398,6 @@ impl Connection {
         s.crypto_ahead = Vec::new();
         s.received = Vec::new();
         self.recovery.discard(space);
-    }
-
-    pub(super) fn on_stream(&mut self, id: u64, offset: u64, data: &[u8], fin: bool) {
-        let end = offset + data.len() as u64;
-        if id % 4 == 3 {
-            // A server's unidirectional stream: read and dropped (the application needs
-            // nothing from it), counted for connection-level flow control.
-            let n = (id / 4) as usize;
-            if n < self.server_uni.len() + 1 && (n as u64) < self.peer_uni_streams {
-                if n == self.server_uni.len() {
-                    self.server_uni.push(0);
-                }
-                if end > self.server_uni[n] {
-                    self.data_received += end - self.server_uni[n];
-                    self.server_uni[n] = end;
-                }
-            }
-            return;
-        }
-        let Some(s) = self.streams.get_mut(&id) else {
-            // An answered, failed or forgotten stream, or one the server may not open.
-            return;
-        };
-        if end > self.max_stream_recv || s.fin.is_some_and(|f| end > f) {
-            self.streams.remove(&id);
-            self.events.push_back(Event::StreamFailed {
-                stream: id,
-                cause: "quic-response-too-long",
-            });
-            return;
-        }
-        if end > s.recv_max {
-            self.data_received += end - s.recv_max;
-            s.recv_max = end;
-        }
-        if fin {
-            s.fin = Some(end);
-        }
-        let have = s.recv.len() as u64;
-        if offset <= have {
-            if end > have {
-                s.recv.extend_from_slice(&data[(have - offset) as usize..]);
-            }
-            while let Some(i) = s.ahead.iter().position(|(o, _)| *o <= s.recv.len() as u64) {
-                let (o, d) = s.ahead.swap_remove(i);
-                let have = s.recv.len() as u64;
-                if o + d.len() as u64 > have {
-                    s.recv.extend_from_slice(&d[(have - o) as usize..]);
-                }
-            }
-        } else {
-            // Pieces ahead of the answer so far: bounded by the stream's limit, however
-            // the server cuts and repeats them.
-            let ahead: usize = s.ahead.iter().map(|(_, d)| d.len()).sum();
-            if (ahead + data.len()) as u64 > self.max_stream_recv {
-                self.streams.remove(&id);
-                self.events.push_back(Event::StreamFailed {
-                    stream: id,
-                    cause: "quic-protocol-violation",
-                });
-                return;
-            }
-            s.ahead.push((offset, data.to_vec()));
-        }
-        if s.fin == Some(s.recv.len() as u64) {
-            if let Some(s) = self.streams.remove(&id) {
-                self.events.push_back(Event::Answer {
-                    stream: id,
-                    data: s.recv,
-                });
-            }
-        }
-        if self.data_received + RECEIVE_WINDOW / 2 > self.local_max_data {
-            self.local_max_data = self.data_received + RECEIVE_WINDOW;
-            self.max_data_pending = true;
-        }
     }
 }
 

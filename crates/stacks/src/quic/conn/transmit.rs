@@ -59,10 +59,9 @@ impl Connection {
             return false;
         }
         let control = self.one_rtt.is_some()
-            && (self.max_data_pending
+            && (self.streams.control_pending()
                 || self.path_response.is_some()
-                || self.retire_cid.is_some()
-                || self.stream_blocked.is_some());
+                || self.retire_cid.is_some());
         control || self.stream_ready()
     }
 
@@ -71,111 +70,7 @@ impl Connection {
         if self.recovery.window_full() {
             return false;
         }
-        !self.stream_retx.is_empty() || self.new_stream_data_ready()
-    }
-
-    /// What the server takes on stream `id` (RFC 9000 §4.1): its transport parameter, or more
-    /// from its MAX_STREAM_DATA frames.
-    pub(super) fn stream_limit(&self, id: u64) -> u64 {
-        let max = self.streams.get(&id).map_or(0, |s| s.send_max);
-        max.max(self.stream_data_limit)
-    }
-
-    /// How much of stream `id`'s request may go now (from `sent_to`), within the stream's
-    /// limit and the connection's; `None` for a stream the server's stream count does not let
-    /// open yet, or one forgotten.
-    fn new_stream_credit(&self, id: u64) -> Option<u64> {
-        if id == UNI_STREAM_ID {
-            // A few bytes (HTTP/3's SETTINGS), sent whole once the server allows the stream.
-            return (self.max_streams_uni > 0).then_some(u64::MAX);
-        }
-        let s = self.streams.get(&id)?;
-        if id / 4 >= self.max_streams {
-            return None;
-        }
-        let left = (s.query.len() as u64).checked_sub(s.sent_to)?;
-        let stream = self.stream_limit(id).saturating_sub(s.sent_to);
-        let connection = self.max_data.saturating_sub(self.data_sent);
-        Some(left.min(stream).min(connection))
-    }
-
-    /// Whether some new stream data (or a request's FIN) may go now.
-    pub(super) fn new_stream_data_ready(&self) -> bool {
-        self.unsent.iter().any(|&id| {
-            let left = self
-                .streams
-                .get(&id)
-                .map_or(1, |s| (s.query.len() as u64).saturating_sub(s.sent_to));
-            self.new_stream_credit(id)
-                .is_some_and(|n| n > 0 || left == 0)
-        })
-    }
-
-    /// The next piece of new stream data that may go: from the first stream that has some
-    /// and the server's limits allow (RFC 9000 §4), the rest of it kept for when the server
-    /// raises them. A stream held at its own limit has a STREAM_DATA_BLOCKED queued (§19.13),
-    /// once per limit.
-    fn next_new_chunk(&mut self) -> Option<Chunk> {
-        let mut i = 0;
-        while let Some(&id) = self.unsent.get(i) {
-            if id != UNI_STREAM_ID && !self.streams.contains_key(&id) {
-                // Forgotten.
-                self.unsent.remove(i);
-                continue;
-            }
-            let Some(credit) = self.new_stream_credit(id) else {
-                i += 1;
-                continue;
-            };
-            if id == UNI_STREAM_ID {
-                self.unsent.remove(i);
-                let len = self.uni.map_or(0, <[u8]>::len) as u32;
-                self.data_sent += u64::from(len);
-                // The unidirectional stream stays open for the connection's life.
-                return Some(Chunk {
-                    id,
-                    offset: 0,
-                    len,
-                    fin: false,
-                });
-            }
-            let limit = self.stream_limit(id);
-            let Some(s) = self.streams.get_mut(&id) else {
-                self.unsent.remove(i);
-                continue;
-            };
-            let total = s.query.len() as u64;
-            if credit == 0 && s.sent_to < total {
-                if s.sent_to >= limit && s.blocked_at != Some(limit) {
-                    s.blocked_at = Some(limit);
-                    self.stream_blocked = Some((id, limit));
-                }
-                i += 1;
-                continue;
-            }
-            let offset = s.sent_to;
-            s.sent_to += credit;
-            self.data_sent += credit;
-            let fin = s.sent_to == total;
-            if fin {
-                self.unsent.remove(i);
-            }
-            return Some(Chunk {
-                id,
-                offset: offset as u32,
-                len: credit as u32,
-                fin,
-            });
-        }
-        None
-    }
-
-    /// A stream's bytes as sent: a request's, or the client's unidirectional stream's.
-    pub(super) fn stream_bytes(&self, id: u64) -> Option<&[u8]> {
-        match self.uni {
-            Some(c) if id == UNI_STREAM_ID => Some(c),
-            _ => self.streams.get(&id).map(|s| &s.query[..]),
-        }
+        self.streams.has_data()
     }
 
     /// Writes one packet of `space` into `out`, within `room` bytes; with `pad`, padded so that
@@ -282,24 +177,14 @@ impl Connection {
                 out.extend_from_slice(&data);
                 eliciting = true;
             }
-            if let Some((id, limit)) = self.stream_blocked.take() {
-                wire::put_stream_data_blocked(out, id, limit);
-                frames.push(Retx::StreamDataBlocked(id));
-                eliciting = true;
-            }
+            eliciting |= self.streams.write_blocked(out, &mut frames);
             if let Some(seq) = self.retire_cid.take() {
                 out.push(0x19);
                 wire::put_varint(out, seq);
                 frames.push(Retx::RetireCid(seq));
                 eliciting = true;
             }
-            if self.max_data_pending {
-                self.max_data_pending = false;
-                out.push(0x10);
-                wire::put_varint(out, self.local_max_data);
-                frames.push(Retx::MaxData);
-                eliciting = true;
-            }
+            eliciting |= self.streams.write_max_data(out, &mut frames);
         }
         if normal && space == DATA {
             eliciting |= self.write_streams(out, limit, &mut frames);
@@ -381,57 +266,11 @@ impl Connection {
         limit: usize,
         frames: &mut Vec<Retx>,
     ) -> bool {
-        let mut wrote = false;
         let probe = self.recovery.probes(DATA) > 0;
         if !probe && self.recovery.window_full() {
             return false;
         }
-        loop {
-            let room = limit.saturating_sub(out.len() + wire::STREAM_OVERHEAD);
-            if room == 0 {
-                break;
-            }
-            let chunk = match self.stream_retx.pop_front() {
-                Some(c) => c,
-                None => match self.next_new_chunk() {
-                    Some(c) => c,
-                    None => break,
-                },
-            };
-            let fit = (chunk.len as usize).min(room) as u32;
-            if fit < chunk.len && room < 64 {
-                self.stream_retx.push_front(chunk);
-                break;
-            }
-            let (from, to) = (chunk.offset as usize, (chunk.offset + fit) as usize);
-            let Some(data) = self.stream_bytes(chunk.id).and_then(|b| b.get(from..to)) else {
-                continue;
-            };
-            let fin = chunk.fin && fit == chunk.len;
-            wire::put_stream(out, chunk.id, u64::from(chunk.offset), data, fin);
-            frames.push(Retx::Stream(Chunk {
-                id: chunk.id,
-                offset: chunk.offset,
-                len: fit,
-                fin,
-            }));
-            if fit < chunk.len {
-                self.stream_retx.push_front(Chunk {
-                    id: chunk.id,
-                    offset: chunk.offset + fit,
-                    len: chunk.len - fit,
-                    fin: chunk.fin,
-                });
-            }
-            if let Some(s) = self.streams.get_mut(&chunk.id) {
-                if !s.sent {
-                    s.sent = true;
-                    self.events.push_back(Event::Sent { stream: chunk.id });
-                }
-            }
-            wrote = true;
-        }
-        wrote
+        self.streams.write(out, limit, frames, &mut self.events)
     }
 
     /// A datagram with a CONNECTION_CLOSE, in the highest space with keys.
