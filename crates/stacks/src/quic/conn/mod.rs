@@ -21,6 +21,7 @@
 //! packets in flight, acknowledgements, loss, probes, the congestion window, with `rtt`'s
 //! estimator) and `transmit` (packets assembled and protected).
 
+mod cids;
 mod key_phase;
 mod receive;
 mod recovery;
@@ -29,6 +30,7 @@ mod streams;
 mod transmit;
 
 use super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
+use cids::Cids;
 use key_phase::OneRtt;
 use recovery::{KeyState, Recovery, Sent};
 use rustls::quic::{DirectionalKeys, KeyChange, Keys, Version};
@@ -234,12 +236,8 @@ pub struct Connection {
     write_space: usize,
     zero_rtt_keys: Option<DirectionalKeys>,
     one_rtt: Option<Box<OneRtt>>,
-    scid: [u8; LOCAL_CID_LEN],
-    dcid: Vec<u8>,
-    dcid_seq: u64,
-    original_dcid: Vec<u8>,
-    retry_scid: Option<Vec<u8>>,
-    token: Vec<u8>,
+    /// The connection IDs and what they call for.
+    cids: Cids,
     /// A server packet has been processed (no more Retry or Version Negotiation).
     heard_server: bool,
     peer: ServerParams,
@@ -250,8 +248,6 @@ pub struct Connection {
 
     /// The streams and flow control.
     streams: Streams,
-    path_response: Option<[u8; 8]>,
-    retire_cid: Option<u64>,
     /// Packets sent with one set of 1-RTT keys before a key update ([`Config::key_update_packets`]).
     key_update_packets: u64,
 
@@ -322,12 +318,7 @@ impl Connection {
             write_space: INITIAL,
             zero_rtt_keys: None,
             one_rtt: None,
-            scid,
-            original_dcid: dcid.clone(),
-            dcid,
-            dcid_seq: 0,
-            retry_scid: None,
-            token: Vec::new(),
+            cids: Cids::new(scid, dcid),
             heard_server: false,
             recovery: Recovery::new(now, peer.max_ack_delay_ms),
             peer,
@@ -336,8 +327,6 @@ impl Connection {
             tls_drop_at: None,
             zero_rtt: false,
             streams: Streams::new(config.max_stream_recv, config.peer_uni_streams),
-            path_response: None,
-            retire_cid: None,
             key_update_packets: config.key_update_packets,
             idle_timeout_ns: config.idle_timeout_ns,
             last_activity: now,
@@ -460,10 +449,7 @@ impl Connection {
         take("streams", &mut || self.streams.compact());
         take("peer", &mut || self.peer = Default::default());
         take("cids", &mut || {
-            self.dcid = Vec::new();
-            self.original_dcid = Vec::new();
-            self.token = Vec::new();
-            self.retry_scid = None;
+            self.cids.drop_heap();
         });
         take("queues", &mut || {
             self.events = VecDeque::new();
@@ -683,7 +669,7 @@ impl Connection {
                     self.spaces[space].crypto_retx.push_back((offset, len));
                 }
             }
-            Retx::RetireCid(seq) => self.retire_cid = Some(seq),
+            Retx::RetireCid(seq) => self.cids.requeue_retire(seq),
             Retx::Stream(_) | Retx::MaxData | Retx::StreamDataBlocked(_) => {
                 self.streams.requeue(frame)
             }

@@ -34,7 +34,7 @@ impl Connection {
                     dcid,
                     scid,
                 } => {
-                    if version != wire::VERSION_1 || dcid != self.scid {
+                    if version != wire::VERSION_1 || dcid != self.cids.scid {
                         at += len;
                         continue;
                     }
@@ -54,7 +54,7 @@ impl Connection {
                     space
                 }
                 Header::Short { dcid } => {
-                    if dcid != self.scid {
+                    if dcid != self.cids.scid {
                         return;
                     }
                     DATA
@@ -67,20 +67,15 @@ impl Connection {
     }
 
     pub(super) fn on_retry(&mut self, packet: &[u8], scid: &[u8], token: Vec<u8>) {
-        if self.heard_server || self.retry_scid.is_some() || token.is_empty() {
-            return;
-        }
-        if !retry_tag_valid(&self.original_dcid, packet) {
+        if self.heard_server || !self.cids.retry_acceptable(packet, &token) {
             return;
         }
         let Some(suite) = initial_suite() else {
             return;
         };
-        self.retry_scid = Some(scid.to_vec());
-        self.dcid = scid.to_vec();
-        self.token = token;
+        self.cids.on_retry(scid, token);
         let s = &mut self.spaces[INITIAL];
-        s.keys = Some(suite.keys(&self.dcid, rustls::Side::Client, Version::V1));
+        s.keys = Some(suite.keys(&self.cids.dcid, rustls::Side::Client, Version::V1));
         // Everything sent so far goes again under the new keys, with the token.
         self.recovery.take_flight(INITIAL);
         let data = self.recovery.take_flight(DATA);
@@ -152,7 +147,7 @@ impl Connection {
             return;
         };
         if let Some(cid) = server_cid {
-            self.dcid = cid;
+            self.cids.dcid = cid;
         }
         let payload = &packet[header_len..header_len + plain_len];
         self.on_plaintext(now, space, pn, payload);
@@ -251,14 +246,11 @@ impl Connection {
                 cid,
                 reset_token,
             } if space == DATA => {
-                if retire_prior_to > self.dcid_seq && seq >= retire_prior_to {
-                    self.retire_cid = Some(self.dcid_seq);
-                    self.dcid = cid.to_vec();
-                    self.dcid_seq = seq;
+                if self.cids.on_new_cid(seq, retire_prior_to, cid) {
                     self.peer.stateless_reset_token = Some(reset_token);
                 }
             }
-            Frame::PathChallenge(data) if space == DATA => self.path_response = Some(data),
+            Frame::PathChallenge(data) if space == DATA => self.cids.on_path_challenge(data),
             Frame::ConnectionClose { code, application } => {
                 self.closed = Some(Closed::ByPeer { code, application });
                 self.streams.forget_all();
@@ -357,9 +349,10 @@ impl Connection {
             self.violation(TRANSPORT_PARAMETER_ERROR, "quic-bad-transport-parameters");
             return;
         };
-        let ids_match = params.original_dcid.as_deref() == Some(&self.original_dcid)
-            && params.initial_scid.as_deref() == Some(&self.dcid)
-            && params.retry_scid == self.retry_scid;
+        let ids = &self.cids;
+        let ids_match = params.original_dcid.as_deref() == Some(&ids.original_dcid)
+            && params.initial_scid.as_deref() == Some(&ids.dcid)
+            && params.retry_scid == ids.retry_scid;
         if !ids_match {
             self.violation(TRANSPORT_PARAMETER_ERROR, "quic-bad-transport-parameters");
             return;
@@ -399,35 +392,4 @@ impl Connection {
         s.received = Vec::new();
         self.recovery.discard(space);
     }
-}
-
-/// Whether a Retry packet's integrity tag is right (RFC 9001 §5.8).
-fn retry_tag_valid(original_dcid: &[u8], packet: &[u8]) -> bool {
-    use ring::aead;
-    const KEY: [u8; 16] = [
-        0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a, 0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8,
-        0x4e,
-    ];
-    const NONCE: [u8; 12] = [
-        0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb,
-    ];
-    let Some(split) = packet.len().checked_sub(16) else {
-        return false;
-    };
-    let (body, tag) = packet.split_at(split);
-    let mut pseudo = Vec::with_capacity(1 + original_dcid.len() + body.len());
-    pseudo.push(original_dcid.len() as u8);
-    pseudo.extend_from_slice(original_dcid);
-    pseudo.extend_from_slice(body);
-    let Ok(key) = aead::UnboundKey::new(&aead::AES_128_GCM, &KEY) else {
-        return false;
-    };
-    let key = aead::LessSafeKey::new(key);
-    let mut tag = tag.to_vec();
-    key.open_in_place(
-        aead::Nonce::assume_unique_for_key(NONCE),
-        aead::Aad::from(&pseudo),
-        &mut tag,
-    )
-    .is_ok()
 }

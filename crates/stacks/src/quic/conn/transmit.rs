@@ -59,9 +59,7 @@ impl Connection {
             return false;
         }
         let control = self.one_rtt.is_some()
-            && (self.streams.control_pending()
-                || self.path_response.is_some()
-                || self.retire_cid.is_some());
+            && (self.streams.control_pending() || self.cids.control_pending());
         control || self.stream_ready()
     }
 
@@ -112,7 +110,7 @@ impl Connection {
                 });
                 (
                     None,
-                    wire::put_short_header(out, &self.dcid, phase, pn as u32),
+                    wire::put_short_header(out, &self.cids.dcid, phase, pn as u32),
                 )
             }
             _ => {
@@ -121,9 +119,9 @@ impl Connection {
                     HANDSHAKE => LongType::Handshake,
                     _ => LongType::ZeroRtt,
                 };
-                let token = (space == INITIAL).then_some(&self.token[..]);
-                let (l, p) =
-                    wire::put_long_header(out, ty, &self.dcid, &self.scid, token, pn as u32);
+                let ids = &self.cids;
+                let token = (space == INITIAL).then_some(&ids.token[..]);
+                let (l, p) = wire::put_long_header(out, ty, &ids.dcid, &ids.scid, token, pn as u32);
                 (Some(l), p)
             }
         };
@@ -172,18 +170,9 @@ impl Connection {
             eliciting = true;
         }
         if normal && space == DATA && !zero_rtt {
-            if let Some(data) = self.path_response.take() {
-                out.push(0x1b);
-                out.extend_from_slice(&data);
-                eliciting = true;
-            }
+            eliciting |= self.cids.write_path_response(out);
             eliciting |= self.streams.write_blocked(out, &mut frames);
-            if let Some(seq) = self.retire_cid.take() {
-                out.push(0x19);
-                wire::put_varint(out, seq);
-                frames.push(Retx::RetireCid(seq));
-                eliciting = true;
-            }
+            eliciting |= self.cids.write_retire(out, &mut frames);
             eliciting |= self.streams.write_max_data(out, &mut frames);
         }
         if normal && space == DATA {
