@@ -15,11 +15,15 @@
 //! connection keeps its 1-RTT keys, the secrets for key updates and a few counters, about
 //! 2.5 KB.
 //!
-//! This file holds the connection's state, its opening, its public calls and its timers; the
-//! work is split by job: `receive` (packets and frames in, the handshake's data and keys,
-//! streams reassembled), `recovery` ([`recovery::Recovery`], a type of its own: RFC 9002's
-//! packets in flight, acknowledgements, loss, probes, the congestion window, with `rtt`'s
-//! estimator) and `transmit` (packets assembled and protected).
+//! This file holds the connection's state, its opening, its public calls and its timers. Each
+//! job with state of its own is a type of its own that owns that state: `recovery::Recovery`
+//! (RFC 9002: packets in flight per space, acknowledgements, loss, probes, the congestion
+//! window, with the RTT estimator `rtt::Rtt`), `streams::Streams` (the streams and flow
+//! control), `cids::Cids` (connection IDs, Retry, the path) and `key_phase::OneRtt` (the
+//! 1-RTT keys and their updates). What ties them together stays on the connection, in two
+//! files with explicit imports: `receive` (packets unprotected, frames dispatched, the TLS
+//! handshake's data and keys) and `transmit` (which space sends, packets assembled and
+//! protected).
 
 mod cids;
 mod key_phase;
@@ -29,11 +33,11 @@ mod rtt;
 mod streams;
 mod transmit;
 
-use super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
+use super::wire::{self, Frame, ServerParams};
 use cids::Cids;
 use key_phase::OneRtt;
 use recovery::{KeyState, Recovery, Sent};
-use rustls::quic::{DirectionalKeys, KeyChange, Keys, Version};
+use rustls::quic::{DirectionalKeys, Keys, Version};
 use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::collections::VecDeque;

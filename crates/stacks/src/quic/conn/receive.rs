@@ -2,7 +2,14 @@
 //! keys, `key_phase`), Retry and Version Negotiation, each frame's effect, the TLS handshake's data
 //! and keys, and the streams' data reassembled into whole responses.
 
-use super::*;
+use super::super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
+use super::key_phase::OneRtt;
+use super::{
+    initial_suite, Closed, Connection, Event, CRYPTO_BUFFER_EXCEEDED, CRYPTO_ERROR, DATA,
+    FRAME_ENCODING_ERROR, HANDSHAKE, INITIAL, LOCAL_CID_LEN, MAX_ACK_DELAY_NS, MAX_CRYPTO_BUFFER,
+    PROTOCOL_VIOLATION, TLS_LINGER_NS, TRANSPORT_PARAMETER_ERROR,
+};
+use rustls::quic::{KeyChange, Version};
 
 impl Connection {
     /// Takes one received datagram (decrypted in place).

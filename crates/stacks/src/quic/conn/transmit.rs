@@ -2,7 +2,9 @@
 //! datagram (ACK, CRYPTO, control frames and STREAM frames within the congestion window and the
 //! server's limits), protected and counted in flight.
 
-use super::*;
+use super::super::wire::{self, LongType};
+use super::recovery::Sent;
+use super::{Connection, Retx, DATA, HANDSHAKE, INITIAL, MAX_DATAGRAM};
 
 impl Connection {
     /// Writes the next datagram to send into `out` (cleared first); false if there is none.
