@@ -19,8 +19,9 @@
 //! job with state of its own is a type of its own that owns that state: `recovery::Recovery`
 //! (RFC 9002: packets in flight per space, acknowledgements, loss, probes, the congestion
 //! window, with the RTT estimator `rtt::Rtt`), `streams::Streams` (the streams and flow
-//! control), `cids::Cids` (connection IDs, Retry, the path) and `key_phase::OneRtt` (the
-//! 1-RTT keys and their updates). What ties them together stays on the connection, in two
+//! control), `cids::Cids` (connection IDs, Retry, the path), `space::Space` (a packet number
+//! space's keys, packet numbers, ACKs and CRYPTO data) and `key_phase::OneRtt` (the 1-RTT
+//! keys and their updates). What ties them together stays on the connection, in two
 //! files with explicit imports: `receive` (packets unprotected, frames dispatched, the TLS
 //! handshake's data and keys) and `transmit` (which space sends, packets assembled and
 //! protected).
@@ -30,6 +31,7 @@ mod key_phase;
 mod receive;
 mod recovery;
 mod rtt;
+mod space;
 mod streams;
 mod transmit;
 
@@ -37,9 +39,10 @@ use super::wire::{self, Frame, ServerParams};
 use cids::Cids;
 use key_phase::OneRtt;
 use recovery::{KeyState, Recovery, Sent};
-use rustls::quic::{DirectionalKeys, Keys, Version};
+use rustls::quic::{DirectionalKeys, Version};
 use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
+use space::Space;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
 use streams::{Chunk, Streams};
@@ -171,65 +174,6 @@ enum Retx {
     MaxData,
     RetireCid(u64),
     StreamDataBlocked(u64),
-}
-
-/// One packet number space.
-#[derive(Default)]
-struct Space {
-    /// Initial and Handshake keys (the data space's are in [`OneRtt`]).
-    keys: Option<Keys>,
-    next_pn: u64,
-    /// Received packet numbers, ascending inclusive ranges.
-    received: Vec<(u64, u64)>,
-    largest_received_at: i64,
-    /// Ack-eliciting packets received since the last ACK sent.
-    unacked_eliciting: u32,
-    ack_deadline: Option<i64>,
-    /// Every CRYPTO byte written, and how far it has been sent once.
-    crypto_out: Vec<u8>,
-    crypto_sent: usize,
-    crypto_retx: VecDeque<(u64, u32)>,
-    /// CRYPTO data received: the next offset for TLS, and what came ahead of it.
-    crypto_next: u64,
-    crypto_ahead: Vec<(u64, Vec<u8>)>,
-}
-
-impl Space {
-    fn ack_due(&self, now: i64) -> bool {
-        self.unacked_eliciting > 0 && self.ack_deadline.is_none_or(|d| d <= now)
-    }
-
-    fn has_crypto(&self) -> bool {
-        !self.crypto_retx.is_empty() || self.crypto_sent < self.crypto_out.len()
-    }
-
-    /// Records a received packet number; false if it came before.
-    fn record(&mut self, pn: u64) -> bool {
-        let r = &mut self.received;
-        let at = r.partition_point(|&(_, hi)| hi.saturating_add(1) < pn);
-        match r.get_mut(at) {
-            Some((lo, hi)) if *lo <= pn && pn <= *hi => return false,
-            Some((lo, _)) if *lo == pn + 1 => *lo = pn,
-            Some((_, hi)) if *hi + 1 == pn => {
-                *hi = pn;
-                if let Some(&(next_lo, next_hi)) = r.get(at + 1) {
-                    if next_lo == pn + 1 {
-                        r[at].1 = next_hi;
-                        r.remove(at + 1);
-                    }
-                }
-            }
-            _ => r.insert(at, (pn, pn)),
-        }
-        if r.len() > MAX_ACK_RANGES {
-            r.remove(0);
-        }
-        true
-    }
-
-    fn largest_received(&self) -> Option<u64> {
-        self.received.last().map(|&(_, hi)| hi)
-    }
 }
 
 /// A QUIC client connection; see the module's documentation.
@@ -487,7 +431,7 @@ impl Connection {
         self.events = VecDeque::new();
         self.recovery.compact();
         for s in &mut self.spaces {
-            s.received.shrink_to_fit();
+            s.compact();
         }
     }
 
@@ -521,7 +465,7 @@ impl Connection {
         };
         at(self.tls_drop_at);
         at(self.one_rtt.as_ref().and_then(|k| k.previous_until()));
-        at(self.spaces[DATA].ack_deadline);
+        at(self.spaces[DATA].ack_deadline());
         at(self.loss_or_pto().map(|(t, _, _)| t));
         Some(t)
     }
@@ -573,9 +517,7 @@ impl Connection {
         self.tls = None;
         self.tls_drop_at = None;
         for s in &mut self.spaces {
-            s.crypto_out = Vec::new();
-            s.crypto_ahead = Vec::new();
-            s.crypto_retx = VecDeque::new();
+            s.drop_crypto();
         }
     }
 
@@ -668,11 +610,7 @@ impl Connection {
     /// Queues a frame of a packet of `space` that will not be acknowledged again.
     fn requeue(&mut self, space: usize, frame: Retx) {
         match frame {
-            Retx::Crypto { offset, len } => {
-                if !self.spaces[space].crypto_out.is_empty() {
-                    self.spaces[space].crypto_retx.push_back((offset, len));
-                }
-            }
+            Retx::Crypto { offset, len } => self.spaces[space].requeue_crypto(offset, len),
             Retx::RetireCid(seq) => self.cids.requeue_retire(seq),
             Retx::Stream(_) | Retx::MaxData | Retx::StreamDataBlocked(_) => {
                 self.streams.requeue(frame)

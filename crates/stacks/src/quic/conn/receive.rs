@@ -4,10 +4,11 @@
 
 use super::super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
 use super::key_phase::OneRtt;
+use super::space::CryptoFailed;
 use super::{
     initial_suite, Closed, Connection, Event, CRYPTO_BUFFER_EXCEEDED, CRYPTO_ERROR, DATA,
-    FRAME_ENCODING_ERROR, HANDSHAKE, INITIAL, LOCAL_CID_LEN, MAX_ACK_DELAY_NS, MAX_CRYPTO_BUFFER,
-    PROTOCOL_VIOLATION, TLS_LINGER_NS, TRANSPORT_PARAMETER_ERROR,
+    FRAME_ENCODING_ERROR, HANDSHAKE, INITIAL, LOCAL_CID_LEN, PROTOCOL_VIOLATION, TLS_LINGER_NS,
+    TRANSPORT_PARAMETER_ERROR,
 };
 use rustls::quic::{KeyChange, Version};
 
@@ -86,8 +87,7 @@ impl Connection {
         // Everything sent so far goes again under the new keys, with the token.
         self.recovery.take_flight(INITIAL);
         let data = self.recovery.take_flight(DATA);
-        self.spaces[INITIAL].crypto_sent = 0;
-        self.spaces[INITIAL].crypto_retx.clear();
+        self.spaces[INITIAL].resend_crypto();
         self.requeue_lost(DATA, data);
     }
 
@@ -197,18 +197,7 @@ impl Connection {
             // A session ticket for the next connection has come: TLS has nothing left to do.
             self.drop_tls();
         }
-        let s = &mut self.spaces[space];
-        if pn == s.largest_received().unwrap_or(pn) {
-            s.largest_received_at = now;
-        }
-        if eliciting {
-            s.unacked_eliciting += 1;
-            if space != DATA || s.unacked_eliciting >= 2 {
-                s.ack_deadline = None;
-            } else if s.ack_deadline.is_none() {
-                s.ack_deadline = Some(now + MAX_ACK_DELAY_NS);
-            }
-        }
+        self.spaces[space].on_received(now, pn, eliciting, space == DATA);
     }
 
     pub(super) fn is_stateless_reset(&self, first: u8, packet: &[u8]) -> bool {
@@ -279,40 +268,18 @@ impl Connection {
             // Session tickets after the connection let TLS go: acknowledged and dropped.
             return;
         };
-        let s = &mut self.spaces[space];
-        let end = offset + data.len() as u64;
-        if end <= s.crypto_next {
-            return;
-        }
-        if offset > s.crypto_next {
-            let buffered: usize = s.crypto_ahead.iter().map(|(_, d)| d.len()).sum();
-            if buffered + data.len() > MAX_CRYPTO_BUFFER {
+        match self.spaces[space].read_crypto(offset, data, tls) {
+            Ok(false) => return,
+            Ok(true) => {}
+            Err(CryptoFailed::BufferExceeded) => {
                 self.violation(CRYPTO_BUFFER_EXCEEDED, "quic-protocol-violation");
                 return;
             }
-            s.crypto_ahead.push((offset, data.to_vec()));
-            return;
-        }
-        let skip = (s.crypto_next - offset) as usize;
-        let mut result = tls.read_hs(&data[skip..]);
-        s.crypto_next = end;
-        // What came ahead and now follows on.
-        while result.is_ok() {
-            let next = s.crypto_next;
-            let Some(i) = s.crypto_ahead.iter().position(|(o, _)| *o <= next) else {
-                break;
-            };
-            let (o, d) = s.crypto_ahead.swap_remove(i);
-            let end = o + d.len() as u64;
-            if end > next {
-                result = tls.read_hs(&d[(next - o) as usize..]);
-                s.crypto_next = end;
+            Err(CryptoFailed::Tls) => {
+                let alert = tls.alert().map_or(0x50, u8::from);
+                self.close_with(Closed::Tls, CRYPTO_ERROR + u64::from(alert), false);
+                return;
             }
-        }
-        if result.is_err() {
-            let alert = tls.alert().map_or(0x50, u8::from);
-            self.close_with(Closed::Tls, CRYPTO_ERROR + u64::from(alert), false);
-            return;
         }
         self.drive_tls(now);
     }
@@ -325,9 +292,7 @@ impl Connection {
             };
             let mut out = Vec::new();
             let change = tls.write_hs(&mut out);
-            self.spaces[self.write_space]
-                .crypto_out
-                .extend_from_slice(&out);
+            self.spaces[self.write_space].push_crypto(&out);
             match change {
                 None => break,
                 Some(KeyChange::Handshake { keys }) => {
@@ -390,13 +355,7 @@ impl Connection {
     }
 
     pub(super) fn discard(&mut self, space: usize) {
-        let s = &mut self.spaces[space];
-        s.keys = None;
-        s.unacked_eliciting = 0;
-        s.crypto_retx.clear();
-        s.crypto_out = Vec::new();
-        s.crypto_ahead = Vec::new();
-        s.received = Vec::new();
+        self.spaces[space].discard();
         self.recovery.discard(space);
     }
 }

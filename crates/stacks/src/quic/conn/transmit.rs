@@ -24,7 +24,7 @@ impl Connection {
             // if it takes it before the client's Finished).
             let early = self.zero_rtt_keys.is_some()
                 && self.one_rtt.is_none()
-                && self.spaces[INITIAL].crypto_sent == 0
+                && self.spaces[INITIAL].crypto_unsent()
                 && self.stream_ready();
             self.write_packet(now, out, INITIAL, MAX_DATAGRAM, !early);
             let room = MAX_DATAGRAM.saturating_sub(out.len());
@@ -136,40 +136,12 @@ impl Connection {
             wire::put_close(out, code, application);
         }
         let normal = close.is_none();
-        // ACK (never in 0-RTT).
-        if normal && !zero_rtt && s.unacked_eliciting > 0 && !s.received.is_empty() {
-            let delay = ((now - s.largest_received_at).max(0) / 1000) >> 3;
-            wire::put_ack(out, &s.received, delay as u64);
-            s.unacked_eliciting = 0;
-            s.ack_deadline = None;
+        if normal && !zero_rtt {
+            // ACK (never in 0-RTT).
+            s.write_ack(out, now);
         }
-        // CRYPTO: what was lost first, then what is new.
-        while normal && out.len() + 32 < limit {
-            let (offset, len, new) = match s.crypto_retx.pop_front() {
-                Some((o, l)) => (o as usize, l as usize, false),
-                None if s.crypto_sent < s.crypto_out.len() => {
-                    (s.crypto_sent, s.crypto_out.len() - s.crypto_sent, true)
-                }
-                None => break,
-            };
-            let fit = len.min(limit - out.len() - 16);
-            let end = (offset + fit).min(s.crypto_out.len());
-            if end <= offset {
-                break;
-            }
-            wire::put_crypto(out, offset as u64, &s.crypto_out[offset..end]);
-            let sent = end - offset;
-            if new {
-                s.crypto_sent = end;
-            } else if sent < len {
-                s.crypto_retx
-                    .push_front(((offset + sent) as u64, (len - sent) as u32));
-            }
-            frames.push(Retx::Crypto {
-                offset: offset as u64,
-                len: sent as u32,
-            });
-            eliciting = true;
+        if normal {
+            eliciting |= s.write_crypto(out, limit, &mut frames);
         }
         if normal && space == DATA && !zero_rtt {
             eliciting |= self.cids.write_path_response(out);
