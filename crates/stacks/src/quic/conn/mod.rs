@@ -15,23 +15,37 @@
 //! connection keeps its 1-RTT keys, the secrets for key updates and a few counters, about
 //! 2.5 KB.
 //!
-//! This file holds the connection's state, its opening, its public calls and its timers; the
-//! work is split by job: `receive` (packets and frames in, the handshake's data and keys,
-//! streams reassembled), `recovery` (RFC 9002: acknowledgements, RTT, loss, probes, the
-//! congestion window) and `transmit` (packets assembled and protected).
+//! This file holds the connection's state, its opening, its public calls and its timers. Each
+//! job with state of its own is a type of its own that owns that state: `recovery::Recovery`
+//! (RFC 9002: packets in flight per space, acknowledgements, loss, probes, the congestion
+//! window, with the RTT estimator `rtt::Rtt`), `streams::Streams` (the streams and flow
+//! control), `cids::Cids` (connection IDs, Retry, the path), `space::Space` (a packet number
+//! space's keys, packet numbers, ACKs and CRYPTO data) and `key_phase::OneRtt` (the 1-RTT
+//! keys and their updates). What ties them together stays on the connection, in two
+//! files with explicit imports: `receive` (packets unprotected, frames dispatched, the TLS
+//! handshake's data and keys) and `transmit` (which space sends, packets assembled and
+//! protected).
 
+mod cids;
 mod key_phase;
 mod receive;
 mod recovery;
+mod rtt;
+mod space;
+mod streams;
 mod transmit;
 
-use super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
+use super::wire::{self, Frame, ServerParams};
+use cids::Cids;
 use key_phase::OneRtt;
-use rustls::quic::{DirectionalKeys, KeyChange, Keys, Version};
+use recovery::{KeyState, Recovery, Sent};
+use rustls::quic::{DirectionalKeys, Version};
 use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
+use space::Space;
 use std::collections::VecDeque;
 use std::sync::{Arc, OnceLock};
+use streams::{Chunk, Streams};
 
 /// The length of the connection IDs this client chooses.
 pub const LOCAL_CID_LEN: usize = 8;
@@ -48,11 +62,6 @@ const MAX_ACK_DELAY_NS: i64 = 25_000_000;
 /// The TLS connection is dropped this long after the handshake is confirmed, if no session
 /// ticket came before.
 const TLS_LINGER_NS: i64 = 2_000_000_000;
-/// RFC 9002 §6.2.2: the RTT assumed before a sample.
-const INITIAL_RTT_NS: i64 = 333_000_000;
-const GRANULARITY_NS: i64 = 1_000_000;
-const INITIAL_WINDOW: u64 = 10 * MAX_DATAGRAM as u64;
-const MIN_WINDOW: u64 = 2 * MAX_DATAGRAM as u64;
 /// Transport error codes (RFC 9000 §20.1).
 const PROTOCOL_VIOLATION: u64 = 0x0a;
 const TRANSPORT_PARAMETER_ERROR: u64 = 0x08;
@@ -99,9 +108,6 @@ pub struct Config {
 /// few queries never does. quinn and quic-go then wait for the confidentiality limit (or 100,000
 /// packets): a replay that wants that sets the count higher.
 pub const DEFAULT_KEY_UPDATE_PACKETS: u64 = 1_000;
-
-/// The first client-initiated unidirectional stream, the only one this client opens.
-const UNI_STREAM_ID: u64 = 2;
 
 /// Why a connection ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -170,110 +176,6 @@ enum Retx {
     StreamDataBlocked(u64),
 }
 
-/// A piece of a stream to send.
-#[derive(Debug, Clone, Copy)]
-struct Chunk {
-    id: u64,
-    offset: u32,
-    len: u32,
-    fin: bool,
-}
-
-/// An ack-eliciting packet in flight.
-struct Sent {
-    pn: u64,
-    time: i64,
-    size: u32,
-    frames: Vec<Retx>,
-}
-
-/// One packet number space.
-#[derive(Default)]
-struct Space {
-    /// Initial and Handshake keys (the data space's are in [`OneRtt`]).
-    keys: Option<Keys>,
-    next_pn: u64,
-    largest_acked: Option<u64>,
-    sent: VecDeque<Sent>,
-    loss_time: Option<i64>,
-    last_eliciting_sent: i64,
-    /// Received packet numbers, ascending inclusive ranges.
-    received: Vec<(u64, u64)>,
-    largest_received_at: i64,
-    /// Ack-eliciting packets received since the last ACK sent.
-    unacked_eliciting: u32,
-    ack_deadline: Option<i64>,
-    /// Every CRYPTO byte written, and how far it has been sent once.
-    crypto_out: Vec<u8>,
-    crypto_sent: usize,
-    crypto_retx: VecDeque<(u64, u32)>,
-    /// CRYPTO data received: the next offset for TLS, and what came ahead of it.
-    crypto_next: u64,
-    crypto_ahead: Vec<(u64, Vec<u8>)>,
-    /// When the newest packet acknowledged so far was sent (persistent congestion counts
-    /// only losses after it).
-    newest_acked_sent: i64,
-    /// Probes due (a PTO fired): the next packets must be ack-eliciting, and may go beyond
-    /// the congestion window.
-    probes: u8,
-}
-
-impl Space {
-    fn ack_due(&self, now: i64) -> bool {
-        self.unacked_eliciting > 0 && self.ack_deadline.is_none_or(|d| d <= now)
-    }
-
-    fn has_crypto(&self) -> bool {
-        !self.crypto_retx.is_empty() || self.crypto_sent < self.crypto_out.len()
-    }
-
-    /// Records a received packet number; false if it came before.
-    fn record(&mut self, pn: u64) -> bool {
-        let r = &mut self.received;
-        let at = r.partition_point(|&(_, hi)| hi.saturating_add(1) < pn);
-        match r.get_mut(at) {
-            Some((lo, hi)) if *lo <= pn && pn <= *hi => return false,
-            Some((lo, _)) if *lo == pn + 1 => *lo = pn,
-            Some((_, hi)) if *hi + 1 == pn => {
-                *hi = pn;
-                if let Some(&(next_lo, next_hi)) = r.get(at + 1) {
-                    if next_lo == pn + 1 {
-                        r[at].1 = next_hi;
-                        r.remove(at + 1);
-                    }
-                }
-            }
-            _ => r.insert(at, (pn, pn)),
-        }
-        if r.len() > MAX_ACK_RANGES {
-            r.remove(0);
-        }
-        true
-    }
-
-    fn largest_received(&self) -> Option<u64> {
-        self.received.last().map(|&(_, hi)| hi)
-    }
-}
-
-/// One request's stream.
-struct Stream {
-    query: Vec<u8>,
-    sent: bool,
-    /// How far the request has been sent once (the rest waits for flow control credit), the
-    /// server's limit from its MAX_STREAM_DATA frames (its transport parameter counts too:
-    /// [`Connection::stream_data_limit`]), and the limit a STREAM_DATA_BLOCKED was sent at.
-    sent_to: u64,
-    send_max: u64,
-    blocked_at: Option<u64>,
-    /// The answer so far (contiguous), what came ahead of it, and its length once known.
-    recv: Vec<u8>,
-    ahead: Vec<(u64, Vec<u8>)>,
-    fin: Option<u64>,
-    /// The highest offset received (for connection-level flow control).
-    recv_max: u64,
-}
-
 /// A QUIC client connection; see the module's documentation.
 pub struct Connection {
     tls: Option<Box<rustls::quic::ClientConnection>>,
@@ -282,12 +184,8 @@ pub struct Connection {
     write_space: usize,
     zero_rtt_keys: Option<DirectionalKeys>,
     one_rtt: Option<Box<OneRtt>>,
-    scid: [u8; LOCAL_CID_LEN],
-    dcid: Vec<u8>,
-    dcid_seq: u64,
-    original_dcid: Vec<u8>,
-    retry_scid: Option<Vec<u8>>,
-    token: Vec<u8>,
+    /// The connection IDs and what they call for.
+    cids: Cids,
     /// A server packet has been processed (no more Retry or Version Negotiation).
     heard_server: bool,
     peer: ServerParams,
@@ -296,51 +194,13 @@ pub struct Connection {
     tls_drop_at: Option<i64>,
     zero_rtt: bool,
 
-    streams: rustc_hash::FxHashMap<u64, Stream>,
-    next_stream: u64,
-    /// Streams opened and not yet sent, in order.
-    unsent: VecDeque<u64>,
-    stream_retx: VecDeque<Chunk>,
-    max_streams: u64,
-    /// What the server takes on each stream this client opens at the start
-    /// (`initial_max_stream_data_bidi_remote`).
-    stream_data_limit: u64,
-    /// A STREAM_DATA_BLOCKED to send: the stream and its limit.
-    stream_blocked: Option<(u64, u64)>,
-    data_sent: u64,
-    max_data: u64,
-    data_received: u64,
-    local_max_data: u64,
-    max_data_pending: bool,
-    path_response: Option<[u8; 8]>,
-    retire_cid: Option<u64>,
-    /// The client's unidirectional stream's bytes (kept for retransmission), if it opened one.
-    uni: Option<&'static [u8]>,
-    /// The unidirectional streams the server may open, the highest offset seen on each of
-    /// those it did (for flow control), and how many the server lets this client open.
-    peer_uni_streams: u64,
-    server_uni: Vec<u64>,
-    max_streams_uni: u64,
-    /// The longest response stream taken.
-    max_stream_recv: u64,
+    /// The streams and flow control.
+    streams: Streams,
     /// Packets sent with one set of 1-RTT keys before a key update ([`Config::key_update_packets`]).
     key_update_packets: u64,
 
-    srtt: i64,
-    rttvar: i64,
-    latest_rtt: i64,
-    /// The smallest RTT sample (RFC 9002 §5.2).
-    min_rtt: i64,
-    /// When the first RTT sample was taken: persistent congestion counts later losses only.
-    first_sample_at: Option<i64>,
-    has_rtt: bool,
-    pto_count: u32,
-    cwnd: u64,
-    ssthresh: u64,
-    in_flight: u64,
-    recovery_start: i64,
-    /// Packets declared lost (their frames queued again) over the connection's life.
-    lost_packets: u64,
+    /// Loss detection and congestion control (RFC 9002).
+    recovery: Recovery,
 
     idle_timeout_ns: i64,
     last_activity: i64,
@@ -397,6 +257,7 @@ impl Connection {
             params,
         )
         .map_err(|_| OpenError::TlsConfig)?;
+        let peer = ServerParams::default();
         let mut spaces: [Space; 3] = Default::default();
         spaces[INITIAL].keys = Some(suite.keys(&dcid, rustls::Side::Client, Version::V1));
         let mut conn = Connection {
@@ -405,50 +266,16 @@ impl Connection {
             write_space: INITIAL,
             zero_rtt_keys: None,
             one_rtt: None,
-            scid,
-            original_dcid: dcid.clone(),
-            dcid,
-            dcid_seq: 0,
-            retry_scid: None,
-            token: Vec::new(),
+            cids: Cids::new(scid, dcid),
             heard_server: false,
-            peer: ServerParams::default(),
+            recovery: Recovery::new(now, peer.max_ack_delay_ms),
+            peer,
             handshake_done: false,
             confirmed: false,
             tls_drop_at: None,
             zero_rtt: false,
-            streams: Default::default(),
-            next_stream: 0,
-            unsent: VecDeque::new(),
-            stream_retx: VecDeque::new(),
-            max_streams: 0,
-            stream_data_limit: 0,
-            stream_blocked: None,
-            data_sent: 0,
-            max_data: 0,
-            data_received: 0,
-            local_max_data: RECEIVE_WINDOW,
-            max_data_pending: false,
-            path_response: None,
-            retire_cid: None,
-            uni: None,
-            peer_uni_streams: config.peer_uni_streams,
-            server_uni: Vec::new(),
-            max_streams_uni: 0,
-            max_stream_recv: config.max_stream_recv,
+            streams: Streams::new(config.max_stream_recv, config.peer_uni_streams),
             key_update_packets: config.key_update_packets,
-            srtt: INITIAL_RTT_NS,
-            rttvar: INITIAL_RTT_NS / 2,
-            latest_rtt: INITIAL_RTT_NS,
-            min_rtt: INITIAL_RTT_NS,
-            first_sample_at: None,
-            has_rtt: false,
-            pto_count: 0,
-            cwnd: INITIAL_WINDOW,
-            ssthresh: u64::MAX,
-            in_flight: 0,
-            recovery_start: now,
-            lost_packets: 0,
             idle_timeout_ns: config.idle_timeout_ns,
             last_activity: now,
             sent_since_receipt: false,
@@ -481,7 +308,7 @@ impl Connection {
     /// Packets declared lost so far by loss detection (RFC 9002 §6.1), their frames sent again.
     #[inline]
     pub fn lost_packets(&self) -> u64 {
-        self.lost_packets
+        self.recovery.lost_packets()
     }
 
     /// Why the connection ended, once it has.
@@ -501,40 +328,18 @@ impl Connection {
     /// requests opened after it, once the server allows a unidirectional stream. A client has
     /// one at most: a second call opens nothing and returns `None`.
     pub fn open_uni_stream(&mut self, data: &'static [u8]) -> Option<u64> {
-        if self.uni.is_some() {
-            return None;
-        }
-        self.uni = Some(data);
-        self.unsent.push_back(UNI_STREAM_ID);
-        Some(UNI_STREAM_ID)
+        self.streams.open_uni(data)
     }
 
     /// Opens a bidirectional stream for one request (its bytes as sent, the stream then
     /// finished); it goes out as soon as keys, the server's limits and congestion allow.
     pub fn open_stream(&mut self, query: Vec<u8>) -> u64 {
-        let id = self.next_stream;
-        self.next_stream += 4;
-        self.streams.insert(
-            id,
-            Stream {
-                query,
-                sent: false,
-                sent_to: 0,
-                send_max: 0,
-                blocked_at: None,
-                recv: Vec::new(),
-                ahead: Vec::new(),
-                fin: None,
-                recv_max: 0,
-            },
-        );
-        self.unsent.push_back(id);
-        id
+        self.streams.open(query)
     }
 
     /// Forgets a stream (its request timed out): nothing more is sent or told for it.
     pub fn forget_stream(&mut self, id: u64) {
-        self.streams.remove(&id);
+        self.streams.forget(id);
     }
 
     /// Key updates this client started (RFC 9001 §6), after
@@ -565,7 +370,7 @@ impl Connection {
     /// The congestion window, in bytes.
     #[cfg(test)]
     pub fn cwnd(&self) -> u64 {
-        self.cwnd
+        self.recovery.cwnd()
     }
 
     /// Whether the TLS connection is still held (until the handshake is confirmed and a
@@ -588,18 +393,14 @@ impl Connection {
         };
         take("one_rtt", &mut || drop(self.one_rtt.take()));
         take("spaces", &mut || self.spaces = Default::default());
-        take("streams", &mut || self.streams = Default::default());
+        take("recovery", &mut || self.recovery.compact());
+        take("streams", &mut || self.streams.compact());
         take("peer", &mut || self.peer = Default::default());
         take("cids", &mut || {
-            self.dcid = Vec::new();
-            self.original_dcid = Vec::new();
-            self.token = Vec::new();
-            self.retry_scid = None;
+            self.cids.drop_heap();
         });
         take("queues", &mut || {
             self.events = VecDeque::new();
-            self.unsent = VecDeque::new();
-            self.stream_retx = VecDeque::new();
         });
         parts
     }
@@ -618,7 +419,7 @@ impl Connection {
     fn is_quiet(&self) -> bool {
         self.streams.is_empty()
             && self.events.is_empty()
-            && self.spaces.iter().all(|s| s.sent.is_empty())
+            && self.recovery.is_empty()
             && self.tls.is_none()
     }
 
@@ -626,13 +427,11 @@ impl Connection {
     /// connection keeps what its busiest moment needed otherwise, 7 KB per idle connection
     /// (`an_idle_connection_keeps_a_few_kilobytes`).
     fn compact(&mut self) {
-        self.streams = Default::default();
-        self.unsent = VecDeque::new();
-        self.stream_retx = VecDeque::new();
+        self.streams.compact();
         self.events = VecDeque::new();
+        self.recovery.compact();
         for s in &mut self.spaces {
-            s.sent = VecDeque::new();
-            s.received.shrink_to_fit();
+            s.compact();
         }
     }
 
@@ -650,7 +449,7 @@ impl Connection {
         // An application close needs 1-RTT keys; before them, a transport close says the same.
         let application = application && self.one_rtt.is_some();
         self.close_pending = Some((code, application));
-        self.streams.clear();
+        self.streams.forget_all();
     }
 
     /// When [`Connection::on_timeout`] wants to run next (realtime ns).
@@ -666,7 +465,7 @@ impl Connection {
         };
         at(self.tls_drop_at);
         at(self.one_rtt.as_ref().and_then(|k| k.previous_until()));
-        at(self.spaces[DATA].ack_deadline);
+        at(self.spaces[DATA].ack_deadline());
         at(self.loss_or_pto().map(|(t, _, _)| t));
         Some(t)
     }
@@ -682,7 +481,7 @@ impl Connection {
             idle = 30_000_000_000;
         }
         // RFC 9000 §10.1: never shorter than three PTOs.
-        let idle = idle.max(3 * self.pto_base(DATA));
+        let idle = idle.max(3 * self.recovery.pto_base(DATA));
         self.last_activity.saturating_add(idle)
     }
 
@@ -693,7 +492,7 @@ impl Connection {
         }
         if now >= self.idle_deadline() {
             self.closed = Some(Closed::TimedOut);
-            self.streams.clear();
+            self.streams.forget_all();
             return;
         }
         if self.tls_drop_at.is_some_and(|t| t <= now) {
@@ -705,7 +504,8 @@ impl Connection {
         if let Some((t, space, loss)) = self.loss_or_pto() {
             if t <= now {
                 if loss {
-                    self.detect_lost(space, now, &[]);
+                    let lost = self.recovery.detect_lost(space, now, &[]);
+                    self.requeue_lost(space, lost);
                 } else {
                     self.on_pto(space);
                 }
@@ -717,13 +517,104 @@ impl Connection {
         self.tls = None;
         self.tls_drop_at = None;
         for s in &mut self.spaces {
-            s.crypto_out = Vec::new();
-            s.crypto_ahead = Vec::new();
-            s.crypto_retx = VecDeque::new();
+            s.drop_crypto();
         }
     }
 
     fn violation(&mut self, code: u64, why: &'static str) {
         self.close_with(Closed::Violation(why), code, false);
+    }
+
+    /// What loss recovery needs to know of the keys and the handshake.
+    fn key_state(&self) -> KeyState {
+        KeyState {
+            keys: [
+                self.spaces[INITIAL].keys.is_some(),
+                self.spaces[HANDSHAKE].keys.is_some(),
+                self.one_rtt.is_some() || self.zero_rtt_keys.is_some(),
+            ],
+            handshake_done: self.handshake_done,
+            keep_alive: !self.confirmed && self.closed.is_none(),
+        }
+    }
+
+    /// The earliest loss-detection deadline: (time, space, whether a loss timer rather than a
+    /// PTO).
+    fn loss_or_pto(&self) -> Option<(i64, usize, bool)> {
+        self.recovery.loss_or_pto(self.key_state())
+    }
+
+    /// RFC 9002 §6.2.4: a probe timeout sends two ack-eliciting probes, with new data if
+    /// there is some, else the oldest data in flight again. (This client used to move the
+    /// whole flight back to its queues on a PTO: every ACK later than the PTO, as quinn's for
+    /// 0-RTT data, counted a packet lost and sent it again.)
+    fn on_pto(&mut self, space: usize) {
+        self.recovery.on_pto(space);
+        let new_data = match space {
+            DATA => self.streams.has_data(),
+            _ => self.spaces[space].has_crypto(),
+        };
+        if new_data {
+            return;
+        }
+        for f in self.recovery.oldest_frames(space) {
+            self.requeue(space, f);
+        }
+    }
+
+    /// An ACK frame came in `space`.
+    fn on_ack(&mut self, now: i64, space: usize, frame: &Frame<'_>, delay: u64) {
+        let Frame::Ack { largest, .. } = *frame else {
+            return;
+        };
+        if largest >= self.spaces[space].next_pn {
+            self.violation(PROTOCOL_VIOLATION, "quic-protocol-violation");
+            return;
+        }
+        if space == DATA {
+            if let Some(k) = self.one_rtt.as_mut() {
+                k.on_ack(largest);
+            }
+        }
+        let ranges: Vec<(u64, u64)> = frame.ack_ranges().collect();
+        let (peer, confirmed) = (&self.peer, self.confirmed);
+        // RFC 9002 §5.3: the peer's delay, no more than its max_ack_delay once the handshake
+        // is confirmed; Initial acknowledgements are not delayed.
+        let ack_delay = || {
+            if space == DATA {
+                let d = (delay << peer.ack_delay_exponent.min(20)) as i64 * 1000;
+                if confirmed {
+                    d.min(peer.max_ack_delay_ms as i64 * 1_000_000)
+                } else {
+                    d
+                }
+            } else {
+                0
+            }
+        };
+        let lost =
+            self.recovery
+                .on_ack(now, space, &ranges, largest, self.handshake_done, ack_delay);
+        self.requeue_lost(space, lost);
+    }
+
+    /// Queues the frames of packets of `space` that will not be acknowledged again.
+    fn requeue_lost(&mut self, space: usize, lost: Vec<Sent>) {
+        for p in lost {
+            for f in p.frames {
+                self.requeue(space, f);
+            }
+        }
+    }
+
+    /// Queues a frame of a packet of `space` that will not be acknowledged again.
+    fn requeue(&mut self, space: usize, frame: Retx) {
+        match frame {
+            Retx::Crypto { offset, len } => self.spaces[space].requeue_crypto(offset, len),
+            Retx::RetireCid(seq) => self.cids.requeue_retire(seq),
+            Retx::Stream(_) | Retx::MaxData | Retx::StreamDataBlocked(_) => {
+                self.streams.requeue(frame)
+            }
+        }
     }
 }

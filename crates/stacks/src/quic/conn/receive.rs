@@ -2,7 +2,15 @@
 //! keys, `key_phase`), Retry and Version Negotiation, each frame's effect, the TLS handshake's data
 //! and keys, and the streams' data reassembled into whole responses.
 
-use super::*;
+use super::super::wire::{self, Frame, Header, LongType, Malformed, Reader, ServerParams};
+use super::key_phase::OneRtt;
+use super::space::CryptoFailed;
+use super::{
+    initial_suite, Closed, Connection, Event, CRYPTO_BUFFER_EXCEEDED, CRYPTO_ERROR, DATA,
+    FRAME_ENCODING_ERROR, HANDSHAKE, INITIAL, LOCAL_CID_LEN, PROTOCOL_VIOLATION, TLS_LINGER_NS,
+    TRANSPORT_PARAMETER_ERROR,
+};
+use rustls::quic::{KeyChange, Version};
 
 impl Connection {
     /// Takes one received datagram (decrypted in place).
@@ -19,7 +27,7 @@ impl Connection {
                 Header::VersionNegotiation => {
                     if !self.heard_server {
                         self.closed = Some(Closed::VersionMismatch);
-                        self.streams.clear();
+                        self.streams.forget_all();
                     }
                     return;
                 }
@@ -34,7 +42,7 @@ impl Connection {
                     dcid,
                     scid,
                 } => {
-                    if version != wire::VERSION_1 || dcid != self.scid {
+                    if version != wire::VERSION_1 || dcid != self.cids.scid {
                         at += len;
                         continue;
                     }
@@ -54,7 +62,7 @@ impl Connection {
                     space
                 }
                 Header::Short { dcid } => {
-                    if dcid != self.scid {
+                    if dcid != self.cids.scid {
                         return;
                     }
                     DATA
@@ -67,33 +75,20 @@ impl Connection {
     }
 
     pub(super) fn on_retry(&mut self, packet: &[u8], scid: &[u8], token: Vec<u8>) {
-        if self.heard_server || self.retry_scid.is_some() || token.is_empty() {
-            return;
-        }
-        if !retry_tag_valid(&self.original_dcid, packet) {
+        if self.heard_server || !self.cids.retry_acceptable(packet, &token) {
             return;
         }
         let Some(suite) = initial_suite() else {
             return;
         };
-        self.retry_scid = Some(scid.to_vec());
-        self.dcid = scid.to_vec();
-        self.token = token;
+        self.cids.on_retry(scid, token);
         let s = &mut self.spaces[INITIAL];
-        s.keys = Some(suite.keys(&self.dcid, rustls::Side::Client, Version::V1));
+        s.keys = Some(suite.keys(&self.cids.dcid, rustls::Side::Client, Version::V1));
         // Everything sent so far goes again under the new keys, with the token.
-        let sent: Vec<Sent> = s.sent.drain(..).collect();
-        let data: Vec<Sent> = self.spaces[DATA].sent.drain(..).collect();
-        for p in sent.iter().chain(&data) {
-            self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
-        }
-        self.spaces[INITIAL].crypto_sent = 0;
-        self.spaces[INITIAL].crypto_retx.clear();
-        for p in data {
-            for f in p.frames {
-                self.requeue(DATA, f);
-            }
-        }
+        self.recovery.take_flight(INITIAL);
+        let data = self.recovery.take_flight(DATA);
+        self.spaces[INITIAL].resend_crypto();
+        self.requeue_lost(DATA, data);
     }
 
     /// Removes header protection, decrypts and processes one packet.
@@ -140,7 +135,7 @@ impl Connection {
         let (header, payload) = packet.split_at_mut(header_len);
         let plain_len = match space {
             DATA => {
-                let pto = self.pto_base(DATA);
+                let pto = self.recovery.pto_base(DATA);
                 self.one_rtt
                     .as_mut()
                     .and_then(|k| k.decrypt(now, pto, pn, key_phase, header, payload))
@@ -154,12 +149,12 @@ impl Connection {
         let Some(plain_len) = plain_len else {
             if space == DATA && self.is_stateless_reset(original_first, packet) {
                 self.closed = Some(Closed::Reset);
-                self.streams.clear();
+                self.streams.forget_all();
             }
             return;
         };
         if let Some(cid) = server_cid {
-            self.dcid = cid;
+            self.cids.dcid = cid;
         }
         let payload = &packet[header_len..header_len + plain_len];
         self.on_plaintext(now, space, pn, payload);
@@ -202,18 +197,7 @@ impl Connection {
             // A session ticket for the next connection has come: TLS has nothing left to do.
             self.drop_tls();
         }
-        let s = &mut self.spaces[space];
-        if pn == s.largest_received().unwrap_or(pn) {
-            s.largest_received_at = now;
-        }
-        if eliciting {
-            s.unacked_eliciting += 1;
-            if space != DATA || s.unacked_eliciting >= 2 {
-                s.ack_deadline = None;
-            } else if s.ack_deadline.is_none() {
-                s.ack_deadline = Some(now + MAX_ACK_DELAY_NS);
-            }
-        }
+        self.spaces[space].on_received(now, pn, eliciting, space == DATA);
     }
 
     pub(super) fn is_stateless_reset(&self, first: u8, packet: &[u8]) -> bool {
@@ -235,52 +219,37 @@ impl Connection {
                 offset,
                 data,
                 fin,
-            } if space == DATA => self.on_stream(id, offset, data, fin),
+            } if space == DATA => self
+                .streams
+                .on_stream(id, offset, data, fin, &mut self.events),
             Frame::ResetStream { id } if space == DATA => {
-                if self.streams.remove(&id).is_some() {
-                    self.events.push_back(Event::StreamFailed {
-                        stream: id,
-                        cause: "quic-stream-reset",
-                    });
-                }
+                self.streams
+                    .on_ended(id, "quic-stream-reset", &mut self.events)
             }
             Frame::StopSending { id } if space == DATA => {
-                if self.streams.remove(&id).is_some() {
-                    self.events.push_back(Event::StreamFailed {
-                        stream: id,
-                        cause: "quic-stream-stopped",
-                    });
-                }
+                self.streams
+                    .on_ended(id, "quic-stream-stopped", &mut self.events)
             }
-            Frame::MaxData(max) if space == DATA => self.max_data = self.max_data.max(max),
+            Frame::MaxData(max) if space == DATA => self.streams.on_max_data(max),
             Frame::MaxStreamData { id, max } if space == DATA => {
-                if let Some(s) = self.streams.get_mut(&id) {
-                    s.send_max = s.send_max.max(max);
-                }
+                self.streams.on_max_stream_data(id, max)
             }
-            Frame::MaxStreamsBidi(max) if space == DATA => {
-                self.max_streams = self.max_streams.max(max)
-            }
-            Frame::MaxStreamsUni(max) if space == DATA => {
-                self.max_streams_uni = self.max_streams_uni.max(max)
-            }
+            Frame::MaxStreamsBidi(max) if space == DATA => self.streams.on_max_streams_bidi(max),
+            Frame::MaxStreamsUni(max) if space == DATA => self.streams.on_max_streams_uni(max),
             Frame::NewConnectionId {
                 seq,
                 retire_prior_to,
                 cid,
                 reset_token,
             } if space == DATA => {
-                if retire_prior_to > self.dcid_seq && seq >= retire_prior_to {
-                    self.retire_cid = Some(self.dcid_seq);
-                    self.dcid = cid.to_vec();
-                    self.dcid_seq = seq;
+                if self.cids.on_new_cid(seq, retire_prior_to, cid) {
                     self.peer.stateless_reset_token = Some(reset_token);
                 }
             }
-            Frame::PathChallenge(data) if space == DATA => self.path_response = Some(data),
+            Frame::PathChallenge(data) if space == DATA => self.cids.on_path_challenge(data),
             Frame::ConnectionClose { code, application } => {
                 self.closed = Some(Closed::ByPeer { code, application });
-                self.streams.clear();
+                self.streams.forget_all();
             }
             Frame::HandshakeDone if space == DATA => {
                 if !self.confirmed {
@@ -299,40 +268,18 @@ impl Connection {
             // Session tickets after the connection let TLS go: acknowledged and dropped.
             return;
         };
-        let s = &mut self.spaces[space];
-        let end = offset + data.len() as u64;
-        if end <= s.crypto_next {
-            return;
-        }
-        if offset > s.crypto_next {
-            let buffered: usize = s.crypto_ahead.iter().map(|(_, d)| d.len()).sum();
-            if buffered + data.len() > MAX_CRYPTO_BUFFER {
+        match self.spaces[space].read_crypto(offset, data, tls) {
+            Ok(false) => return,
+            Ok(true) => {}
+            Err(CryptoFailed::BufferExceeded) => {
                 self.violation(CRYPTO_BUFFER_EXCEEDED, "quic-protocol-violation");
                 return;
             }
-            s.crypto_ahead.push((offset, data.to_vec()));
-            return;
-        }
-        let skip = (s.crypto_next - offset) as usize;
-        let mut result = tls.read_hs(&data[skip..]);
-        s.crypto_next = end;
-        // What came ahead and now follows on.
-        while result.is_ok() {
-            let next = s.crypto_next;
-            let Some(i) = s.crypto_ahead.iter().position(|(o, _)| *o <= next) else {
-                break;
-            };
-            let (o, d) = s.crypto_ahead.swap_remove(i);
-            let end = o + d.len() as u64;
-            if end > next {
-                result = tls.read_hs(&d[(next - o) as usize..]);
-                s.crypto_next = end;
+            Err(CryptoFailed::Tls) => {
+                let alert = tls.alert().map_or(0x50, u8::from);
+                self.close_with(Closed::Tls, CRYPTO_ERROR + u64::from(alert), false);
+                return;
             }
-        }
-        if result.is_err() {
-            let alert = tls.alert().map_or(0x50, u8::from);
-            self.close_with(Closed::Tls, CRYPTO_ERROR + u64::from(alert), false);
-            return;
         }
         self.drive_tls(now);
     }
@@ -345,9 +292,7 @@ impl Connection {
             };
             let mut out = Vec::new();
             let change = tls.write_hs(&mut out);
-            self.spaces[self.write_space]
-                .crypto_out
-                .extend_from_slice(&out);
+            self.spaces[self.write_space].push_crypto(&out);
             match change {
                 None => break,
                 Some(KeyChange::Handshake { keys }) => {
@@ -376,9 +321,10 @@ impl Connection {
             self.violation(TRANSPORT_PARAMETER_ERROR, "quic-bad-transport-parameters");
             return;
         };
-        let ids_match = params.original_dcid.as_deref() == Some(&self.original_dcid)
-            && params.initial_scid.as_deref() == Some(&self.dcid)
-            && params.retry_scid == self.retry_scid;
+        let ids = &self.cids;
+        let ids_match = params.original_dcid.as_deref() == Some(&ids.original_dcid)
+            && params.initial_scid.as_deref() == Some(&ids.dcid)
+            && params.retry_scid == ids.retry_scid;
         if !ids_match {
             self.violation(TRANSPORT_PARAMETER_ERROR, "quic-bad-transport-parameters");
             return;
@@ -386,18 +332,13 @@ impl Connection {
         let accepted = self.zero_rtt.then(|| tls.is_early_data_accepted());
         let resumed = tls.handshake_kind() == Some(rustls::HandshakeKind::Resumed);
         self.peer = params.clone();
+        self.recovery.set_max_ack_delay(params.max_ack_delay_ms);
         self.take_limits(&params);
         self.zero_rtt_keys = None;
         if accepted == Some(false) {
             // RFC 9001 §4.6.2: nothing sent in 0-RTT arrived; it goes again in 1-RTT.
-            let s = &mut self.spaces[DATA];
-            let rejected: Vec<Sent> = s.sent.drain(..).collect();
-            for p in rejected {
-                self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
-                for f in p.frames {
-                    self.requeue(DATA, f);
-                }
-            }
+            let rejected = self.recovery.take_flight(DATA);
+            self.requeue_lost(DATA, rejected);
         }
         let _ = now;
         self.events.push_back(Event::Connected {
@@ -407,137 +348,14 @@ impl Connection {
     }
 
     pub(super) fn take_limits(&mut self, p: &ServerParams) {
-        self.max_data = self.max_data.max(p.initial_max_data);
-        self.max_streams = self.max_streams.max(p.initial_max_streams_bidi);
-        self.stream_data_limit = self
-            .stream_data_limit
-            .max(p.initial_max_stream_data_bidi_remote);
-        self.max_streams_uni = self.max_streams_uni.max(p.initial_max_streams_uni);
+        self.streams.take_limits(p);
         if self.peer.max_idle_timeout_ms == 0 {
             self.peer.max_idle_timeout_ms = p.max_idle_timeout_ms;
         }
     }
 
     pub(super) fn discard(&mut self, space: usize) {
-        let s = &mut self.spaces[space];
-        s.keys = None;
-        for p in s.sent.drain(..) {
-            self.in_flight = self.in_flight.saturating_sub(u64::from(p.size));
-        }
-        s.loss_time = None;
-        s.unacked_eliciting = 0;
-        s.crypto_retx.clear();
-        s.crypto_out = Vec::new();
-        s.crypto_ahead = Vec::new();
-        s.probes = 0;
-        s.received = Vec::new();
-        self.pto_count = 0;
+        self.spaces[space].discard();
+        self.recovery.discard(space);
     }
-
-    pub(super) fn on_stream(&mut self, id: u64, offset: u64, data: &[u8], fin: bool) {
-        let end = offset + data.len() as u64;
-        if id % 4 == 3 {
-            // A server's unidirectional stream: read and dropped (the application needs
-            // nothing from it), counted for connection-level flow control.
-            let n = (id / 4) as usize;
-            if n < self.server_uni.len() + 1 && (n as u64) < self.peer_uni_streams {
-                if n == self.server_uni.len() {
-                    self.server_uni.push(0);
-                }
-                if end > self.server_uni[n] {
-                    self.data_received += end - self.server_uni[n];
-                    self.server_uni[n] = end;
-                }
-            }
-            return;
-        }
-        let Some(s) = self.streams.get_mut(&id) else {
-            // An answered, failed or forgotten stream, or one the server may not open.
-            return;
-        };
-        if end > self.max_stream_recv || s.fin.is_some_and(|f| end > f) {
-            self.streams.remove(&id);
-            self.events.push_back(Event::StreamFailed {
-                stream: id,
-                cause: "quic-response-too-long",
-            });
-            return;
-        }
-        if end > s.recv_max {
-            self.data_received += end - s.recv_max;
-            s.recv_max = end;
-        }
-        if fin {
-            s.fin = Some(end);
-        }
-        let have = s.recv.len() as u64;
-        if offset <= have {
-            if end > have {
-                s.recv.extend_from_slice(&data[(have - offset) as usize..]);
-            }
-            while let Some(i) = s.ahead.iter().position(|(o, _)| *o <= s.recv.len() as u64) {
-                let (o, d) = s.ahead.swap_remove(i);
-                let have = s.recv.len() as u64;
-                if o + d.len() as u64 > have {
-                    s.recv.extend_from_slice(&d[(have - o) as usize..]);
-                }
-            }
-        } else {
-            // Pieces ahead of the answer so far: bounded by the stream's limit, however
-            // the server cuts and repeats them.
-            let ahead: usize = s.ahead.iter().map(|(_, d)| d.len()).sum();
-            if (ahead + data.len()) as u64 > self.max_stream_recv {
-                self.streams.remove(&id);
-                self.events.push_back(Event::StreamFailed {
-                    stream: id,
-                    cause: "quic-protocol-violation",
-                });
-                return;
-            }
-            s.ahead.push((offset, data.to_vec()));
-        }
-        if s.fin == Some(s.recv.len() as u64) {
-            if let Some(s) = self.streams.remove(&id) {
-                self.events.push_back(Event::Answer {
-                    stream: id,
-                    data: s.recv,
-                });
-            }
-        }
-        if self.data_received + RECEIVE_WINDOW / 2 > self.local_max_data {
-            self.local_max_data = self.data_received + RECEIVE_WINDOW;
-            self.max_data_pending = true;
-        }
-    }
-}
-
-/// Whether a Retry packet's integrity tag is right (RFC 9001 §5.8).
-fn retry_tag_valid(original_dcid: &[u8], packet: &[u8]) -> bool {
-    use ring::aead;
-    const KEY: [u8; 16] = [
-        0xbe, 0x0c, 0x69, 0x0b, 0x9f, 0x66, 0x57, 0x5a, 0x1d, 0x76, 0x6b, 0x54, 0xe3, 0x68, 0xc8,
-        0x4e,
-    ];
-    const NONCE: [u8; 12] = [
-        0x46, 0x15, 0x99, 0xd3, 0x5d, 0x63, 0x2b, 0xf2, 0x23, 0x98, 0x25, 0xbb,
-    ];
-    let Some(split) = packet.len().checked_sub(16) else {
-        return false;
-    };
-    let (body, tag) = packet.split_at(split);
-    let mut pseudo = Vec::with_capacity(1 + original_dcid.len() + body.len());
-    pseudo.push(original_dcid.len() as u8);
-    pseudo.extend_from_slice(original_dcid);
-    pseudo.extend_from_slice(body);
-    let Ok(key) = aead::UnboundKey::new(&aead::AES_128_GCM, &KEY) else {
-        return false;
-    };
-    let key = aead::LessSafeKey::new(key);
-    let mut tag = tag.to_vec();
-    key.open_in_place(
-        aead::Nonce::assume_unique_for_key(NONCE),
-        aead::Aad::from(&pseudo),
-        &mut tag,
-    )
-    .is_ok()
 }

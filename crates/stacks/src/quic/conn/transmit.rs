@@ -2,7 +2,9 @@
 //! datagram (ACK, CRYPTO, control frames and STREAM frames within the congestion window and the
 //! server's limits), protected and counted in flight.
 
-use super::*;
+use super::super::wire::{self, LongType};
+use super::recovery::Sent;
+use super::{Connection, Retx, DATA, HANDSHAKE, INITIAL, MAX_DATAGRAM};
 
 impl Connection {
     /// Writes the next datagram to send into `out` (cleared first); false if there is none.
@@ -22,7 +24,7 @@ impl Connection {
             // if it takes it before the client's Finished).
             let early = self.zero_rtt_keys.is_some()
                 && self.one_rtt.is_none()
-                && self.spaces[INITIAL].crypto_sent == 0
+                && self.spaces[INITIAL].crypto_unsent()
                 && self.stream_ready();
             self.write_packet(now, out, INITIAL, MAX_DATAGRAM, !early);
             let room = MAX_DATAGRAM.saturating_sub(out.len());
@@ -32,7 +34,9 @@ impl Connection {
             if early && out.len() < MAX_DATAGRAM {
                 // Nothing went after the Initial: it goes again, padded, in the next one.
                 out.clear();
-                self.requeue_last(INITIAL);
+                if let Some(p) = self.recovery.forget_last(INITIAL) {
+                    self.requeue_lost(INITIAL, vec![p]);
+                }
                 self.write_packet(now, out, INITIAL, MAX_DATAGRAM, true);
             }
             return !out.is_empty();
@@ -50,130 +54,23 @@ impl Connection {
     /// Whether a space has something to send now.
     pub(super) fn space_wants(&self, space: usize, now: i64) -> bool {
         let s = &self.spaces[space];
-        if s.probes > 0 || s.ack_due(now) || s.has_crypto() {
+        if self.recovery.probes(space) > 0 || s.ack_due(now) || s.has_crypto() {
             return true;
         }
         if space != DATA || !self.can_send_now() {
             return false;
         }
         let control = self.one_rtt.is_some()
-            && (self.max_data_pending
-                || self.path_response.is_some()
-                || self.retire_cid.is_some()
-                || self.stream_blocked.is_some());
+            && (self.streams.control_pending() || self.cids.control_pending());
         control || self.stream_ready()
     }
 
     /// Whether stream data may go now (keys, limits and the congestion window allowing).
     pub(super) fn stream_ready(&self) -> bool {
-        if self.in_flight + MAX_DATAGRAM as u64 > self.cwnd {
+        if self.recovery.window_full() {
             return false;
         }
-        !self.stream_retx.is_empty() || self.new_stream_data_ready()
-    }
-
-    /// What the server takes on stream `id` (RFC 9000 §4.1): its transport parameter, or more
-    /// from its MAX_STREAM_DATA frames.
-    pub(super) fn stream_limit(&self, id: u64) -> u64 {
-        let max = self.streams.get(&id).map_or(0, |s| s.send_max);
-        max.max(self.stream_data_limit)
-    }
-
-    /// How much of stream `id`'s request may go now (from `sent_to`), within the stream's
-    /// limit and the connection's; `None` for a stream the server's stream count does not let
-    /// open yet, or one forgotten.
-    fn new_stream_credit(&self, id: u64) -> Option<u64> {
-        if id == UNI_STREAM_ID {
-            // A few bytes (HTTP/3's SETTINGS), sent whole once the server allows the stream.
-            return (self.max_streams_uni > 0).then_some(u64::MAX);
-        }
-        let s = self.streams.get(&id)?;
-        if id / 4 >= self.max_streams {
-            return None;
-        }
-        let left = (s.query.len() as u64).checked_sub(s.sent_to)?;
-        let stream = self.stream_limit(id).saturating_sub(s.sent_to);
-        let connection = self.max_data.saturating_sub(self.data_sent);
-        Some(left.min(stream).min(connection))
-    }
-
-    /// Whether some new stream data (or a request's FIN) may go now.
-    pub(super) fn new_stream_data_ready(&self) -> bool {
-        self.unsent.iter().any(|&id| {
-            let left = self
-                .streams
-                .get(&id)
-                .map_or(1, |s| (s.query.len() as u64).saturating_sub(s.sent_to));
-            self.new_stream_credit(id)
-                .is_some_and(|n| n > 0 || left == 0)
-        })
-    }
-
-    /// The next piece of new stream data that may go: from the first stream that has some
-    /// and the server's limits allow (RFC 9000 §4), the rest of it kept for when the server
-    /// raises them. A stream held at its own limit has a STREAM_DATA_BLOCKED queued (§19.13),
-    /// once per limit.
-    fn next_new_chunk(&mut self) -> Option<Chunk> {
-        let mut i = 0;
-        while let Some(&id) = self.unsent.get(i) {
-            if id != UNI_STREAM_ID && !self.streams.contains_key(&id) {
-                // Forgotten.
-                self.unsent.remove(i);
-                continue;
-            }
-            let Some(credit) = self.new_stream_credit(id) else {
-                i += 1;
-                continue;
-            };
-            if id == UNI_STREAM_ID {
-                self.unsent.remove(i);
-                let len = self.uni.map_or(0, <[u8]>::len) as u32;
-                self.data_sent += u64::from(len);
-                // The unidirectional stream stays open for the connection's life.
-                return Some(Chunk {
-                    id,
-                    offset: 0,
-                    len,
-                    fin: false,
-                });
-            }
-            let limit = self.stream_limit(id);
-            let Some(s) = self.streams.get_mut(&id) else {
-                self.unsent.remove(i);
-                continue;
-            };
-            let total = s.query.len() as u64;
-            if credit == 0 && s.sent_to < total {
-                if s.sent_to >= limit && s.blocked_at != Some(limit) {
-                    s.blocked_at = Some(limit);
-                    self.stream_blocked = Some((id, limit));
-                }
-                i += 1;
-                continue;
-            }
-            let offset = s.sent_to;
-            s.sent_to += credit;
-            self.data_sent += credit;
-            let fin = s.sent_to == total;
-            if fin {
-                self.unsent.remove(i);
-            }
-            return Some(Chunk {
-                id,
-                offset: offset as u32,
-                len: credit as u32,
-                fin,
-            });
-        }
-        None
-    }
-
-    /// A stream's bytes as sent: a request's, or the client's unidirectional stream's.
-    pub(super) fn stream_bytes(&self, id: u64) -> Option<&[u8]> {
-        match self.uni {
-            Some(c) if id == UNI_STREAM_ID => Some(c),
-            _ => self.streams.get(&id).map(|s| &s.query[..]),
-        }
+        self.streams.has_data()
     }
 
     /// Writes one packet of `space` into `out`, within `room` bytes; with `pad`, padded so that
@@ -215,7 +112,7 @@ impl Connection {
                 });
                 (
                     None,
-                    wire::put_short_header(out, &self.dcid, phase, pn as u32),
+                    wire::put_short_header(out, &self.cids.dcid, phase, pn as u32),
                 )
             }
             _ => {
@@ -224,9 +121,9 @@ impl Connection {
                     HANDSHAKE => LongType::Handshake,
                     _ => LongType::ZeroRtt,
                 };
-                let token = (space == INITIAL).then_some(&self.token[..]);
-                let (l, p) =
-                    wire::put_long_header(out, ty, &self.dcid, &self.scid, token, pn as u32);
+                let ids = &self.cids;
+                let token = (space == INITIAL).then_some(&ids.token[..]);
+                let (l, p) = wire::put_long_header(out, ty, &ids.dcid, &ids.scid, token, pn as u32);
                 (Some(l), p)
             }
         };
@@ -239,76 +136,28 @@ impl Connection {
             wire::put_close(out, code, application);
         }
         let normal = close.is_none();
-        // ACK (never in 0-RTT).
-        if normal && !zero_rtt && s.unacked_eliciting > 0 && !s.received.is_empty() {
-            let delay = ((now - s.largest_received_at).max(0) / 1000) >> 3;
-            wire::put_ack(out, &s.received, delay as u64);
-            s.unacked_eliciting = 0;
-            s.ack_deadline = None;
+        if normal && !zero_rtt {
+            // ACK (never in 0-RTT).
+            s.write_ack(out, now);
         }
-        // CRYPTO: what was lost first, then what is new.
-        while normal && out.len() + 32 < limit {
-            let (offset, len, new) = match s.crypto_retx.pop_front() {
-                Some((o, l)) => (o as usize, l as usize, false),
-                None if s.crypto_sent < s.crypto_out.len() => {
-                    (s.crypto_sent, s.crypto_out.len() - s.crypto_sent, true)
-                }
-                None => break,
-            };
-            let fit = len.min(limit - out.len() - 16);
-            let end = (offset + fit).min(s.crypto_out.len());
-            if end <= offset {
-                break;
-            }
-            wire::put_crypto(out, offset as u64, &s.crypto_out[offset..end]);
-            let sent = end - offset;
-            if new {
-                s.crypto_sent = end;
-            } else if sent < len {
-                s.crypto_retx
-                    .push_front(((offset + sent) as u64, (len - sent) as u32));
-            }
-            frames.push(Retx::Crypto {
-                offset: offset as u64,
-                len: sent as u32,
-            });
-            eliciting = true;
+        if normal {
+            eliciting |= s.write_crypto(out, limit, &mut frames);
         }
         if normal && space == DATA && !zero_rtt {
-            if let Some(data) = self.path_response.take() {
-                out.push(0x1b);
-                out.extend_from_slice(&data);
-                eliciting = true;
-            }
-            if let Some((id, limit)) = self.stream_blocked.take() {
-                wire::put_stream_data_blocked(out, id, limit);
-                frames.push(Retx::StreamDataBlocked(id));
-                eliciting = true;
-            }
-            if let Some(seq) = self.retire_cid.take() {
-                out.push(0x19);
-                wire::put_varint(out, seq);
-                frames.push(Retx::RetireCid(seq));
-                eliciting = true;
-            }
-            if self.max_data_pending {
-                self.max_data_pending = false;
-                out.push(0x10);
-                wire::put_varint(out, self.local_max_data);
-                frames.push(Retx::MaxData);
-                eliciting = true;
-            }
+            eliciting |= self.cids.write_path_response(out);
+            eliciting |= self.streams.write_blocked(out, &mut frames);
+            eliciting |= self.cids.write_retire(out, &mut frames);
+            eliciting |= self.streams.write_max_data(out, &mut frames);
         }
         if normal && space == DATA {
             eliciting |= self.write_streams(out, limit, &mut frames);
         }
-        let s = &mut self.spaces[space];
-        if normal && s.probes > 0 && !eliciting {
+        if normal && self.recovery.probes(space) > 0 && !eliciting {
             out.push(0x01);
             eliciting = true;
         }
         if eliciting {
-            s.probes = s.probes.saturating_sub(1);
+            self.recovery.on_eliciting_written(space);
         }
         if out.len() == payload_at {
             out.truncate(start);
@@ -352,17 +201,15 @@ impl Connection {
             return;
         }
         let size = (out.len() - start) as u32;
-        let s = &mut self.spaces[space];
-        s.next_pn += 1;
+        self.spaces[space].next_pn += 1;
         if eliciting {
-            s.last_eliciting_sent = now;
-            s.sent.push_back(Sent {
+            let packet = Sent {
                 pn,
                 time: now,
                 size,
                 frames,
-            });
-            self.in_flight += u64::from(size);
+            };
+            self.recovery.on_sent(space, now, packet);
             // RFC 9000 §10.1: the first ack-eliciting packet after one is received restarts
             // the idle timer; probes to a silent server do not keep it alive.
             if !self.sent_since_receipt {
@@ -382,57 +229,11 @@ impl Connection {
         limit: usize,
         frames: &mut Vec<Retx>,
     ) -> bool {
-        let mut wrote = false;
-        let probe = self.spaces[DATA].probes > 0;
-        if !probe && self.in_flight + MAX_DATAGRAM as u64 > self.cwnd {
+        let probe = self.recovery.probes(DATA) > 0;
+        if !probe && self.recovery.window_full() {
             return false;
         }
-        loop {
-            let room = limit.saturating_sub(out.len() + wire::STREAM_OVERHEAD);
-            if room == 0 {
-                break;
-            }
-            let chunk = match self.stream_retx.pop_front() {
-                Some(c) => c,
-                None => match self.next_new_chunk() {
-                    Some(c) => c,
-                    None => break,
-                },
-            };
-            let fit = (chunk.len as usize).min(room) as u32;
-            if fit < chunk.len && room < 64 {
-                self.stream_retx.push_front(chunk);
-                break;
-            }
-            let (from, to) = (chunk.offset as usize, (chunk.offset + fit) as usize);
-            let Some(data) = self.stream_bytes(chunk.id).and_then(|b| b.get(from..to)) else {
-                continue;
-            };
-            let fin = chunk.fin && fit == chunk.len;
-            wire::put_stream(out, chunk.id, u64::from(chunk.offset), data, fin);
-            frames.push(Retx::Stream(Chunk {
-                id: chunk.id,
-                offset: chunk.offset,
-                len: fit,
-                fin,
-            }));
-            if fit < chunk.len {
-                self.stream_retx.push_front(Chunk {
-                    id: chunk.id,
-                    offset: chunk.offset + fit,
-                    len: chunk.len - fit,
-                    fin: chunk.fin,
-                });
-            }
-            if let Some(s) = self.streams.get_mut(&chunk.id) {
-                if !s.sent {
-                    s.sent = true;
-                    self.events.push_back(Event::Sent { stream: chunk.id });
-                }
-            }
-            wrote = true;
-        }
-        wrote
+        self.streams.write(out, limit, frames, &mut self.events)
     }
 
     /// A datagram with a CONNECTION_CLOSE, in the highest space with keys.
