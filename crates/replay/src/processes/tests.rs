@@ -223,3 +223,40 @@ fn a_shard_that_cannot_start_is_an_error() {
         .expect("refused");
     assert!(matches!(err, ShardsError::NoShards), "{err}");
 }
+
+#[test]
+fn shards_started_before_an_error_are_killed() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let pid_file = dir.path().join("pid");
+    let stop = AtomicBool::new(false);
+    let err = ShardProcesses::new(2, Scratch::Temporary(dir.path().to_path_buf()))
+        .run(&stop, |c| {
+            if c.shard.index == 0 {
+                let mut cmd = Command::new("sh");
+                cmd.args(["-c", "echo $$ > \"$0\"; exec sleep 120"])
+                    .arg(&pid_file);
+                return Ok(cmd);
+            }
+            // Shard 0 is running (its pid written) when shard 1 cannot be prepared.
+            for _ in 0..10_000 {
+                if std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n')) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err("no configuration for this shard".into())
+        })
+        .err()
+        .expect("refused");
+    assert!(
+        matches!(err, ShardsError::Command { ref shard, .. } if shard == "1/2"),
+        "{err}"
+    );
+    let pid = std::fs::read_to_string(&pid_file).expect("shard 0 started");
+    let proc_dir = Path::new("/proc").join(pid.trim());
+    assert!(
+        !proc_dir.exists(),
+        "shard 0 (pid {}) still runs",
+        pid.trim()
+    );
+}
