@@ -4,16 +4,19 @@
 //! socket and a connection where one process's limit on open files (20,000 here, which root
 //! without `CAP_SYS_RESOURCE` cannot raise) would not hold them. The shards' results are merged
 //! into the run's one results file, in trace order, and summed up as one replay.
+//!
+//! Starting, waiting (a stop passed on) and merging are [`ldplayer_replay::processes`]', as for
+//! `replay --processes`; what is the experiment's own is each shard's side configuration (a
+//! [`ClientShard`] named by the environment) and the report of the whole, the shards' engine
+//! counters added up.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
-use std::time::Duration;
 
-use ldplayer_results::{
-    merge, Capacity, ResultsReader, ResultsWriter, RunInfo, ShardId, Summary, MERGE_WINDOW,
-};
+use ldplayer_replay::processes::{summarize, Scratch, ShardProcesses};
+use ldplayer_results::{RunInfo, ShardId};
 use serde::{Deserialize, Serialize};
 
 use crate::client::{kernel_tcp_counters, kernel_udp_counters, ReplayReport};
@@ -37,13 +40,9 @@ pub fn run_shard(c: &ClientShard, stop: &Arc<AtomicBool>) -> Result<(), Experime
     crate::client::replay_shard(&c.client, Some(c.shard), c.start_ns, stop)
 }
 
-/// The files of shard `i` beside the run's `results`.
-fn shard_file(results: &Path, i: u32, what: &str) -> PathBuf {
-    results.with_file_name(format!("shard-{i}.{what}"))
-}
-
 /// Replays `c` in `n` shard processes from `start_ns`, merges their results into `c.results`
-/// and writes the report of the whole to `c.stats`.
+/// and writes the report of the whole to `c.stats`. Each shard's files (`shard-I.side.json`,
+/// its configuration; `shard-I.json`, its report; `shard-I.log`) stay beside the results.
 pub fn replay(
     c: &ClientSideConfig,
     n: u32,
@@ -51,74 +50,55 @@ pub fn replay(
     stop: &Arc<AtomicBool>,
 ) -> Result<(), ExperimentError> {
     let exe = std::env::current_exe().map_err(|e| ExperimentError::io(Path::new("ldplayer"), e))?;
-    let mut children = Vec::new();
-    for i in 0..n {
-        let shard = ClientShard {
-            client: ClientSideConfig {
-                results: shard_file(&c.results, i, "res"),
-                stats: shard_file(&c.results, i, "json"),
-                processes: None,
-                capture: None,
-                ..c.clone()
-            },
-            shard: ShardId { index: i, count: n },
-            start_ns,
-        };
-        let config = shard_file(&c.results, i, "side.json");
-        SideConfig::ClientShard(shard.clone()).write(&config)?;
-        let log = shard_file(&c.results, i, "log");
-        let out = std::fs::File::create(&log).map_err(|e| ExperimentError::io(&log, e))?;
-        let err = out.try_clone().map_err(|e| ExperimentError::io(&log, e))?;
-        let child = Command::new(&exe)
-            .env(SIDE_ENV, &config)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map_err(|e| ExperimentError::io(&exe, e))?;
-        children.push((shard, log, child));
-    }
-    let failed = wait_for(&mut children, stop);
+    let folder = c.results.parent().unwrap_or(Path::new("")).to_path_buf();
+    let done = ShardProcesses::new(n, Scratch::Kept(folder))
+        .start_ns(Some(start_ns))
+        .run(stop, |s| {
+            let shard = ClientShard {
+                client: ClientSideConfig {
+                    results: s.results.to_path_buf(),
+                    stats: s.file("json"),
+                    processes: None,
+                    capture: None,
+                    ..c.clone()
+                },
+                shard: s.shard,
+                start_ns: s.start_ns,
+            };
+            let config = s.file("side.json");
+            SideConfig::ClientShard(shard).write(&config)?;
+            let mut cmd = Command::new(&exe);
+            cmd.env(SIDE_ENV, &config);
+            Ok(cmd)
+        })?;
     // The shards' results, merged in trace order into the run's file, marked complete when
     // every shard finished.
-    let readers = children
-        .iter()
-        .filter(|(s, ..)| s.client.results.exists())
-        .map(|(s, ..)| {
-            ResultsReader::open(&s.client.results)
-                .map_err(|e| ExperimentError::Input(format!("{}: {e}", s.client.results.display())))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     let info = RunInfo {
-        complete: Some(false),
         closed_loop: Some(c.fast.is_some()),
         ramp: c.ramp,
         start_ns: c.ramp.map(|_| start_ns),
         ..Default::default()
     };
-    let mut out = ResultsWriter::create_with_run_info(&c.results, &info)
-        .map_err(|e| ExperimentError::io(&c.results, e))?;
-    merge(readers, &mut out, MERGE_WINDOW)
-        .map_err(|e| ExperimentError::Input(format!("merging the shards' results: {e}")))?;
-    out.into_inner()
-        .and_then(|mut f| std::io::Write::flush(&mut f))
-        .map_err(|e| ExperimentError::io(&c.results, e))?;
-    let interrupted = stop.load(Ordering::Relaxed);
-    if failed.is_empty() && !interrupted {
-        ldplayer_results::mark_complete(&c.results)
-            .map_err(|e| ExperimentError::io(&c.results, e))?;
+    let merged = done.merge(Some(&c.results), &info)?;
+    for warning in &merged.late {
+        eprintln!("client side: {warning}");
     }
     // The engines' counters, added up; the summary of the merged results.
-    let engines: Vec<serde_json::Value> = children
+    let engines: Vec<serde_json::Value> = done
+        .exits()
         .iter()
-        .filter_map(|(s, ..)| std::fs::read(&s.client.stats).ok())
+        .filter_map(|e| std::fs::read(done.shard_file(e.shard, "json")).ok())
         .filter_map(|b| serde_json::from_slice::<ReplayReport>(&b).ok())
         .map(|r| r.engine)
         .collect();
-    let summary = summarize(&c.results)?;
+    let (summary, capacity) = summarize(&c.results)?;
+    let mut summary = serde_json::to_value(summary).unwrap_or_default();
+    if let (Some(obj), Some(c)) = (summary.as_object_mut(), capacity) {
+        obj.insert("ramp".into(), serde_json::to_value(c).unwrap_or_default());
+    }
     let report = ReplayReport {
         start_ns,
-        interrupted,
+        interrupted: done.stopped(),
         engine: add_up(&engines),
         summary,
         kernel_udp: kernel_udp_counters(),
@@ -127,82 +107,15 @@ pub fn replay(
     let text = serde_json::to_vec_pretty(&report)
         .map_err(|e| ExperimentError::Input(format!("replay report: {e}")))?;
     ldplayer_output::write(&c.stats, text).map_err(|e| ExperimentError::io(&c.stats, e.into()))?;
-    // The merged file holds every result: the shards' copies go.
-    for (s, ..) in &children {
-        let _ = std::fs::remove_file(&s.client.results);
-    }
+    let failed: Vec<_> = done.failed().collect();
     match failed.first() {
         None => Ok(()),
-        Some(log) => Err(ExperimentError::Replay(format!(
+        Some(first) => Err(ExperimentError::Replay(format!(
             "{} of {n} client processes failed; the first said: {}",
             failed.len(),
-            tail(log)
+            first.log_tail(5)
         ))),
     }
-}
-
-/// Waits for every shard process, passing `stop` on to them (SIGTERM: each stops scheduling
-/// and finishes its results); returns the logs of those that failed.
-fn wait_for(children: &mut [(ClientShard, PathBuf, Child)], stop: &AtomicBool) -> Vec<PathBuf> {
-    let mut failed = Vec::new();
-    let mut done = vec![false; children.len()];
-    let mut told = false;
-    while done.iter().any(|d| !d) {
-        if stop.load(Ordering::Relaxed) && !told {
-            told = true;
-            for (_, _, child) in children.iter() {
-                // A child of ours that has not been reaped.
-                let _ = ldplayer_system::process::signal(
-                    child.id(),
-                    ldplayer_system::process::Signal::TERM,
-                );
-            }
-        }
-        for (i, (_, log, child)) in children.iter_mut().enumerate() {
-            if done[i] {
-                continue;
-            }
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    done[i] = true;
-                    if !status.success() {
-                        failed.push(log.clone());
-                    }
-                }
-                Ok(None) => {}
-                Err(_) => {
-                    done[i] = true;
-                    failed.push(log.clone());
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    failed
-}
-
-/// The summary of the results at `path` as `ldplayer replay --json` prints it, with a ramp's
-/// capacity as `ramp`.
-fn summarize(path: &Path) -> Result<serde_json::Value, ExperimentError> {
-    let read_error = |e| ExperimentError::Input(format!("{}: {e}", path.display()));
-    let mut reader = ResultsReader::open(path).map_err(read_error)?;
-    let mut capacity = Capacity::for_run(reader.run_info());
-    let mut summary = Summary::new();
-    for r in &mut reader {
-        let r = r.map_err(read_error)?;
-        summary.add(&r);
-        if let Some(c) = &mut capacity {
-            c.add(&r);
-        }
-    }
-    let mut json = serde_json::to_value(summary.report()).unwrap_or_default();
-    if let (Some(obj), Some(c)) = (json.as_object_mut(), capacity) {
-        obj.insert(
-            "ramp".into(),
-            serde_json::to_value(c.report()).unwrap_or_default(),
-        );
-    }
-    Ok(json)
 }
 
 /// The shards' engine counters as one: numbers added (the wall time, `seconds`, the longest),
@@ -255,17 +168,6 @@ fn add_up(engines: &[serde_json::Value]) -> serde_json::Value {
         add(&mut total, e, "");
     }
     total
-}
-
-/// The last lines of a shard's log, for an error message.
-fn tail(log: &Path) -> String {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text.lines().rev().take(5).collect();
-    let mut lines: Vec<&str> = lines.into_iter().rev().collect();
-    if lines.is_empty() {
-        lines.push("(nothing)");
-    }
-    lines.join(" / ")
 }
 
 #[cfg(test)]

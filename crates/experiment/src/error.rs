@@ -53,6 +53,9 @@ pub enum ExperimentError {
     /// The replay failed.
     #[error("replay: {0}")]
     Replay(String),
+    /// A client side split over processes could not start them or merge their results.
+    #[error("client processes: {0}")]
+    Shards(#[from] ldplayer_replay::processes::ShardsError),
     /// The plan was interrupted (Ctrl-C).
     #[error("interrupted")]
     Interrupted,

@@ -72,6 +72,7 @@ mod error;
 mod live;
 mod net;
 mod population;
+pub mod processes;
 mod querier;
 mod reference;
 mod shard;

@@ -5,18 +5,17 @@
 //! handles itself (`--processes`, `--results`, `--report`, `--json`, `--pin`...), plus its
 //! `--shard I/N`, one shared `--start-at` and its own results file. So a child is exactly
 //! the replay a user could start by hand or through an orchestrator, and every replay option
-//! reaches it unchanged.
+//! reaches it unchanged. Starting, waiting and merging are
+//! [`ldplayer_replay::processes`]'; this module translates the arguments and prints.
 
 use crate::args::ReplayArgs;
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
+use ldplayer_replay::processes::{summarize, Scratch, ShardExit, ShardProcesses};
 use ldplayer_results::fidelity::Fidelity;
-use ldplayer_results::{
-    merge, Capacity, InputReport, ResultsReader, ResultsWriter, Summary, MERGE_WINDOW,
-};
 use std::ffi::OsString;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 
 /// Flags the parent takes for itself, with the values they are followed by.
 const PARENT_FLAGS_WITH_VALUE: &[&str] = &[
@@ -30,9 +29,6 @@ const PARENT_FLAGS_WITH_VALUE: &[&str] = &[
 ];
 /// Flags without a value the parent takes for itself.
 const PARENT_SWITCHES: &[&str] = &["--json", "--quiet", "-q"];
-/// How far ahead of now the shared start is set when none was given: time enough for every
-/// child to start and read its first queries.
-const START_AHEAD_S: f64 = 2.0;
 
 /// Runs `args` as `processes` child shards and merges their results.
 pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
@@ -41,109 +37,74 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
     }
     let argv: Vec<OsString> = std::env::args_os().skip(1).collect();
     let child_args = strip_parent_flags(&argv);
-    let start = match &args.start_at {
-        Some(t) => t.clone(),
-        None => format!("{:.3}", unix_now() + START_AHEAD_S),
+    let given_start = args
+        .start_at
+        .as_deref()
+        .map(|t| super::replay_config::parse_instant_ns(t, "--start-at"))
+        .transpose()?;
+    // The children get the start as given, or the one chosen for them in Unix seconds.
+    let start_arg = |ns: i64| {
+        args.start_at.clone().unwrap_or_else(|| {
+            format!(
+                "{}.{:09}",
+                ns.div_euclid(1_000_000_000),
+                ns.rem_euclid(1_000_000_000)
+            )
+        })
     };
-    let results = args.results.clone();
-    let scratch = tempfile::Builder::new()
-        .prefix("ldplayer-shards-")
-        .tempdir_in(
-            results
-                .as_deref()
-                .and_then(Path::parent)
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new(".")),
-        )
-        .context("creating a folder for the shards' results")?;
-    let files: Vec<PathBuf> = (0..processes)
-        .map(|i| scratch.path().join(format!("shard-{i}.res")))
-        .collect();
-    let _ctrl_c = interrupted(); // Ctrl-C reaches the children; the parent waits for them.
-    let exe = std::env::current_exe().context("finding this program")?;
-    let mut children = Vec::new();
-    for (i, file) in files.iter().enumerate() {
-        let mut cmd = Command::new(&exe);
-        cmd.args(&child_args)
-            .arg("--shard")
-            .arg(format!("{i}/{processes}"))
-            .arg("--start-at")
-            .arg(&start)
-            .arg("--results")
-            .arg(file)
-            .args(["--json", "-q"]);
-        if !args.pin.is_empty() {
-            cmd.arg("--pin")
-                .arg(args.pin[i % args.pin.len()].to_string());
-        }
-        let child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("starting shard {i}/{processes}"))?;
-        children.push(child);
-    }
-    let shards = wait_for(children, processes, args.json || args.quiet);
-    let merged = match &results {
-        Some(p) => p.clone(),
-        None => scratch.path().join("merged.res"),
-    };
-    let readers = files
-        .iter()
-        .filter(|f| f.exists())
-        .map(|f| ResultsReader::open(f).with_context(|| format!("reading {}", f.display())))
-        .collect::<Result<Vec<_>>>()?;
-    // Complete only when every shard finished: marked so at the end, as a single replay is.
-    // A ramp's start is the shared one: the merged file keeps both, for its capacity.
     let ramp = super::replay::ramp_spec(args)?;
-    let unfinished_run = ldplayer_results::RunInfo {
-        complete: Some(false),
+    let results = args.results.clone();
+    let inside = results
+        .as_deref()
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let stop = interrupted(); // Ctrl-C reaches the children; the parent waits for them.
+    let exe = std::env::current_exe().context("finding this program")?;
+    let done = ShardProcesses::new(processes, Scratch::Temporary(inside))
+        .start_ns(given_start)
+        .run(&stop, |c| {
+            let mut cmd = Command::new(&exe);
+            cmd.args(&child_args)
+                .arg("--shard")
+                .arg(c.shard.to_string())
+                .arg("--start-at")
+                .arg(start_arg(c.start_ns))
+                .arg("--results")
+                .arg(c.results)
+                .args(["--json", "-q"]);
+            if !args.pin.is_empty() {
+                let pin = args.pin[c.shard.index as usize % args.pin.len()];
+                cmd.arg("--pin").arg(pin.to_string());
+            }
+            Ok(cmd)
+        })?;
+    let shards = told(done.exits(), processes, args.json || args.quiet);
+    // Complete only when every shard finished: marked so at the end, as a single replay is.
+    // A ramp's start is the shared one, as the children read it: the merged file keeps both,
+    // for its capacity.
+    let info = ldplayer_results::RunInfo {
         closed_loop: Some(args.fast),
         answers: args.keep_answers.then_some(true),
         targets: Some(args.server.clone()),
         ramp,
         start_ns: match ramp {
             Some(_) => Some(super::replay_config::parse_instant_ns(
-                &start,
+                &start_arg(done.start_ns()),
                 "--start-at",
             )?),
             None => None,
         },
         ..Default::default()
     };
-    let mut out = ResultsWriter::create_with_run_info(&merged, &unfinished_run)
-        .with_context(|| format!("cannot create {}", merged.display()))?;
-    let report = merge(readers, &mut out, MERGE_WINDOW)?;
+    let merged = done.merge(results.as_deref(), &info)?;
     // A child that began after the shared start (a host too busy to start it in time) did not
     // send what was due before it began: said, whatever the output.
-    for (file, input) in files.iter().zip(&report.inputs) {
-        if input.late_start > 0 {
-            eprintln!(
-                "ldplayer: {}",
-                ldplayer_results::shard_checks::late_warning(file, input)
-            );
-        }
+    for warning in &merged.late {
+        eprintln!("ldplayer: {warning}");
     }
-    out.into_inner()
-        .with_context(|| format!("writing {}", merged.display()))?;
-    let unfinished = report.inputs.iter().any(InputReport::unfinished);
-    if shards.failed == 0 && !unfinished {
-        ldplayer_results::mark_complete(&merged)
-            .with_context(|| format!("marking {} complete", merged.display()))?;
-    }
-    let mut reader =
-        ResultsReader::open(&merged).with_context(|| format!("reading {}", merged.display()))?;
-    let mut capacity = Capacity::for_run(reader.run_info());
-    let mut summary = Summary::new();
-    for r in &mut reader {
-        let r = r?;
-        summary.add(&r);
-        if let Some(c) = &mut capacity {
-            c.add(&r);
-        }
-    }
-    let summary = summary.report();
-    let capacity = capacity.map(|c| c.report());
+    let (summary, capacity) = summarize(&merged.path)?;
     if let (Some(html), Some(res)) = (&args.report, &results) {
         super::report::write(std::slice::from_ref(res), html, None)
             .context("drawing the report")?;
@@ -152,7 +113,7 @@ pub fn run(args: &ReplayArgs, processes: u32) -> Result<()> {
         let mut json = serde_json::to_value(&summary)?;
         if let Some(obj) = json.as_object_mut() {
             obj.insert("processes".into(), serde_json::Value::Array(shards.json));
-            obj.insert("merged".into(), report.merged.into());
+            obj.insert("merged".into(), merged.report.merged.into());
             if !args.fast {
                 obj.insert(
                     "fidelity".into(),
@@ -197,28 +158,26 @@ struct Shards {
     failed: usize,
 }
 
-/// Waits for every child; repeats each one's warnings and errors, prefixed with its shard.
-fn wait_for(children: Vec<Child>, processes: u32, quiet: bool) -> Shards {
+/// Repeats each child's warnings and errors, prefixed with its shard, and reads its summary.
+fn told(exits: &[ShardExit], processes: u32, quiet: bool) -> Shards {
     let mut shards = Shards {
         json: Vec::new(),
         failed: 0,
     };
-    for (i, child) in children.into_iter().enumerate() {
-        let out = match child.wait_with_output() {
-            Ok(out) => out,
-            Err(e) => {
-                eprintln!("ldplayer replay: shard {i}/{processes}: {e}");
-                shards.failed += 1;
-                shards.json.push(serde_json::Value::Null);
-                continue;
-            }
-        };
-        for line in String::from_utf8_lossy(&out.stderr).lines() {
+    for (i, exit) in exits.iter().enumerate() {
+        if let Err(e) = &exit.status {
+            eprintln!("ldplayer replay: shard {i}/{processes}: {e}");
+            shards.failed += 1;
+            shards.json.push(serde_json::Value::Null);
+            continue;
+        }
+        let stderr = read(&exit.log);
+        for line in String::from_utf8_lossy(&stderr).lines() {
             eprintln!("shard {i}/{processes}: {line}");
         }
         let json: serde_json::Value =
-            serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null);
-        if !out.status.success() {
+            serde_json::from_slice(&read(&exit.stdout)).unwrap_or(serde_json::Value::Null);
+        if !exit.success() {
             shards.failed += 1;
         } else if !quiet {
             eprintln!(
@@ -229,6 +188,11 @@ fn wait_for(children: Vec<Child>, processes: u32, quiet: bool) -> Shards {
         shards.json.push(json);
     }
     shards
+}
+
+/// A child's output file, empty when it cannot be read.
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_default()
 }
 
 /// The command line less the flags the parent handles (in both `--flag value` and
@@ -257,12 +221,6 @@ fn strip_parent_flags(argv: &[OsString]) -> Vec<OsString> {
         out.push(arg.clone());
     }
     out
-}
-
-fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 #[cfg(test)]
