@@ -149,7 +149,7 @@ pub(super) struct RawClient {
     pub queriers: Option<At<usize>>,
     pub population: Option<At<String>>,
     pub doh_method: Option<At<super::kinds::DohMethod>>,
-    pub stack: Option<At<super::kinds::StackChoice>>,
+    pub stack: Option<At<super::kinds::Stack>>,
     pub mode: Option<At<super::kinds::ClientMode>>,
     pub ramp_to_qps: Option<At<f64>>,
     pub ramp_s: Option<At<f64>>,

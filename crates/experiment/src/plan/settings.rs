@@ -441,7 +441,7 @@ pub struct ClientSettings {
     pub doh_method: Option<super::kinds::DohMethod>,
     /// The client stack of DoT, DoH and DoQ (lean otherwise).
     #[serde(default)]
-    pub stack: super::kinds::StackChoice,
+    pub stack: super::kinds::Stack,
     /// Keep every answer in the run's results file (`[diff]` compares them).
     #[serde(default)]
     pub keep_answers: bool,
