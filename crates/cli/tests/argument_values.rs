@@ -123,10 +123,10 @@ fn serve_synth_and_mutate_options_say_their_range() {
     );
 }
 
-/// The named choices of `replay` keep their spellings, the ones population files and plans use
-/// too: a value that is none of them is refused with the list, in declaration order.
+/// The named choices of `replay` and `synth` keep their spellings, the ones population files and
+/// plans use too: a value that is none of them is refused with the list, in declaration order.
 #[test]
-fn replay_choices_keep_their_spellings() {
+fn named_choices_keep_their_spellings() {
     let dir = tempfile::tempdir().expect("scratch");
     let trace = dir.path().join("t.bin");
     ldplayer(&["synth", "-n", "5", "-o", &s(&trace), "-q"]);
@@ -144,6 +144,16 @@ fn replay_choices_keep_their_spellings() {
     for (flag, value, list) in cases {
         let args = ["replay", &t, "--server", "127.0.0.1:9", flag, value];
         refused(&args, flag, value, list);
+    }
+    let out = s(&dir.path().join("u.bin"));
+    for value in ["rootlike", "Root"] {
+        let args = ["synth", "-n", "5", "-o", &out, "--workload", value];
+        refused(
+            &args,
+            "--workload",
+            value,
+            "[possible values: fixed, poisson, root]",
+        );
     }
 }
 

@@ -18,17 +18,10 @@ pub use ldplayer_trace::DohMethod;
 /// `"reference"`), as the replay and population files name it.
 pub use ldplayer_trace::Stack;
 
-/// How a synthetic trace's query times and clients are drawn (`ldplayer synth --workload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WorkloadChoice {
-    /// Root-server-like: Poisson arrivals, heavy-tailed clients, a mix of real and junk names.
-    Root,
-    /// Poisson arrivals from uniformly drawn clients, unique names.
-    Poisson,
-    /// One query every `1 / rate` seconds exactly, clients in turn, unique names.
-    Fixed,
-}
+/// How a synthetic trace's query times and clients are drawn (`[trace.synth] workload`,
+/// `"root"`, `"poisson"` or `"fixed"`), as `ldplayer synth --workload` names it; a plan's
+/// `fixed` sends one query every `1 / rate` seconds.
+pub use ldplayer_synth::WorkloadKind;
 
 /// How the client side sends the run's queries (`[client] mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
