@@ -123,6 +123,40 @@ fn serve_synth_and_mutate_options_say_their_range() {
     );
 }
 
+/// The named choices of `replay` and `synth` keep their spellings, the ones population files and
+/// plans use too: a value that is none of them is refused with the list, in declaration order.
+#[test]
+fn named_choices_keep_their_spellings() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let trace = dir.path().join("t.bin");
+    ldplayer(&["synth", "-n", "5", "-o", &s(&trace), "-q"]);
+    let t = s(&trace);
+    let cases: &[(&str, &str, &str)] = &[
+        ("--stack", "Lean", "[possible values: lean, reference]"),
+        ("--stack", "quinn", "[possible values: lean, reference]"),
+        ("--doh-method", "put", "[possible values: post, get]"),
+        (
+            "--proto",
+            "dot",
+            "[possible values: keep, udp, tcp, tls, doh, doq]",
+        ),
+    ];
+    for (flag, value, list) in cases {
+        let args = ["replay", &t, "--server", "127.0.0.1:9", flag, value];
+        refused(&args, flag, value, list);
+    }
+    let out = s(&dir.path().join("u.bin"));
+    for value in ["rootlike", "Root"] {
+        let args = ["synth", "-n", "5", "-o", &out, "--workload", value];
+        refused(
+            &args,
+            "--workload",
+            value,
+            "[possible values: fixed, poisson, root]",
+        );
+    }
+}
+
 /// A negative shift is a value, and is applied.
 #[test]
 fn a_negative_time_shift_is_still_taken() {

@@ -130,7 +130,7 @@ pub(crate) fn replay_shard(
     if let Some(method) = c.doh_method {
         config.doh.method = method;
     }
-    config.stack = c.stack.stack();
+    config.stack = c.stack;
     config.original_sources = true;
     config.keep_answers = c.keep_answers;
     config.start_ns = Some(start_ns);

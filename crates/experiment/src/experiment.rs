@@ -26,7 +26,9 @@ pub struct Options {
     /// The output folder.
     pub dir: PathBuf,
     /// The executable that runs the sides of each run (normally this program,
-    /// `std::env::current_exe()`), which must call [`crate::SideConfig::from_env`] first thing.
+    /// `std::env::current_exe()`): the runs start it again in their namespaces with the side's
+    /// configuration named in [`SIDE_ENV`](crate::topology::SIDE_ENV), so its `main` must call
+    /// [`crate::run_side_if_asked`] first thing and return when that says `true`.
     pub exe: PathBuf,
     /// Skip runs that finished in an earlier invocation with the same output folder.
     pub resume: bool,

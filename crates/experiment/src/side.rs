@@ -2,8 +2,8 @@
 //! server, stops it when told) and the client side (sets up its network, checks the path to the
 //! server, replays the trace from the clients' own addresses).
 //!
-//! A program that runs experiments starts its `main` with [`SideConfig::from_env`] (as the lab's
-//! server side does): the orchestrator runs the same executable again, in new namespaces, with
+//! A program that runs experiments starts its `main` with [`run_side_if_asked`] (as with the
+//! lab's server side): the orchestrator runs the same executable again, in new namespaces, with
 //! the side's configuration file named in [`SIDE_ENV`](crate::topology::SIDE_ENV). A side
 //! talks to the orchestrator with lines: it prints `ready ...`, `done` or `error ...` on its
 //! standard output, and reads `start NS` or the end of its input (stop) on its standard input.
@@ -121,7 +121,7 @@ pub struct ClientSideConfig {
     pub doh_method: Option<crate::plan::DohMethod>,
     /// The client stack of DoT, DoH and DoQ.
     #[serde(default)]
-    pub stack: crate::plan::StackChoice,
+    pub stack: crate::plan::Stack,
     /// How long to wait for an answer, in ms.
     pub timeout_ms: u64,
     /// UDP retries after a timeout.

@@ -65,7 +65,7 @@ pub struct Group {
     /// The client stack of its DoT, DoH and DoQ clients: ldplayer's lean one or the
     /// reference one (rustls, h2, quinn).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stack: Option<ClientStack>,
+    pub stack: Option<Stack>,
     /// Seconds its clients wait for an answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout: Option<f64>,
@@ -81,15 +81,9 @@ pub struct Group {
 /// and plans name it.
 pub use ldplayer_trace::DohMethod;
 
-/// Which client stack carries a group's DoT, DoH and DoQ (see `ldplayer replay --stack`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ClientStack {
-    /// ldplayer's own lean stacks.
-    Lean,
-    /// rustls' ClientConnection, h2, quinn and h3: the stacks other clients use.
-    Reference,
-}
+/// Which client stack carries a group's DoT, DoH and DoQ (`stack`, `"lean"` or
+/// `"reference"`), as the replay (`ldplayer replay --stack`) and plans name it.
+pub use ldplayer_trace::Stack;
 
 /// When a group's clients send their queries.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -412,10 +406,15 @@ stack = "reference"
         assert_eq!(p.groups[3].proto, Proto::Https);
         assert_eq!(p.groups[4].proto, Proto::Quic);
         assert_eq!(p.groups[3].doh_method, Some(DohMethod::Get));
-        assert_eq!(p.groups[4].stack, Some(ClientStack::Reference));
+        assert_eq!(p.groups[4].stack, Some(Stack::Reference));
         assert_eq!(p.groups[3].stack, None);
         assert_eq!(p.groups[0].arrivals, Arrivals::Trace);
-        let again = Population::from_toml(&p.to_toml()).unwrap();
+        let written = p.to_toml();
+        // The stack and the DoH method keep their spellings in the file written.
+        assert!(written.contains("stack = \"reference\"\n"), "{written}");
+        assert!(written.contains("doh_method = \"get\"\n"), "{written}");
+        assert_eq!(written.matches("stack =").count(), 1, "{written}");
+        let again = Population::from_toml(&written).unwrap();
         assert_eq!(again, p);
         let m = RateDist::Lognormal {
             median: 0.05,

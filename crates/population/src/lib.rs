@@ -24,6 +24,6 @@ mod transports;
 
 pub use assign::AssignTransports;
 pub use file::{
-    Arrivals, ClientMix, ClientStack, DohMethod, Group, Population, PopulationError, RateDist,
+    Arrivals, ClientMix, DohMethod, Group, Population, PopulationError, RateDist, Stack,
 };
 pub use fit::{FitStats, Fitter, Quantiles};

@@ -127,53 +127,9 @@ impl Default for DohConfig {
     }
 }
 
-/// Which client stacks carry DoT, DoH and DoQ.
-///
-/// ldplayer is a measuring instrument: its own stacks are lean enough for tens of thousands of
-/// simulated clients, and the reference stacks are the ones other DNS clients are built on,
-/// so that a figure measured with one can be held against the other in the same build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Stack {
-    /// ldplayer's own sans-IO stacks: a TLS 1.3 record layer after the rustls handshake, an
-    /// HTTP/2 client with its own HPACK decoder, a QUIC client with its own loss recovery and
-    /// HTTP/3 (a few KiB per idle session).
-    #[default]
-    Lean,
-    /// The stacks other clients use: rustls' ordinary `ClientConnection` for the whole TLS
-    /// session (DoT, and under DoH), the `h2` crate for DoH, `quinn` for DoQ and `h3` with
-    /// `h3-quinn` for DoH over HTTP/3.
-    Reference,
-}
-
-impl Stack {
-    /// Both stacks, lean first.
-    pub const ALL: [Stack; 2] = [Stack::Lean, Stack::Reference];
-
-    /// The name on the command line, in plans and in the JSON summary: `lean` or `reference`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Stack::Lean => "lean",
-            Stack::Reference => "reference",
-        }
-    }
-}
-
-impl std::fmt::Display for Stack {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-impl std::str::FromStr for Stack {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Stack, String> {
-        Stack::ALL
-            .into_iter()
-            .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown stack `{s}`: expected lean or reference"))
-    }
-}
+/// Which client stacks carry DoT, DoH and DoQ (`--stack`, a group's or a plan's `stack`): the
+/// one the command line, population files and plans name.
+pub use ldplayer_trace::Stack;
 
 /// How one group of clients behaves, beside the replay's own settings (a population group's
 /// session profile); `None` keeps the replay's own.

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use ldplayer_population::{ClientStack, Population};
+use ldplayer_population::Population;
 
-use crate::config::{ClientProfile, Profiles, Stack};
+use crate::config::{ClientProfile, Profiles};
 
 impl Profiles {
     /// The session profiles of a population's groups, in order, and the rule that puts each
@@ -26,10 +26,7 @@ impl Profiles {
                 resume: g.resumption,
                 zero_rtt: g.zero_rtt,
                 doh_method: g.doh_method,
-                stack: g.stack.map(|s| match s {
-                    ClientStack::Lean => Stack::Lean,
-                    ClientStack::Reference => Stack::Reference,
-                }),
+                stack: g.stack,
             })
             .collect();
         let population = population.clone();
@@ -43,7 +40,7 @@ impl Profiles {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::DohMethod;
+    use crate::config::{DohMethod, Stack};
     use std::net::{IpAddr, Ipv4Addr};
 
     const TWO_GROUPS: &str = r#"

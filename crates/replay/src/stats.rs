@@ -149,7 +149,7 @@ impl ReplayStats {
         self.stacks.clear();
         for s in crate::config::Stack::ALL {
             if stacks.contains(&s) {
-                self.stacks.push(s.name());
+                self.stacks.push(s.as_str());
             }
         }
         let send = if config.kernel_send_times {

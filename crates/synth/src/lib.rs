@@ -23,6 +23,7 @@ mod clients;
 mod config;
 mod encode;
 mod error;
+mod kind;
 mod names;
 mod renewal;
 mod rng;
@@ -33,6 +34,7 @@ pub use config::{
     SYN_INTERVALS_NS,
 };
 pub use error::SynthError;
+pub use kind::WorkloadKind;
 pub use names::{root_like_tlds, synthetic_root_zone};
 pub use synth::Synth;
 

@@ -38,4 +38,4 @@ pub use record::{Proto, Record, RecordBuf};
 pub use sink::{drive, Collect, Sink, SinkError, Source, TraceError};
 pub use skip::{SkipCounts, SkipReason};
 pub use time::{civil_time, format_time, parse_time, seconds_to_ns, CivilTime, TIME_RANGE};
-pub use transport::{DohMethod, ProtoChoice};
+pub use transport::{DohMethod, ProtoChoice, Stack};

@@ -24,10 +24,6 @@ pub use zones::*;
 /// `proto` too.
 pub use ldplayer_trace::ProtoChoice as Transport;
 
-/// The HTTP method of DNS-over-HTTPS queries (`replay --doh-method`): the one the replay,
-/// population files and plans name.
-pub use ldplayer_trace::DohMethod as DohMethodArg;
-
 /// DNS experimentation at scale: convert, inspect, mutate and synthesize DNS traces, replay
 /// them against real servers over UDP, TCP, TLS, DoH and DoQ, serve zones, rebuild a hierarchy's zones
 /// and run a resolver against it in an isolated lab.

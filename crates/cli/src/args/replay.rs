@@ -1,7 +1,8 @@
 //! `ldplayer replay`: the query engine's flags, the stack and the send-time clock.
 
-use super::{dnstap_types, DohMethodArg, Transport};
+use super::{dnstap_types, Transport};
 use clap::{Args, ValueEnum};
+use ldplayer_trace::{DohMethod, Stack};
 use std::path::PathBuf;
 
 #[derive(Debug, Args)]
@@ -32,8 +33,8 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = Transport::Keep)]
     pub proto: Transport,
     /// The HTTP method of DNS over HTTPS queries.
-    #[arg(long, value_enum, value_name = "METHOD", default_value_t = DohMethodArg::Post)]
-    pub doh_method: DohMethodArg,
+    #[arg(long, value_enum, value_name = "METHOD", default_value_t = DohMethod::Post)]
+    pub doh_method: DohMethod,
     /// The path of the DoH server's URI template.
     #[arg(long, value_name = "PATH", default_value = "/dns-query")]
     pub doh_path: String,
@@ -188,8 +189,8 @@ pub struct ReplayArgs {
     /// The client stack of DoT, DoH and DoQ: `lean`, ldplayer's own (a few KiB per idle
     /// session), or `reference`, the stacks other clients use (rustls' ClientConnection, h2,
     /// quinn, h3), to hold a measurement against them in the same build.
-    #[arg(long, value_enum, default_value_t = StackArg::Lean)]
-    pub stack: StackArg,
+    #[arg(long, value_enum, default_value_t = Stack::Lean)]
+    pub stack: Stack,
     /// Where each query's send time comes from: `kernel`, the kernel's timestamp of its last
     /// packet (SO_TIMESTAMPING, one more system call per query), or `user`, the clock read
     /// before the send call (cheaper; on a busy or virtual machine tens of µs early).
@@ -208,15 +209,6 @@ pub struct ReplayArgs {
     /// Print nothing but errors (with --json, only the JSON summary).
     #[arg(short, long)]
     pub quiet: bool,
-}
-
-/// The client stack of the encrypted transports (`replay --stack`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum StackArg {
-    /// ldplayer's own lean stacks.
-    Lean,
-    /// rustls' ClientConnection (DoT), h2 (DoH), quinn (DoQ) and h3 (DoH over HTTP/3).
-    Reference,
 }
 
 /// Where a replayed query's send time comes from.

@@ -3,6 +3,7 @@
 
 use super::Transport;
 use clap::{Args, ValueEnum};
+use ldplayer_synth::WorkloadKind;
 use std::path::PathBuf;
 
 /// Output formats.
@@ -143,17 +144,6 @@ pub struct InspectArgs {
     pub read: ReadArgs,
 }
 
-/// Synthetic workloads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Workload {
-    /// Fixed inter-arrival time (`--interval`) and unique names: the paper's syn-0..syn-4.
-    Fixed,
-    /// Poisson arrivals at `--rate` queries per second.
-    Poisson,
-    /// A root-server-like workload at `--rate`: heavy-tailed clients, junk names, a qtype mix.
-    Root,
-}
-
 #[derive(Debug, Args)]
 pub struct SynthArgs {
     /// Output format (default: from the output's extension: .txt/.tsv text, .pcap pcap, else binary).
@@ -161,9 +151,10 @@ pub struct SynthArgs {
     pub to: Option<OutFormat>,
     #[command(flatten)]
     pub write: WriteArgs,
-    /// Workload shape.
-    #[arg(long, value_enum, default_value_t = Workload::Fixed)]
-    pub workload: Workload,
+    /// Workload shape: `fixed` sends one query every `--interval`, `poisson` and `root` at
+    /// `--rate` on average.
+    #[arg(long, value_enum, default_value_t = WorkloadKind::Fixed)]
+    pub workload: WorkloadKind,
     /// Inter-arrival time of the fixed workload, seconds (syn-0..syn-4: 1, 0.1, 0.01, 0.001, 0.0001).
     #[arg(long, value_name = "SECONDS", default_value_t = 0.001, allow_negative_numbers = true, value_parser = crate::values::positive_seconds)]
     pub interval: f64,

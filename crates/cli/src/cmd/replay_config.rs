@@ -2,7 +2,7 @@
 //! per transport, the timing, TLS and the clients' profiles; and the parsers of server names
 //! and instants the other commands share.
 
-use crate::args::{DohMethodArg, ReplayArgs, SendTimes, StackArg};
+use crate::args::{ReplayArgs, SendTimes};
 use anyhow::{bail, Context, Result};
 use ldplayer_replay::{ReplayConfig, Timing, TlsConfig};
 use ldplayer_trace::Proto;
@@ -75,10 +75,7 @@ pub(crate) fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
         target,
     )?;
     c.doh = ldplayer_replay::DohConfig {
-        method: match args.doh_method {
-            DohMethodArg::Post => ldplayer_replay::DohMethod::Post,
-            DohMethodArg::Get => ldplayer_replay::DohMethod::Get,
-        },
+        method: args.doh_method,
         path: args.doh_path.clone(),
         http3: args.doh_http3,
     };
@@ -97,10 +94,7 @@ pub(crate) fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
     c.retry_truncated_over_tcp = !args.no_tc_retry;
     c.honor_keepalive = !args.no_keepalive;
     c.kernel_send_times = args.send_times == SendTimes::Kernel;
-    c.stack = match args.stack {
-        StackArg::Lean => ldplayer_replay::Stack::Lean,
-        StackArg::Reference => ldplayer_replay::Stack::Reference,
-    };
+    c.stack = args.stack;
     c.quic_key_update_packets = args.quic_key_update_packets;
     c.original_sources = args.original_sources;
     if let Some(p) = &args.source_prefix {

@@ -1,22 +1,24 @@
 //! `ldplayer synth -o OUTPUT [...]`
 
-use crate::args::{SynthArgs, Workload};
+use crate::args::SynthArgs;
 use crate::io::{create_output, format_from_name};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
 use ldplayer_dns::Rtype;
-use ldplayer_synth::{RootLike, Synth, SynthConfig, SynthError, Workload as SynthWorkload};
+use ldplayer_synth::{
+    RootLike, Synth, SynthConfig, SynthError, Workload as SynthWorkload, WorkloadKind,
+};
 use ldplayer_trace::{SinkError, Source, TraceError};
 
 /// The synthesizer configuration the flags ask for.
 pub fn config(args: &SynthArgs) -> Result<SynthConfig> {
     let mut c = match args.workload {
-        Workload::Fixed => {
+        WorkloadKind::Fixed => {
             let interval = positive_ns("--interval", args.interval)?;
             SynthConfig::fixed(interval as u64)
         }
-        Workload::Poisson => SynthConfig::poisson(args.rate),
-        Workload::Root => SynthConfig::root_like(args.rate),
+        WorkloadKind::Poisson => SynthConfig::poisson(args.rate),
+        WorkloadKind::Root => SynthConfig::root_like(args.rate),
     };
     if let SynthWorkload::RootLike(RootLike { rate_qps, .. }) = &c.workload {
         debug_assert_eq!(*rate_qps, args.rate);

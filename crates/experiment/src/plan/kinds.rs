@@ -1,4 +1,4 @@
-//! The named choices of a plan: server kinds, transports, synthetic workloads.
+//! The named choices of a plan: server kinds, transports, client stacks, synthetic workloads.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,39 +14,14 @@ pub use ldplayer_trace::ProtoChoice;
 /// and population files name it.
 pub use ldplayer_trace::DohMethod;
 
-/// The client stack of DoT, DoH and DoQ (`[client] stack`, a `[vary]` key): ldplayer's lean
-/// stacks or the reference ones (rustls' ClientConnection, h2, quinn, h3).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum StackChoice {
-    /// ldplayer's own, the replay's default.
-    #[default]
-    Lean,
-    /// The stacks other clients use.
-    Reference,
-}
+/// The client stack of DoT, DoH and DoQ (`[client] stack`, a `[vary]` key, `"lean"` or
+/// `"reference"`), as the replay and population files name it.
+pub use ldplayer_trace::Stack;
 
-impl StackChoice {
-    /// The replay engine's stack.
-    pub fn stack(self) -> ldplayer_replay::Stack {
-        match self {
-            StackChoice::Lean => ldplayer_replay::Stack::Lean,
-            StackChoice::Reference => ldplayer_replay::Stack::Reference,
-        }
-    }
-}
-
-/// How a synthetic trace's query times and clients are drawn (`ldplayer synth --workload`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WorkloadChoice {
-    /// Root-server-like: Poisson arrivals, heavy-tailed clients, a mix of real and junk names.
-    Root,
-    /// Poisson arrivals from uniformly drawn clients, unique names.
-    Poisson,
-    /// One query every `1 / rate` seconds exactly, clients in turn, unique names.
-    Fixed,
-}
+/// How a synthetic trace's query times and clients are drawn (`[trace.synth] workload`,
+/// `"root"`, `"poisson"` or `"fixed"`), as `ldplayer synth --workload` names it; a plan's
+/// `fixed` sends one query every `1 / rate` seconds.
+pub use ldplayer_synth::WorkloadKind;
 
 /// How the client side sends the run's queries (`[client] mode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]

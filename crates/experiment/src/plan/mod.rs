@@ -55,7 +55,7 @@ pub use check::{
 };
 pub use error::{Place, PlanError};
 pub use expand::RunSpec;
-pub use kinds::{ClientMode, DohMethod, ProtoChoice, ServerKind, StackChoice, WorkloadChoice};
+pub use kinds::{ClientMode, DohMethod, ProtoChoice, ServerKind, Stack, WorkloadKind};
 pub use network::{
     ClientRtt, DirectionSettings, LossModelChoice, LossSettings, NetworkSettings, RttDistribution,
     MIN_DEFAULT_QUEUE_BYTES, UNLIMITED_QUEUE_BYTES,

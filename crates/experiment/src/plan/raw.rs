@@ -1,7 +1,7 @@
 //! The plan file as written: serde's view of the TOML, every key known and every value
 //! that is checked later kept with its place in the file.
 
-use super::kinds::{ProtoChoice, ServerKind, WorkloadChoice};
+use super::kinds::{ProtoChoice, ServerKind, WorkloadKind};
 use super::network::{LossModelChoice, RttDistribution};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
@@ -47,7 +47,7 @@ pub(super) struct RawTrace {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct RawSynth {
-    pub workload: WorkloadChoice,
+    pub workload: WorkloadKind,
     pub rate: At<f64>,
     pub duration_s: Option<At<f64>>,
     pub count: Option<At<u64>>,
@@ -149,7 +149,7 @@ pub(super) struct RawClient {
     pub queriers: Option<At<usize>>,
     pub population: Option<At<String>>,
     pub doh_method: Option<At<super::kinds::DohMethod>>,
-    pub stack: Option<At<super::kinds::StackChoice>>,
+    pub stack: Option<At<super::kinds::Stack>>,
     pub mode: Option<At<super::kinds::ClientMode>>,
     pub ramp_to_qps: Option<At<f64>>,
     pub ramp_s: Option<At<f64>>,

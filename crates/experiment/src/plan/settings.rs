@@ -1,6 +1,6 @@
 //! One run's settings, fully resolved: what the runner needs and `run.json` records.
 
-use super::kinds::{ProtoChoice, ServerKind, WorkloadChoice};
+use super::kinds::{ProtoChoice, ServerKind, WorkloadKind};
 use super::network::NetworkSettings;
 use ldplayer_mutate::{MutateConfig, Mutation};
 use ldplayer_synth::SynthConfig;
@@ -186,7 +186,7 @@ pub enum TraceSource {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SynthSpec {
     /// How times and clients are drawn.
-    pub workload: WorkloadChoice,
+    pub workload: WorkloadKind,
     /// Mean rate in queries per second.
     pub rate: f64,
     /// Length in seconds.
@@ -213,9 +213,9 @@ impl SynthSpec {
     /// The synthesizer's configuration, as `ldplayer synth` maps its flags.
     pub fn config(&self) -> SynthConfig {
         let mut c = match self.workload {
-            WorkloadChoice::Root => SynthConfig::root_like(self.rate),
-            WorkloadChoice::Poisson => SynthConfig::poisson(self.rate),
-            WorkloadChoice::Fixed => SynthConfig::fixed(((1e9 / self.rate).round() as u64).max(1)),
+            WorkloadKind::Root => SynthConfig::root_like(self.rate),
+            WorkloadKind::Poisson => SynthConfig::poisson(self.rate),
+            WorkloadKind::Fixed => SynthConfig::fixed(((1e9 / self.rate).round() as u64).max(1)),
         };
         c.seed = self.seed;
         c.count = self.count;
@@ -441,7 +441,7 @@ pub struct ClientSettings {
     pub doh_method: Option<super::kinds::DohMethod>,
     /// The client stack of DoT, DoH and DoQ (lean otherwise).
     #[serde(default)]
-    pub stack: super::kinds::StackChoice,
+    pub stack: super::kinds::Stack,
     /// Keep every answer in the run's results file (`[diff]` compares them).
     #[serde(default)]
     pub keep_answers: bool,

@@ -711,19 +711,19 @@ fn a_synthetic_hierarchy_takes_the_place_of_a_manifest() {
 /// stack, named by it; a stack that does not exist is refused with its key.
 #[test]
 fn the_client_stack_is_set_and_varied() {
-    use super::kinds::StackChoice;
+    use super::kinds::Stack;
     let base = "[trace]\nsynth = { workload = \"poisson\", rate = 10, duration_s = 20 }\n\
                 [server]\nkind = \"ldplayer\"\n[trace.mutate]\nproto = \"doq\"\n";
     let plan = parse(&format!("{base}[client]\nstack = \"reference\"\n")).unwrap();
-    assert_eq!(plan.base.client.stack, StackChoice::Reference);
-    assert_eq!(parse(base).unwrap().base.client.stack, StackChoice::Lean);
+    assert_eq!(plan.base.client.stack, Stack::Reference);
+    assert_eq!(parse(base).unwrap().base.client.stack, Stack::Lean);
     let plan = parse(&format!(
         "{base}[vary]\nstack = [\"lean\", \"reference\"]\n"
     ))
     .unwrap();
     let runs = plan.runs();
     let stacks: Vec<_> = runs.iter().map(|r| r.settings.client.stack).collect();
-    assert_eq!(stacks, [StackChoice::Lean, StackChoice::Reference]);
+    assert_eq!(stacks, [Stack::Lean, Stack::Reference]);
     assert!(runs[1].id.contains("stack=reference"), "{}", runs[1].id);
     let e = parse(&format!("{base}[vary]\nstack = [\"heavy\"]\n"))
         .unwrap_err()

@@ -1,7 +1,7 @@
 //! `[vary]`: the keys a plan may vary, their values, and how a value changes a run.
 
 use super::check;
-use super::kinds::{ProtoChoice, ServerKind, StackChoice};
+use super::kinds::{ProtoChoice, ServerKind, Stack};
 use super::settings::RunSettings;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -151,7 +151,7 @@ impl VaryKey {
             VaryKey::Threads => Setting::Threads(check::threads(typed::<u32>(value)?)?),
             VaryKey::AggressiveNsec => Setting::AggressiveNsec(typed(value)?),
             VaryKey::QnameMinimisation => Setting::QnameMinimisation(typed(value)?),
-            VaryKey::Stack => Setting::Stack(typed::<StackChoice>(value)?),
+            VaryKey::Stack => Setting::Stack(typed::<Stack>(value)?),
             VaryKey::Server => {
                 let text = typed::<String>(value)?;
                 let (kind, threads) = match text.split_once('@') {
@@ -211,7 +211,7 @@ pub enum Setting {
     /// See [`VaryKey::QnameMinimisation`].
     QnameMinimisation(bool),
     /// See [`VaryKey::Stack`].
-    Stack(StackChoice),
+    Stack(Stack),
     /// See [`VaryKey::Server`]: the kind, and its threads when given.
     Server(ServerKind, Option<u32>),
 }
