@@ -29,9 +29,9 @@ pub struct ErrorCause {
 }
 
 /// Where a transport's send and answer times come from: `kernel` (the kernel's stamp of the
-/// query's last packet sent, `SO_TIMESTAMPING`, or of the packet that completed the answer,
-/// `SO_TIMESTAMPNS`) or `user` (the replay's clock read beside the system call or the QUIC
-/// stack's event).
+/// query's last packet sent, `SO_TIMESTAMPING`, or for QUIC of the datagram that carried its
+/// stream's first bytes; or of the packet that completed the answer, `SO_TIMESTAMPNS`) or
+/// `user` (the replay's clock read beside the system call or the QUIC stack's event).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct TimestampSource {
     /// The send time's source.
@@ -161,11 +161,17 @@ impl ReplayStats {
             send,
             receive: "kernel",
         };
-        // A QUIC stack's packets are its own: the query's send and its answer are events of
-        // the stack, timed by the clock when they are.
-        let quic = TimestampSource {
-            send: "user",
-            receive: "user",
+        // The lean QUIC stack's sockets are the replay's: its datagrams take the kernel's
+        // stamps as UDP's do. The reference stack's (quinn's) packets are its own: the query's
+        // send and its answer are events of the stack, timed by the clock when they are; when
+        // some clients use it, not every QUIC time is the kernel's.
+        let quic = if stacks.contains(&crate::config::Stack::Reference) {
+            TimestampSource {
+                send: "user",
+                receive: "user",
+            }
+        } else {
+            socket
         };
         self.timestamps = BTreeMap::from([
             ("udp", socket),

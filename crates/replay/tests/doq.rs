@@ -256,3 +256,95 @@ fn a_doq_server_echoing_the_queries_answers_none() {
     assert_eq!(got, [("bad-response", "not-a-response", 6)], "{stats:?}");
     assert_eq!(stats.answered, 0, "{stats:?}");
 }
+
+/// Largest median distance allowed between a DoQ query's send or answer time and the capture
+/// time of its datagram, in µs: the kernel's stamps and tcpdump's are taken a few hundred ns
+/// apart on loopback (the capture keeps whole µs); a clock read in the DoQ thread comes before
+/// the packet is built and encrypted, or after the thread woke and decrypted it.
+const WITNESS_US: i64 = 5;
+
+/// The capture times (realtime ns) of the datagrams in `pcap` that tshark's `filter` keeps,
+/// sorted.
+fn capture_times(pcap: &std::path::Path, filter: &str) -> Vec<i64> {
+    let out = std::process::Command::new("tshark")
+        .arg("-r")
+        .arg(pcap)
+        .args(["-Y", filter])
+        .args(["-T", "fields", "-e", "frame.time_epoch"])
+        .output()
+        .expect("tshark runs");
+    let mut times: Vec<i64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (secs, frac) = l.trim().split_once('.')?;
+            let frac = format!("{frac:0<9}");
+            Some(secs.parse::<i64>().ok()? * 1_000_000_000 + frac.get(..9)?.parse::<i64>().ok()?)
+        })
+        .collect();
+    times.sort_unstable();
+    times
+}
+
+/// How far `t` is from the nearest of the sorted `times`, in ns.
+fn distance(times: &[i64], t: i64) -> i64 {
+    let i = times.partition_point(|&x| x < t);
+    [i.checked_sub(1), Some(i)]
+        .into_iter()
+        .flatten()
+        .filter_map(|j| times.get(j))
+        .map(|x| (x - t).abs())
+        .min()
+        .unwrap_or(i64::MAX)
+}
+
+/// The lean DoQ client's send and answer times are the kernel's, as for UDP, TCP and TLS: each
+/// query's send time is the capture time of a datagram it sent (the one that carried its
+/// stream's first bytes) and each answer's the capture time of a datagram from the server (the
+/// one that completed it), tcpdump the witness; the summary says so.
+#[test]
+fn doq_send_and_answer_times_are_the_kernels_as_a_capture_shows() {
+    if !prerequisite::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("scratch");
+    let server = doq_server(Duration::from_secs(10));
+    let port = server.doq.port();
+    let pcap = dir.path().join("doq.pcap");
+    let witness = witness::Tcpdump::start(&pcap, &["udp", "and", "port", &port.to_string()]);
+    let mut cfg = doq_config(&server);
+    cfg.kernel_send_times = true;
+    let (stats, results) = replay_records(cfg, alternating_trace(40, 4, 5, Proto::Udp));
+    let statistics = witness.stop();
+    let quic = stats.timestamps["quic"];
+    assert_eq!((quic.send, quic.receive), ("kernel", "kernel"), "{stats:?}");
+    let rs = results.sorted();
+    assert_one_each(&rs, 40);
+    let to_server = capture_times(&pcap, &format!("udp.dstport == {port}"));
+    let from_server = capture_times(&pcap, &format!("udp.srcport == {port}"));
+    assert!(
+        !from_server.is_empty(),
+        "the capture holds the server's datagrams ({statistics})"
+    );
+    let mut sent = Vec::new();
+    let mut answered = Vec::new();
+    for r in &rs {
+        assert_eq!(r.outcome, Outcome::Answered, "{r:?}");
+        sent.push(distance(&to_server, r.sent_ns));
+        answered.push(distance(&from_server, r.received_ns));
+    }
+    sent.sort_unstable();
+    answered.sort_unstable();
+    let (sent_us, answered_us) = (
+        sent[sent.len() / 2] / 1000,
+        answered[answered.len() / 2] / 1000,
+    );
+    eprintln!("median distance to the capture: send {sent_us} µs, answer {answered_us} µs");
+    assert!(
+        sent_us <= WITNESS_US,
+        "send times {sent_us} µs from the capture's at the median: {sent:?}"
+    );
+    assert!(
+        answered_us <= WITNESS_US,
+        "answer times {answered_us} µs from the capture's at the median: {answered:?}"
+    );
+}

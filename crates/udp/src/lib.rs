@@ -7,14 +7,14 @@
 //! shared/notes/crates.md). std and socket2 offer no batched calls, hence this small unsafe core,
 //! kept in one place.
 //!
-//! Receive timestamps ([`enable_timestamps`], [`RecvBatch::with_timestamps`], [`recv_stream`])
-//! are the kernel's: taken when a packet enters the stack, as a capture's are, so that a
-//! response's arrival does not depend on when the receiving thread woke up. Send timestamps
-//! ([`enable_send_timestamps`], [`read_send_stamps`]) are the kernel's too, taken when a packet
-//! is handed to the device: on this project's machines a send system call took 38–45 µs from
-//! the clock read before it to the packet on the wire (1.5 µs when the caller had not slept),
-//! the kernel's stamp 1.5 µs. The query engine uses both for UDP, TCP and TLS alike; they live
-//! here beside the other control messages.
+//! Receive timestamps ([`enable_timestamps`], [`RecvBatch::with_timestamps`], [`recv_stream`],
+//! [`recv_datagram`]) are the kernel's: taken when a packet enters the stack, as a capture's
+//! are, so that a response's arrival does not depend on when the receiving thread woke up. Send
+//! timestamps ([`enable_send_timestamps`], [`read_send_stamps`]) are the kernel's too, taken
+//! when a packet is handed to the device: on this project's machines a send system call took
+//! 38–45 µs from the clock read before it to the packet on the wire (1.5 µs when the caller had
+//! not slept), the kernel's stamp 1.5 µs. The query engine uses both for UDP, TCP, TLS and QUIC
+//! alike; they live here beside the other control messages.
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
@@ -246,6 +246,31 @@ mod tests {
         );
         let mut batch = RecvBatch::new();
         assert_eq!(batch.recv(c.as_raw_fd(), Wait::No).unwrap(), 0);
+    }
+
+    /// One datagram at a time, with its kernel receive stamp: taken at arrival, not when read;
+    /// a datagram longer than the buffer is refused rather than cut silently.
+    #[test]
+    fn single_datagrams_come_with_their_kernel_stamps() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        b.connect(a.local_addr().unwrap()).unwrap();
+        enable_timestamps(b.as_raw_fd()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let mut buf = [0u8; 64];
+        let empty = recv_datagram(b.as_raw_fd(), &mut buf).unwrap_err();
+        assert_eq!(empty.kind(), std::io::ErrorKind::WouldBlock);
+        let before = now();
+        a.send_to(b"stamp", b.local_addr().unwrap()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let (n, stamp) = recv_datagram(b.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!(&buf[..n], b"stamp");
+        let stamp = stamp.expect("a kernel timestamp");
+        assert!(stamp >= before && stamp < now() - 10_000_000, "{stamp}");
+        a.send_to(&[9u8; 100], b.local_addr().unwrap()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let long = recv_datagram(b.as_raw_fd(), &mut buf).unwrap_err();
+        assert_eq!(long.kind(), std::io::ErrorKind::InvalidData);
     }
 
     #[test]

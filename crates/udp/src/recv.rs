@@ -183,6 +183,28 @@ pub fn enable_timestamps(fd: RawFd) -> io::Result<()> {
 /// bytes came and the kernel's receive time of the last segment they came in, when the socket
 /// was set up with [`enable_timestamps`]. 0 bytes means the peer closed the stream.
 pub fn recv_stream(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)> {
+    recv_stamped(fd, buf).map(|(n, time, _)| (n, time))
+}
+
+/// Reads one datagram from a connected datagram socket into `buf` (`recvmsg`, non-blocking) and
+/// returns its length and the kernel's receive time of it, when the socket was set up with
+/// [`enable_timestamps`]: for a caller that reads datagrams one by one into a buffer of its own
+/// (a QUIC connection's, as large as any datagram) rather than in [`RecvBatch`]'s slots. A
+/// datagram longer than `buf` is an error (`InvalidData`): its cut bytes are lost.
+pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)> {
+    let (n, time, flags) = recv_stamped(fd, buf)?;
+    if flags & libc::MSG_TRUNC != 0 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "datagram longer than the buffer",
+        ));
+    }
+    Ok((n, time))
+}
+
+/// One non-blocking `recvmsg` into `buf`: the bytes read, the kernel's receive time (with
+/// [`enable_timestamps`]) and the message's flags.
+fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>, libc::c_int)> {
     let mut control = [0u64; CONTROL_WORDS];
     let mut iov = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
@@ -207,7 +229,7 @@ pub fn recv_stream(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)
         }
         // SAFETY: the kernel wrote `msg_controllen` bytes of control messages into `control`.
         let (_, time) = unsafe { read_control(&msg) };
-        return Ok((n as usize, time));
+        return Ok((n as usize, time, msg.msg_flags));
     }
 }
 

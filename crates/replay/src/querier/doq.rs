@@ -7,14 +7,18 @@
 //! their own beside each querier that has DoQ clients ([`Doq`]), an epoll (mio) loop
 //! over the clients' sockets: the querier hands it queries and takes back [`DoqEvent`]s (sent,
 //! answered, failed, connections), woken through its poll's waker. The querier keeps what it
-//! keeps for every transport (the in-flight table, timeouts, results); the send and answer
-//! times are the clock read when the query's first packet is written and as soon as its answer
-//! is complete.
+//! keeps for every transport (the in-flight table, timeouts, results). The send and answer
+//! times are the kernel's, as for UDP, TCP and TLS: an answer's is the receive stamp of the
+//! datagram that completed it (`SO_TIMESTAMPNS`, [`ldplayer_udp::recv_datagram`]), a query's
+//! the send stamp of the datagram that carried its stream's first bytes ([`super::doq_stamps`],
+//! with `kernel_send_times`). Where the kernel gives none, the clock read when the query's
+//! first packet is written and as soon as its answer is complete stands.
 //!
 //! Each client has its own UDP socket (bound to the client's source address when the replay
 //! gives it one), closed with its connection, so the server sees the clients apart, and its
 //! own TLS session store, so resumption and 0-RTT are per client.
 
+use super::doq_stamps::SendStamps;
 use crate::cause::Cause;
 use crate::clock;
 use ldplayer_results::ErrorKind;
@@ -29,6 +33,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,8 +70,8 @@ pub(crate) struct H3Query {
 
 /// What the DoQ thread tells the querier.
 pub(crate) enum DoqEvent {
-    /// A query's stream was written (`at`, realtime ns); `handshake_ns` for a query that
-    /// opened its connection (the time to a connection ready for it: 0 under 0-RTT).
+    /// A query's stream was written (`at`, realtime ns: the clock read); `handshake_ns` for a
+    /// query that opened its connection (the time to a connection ready for it: 0 under 0-RTT).
     Sent {
         slot: u32,
         gen: u32,
@@ -74,7 +79,11 @@ pub(crate) enum DoqEvent {
         new_connection: bool,
         handshake_ns: i64,
     },
-    /// A query's whole answer came at `at`.
+    /// The kernel's send stamp of the datagram that carried the query's first stream bytes
+    /// (`at`, realtime ns), told after its [`DoqEvent::Sent`]: the query's send time from now.
+    SendStamp { slot: u32, gen: u32, at: i64 },
+    /// A query's whole answer came at `at` (the kernel's receive stamp of the datagram that
+    /// completed it, or the clock read without one).
     Answer {
         slot: u32,
         gen: u32,
@@ -130,6 +139,8 @@ pub(crate) struct DoqSetup {
     pub verifier: Option<Arc<dyn rustls::client::danger::ServerCertVerifier>>,
     /// Packets sent with one set of keys before the lean stack updates them (0: never).
     pub key_update_packets: u64,
+    /// Whether the lean stack takes its send times from the kernel's send stamps.
+    pub kernel_send_times: bool,
 }
 
 impl Doq {
@@ -158,6 +169,7 @@ impl Doq {
             timers: BinaryHeap::new(),
             buf: vec![0; 65_536],
             out: Vec::with_capacity(1500),
+            stamps: Vec::new(),
         };
         let thread = std::thread::Builder::new()
             .name("ldplayer-doq".into())
@@ -246,6 +258,8 @@ struct ClientConn {
     key: u64,
     h3: bool,
     socket: UdpSocket,
+    /// The queries waiting for the kernel's send stamps; `None` without them.
+    send_stamps: Option<SendStamps>,
     conn: Connection,
     started: i64,
     /// The handshake's time, for the query that opened the connection (0 under 0-RTT).
@@ -275,6 +289,8 @@ struct Driver {
     /// One receive buffer for every socket.
     buf: Vec<u8>,
     out: Vec<u8>,
+    /// Kernel send stamps read off a socket's error queue.
+    stamps: Vec<ldplayer_udp::SendStamp>,
 }
 
 impl Driver {
@@ -297,6 +313,12 @@ impl Driver {
                     continue;
                 }
                 let idx = ev.token().0 - 1;
+                // An error event is most often the kernel's send stamps: read before the
+                // answers that came with them, so that the querier has a query's send time
+                // before its answer.
+                if ev.is_error() {
+                    self.send_stamps(idx);
+                }
                 self.read(idx);
                 touched.push(idx);
             }
@@ -340,10 +362,16 @@ impl Driver {
             return;
         };
         for _ in 0..READ_BURST {
-            match c.socket.recv(&mut self.buf) {
-                Ok(n) => c.conn.handle(clock::now_ns(), &mut self.buf[..n]),
+            match ldplayer_udp::recv_datagram(c.socket.as_raw_fd(), &mut self.buf) {
+                Ok((n, stamp)) => {
+                    let now = clock::now_ns();
+                    c.conn.handle(now, &mut self.buf[..n]);
+                    // What this datagram completed, at the kernel's time of it.
+                    take_events(c, &self.tell, now, stamp.unwrap_or(now), None);
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
-                // An ICMP error on the connected socket: as if the packet was lost.
+                // An ICMP error on the connected socket, or a datagram longer than any QUIC
+                // packet: as if the packet was lost.
                 Err(_) => {}
             }
         }
@@ -352,6 +380,24 @@ impl Driver {
             .poll
             .registry()
             .reregister(&mut c.socket, Token(idx + 1), Interest::READABLE);
+    }
+
+    /// Reads the kernel's send stamps queued on client `idx`'s socket and tells the querier
+    /// those of datagrams that carried queries' first bytes.
+    fn send_stamps(&mut self, idx: usize) {
+        let Some(c) = self.clients.get_mut(idx).and_then(Option::as_mut) else {
+            return;
+        };
+        let Some(waiting) = c.send_stamps.as_mut() else {
+            return;
+        };
+        self.stamps.clear();
+        let _ = ldplayer_udp::read_send_stamps(c.socket.as_raw_fd(), &mut self.stamps);
+        for st in &self.stamps {
+            waiting.stamp(st.key, st.ns, |slot, gen, at| {
+                self.tell.tell(DoqEvent::SendStamp { slot, gen, at });
+            });
+        }
     }
 
     /// Takes a query: onto the client's connection, opened if it has none.
@@ -441,6 +487,13 @@ impl Driver {
         let send_err = |e: io::Error| (ErrorKind::Send, Cause::Io(e));
         let mut socket = UdpSocket::bind(bind).map_err(send_err)?;
         socket.connect(server).map_err(send_err)?;
+        // Answers are timed by the kernel's receive stamps where it gives them.
+        let _ = ldplayer_udp::enable_timestamps(socket.as_raw_fd());
+        let send_stamps = if self.setup.kernel_send_times {
+            SendStamps::enable(socket.as_raw_fd())
+        } else {
+            None
+        };
         let config = conn::Config {
             tls: q.tls.clone(),
             server_name: self.server_name.clone(),
@@ -484,6 +537,7 @@ impl Driver {
             key: conn_key(q),
             h3: q.h3.is_some(),
             socket,
+            send_stamps,
             handshake_ns: if conn.zero_rtt() { 0 } else { -1 },
             conn,
             started: now,
@@ -513,12 +567,26 @@ impl Driver {
                 k += 1;
             }
         }
+        // What timers and forgetting left to tell.
+        take_events(c, &self.tell, now, now, None);
         for _ in 0..1024 {
             if !c.conn.poll_transmit(now, &mut self.out) {
                 break;
             }
-            // A datagram the kernel will not take now is as good as lost: QUIC sends it again.
-            let _ = c.socket.send(&self.out);
+            let key = c.send_stamps.as_ref().map(SendStamps::next_key);
+            let sent = c.socket.send(&self.out).is_ok();
+            if sent {
+                if let Some(s) = c.send_stamps.as_mut() {
+                    s.count_sent();
+                }
+            } else {
+                // A datagram the kernel will not take now is as good as lost: QUIC sends it
+                // again. The kernel may have counted it: its stamps could no longer be told
+                // apart, so this socket keeps its clock reads.
+                c.send_stamps = None;
+            }
+            // The queries whose first bytes this datagram carried.
+            take_events(c, &self.tell, now, now, key.filter(|_| sent));
         }
         let lost = c.conn.lost_packets();
         if lost > c.told_lost {
@@ -526,70 +594,6 @@ impl Driver {
                 packets: lost - c.told_lost,
             });
             c.told_lost = lost;
-        }
-        while let Some(event) = c.conn.poll_event() {
-            match event {
-                Event::Connected {
-                    resumed,
-                    zero_rtt_accepted,
-                } => {
-                    if c.handshake_ns < 0 {
-                        c.handshake_ns = (now - c.started).max(1);
-                        self.tell.tell(DoqEvent::Opened { zero_rtt: false });
-                    }
-                    self.tell.tell(DoqEvent::Handshake {
-                        resumed,
-                        zero_rtt_accepted,
-                    });
-                }
-                Event::Sent { stream } => {
-                    if let Some(f) = c.in_flight.iter().find(|f| f.stream == stream) {
-                        self.tell.tell(DoqEvent::Sent {
-                            slot: f.slot,
-                            gen: f.gen,
-                            at: now,
-                            new_connection: f.opened,
-                            handshake_ns: if f.opened { c.handshake_ns.max(0) } else { 0 },
-                        });
-                    }
-                }
-                Event::Answer { stream, data } => {
-                    let Some(k) = c.in_flight.iter().position(|f| f.stream == stream) else {
-                        continue;
-                    };
-                    let f = c.in_flight.swap_remove(k);
-                    let event = if c.h3 {
-                        h3_answer(&f, now, &data)
-                    } else {
-                        match doq::answer(&data) {
-                            Some(msg) => DoqEvent::Answer {
-                                slot: f.slot,
-                                gen: f.gen,
-                                at: now,
-                                msg: msg.to_vec(),
-                            },
-                            None => DoqEvent::Failed {
-                                slot: f.slot,
-                                gen: f.gen,
-                                kind: ErrorKind::Quic,
-                                cause: Cause::Quic("quic-bad-response"),
-                            },
-                        }
-                    };
-                    self.tell.tell(event);
-                }
-                Event::StreamFailed { stream, cause } => {
-                    if let Some(k) = c.in_flight.iter().position(|f| f.stream == stream) {
-                        let f = c.in_flight.swap_remove(k);
-                        self.tell.tell(DoqEvent::Failed {
-                            slot: f.slot,
-                            gen: f.gen,
-                            kind: ErrorKind::Quic,
-                            cause: Cause::Quic(cause),
-                        });
-                    }
-                }
-            }
         }
         if let Some(why) = c.conn.closed() {
             let (kind, cause) = failure(why);
@@ -641,6 +645,80 @@ impl Driver {
         }
         self.clients.clear();
         self.by_client.clear();
+    }
+}
+
+/// Tells the querier what connection `c` has to say: `now` is the clock read, `answer_at` the
+/// time of the datagram just handled (its kernel stamp), `sent_key` the kernel's key of the
+/// datagram just sent when its send stamp is awaited (the queries whose first bytes it carried
+/// wait for that stamp).
+fn take_events(c: &mut ClientConn, tell: &Teller, now: i64, answer_at: i64, sent_key: Option<u32>) {
+    while let Some(event) = c.conn.poll_event() {
+        match event {
+            Event::Connected {
+                resumed,
+                zero_rtt_accepted,
+            } => {
+                if c.handshake_ns < 0 {
+                    c.handshake_ns = (now - c.started).max(1);
+                    tell.tell(DoqEvent::Opened { zero_rtt: false });
+                }
+                tell.tell(DoqEvent::Handshake {
+                    resumed,
+                    zero_rtt_accepted,
+                });
+            }
+            Event::Sent { stream } => {
+                if let Some(f) = c.in_flight.iter().find(|f| f.stream == stream) {
+                    tell.tell(DoqEvent::Sent {
+                        slot: f.slot,
+                        gen: f.gen,
+                        at: now,
+                        new_connection: f.opened,
+                        handshake_ns: if f.opened { c.handshake_ns.max(0) } else { 0 },
+                    });
+                    if let (Some(key), Some(s)) = (sent_key, c.send_stamps.as_mut()) {
+                        s.expect(key, f.slot, f.gen);
+                    }
+                }
+            }
+            Event::Answer { stream, data } => {
+                let Some(k) = c.in_flight.iter().position(|f| f.stream == stream) else {
+                    continue;
+                };
+                let f = c.in_flight.swap_remove(k);
+                let event = if c.h3 {
+                    h3_answer(&f, answer_at, &data)
+                } else {
+                    match doq::answer(&data) {
+                        Some(msg) => DoqEvent::Answer {
+                            slot: f.slot,
+                            gen: f.gen,
+                            at: answer_at,
+                            msg: msg.to_vec(),
+                        },
+                        None => DoqEvent::Failed {
+                            slot: f.slot,
+                            gen: f.gen,
+                            kind: ErrorKind::Quic,
+                            cause: Cause::Quic("quic-bad-response"),
+                        },
+                    }
+                };
+                tell.tell(event);
+            }
+            Event::StreamFailed { stream, cause } => {
+                if let Some(k) = c.in_flight.iter().position(|f| f.stream == stream) {
+                    let f = c.in_flight.swap_remove(k);
+                    tell.tell(DoqEvent::Failed {
+                        slot: f.slot,
+                        gen: f.gen,
+                        kind: ErrorKind::Quic,
+                        cause: Cause::Quic(cause),
+                    });
+                }
+            }
+        }
     }
 }
 

@@ -55,6 +55,7 @@ impl QuicSessions {
                 }),
             verifier: base.verifier.clone(),
             key_update_packets: ctx.config.quic_key_update_packets,
+            kernel_send_times: ctx.config.kernel_send_times,
         };
         let waker = self.waker.clone();
         match stack {
@@ -184,6 +185,14 @@ fn events_of(thread: &Doq, ctx: &mut Ctx<'_>) {
                         s.new_connection = new_connection;
                         s.handshake_ns = handshake_ns;
                         ctx.sink.first_sends += 1;
+                    }
+                }
+                DoqEvent::SendStamp { slot, gen, at } => {
+                    // The kernel's time of the datagram that carried the query's first bytes,
+                    // in place of the clock read it was first told.
+                    let s = &mut ctx.inflight.slots[slot as usize];
+                    if s.live && s.gen == gen && s.sent_ns != 0 {
+                        s.sent_ns = at;
                     }
                 }
                 DoqEvent::Answer { slot, gen, at, msg } => {

@@ -76,6 +76,7 @@ mod clients;
 mod doh_framing;
 pub(crate) mod doq;
 mod doq_glue;
+mod doq_stamps;
 mod inflight;
 mod pending;
 mod profile;
