@@ -24,3 +24,17 @@ measure() {
   printf "%-${measure_width:-34}s wall %7.2f s  cpu %7.2f s  maxrss %8d KiB\n" "$label" "$wall" "$(echo "$user + $sys" | bc)" "$rss"
   echo "$wall" > "$out/last_wall.txt"
 }
+
+# example_zone FILE: writes the zone example. that the knotd benches serve: SOA, NS, ns, www
+# and a wildcard A (every other name is answered).
+example_zone() {
+  cat > "$1" <<'ZONE'
+$ORIGIN example.
+$TTL 3600
+@ SOA ns.example. admin.example. 1 3600 600 86400 300
+@ NS ns.example.
+ns A 127.0.0.1
+www A 192.0.2.1
+* A 192.0.2.2
+ZONE
+}
