@@ -38,3 +38,35 @@ www A 192.0.2.1
 * A 192.0.2.2
 ZONE
 }
+
+# test_certificate DIR: a CA (DIR/ca.pem, DIR/ca.key) and a server certificate for 127.0.0.1
+# signed by it (DIR/server.pem, DIR/server.key; CA:FALSE, as rustls wants).
+test_certificate() {
+  local dir=$1
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=bench-ca \
+    -keyout "$dir/ca.key" -out "$dir/ca.pem" 2>/dev/null
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
+    -keyout "$dir/server.key" -out "$dir/server.csr" 2>/dev/null
+  printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n' > "$dir/ext"
+  openssl x509 -req -in "$dir/server.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial -days 2 \
+    -extfile "$dir/ext" -out "$dir/server.pem" 2>/dev/null
+}
+
+# unbound_common DIR: the lines of unbound's `server:` clause every bench's unbound shares
+# (TLS with DIR's test_certificate, one thread, run in the foreground from DIR without chroot,
+# pid file or syslog, quiet, loopback clients only), printed for a configuration's heredoc.
+unbound_common() {
+  cat <<CONF
+  tls-service-key: "$1/server.key"
+  tls-service-pem: "$1/server.pem"
+  num-threads: 1
+  username: ""
+  chroot: ""
+  directory: "$1"
+  pidfile: ""
+  use-syslog: no
+  do-daemonize: no
+  verbosity: 0
+  access-control: 127.0.0.0/8 allow
+CONF
+}
