@@ -448,6 +448,30 @@ fn time_figure(
     }
 }
 
+/// A named per-second count of a replay.
+type Count = (&'static str, fn(&Second) -> u64);
+
+/// Two per-second series of `d`: `solid` drawn as a line, `dashed` dashed (a figure's main
+/// count and the one it is set against).
+fn solid_and_dashed(
+    d: &ReplayData,
+    solid: Count,
+    dashed: Count,
+) -> Vec<(String, SeriesStyle, TimeSeries)> {
+    vec![
+        (
+            solid.0.to_string(),
+            SeriesStyle::Line,
+            d.seconds.series(solid.1),
+        ),
+        (
+            dashed.0.to_string(),
+            SeriesStyle::Dashed,
+            d.seconds.series(dashed.1),
+        ),
+    ]
+}
+
 fn answers_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     time_figure(
         inputs,
@@ -457,18 +481,11 @@ fn answers_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
          second (dashed: the trace's rate mapped onto the run). The last second is partial.",
         "queries per second",
         |d| {
-            vec![
-                (
-                    "answers".to_string(),
-                    SeriesStyle::Line,
-                    d.seconds.series(|s: &Second| s.answered),
-                ),
-                (
-                    "trace rate".to_string(),
-                    SeriesStyle::Dashed,
-                    d.seconds.series(|s: &Second| s.intended),
-                ),
-            ]
+            solid_and_dashed(
+                d,
+                ("answers", |s| s.answered),
+                ("trace rate", |s| s.intended),
+            )
         },
         names,
     )
@@ -483,20 +500,7 @@ fn connections_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figu
          a connection already open (dashed), over every connection-oriented transport; UDP \
          queries count in neither.",
         "queries per second",
-        |d| {
-            vec![
-                (
-                    "opened".to_string(),
-                    SeriesStyle::Line,
-                    d.seconds.series(|s: &Second| s.opened),
-                ),
-                (
-                    "reused".to_string(),
-                    SeriesStyle::Dashed,
-                    d.seconds.series(|s: &Second| s.reused),
-                ),
-            ]
-        },
+        |d| solid_and_dashed(d, ("opened", |s| s.opened), ("reused", |s| s.reused)),
         names,
     );
     if figure.plot.all_zero() {
