@@ -253,11 +253,7 @@ where
     W: Write,
 {
     let mut w = CsvWriter::new(out)?;
-    let mut n = 0;
-    for r in results {
-        w.write(&r?)?;
-        n += 1;
-    }
+    let n = write_each(results, |r| w.write(r))?;
     w.into_inner()?;
     Ok(n)
 }
@@ -270,12 +266,25 @@ where
     W: Write,
 {
     let mut w = JsonlWriter::new(out);
+    let n = write_each(results, |r| w.write(r))?;
+    w.into_inner()?;
+    Ok(n)
+}
+
+/// Hands every result of `results` to `write` in order, stopping at the first error of
+/// either; returns how many were written. The loop of both exports.
+fn write_each<I>(
+    results: I,
+    mut write: impl FnMut(&QueryResult) -> io::Result<()>,
+) -> Result<u64, ResultsError>
+where
+    I: IntoIterator<Item = Result<QueryResult, ResultsError>>,
+{
     let mut n = 0;
     for r in results {
-        w.write(&r?)?;
+        write(&r?)?;
         n += 1;
     }
-    w.into_inner()?;
     Ok(n)
 }
 
