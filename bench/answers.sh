@@ -15,6 +15,7 @@
 #        (needs knot, taskset, /usr/bin/time)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 out=${1:-bench/out}; shift || true
 parts=${*:-keep diff}
 n=${N:-1000000}
@@ -33,15 +34,7 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-cat > "$work/example.zone" <<ZONE
-\$ORIGIN example.
-\$TTL 3600
-@ SOA ns.example. admin.example. 1 3600 600 86400 300
-@ NS ns.example.
-ns A 127.0.0.1
-www A 192.0.2.1
-* A 192.0.2.2
-ZONE
+example_zone "$work/example.zone"
 cat > "$work/knot.conf" <<CONF
 server:
     rundir: "$work"

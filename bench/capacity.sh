@@ -22,6 +22,7 @@
 # Needs: unbound, dnsperf (resperf), openssl, python3, taskset, /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 out=${1:-bench/out/capacity}
 ramp_s=${RAMP_S:-20}
 clients=${CLIENTS:-100}
@@ -94,14 +95,7 @@ trap cleanup EXIT
 ulimit -n 65536 2> /dev/null || ulimit -n "$(ulimit -Hn)"
 free_port() { python3 -c 'import socket; t = socket.socket(); t.bind(("127.0.0.1", 0)); print(t.getsockname()[1])'; }
 
-# A CA and a server certificate for 127.0.0.1 (CA:FALSE, as rustls wants).
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=bench-ca \
-  -keyout "$work/ca.key" -out "$work/ca.pem" 2> /dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
-  -keyout "$work/server.key" -out "$work/server.csr" 2> /dev/null
-printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n' > "$work/ext"
-openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial -days 2 \
-  -extfile "$work/ext" -out "$work/server.pem" 2> /dev/null
+test_certificate "$work"
 
 port=$(free_port); tls_port=$(free_port)
 cat > "$work/unbound.conf" << CONF
@@ -109,22 +103,12 @@ server:
   interface: 127.0.0.1@$port
   interface: 127.0.0.1@$tls_port
   tls-port: $tls_port
-  tls-service-key: "$work/server.key"
-  tls-service-pem: "$work/server.pem"
-  num-threads: 1
+$(unbound_common "$work")
   incoming-num-tcp: $((clients + 100))
   outgoing-range: 64
   so-rcvbuf: 4m
   so-sndbuf: 4m
   tcp-idle-timeout: 120000
-  username: ""
-  chroot: ""
-  directory: "$work"
-  pidfile: ""
-  use-syslog: no
-  do-daemonize: no
-  verbosity: 0
-  access-control: 127.0.0.0/8 allow
   # Every name under example. answered from local data (NOERROR, one A), nothing resolved.
   local-zone: "example." redirect
   local-data: "example. 60 IN A 192.0.2.1"

@@ -8,21 +8,9 @@
 # Everything is local: no network traffic.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-bench/out}
-mkdir -p "$out"
-core=${BENCH_CORE:-1}
-pin="taskset -c $core"
-
-cargo build --release -q -p ldplayer
-bin=target/release/ldplayer
-
-measure() { # label, command...: prints wall, user+sys CPU and max RSS
-  local label=$1; shift
-  /usr/bin/time -f "%e %U %S %M" -o "$out/time.txt" "$@" >/dev/null 2>"$out/stderr.txt" || { cat "$out/stderr.txt"; exit 1; }
-  read -r wall user sys rss < "$out/time.txt"
-  printf '%-40s wall %7.2f s  cpu %7.2f s  maxrss %8d KiB\n' "$label" "$wall" "$(echo "$user + $sys" | bc)" "$rss"
-  echo "$wall" > "$out/last_wall.txt"
-}
+. bench/lib.sh
+bench_pinned "${1:-bench/out}"
+measure_width=40
 
 rate() { echo "scale=2; $1 / $(cat "$out/last_wall.txt") / 1000000" | bc; }
 

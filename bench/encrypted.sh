@@ -30,6 +30,7 @@
 #        dnsperf, openssl)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 out=${1:-bench/out}; shift || true
 parts=${*:-fast idle doq-idle doq-fast mixed}
 mkdir -p "$out"
@@ -43,14 +44,7 @@ ulimit -n 400000 2>/dev/null || ulimit -n "$(ulimit -Hn)"
 cpu_of() { tail -n 1 "$1" | awk '{print $2 + $3}'; } # time file -> user+sys seconds
 free_port() { python3 -c 'import socket; t = socket.socket(); t.bind(("127.0.0.1", 0)); print(t.getsockname()[1])'; }
 
-# A CA and a server certificate for 127.0.0.1 (CA:FALSE, as rustls wants).
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 -subj /CN=bench-ca \
-  -keyout "$work/ca.key" -out "$work/ca.pem" 2>/dev/null
-openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj /CN=127.0.0.1 \
-  -keyout "$work/server.key" -out "$work/server.csr" 2>/dev/null
-printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=critical,CA:FALSE\n' > "$work/ext"
-openssl x509 -req -in "$work/server.csr" -CA "$work/ca.pem" -CAkey "$work/ca.key" -CAcreateserial -days 2 \
-  -extfile "$work/ext" -out "$work/server.pem" 2>/dev/null
+test_certificate "$work"
 
 if [[ " $parts " == *" fast "* ]]; then
   clients=${CLIENTS:-10}; seconds=${SECONDS_PER_RUN:-15}
@@ -61,18 +55,8 @@ server:
   https-port: $port
   http-endpoint: "/dns-query"
   http-max-streams: 1000
-  tls-service-key: "$work/server.key"
-  tls-service-pem: "$work/server.pem"
-  num-threads: 1
+$(unbound_common "$work")
   incoming-num-tcp: 1000
-  username: ""
-  chroot: ""
-  directory: "$work"
-  pidfile: ""
-  use-syslog: no
-  do-daemonize: no
-  verbosity: 0
-  access-control: 127.0.0.0/8 allow
   local-zone: "example." static
   local-data: "example. 60 IN SOA ns.example. admin.example. 1 60 60 60 60"
 remote-control:

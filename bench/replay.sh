@@ -11,6 +11,7 @@
 #        (needs knot, dnsperf, drool, tcpdump, tshark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 out=${1:-bench/out}; shift || true
 parts=${*:-fast timing tcp}
 mkdir -p "$out"
@@ -22,15 +23,7 @@ knot_dir=$(mktemp -d)
 cleanup() { [ -f "$knot_dir/pid" ] && kill "$(cat "$knot_dir/pid")" 2>/dev/null; rm -rf "$knot_dir"; }
 trap cleanup EXIT
 start_knot() { # udp workers
-  cat > "$knot_dir/example.zone" <<ZONE
-\$ORIGIN example.
-\$TTL 3600
-@ SOA ns.example. admin.example. 1 3600 600 86400 300
-@ NS ns.example.
-ns A 127.0.0.1
-www A 192.0.2.1
-* A 192.0.2.2
-ZONE
+  example_zone "$knot_dir/example.zone"
   cat > "$knot_dir/knot.conf" <<CONF
 server:
     rundir: "$knot_dir"

@@ -8,23 +8,10 @@
 # Everything is local: no network traffic.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=${1:-bench/out}
-mkdir -p "$out"
-core=${BENCH_CORE:-1}
-pin="taskset -c $core"
-
-cargo build --release -q -p ldplayer
+. bench/lib.sh
+bench_pinned "${1:-bench/out}"
 cargo build --release -q -p ldplayer-trace --example read_speed
-bin=target/release/ldplayer
 reader=target/release/examples/read_speed
-
-measure() { # label, command...: prints wall, user+sys CPU and max RSS
-  local label=$1; shift
-  /usr/bin/time -f "%e %U %S %M" -o "$out/time.txt" "$@" >/dev/null 2>"$out/stderr.txt" || { cat "$out/stderr.txt"; exit 1; }
-  read -r wall user sys rss < "$out/time.txt"
-  printf '%-34s wall %7.2f s  cpu %7.2f s  maxrss %8d KiB\n' "$label" "$wall" "$(echo "$user + $sys" | bc)" "$rss"
-  echo "$wall" > "$out/last_wall.txt"
-}
 
 echo "== inputs"
 [ -s "$out/1m.pcap" ] || $bin synth --workload root --rate 100000 -n 1000000 --do-share 0.7 --seed 7 -o "$out/1m.pcap" -q

@@ -524,17 +524,8 @@ fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
         ("dumpcap (apt-get install tshark)", "Capturing on", cmd)
     } else {
         let mut cmd = Command::new("tcpdump");
-        cmd.args([
-            "-i",
-            netns::RESOLVER_IF,
-            "-n",
-            "-U",
-            "--immediate-mode",
-            "-B",
-            "32768",
-            "-w",
-        ])
-        .arg(pcap);
+        cmd.args(ldplayer_system::command::tcpdump_args(netns::RESOLVER_IF))
+            .arg(pcap);
         // As root, tcpdump would switch to its own user, who may not write `pcap`.
         if netns::is_root() {
             cmd.args(["-Z", "root"]);

@@ -62,9 +62,10 @@ pub const COLUMNS: [&str; 16] = [
 /// The columns a join with the trace adds after [`COLUMNS`], in order.
 pub const TRACE_COLUMNS: [&str; 4] = ["client", "qname", "qtype", "trace_proto"];
 
-/// One exported row; field order is the column order.
+/// One exported row; field order is the column order. Its flags are `F`: `bool` for JSON
+/// (`false`/`true`), `u8` for CSV (`0`/`1`, see [`CsvRow`]).
 #[derive(Serialize)]
-struct Row {
+struct Row<F = bool> {
     index: u64,
     trace_ns: i64,
     intended_ns: i64,
@@ -73,18 +74,18 @@ struct Row {
     latency_ns: Option<i64>,
     timing_error_ns: Option<i64>,
     proto: &'static str,
-    new_connection: bool,
+    new_connection: F,
     rcode: Option<u16>,
     rcode_name: Option<String>,
     response_len: u16,
-    truncated: bool,
+    truncated: F,
     outcome: &'static str,
     handshake_ns: Option<i64>,
     target: u16,
 }
 
-impl Row {
-    fn new(r: &QueryResult) -> Row {
+impl<F: From<bool>> Row<F> {
+    fn new(r: &QueryResult) -> Row<F> {
         let answered = r.outcome == Outcome::Answered;
         Row {
             index: r.index,
@@ -95,11 +96,11 @@ impl Row {
             latency_ns: r.latency_ns(),
             timing_error_ns: r.timing_error_ns(),
             proto: r.proto.as_str(),
-            new_connection: r.new_connection,
+            new_connection: r.new_connection.into(),
             rcode: answered.then_some(r.rcode.0),
             rcode_name: answered.then(|| r.rcode.to_string()),
             response_len: r.response_len,
-            truncated: r.truncated,
+            truncated: r.truncated.into(),
             outcome: r.outcome.name(),
             handshake_ns: (r.new_connection && r.handshake_ns > 0).then_some(r.handshake_ns),
             target: r.target,
@@ -128,48 +129,7 @@ impl TraceRow<'_> {
 }
 
 /// A row as CSV writes it: [`Row`] with `0`/`1` for its flags (JSON keeps `false`/`true`).
-#[derive(Serialize)]
-struct CsvRow {
-    index: u64,
-    trace_ns: i64,
-    intended_ns: i64,
-    sent_ns: i64,
-    received_ns: i64,
-    latency_ns: Option<i64>,
-    timing_error_ns: Option<i64>,
-    proto: &'static str,
-    new_connection: u8,
-    rcode: Option<u16>,
-    rcode_name: Option<String>,
-    response_len: u16,
-    truncated: u8,
-    outcome: &'static str,
-    handshake_ns: Option<i64>,
-    target: u16,
-}
-
-impl From<Row> for CsvRow {
-    fn from(x: Row) -> CsvRow {
-        CsvRow {
-            index: x.index,
-            trace_ns: x.trace_ns,
-            intended_ns: x.intended_ns,
-            sent_ns: x.sent_ns,
-            received_ns: x.received_ns,
-            latency_ns: x.latency_ns,
-            timing_error_ns: x.timing_error_ns,
-            proto: x.proto,
-            new_connection: x.new_connection.into(),
-            rcode: x.rcode,
-            rcode_name: x.rcode_name,
-            response_len: x.response_len,
-            truncated: x.truncated.into(),
-            outcome: x.outcome,
-            handshake_ns: x.handshake_ns,
-            target: x.target,
-        }
-    }
-}
+type CsvRow = Row<u8>;
 
 /// A result's row followed by the trace's columns.
 #[derive(Serialize)]
@@ -216,15 +176,13 @@ impl<W: Write> CsvWriter<W> {
 
     /// Writes one result as a line.
     pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
-        self.out
-            .serialize(CsvRow::from(Row::new(r)))
-            .map_err(io_error)
+        self.out.serialize(CsvRow::new(r)).map_err(io_error)
     }
 
     /// Writes one result and its query's fields in the trace as a line.
     pub fn write_with_trace(&mut self, r: &QueryResult, t: &TraceFields) -> io::Result<()> {
         self.out
-            .serialize((CsvRow::from(Row::new(r)), TraceRow::new(t)))
+            .serialize((CsvRow::new(r), TraceRow::new(t)))
             .map_err(io_error)
     }
 
@@ -256,7 +214,7 @@ impl<W: Write> JsonlWriter<W> {
 
     /// Writes one result as a line.
     pub fn write(&mut self, r: &QueryResult) -> io::Result<()> {
-        serde_json::to_writer(&mut self.out, &Row::new(r))?;
+        serde_json::to_writer(&mut self.out, &Row::<bool>::new(r))?;
         self.out.write_all(b"\n")
     }
 
@@ -295,11 +253,7 @@ where
     W: Write,
 {
     let mut w = CsvWriter::new(out)?;
-    let mut n = 0;
-    for r in results {
-        w.write(&r?)?;
-        n += 1;
-    }
+    let n = write_each(results, |r| w.write(r))?;
     w.into_inner()?;
     Ok(n)
 }
@@ -312,12 +266,25 @@ where
     W: Write,
 {
     let mut w = JsonlWriter::new(out);
+    let n = write_each(results, |r| w.write(r))?;
+    w.into_inner()?;
+    Ok(n)
+}
+
+/// Hands every result of `results` to `write` in order, stopping at the first error of
+/// either; returns how many were written. The loop of both exports.
+fn write_each<I>(
+    results: I,
+    mut write: impl FnMut(&QueryResult) -> io::Result<()>,
+) -> Result<u64, ResultsError>
+where
+    I: IntoIterator<Item = Result<QueryResult, ResultsError>>,
+{
     let mut n = 0;
     for r in results {
-        w.write(&r?)?;
+        write(&r?)?;
         n += 1;
     }
-    w.into_inner()?;
     Ok(n)
 }
 

@@ -197,6 +197,14 @@ impl Prepared<'_> {
         text
     }
 
+    /// The root hints file a resolver starts from, or a configuration error when there is
+    /// none (the kinds that cannot answer without one).
+    pub fn required_root_hints(&self) -> Result<&Path, ServerError> {
+        self.root_hints
+            .as_deref()
+            .ok_or_else(|| self.config_error("no root hints"))
+    }
+
     /// A configuration error of this kind.
     pub fn config_error(&self, message: impl Into<String>) -> ServerError {
         ServerError::Config {

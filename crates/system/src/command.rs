@@ -51,6 +51,24 @@ pub fn ip(args: &[&str]) -> Result<(), CommandError> {
     run("ip", args)
 }
 
+/// tcpdump's arguments to capture on `iface` into the file named next (they end with `-w`): no
+/// name lookups, each packet written as it comes (`-U`, immediate mode: without it the last,
+/// partly filled capture block is lost on SIGINT), and a 32 MiB kernel buffer (on a loaded
+/// machine tcpdump is not scheduled for a while, and the default 2 MiB overflowed, packets
+/// "dropped by kernel", in a CI run). The lab's capture and the tests' witness share them.
+pub fn tcpdump_args(iface: &str) -> [&str; 8] {
+    [
+        "-i",
+        iface,
+        "-n",
+        "-U",
+        "--immediate-mode",
+        "-B",
+        "32768",
+        "-w",
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,19 +73,8 @@ impl Tcpdump {
     ) -> Tcpdump {
         use std::io::BufRead;
         let mut child = cmd
-            // Immediate mode: without it the last, partly filled capture block is lost on SIGINT.
-            // A 32 MiB kernel buffer: on a loaded machine tcpdump is not scheduled for a while,
-            // and the default 2 MiB overflowed (packets "dropped by kernel") in a CI run.
-            .args([
-                "-i",
-                iface,
-                "-n",
-                "-U",
-                "--immediate-mode",
-                "-B",
-                "32768",
-                "-w",
-            ])
+            // Immediate mode and a 32 MiB kernel buffer: see `tcpdump_args`.
+            .args(ldplayer_system::command::tcpdump_args(iface))
             .arg(file)
             .args(filter)
             .stdout(Stdio::null())

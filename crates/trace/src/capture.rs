@@ -29,7 +29,7 @@ mod tunnel;
 mod writer;
 
 pub use decoder::PacketDecoder;
-pub use deferred::{Deferred, DeferredBuf};
+pub use deferred::{Deferred, DeferredBuf, FragmentHeader};
 pub use net::linktype;
 pub use options::{CaptureOptions, Keep};
 pub use ports::PortCensus;

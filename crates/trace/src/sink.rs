@@ -84,23 +84,32 @@ pub trait Sink {
     }
 }
 
-impl<S: Sink + ?Sized> Sink for &mut S {
-    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
-        (**self).record(record)
-    }
-    fn skipped(&mut self, reason: SkipReason, location: u64) {
-        (**self).skipped(reason, location)
-    }
-    fn malformed(&mut self, error: DnsError, location: u64) {
-        (**self).malformed(error, location)
-    }
-    fn deferred(&mut self, part: Deferred<'_>) -> Result<(), SinkError> {
-        (**self).deferred(part)
-    }
-    fn finish(&mut self) -> Result<(), SinkError> {
-        (**self).finish()
-    }
+/// Implements [`Sink`] for a pointer type to a sink by handing every call to the sink it points
+/// to (a blanket impl over `DerefMut` would collide with the sinks' own impls).
+macro_rules! forward_sink {
+    ($pointer:ty) => {
+        impl<S: Sink + ?Sized> Sink for $pointer {
+            fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
+                (**self).record(record)
+            }
+            fn skipped(&mut self, reason: SkipReason, location: u64) {
+                (**self).skipped(reason, location)
+            }
+            fn malformed(&mut self, error: DnsError, location: u64) {
+                (**self).malformed(error, location)
+            }
+            fn deferred(&mut self, part: Deferred<'_>) -> Result<(), SinkError> {
+                (**self).deferred(part)
+            }
+            fn finish(&mut self) -> Result<(), SinkError> {
+                (**self).finish()
+            }
+        }
+    };
 }
+
+forward_sink!(&mut S);
+forward_sink!(Box<S>);
 
 /// A producer of records: a capture reader, a trace-format reader, the synthesizer.
 pub trait Source {
@@ -143,23 +152,5 @@ impl Sink for Collect {
     }
     fn malformed(&mut self, error: DnsError, _location: u64) {
         self.malformed.add(SkipReason::Dns(error));
-    }
-}
-
-impl<S: Sink + ?Sized> Sink for Box<S> {
-    fn record(&mut self, record: &Record<'_>) -> Result<(), SinkError> {
-        (**self).record(record)
-    }
-    fn skipped(&mut self, reason: SkipReason, location: u64) {
-        (**self).skipped(reason, location)
-    }
-    fn malformed(&mut self, error: DnsError, location: u64) {
-        (**self).malformed(error, location)
-    }
-    fn deferred(&mut self, part: Deferred<'_>) -> Result<(), SinkError> {
-        (**self).deferred(part)
-    }
-    fn finish(&mut self) -> Result<(), SinkError> {
-        (**self).finish()
     }
 }

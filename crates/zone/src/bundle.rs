@@ -52,14 +52,7 @@ struct Section {
 impl Bundle {
     /// Reads a bundle file and finds its zones; errors name the file and line.
     pub fn from_file(path: impl AsRef<Path>) -> Result<Bundle, ZoneError> {
-        let path = path.as_ref();
-        let file = path.display().to_string();
-        ldplayer_output::protect_input(path);
-        let text = std::fs::read(path).map_err(|source| ZoneError::Io {
-            file: file.clone(),
-            source,
-        })?;
-        let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let (text, file, dir) = crate::reader::read_input(path.as_ref())?;
         Bundle::from_bytes(text, &file, &dir)
     }
 

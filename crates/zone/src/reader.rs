@@ -122,6 +122,13 @@ pub fn read_zone_file(path: &Path, origin: Option<&[u8]>) -> Result<Vec<ZoneReco
 /// Reads a zone file's records and warnings; relative names are relative to `origin` (wire
 /// format) until the file sets its own with `$ORIGIN`.
 pub fn read_zone(path: &Path, origin: Option<&[u8]>) -> Result<ZoneText, ZoneError> {
+    let (text, file, dir) = read_input(path)?;
+    read_zone_bytes(&text, &file, &dir, origin)
+}
+
+/// Reads a zone or bundle file whole (guarded as an input, never to be overwritten): its bytes,
+/// its name for errors, and its folder, which relative `$INCLUDE`s start from.
+pub(crate) fn read_input(path: &Path) -> Result<(Vec<u8>, String, PathBuf), ZoneError> {
     let file = path.display().to_string();
     ldplayer_output::protect_input(path);
     let text = std::fs::read(path).map_err(|source| ZoneError::Io {
@@ -129,7 +136,7 @@ pub fn read_zone(path: &Path, origin: Option<&[u8]>) -> Result<ZoneText, ZoneErr
         source,
     })?;
     let dir = path.parent().map(Path::to_path_buf).unwrap_or_default();
-    read_zone_bytes(&text, &file, &dir, origin)
+    Ok((text, file, dir))
 }
 
 /// Reads a zone file's records from its text; `file` names it in errors and positions, and

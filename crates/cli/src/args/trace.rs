@@ -42,6 +42,20 @@ pub struct ReadArgs {
     pub dnstap_types: Option<ldplayer_trace::dnstap::DnstapTypes>,
 }
 
+impl ReadArgs {
+    /// Reading every message (queries and responses, malformed ones kept, dnstap's default
+    /// types) on `dns_ports`: what commands that read a trace of their own choosing want.
+    pub fn every_message(dns_ports: Vec<u16>) -> Self {
+        ReadArgs {
+            dns_ports,
+            queries_only: false,
+            responses_only: false,
+            drop_malformed: false,
+            dnstap_types: None,
+        }
+    }
+}
+
 /// Parses `--dnstap-types`.
 pub fn dnstap_types(s: &str) -> Result<ldplayer_trace::dnstap::DnstapTypes, String> {
     s.parse()

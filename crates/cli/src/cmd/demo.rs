@@ -216,13 +216,7 @@ fn pipeline(args: DemoArgs) -> Result<()> {
         seed: 2018,
         ..SynthConfig::root_like(20_000.0)
     };
-    let read = ReadArgs {
-        dns_ports: vec![53],
-        queries_only: false,
-        responses_only: false,
-        drop_malformed: false,
-        dnstap_types: None,
-    };
+    let read = ReadArgs::every_message(vec![53]);
     let progress = Progress::new(true);
     let mut report = Report::new(&args);
 

@@ -77,13 +77,7 @@ pub fn reask(run: &mut DiffRun, rounds: u32, args: &DiffArgs) -> Result<(ReaskRe
         left: differing.len(),
     };
     if !differing.is_empty() {
-        let read = ReadArgs {
-            dns_ports: args.dns_ports.clone(),
-            queries_only: false,
-            responses_only: false,
-            drop_malformed: false,
-            dnstap_types: None,
-        };
+        let read = ReadArgs::every_message(args.dns_ports.clone());
         let mut input = open_input(trace, &read, &Progress::new(true))?;
         match input.source.run(&mut pick) {
             Ok(()) | Err(ldplayer_trace::TraceError::Sink(SinkError::Stopped)) => {}

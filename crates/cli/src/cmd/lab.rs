@@ -228,13 +228,7 @@ fn workload(
     if let Some(qps) = args.rate {
         config.timing = Timing::Rate { qps };
     }
-    let read = ReadArgs {
-        dns_ports: vec![53],
-        queries_only: false,
-        responses_only: false,
-        drop_malformed: false,
-        dnstap_types: None,
-    };
+    let read = ReadArgs::every_message(vec![53]);
     super::replay::replay_trace(
         config,
         &super::replay::TraceReplay {

@@ -228,13 +228,7 @@ fn write_joined_rows(
     reader: &mut ResultsReader<File>,
     out: &mut impl Write,
 ) -> Result<()> {
-    let read = ReadArgs {
-        dns_ports: args.dns_ports.clone(),
-        queries_only: false,
-        responses_only: false,
-        drop_malformed: false,
-        dnstap_types: None,
-    };
+    let read = ReadArgs::every_message(args.dns_ports.clone());
     let mut input = open_input(trace, &read, &Progress::new(true))?;
     let joined = if args.csv {
         let mut w = CsvWriter::with_trace_columns(out)?;

@@ -298,42 +298,57 @@ fn cdf_series(
 }
 
 fn latency_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
-    let rows = latency_buckets(inputs, names);
-    let counts = counts(&rows);
-    let series = rows
-        .iter()
-        .zip(&counts)
-        .map(|((name, b), (_, n, _))| {
-            cdf_series(
-                name.clone(),
-                &cdf_points(b),
-                |p| p.at_most,
-                distribution_style(*n, SeriesStyle::Line),
-            )
-        })
-        .collect();
-    let figure = Figure {
-        id: "replay-latency-cdf".to_string(),
-        title: "Latency by transport (CDF)".to_string(),
-        caption: format!(
-            "Share of answers received within a latency (from sending the query to receiving \
-             its answer; connection set-up excluded), per transport, on a log scale. Curves \
-             are drawn through at most {MAX_CDF_POINTS} points; the table gives percentiles \
-             (ms, nearest rank, to 0.1%)."
-        ),
-        plot: line_chart(
-            "latency (ms)",
-            "share of answers ≤ x",
-            Scale::Log,
-            Scale::Linear,
-            series,
-        ),
-        table: percentile_table("answers", &rows),
-    };
-    with_sample_size(figure, &counts, ("answer", "answers"))
+    latency_figure(
+        inputs,
+        names,
+        LatencyView {
+            id: "replay-latency-cdf",
+            title: "Latency by transport (CDF)",
+            caption: format!(
+                "Share of answers received within a latency (from sending the query to \
+                 receiving its answer; connection set-up excluded), per transport, on a log \
+                 scale. Curves are drawn through at most {MAX_CDF_POINTS} points; the table \
+                 gives percentiles (ms, nearest rank, to 0.1%)."
+            ),
+            y_label: "share of answers ≤ x",
+            y: |p| p.at_most,
+            y_scale: Scale::Linear,
+        },
+    )
 }
 
 fn latency_ccdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
+    latency_figure(
+        inputs,
+        names,
+        LatencyView {
+            id: "replay-latency-ccdf",
+            title: "Latency tail by transport (CCDF)",
+            caption: "Share of answers that took at least a latency, per transport, both axes \
+                      on a log scale: the tail (slow answers, retransmissions, handshakes) \
+                      shows as the curves' right ends. The table gives percentiles (ms)."
+                .to_string(),
+            y_label: "share of answers ≥ x",
+            y: |p| p.at_least,
+            y_scale: Scale::Log,
+        },
+    )
+}
+
+/// What tells the latency CDF and CCDF figures apart: their words, which share a point
+/// gives, and the scale of that share.
+struct LatencyView {
+    id: &'static str,
+    title: &'static str,
+    caption: String,
+    y_label: &'static str,
+    y: fn(&CdfPoint) -> f64,
+    y_scale: Scale,
+}
+
+/// A latency distribution per transport (log latency axis), drawn as `view` says, with the
+/// percentile table and the sample sizes: the one figure both the CDF and the CCDF are.
+fn latency_figure(inputs: &[(&str, &ReplayData)], names: &Names, view: LatencyView) -> Figure {
     let rows = latency_buckets(inputs, names);
     let counts = counts(&rows);
     let series = rows
@@ -343,23 +358,20 @@ fn latency_ccdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
             cdf_series(
                 name.clone(),
                 &cdf_points(b),
-                |p| p.at_least,
+                view.y,
                 distribution_style(*n, SeriesStyle::Line),
             )
         })
         .collect();
     let figure = Figure {
-        id: "replay-latency-ccdf".to_string(),
-        title: "Latency tail by transport (CCDF)".to_string(),
-        caption: "Share of answers that took at least a latency, per transport, both axes on a \
-                  log scale: the tail (slow answers, retransmissions, handshakes) shows as the \
-                  curves' right ends. The table gives percentiles (ms)."
-            .to_string(),
+        id: view.id.to_string(),
+        title: view.title.to_string(),
+        caption: view.caption,
         plot: line_chart(
             "latency (ms)",
-            "share of answers ≥ x",
+            view.y_label,
             Scale::Log,
-            Scale::Log,
+            view.y_scale,
             series,
         ),
         table: percentile_table("answers", &rows),
@@ -436,6 +448,30 @@ fn time_figure(
     }
 }
 
+/// A named per-second count of a replay.
+type Count = (&'static str, fn(&Second) -> u64);
+
+/// Two per-second series of `d`: `solid` drawn as a line, `dashed` dashed (a figure's main
+/// count and the one it is set against).
+fn solid_and_dashed(
+    d: &ReplayData,
+    solid: Count,
+    dashed: Count,
+) -> Vec<(String, SeriesStyle, TimeSeries)> {
+    vec![
+        (
+            solid.0.to_string(),
+            SeriesStyle::Line,
+            d.seconds.series(solid.1),
+        ),
+        (
+            dashed.0.to_string(),
+            SeriesStyle::Dashed,
+            d.seconds.series(dashed.1),
+        ),
+    ]
+}
+
 fn answers_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     time_figure(
         inputs,
@@ -445,18 +481,11 @@ fn answers_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
          second (dashed: the trace's rate mapped onto the run). The last second is partial.",
         "queries per second",
         |d| {
-            vec![
-                (
-                    "answers".to_string(),
-                    SeriesStyle::Line,
-                    d.seconds.series(|s: &Second| s.answered),
-                ),
-                (
-                    "trace rate".to_string(),
-                    SeriesStyle::Dashed,
-                    d.seconds.series(|s: &Second| s.intended),
-                ),
-            ]
+            solid_and_dashed(
+                d,
+                ("answers", |s| s.answered),
+                ("trace rate", |s| s.intended),
+            )
         },
         names,
     )
@@ -471,20 +500,7 @@ fn connections_per_second(inputs: &[(&str, &ReplayData)], names: &Names) -> Figu
          a connection already open (dashed), over every connection-oriented transport; UDP \
          queries count in neither.",
         "queries per second",
-        |d| {
-            vec![
-                (
-                    "opened".to_string(),
-                    SeriesStyle::Line,
-                    d.seconds.series(|s: &Second| s.opened),
-                ),
-                (
-                    "reused".to_string(),
-                    SeriesStyle::Dashed,
-                    d.seconds.series(|s: &Second| s.reused),
-                ),
-            ]
-        },
+        |d| solid_and_dashed(d, ("opened", |s| s.opened), ("reused", |s| s.reused)),
         names,
     );
     if figure.plot.all_zero() {

@@ -24,7 +24,6 @@ const MAX_TIMEOUT: u128 = 1200;
 const MIN_INITIAL: u128 = 25;
 
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
-    let setup = p.setup;
     let d = p.dir_text();
     let mut conf = tls_block(p);
     let _ = write!(
@@ -46,9 +45,16 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
             show(&z.path)
         );
     }
-    let config = write_config(p, "named.conf", &conf)?;
+    named_launch(p, &conf)
+}
+
+/// Writes `conf` as `named.conf` and launches `named -g` on it (with `-n` for the threads),
+/// checked by `named-checkconf`: the same for BIND as an authoritative server and as a
+/// resolver.
+pub(super) fn named_launch(p: &Prepared, conf: &str) -> Result<Launch, ServerError> {
+    let config = write_config(p, "named.conf", conf)?;
     let mut named = args([&"-g", &"-c", &config]);
-    if let Some(n) = setup.threads {
+    if let Some(n) = p.setup.threads {
         named.extend(args([&"-n", &n.to_string()]));
     }
     Ok(Launch {

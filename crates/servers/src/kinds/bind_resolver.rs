@@ -13,8 +13,8 @@
 
 use std::fmt::Write as _;
 
-use super::bind::{listen, tcp_timeouts, tls_block};
-use super::{args, show, write_config, Check, Launch};
+use super::bind::{listen, named_launch, tcp_timeouts, tls_block};
+use super::{show, Launch};
 use crate::setup::Prepared;
 use crate::validation::bind_trust_anchors;
 use crate::ServerError;
@@ -22,10 +22,7 @@ use crate::ServerError;
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let setup = p.setup;
     let d = p.dir_text();
-    let hints = p
-        .root_hints
-        .as_deref()
-        .ok_or_else(|| p.config_error("no root hints"))?;
+    let hints = p.required_root_hints()?;
     let mut conf = tls_block(p);
     let (validation, except) = match (&setup.validation, &p.trust_anchor) {
         (Some(v), Some(anchor)) => {
@@ -71,18 +68,5 @@ pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
         "}};\ncontrols {{ }};\nzone \".\" {{ type hint; file \"{}\"; }};\n",
         show(hints)
     );
-    let config = write_config(p, "named.conf", &conf)?;
-    let mut named = args([&"-g", &"-c", &config]);
-    if let Some(n) = setup.threads {
-        named.extend(args([&"-n", &n.to_string()]));
-    }
-    Ok(Launch {
-        args: named,
-        check: Some(Check {
-            program: "named-checkconf",
-            args: args([&config]),
-        }),
-        config,
-        faketime: None,
-    })
+    named_launch(p, &conf)
 }

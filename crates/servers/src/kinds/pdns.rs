@@ -27,10 +27,7 @@ use crate::ServerError;
 pub(super) fn launch(p: &Prepared) -> Result<Launch, ServerError> {
     let setup = p.setup;
     let d = p.dir_text();
-    let hints = p
-        .root_hints
-        .as_deref()
-        .ok_or_else(|| p.config_error("no root hints"))?;
+    let hints = p.required_root_hints()?;
     let listen: Vec<String> = setup.listen.iter().map(ToString::to_string).collect();
     let mut conf = format!(
         "local-address={}\nlocal-port={}\nhint-file={}\n\

@@ -1,7 +1,7 @@
 //! From captured frames to DNS messages: link layer, IP (with fragment reassembly), UDP, TCP.
 
 use super::deferred::Deferred;
-use super::frag::{Defrag, FragKey, Fragment};
+use super::frag::{Defrag, Fragment};
 use super::net::{ether_payload, link_payload, parse_ip, parse_tcp, skip_ipv6_extensions, Ip};
 use super::options::{CaptureOptions, Keep, PortSet};
 use super::ports::PortCensus;
@@ -97,28 +97,10 @@ impl PacketDecoder {
                 None => Ok(()),
             },
             Deferred::Fragment {
-                src,
-                dst,
-                id,
-                proto,
-                offset,
-                more,
+                header,
                 depth,
                 payload,
-            } => {
-                let frag = Fragment {
-                    key: FragKey {
-                        src,
-                        dst,
-                        id,
-                        proto,
-                    },
-                    offset,
-                    more,
-                    payload,
-                };
-                self.reassemble(frag, self.last_time, &mut out, depth)
-            }
+            } => self.reassemble(header.fragment(payload), self.last_time, &mut out, depth),
         }
     }
 
@@ -195,15 +177,11 @@ impl PacketDecoder {
                 truncated,
             } => self.transport(src, dst, proto, payload, truncated, time_ns, out, depth),
             Ip::Fragment {
-                src,
-                dst,
-                id,
-                proto,
-                offset,
-                more,
+                header,
                 payload,
                 truncated,
             } => {
+                let (src, proto) = (header.src, header.proto);
                 // IPv6 may have more extension headers after the fragment header.
                 let v6_ext = src.is_ipv6() && matches!(proto, 0 | 43 | 51 | 60 | 135 | 139 | 140);
                 let tunnel = matches!(
@@ -219,28 +197,12 @@ impl PacketDecoder {
                 }
                 if self.defer {
                     return out.sink.deferred(Deferred::Fragment {
-                        src,
-                        dst,
-                        id,
-                        proto,
-                        offset,
-                        more,
+                        header,
                         depth,
                         payload,
                     });
                 }
-                let frag = Fragment {
-                    key: FragKey {
-                        src,
-                        dst,
-                        id,
-                        proto,
-                    },
-                    offset,
-                    more,
-                    payload,
-                };
-                self.reassemble(frag, time_ns, out, depth)
+                self.reassemble(header.fragment(payload), time_ns, out, depth)
             }
             Ip::Opaque => Ok(()),
         }

@@ -10,6 +10,8 @@
 
 use std::net::{IpAddr, SocketAddr};
 
+use super::frag::{FragKey, Fragment};
+
 /// A part of a capture handed over undecoded by a reader in split mode, in capture order among
 /// the records and skips it tells its sink.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,23 +36,50 @@ pub enum Deferred<'a> {
     },
     /// An IP fragment of a datagram that may carry DNS.
     Fragment {
-        /// Source address.
-        src: IpAddr,
-        /// Destination address.
-        dst: IpAddr,
-        /// The IP identification.
-        id: u32,
-        /// The protocol it carries (for IPv6: the next header after the fragment header).
-        proto: u8,
-        /// Where its payload goes in the datagram, in bytes.
-        offset: usize,
-        /// More fragments follow.
-        more: bool,
+        /// What its IP header says about it.
+        header: FragmentHeader,
         /// How many tunnels deep it was found.
         depth: u8,
         /// Its payload.
         payload: &'a [u8],
     },
+}
+
+/// What an IP header (IPv4's, or IPv6's fragment header) says about a fragment: the datagram it
+/// belongs to and where its payload goes there. One type for the IP decoder's fragments and
+/// the ones handed over in split mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FragmentHeader {
+    /// Source address.
+    pub src: IpAddr,
+    /// Destination address.
+    pub dst: IpAddr,
+    /// The IP identification.
+    pub id: u32,
+    /// The protocol it carries (for IPv6: the next header after the fragment header).
+    pub proto: u8,
+    /// Where its payload goes in the datagram, in bytes.
+    pub offset: usize,
+    /// More fragments follow.
+    pub more: bool,
+}
+
+impl FragmentHeader {
+    /// The fragment with `payload`, as reassembly takes it.
+    #[inline]
+    pub(crate) fn fragment(self, payload: &[u8]) -> Fragment<'_> {
+        Fragment {
+            key: FragKey {
+                src: self.src,
+                dst: self.dst,
+                id: self.id,
+                proto: self.proto,
+            },
+            offset: self.offset,
+            more: self.more,
+            payload,
+        }
+    }
 }
 
 impl Deferred<'_> {
@@ -80,22 +109,8 @@ impl Deferred<'_> {
                 dst,
                 segment: bytes,
             },
-            Deferred::Fragment {
-                src,
-                dst,
-                id,
-                proto,
-                offset,
-                more,
-                depth,
-                ..
-            } => Deferred::Fragment {
-                src,
-                dst,
-                id,
-                proto,
-                offset,
-                more,
+            Deferred::Fragment { header, depth, .. } => Deferred::Fragment {
+                header,
                 depth,
                 payload: bytes,
             },

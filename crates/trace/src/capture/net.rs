@@ -1,5 +1,6 @@
 //! Link-layer and IP header decoding, by hand: only what DNS extraction needs, without allocation.
 
+use super::deferred::FragmentHeader;
 use crate::SkipReason;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -126,16 +127,10 @@ pub(crate) enum Ip<'a> {
     },
     /// A fragment of a datagram.
     Fragment {
-        src: IpAddr,
-        dst: IpAddr,
-        /// IPv4 identification or IPv6 fragment header identification.
-        id: u32,
-        /// Upper-layer protocol (IPv6: the fragment header's next header).
-        proto: u8,
-        /// Offset of this fragment's data in the datagram's fragmentable part.
-        offset: usize,
-        /// More fragments follow.
-        more: bool,
+        /// The datagram it belongs to (IPv4 identification or IPv6 fragment header
+        /// identification; IPv6: the fragment header's next header) and where its data goes
+        /// in the datagram's fragmentable part.
+        header: FragmentHeader,
         payload: &'a [u8],
         truncated: bool,
     },
@@ -184,12 +179,14 @@ fn parse_ipv4(data: &[u8]) -> Result<Ip<'_>, SkipReason> {
     let offset = ((frag & 0x1FFF) as usize) * 8;
     if more || offset != 0 {
         return Ok(Ip::Fragment {
-            src,
-            dst,
-            id: be16(data, 4) as u32,
-            proto,
-            offset,
-            more,
+            header: FragmentHeader {
+                src,
+                dst,
+                id: be16(data, 4) as u32,
+                proto,
+                offset,
+                more,
+            },
             payload,
             truncated,
         });
@@ -262,12 +259,14 @@ fn parse_ipv6(data: &[u8]) -> Result<Ip<'_>, SkipReason> {
                     continue;
                 }
                 return Ok(Ip::Fragment {
-                    src,
-                    dst,
-                    id,
-                    proto,
-                    offset,
-                    more,
+                    header: FragmentHeader {
+                        src,
+                        dst,
+                        id,
+                        proto,
+                        offset,
+                        more,
+                    },
                     payload: &rest[8..],
                     truncated,
                 });

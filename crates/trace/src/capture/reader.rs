@@ -256,25 +256,14 @@ fn read_opened<R: Read>(
         position: position.clone(),
     };
     let result = if ng {
-        match PcapNGReader::new(capacity, stream) {
-            Ok(r) => state.run(r, capacity, sink, &error),
-            Err(PcapError::Incomplete(_) | PcapError::UnexpectedEof | PcapError::Eof) => {
-                sink.skipped(SkipReason::TruncatedFile, 1);
-                Ok(())
-            }
-            Err(PcapError::ReadError) => read_failed(&error, sink, 1),
-            Err(_) => Err(not_capture()),
-        }
+        state.start(PcapNGReader::new(capacity, stream), capacity, sink, &error)
     } else {
-        match LegacyPcapReader::new(capacity, stream) {
-            Ok(r) => state.run(r, capacity, sink, &error),
-            Err(PcapError::Incomplete(_) | PcapError::UnexpectedEof | PcapError::Eof) => {
-                sink.skipped(SkipReason::TruncatedFile, 1);
-                Ok(())
-            }
-            Err(PcapError::ReadError) => read_failed(&error, sink, 1),
-            Err(_) => Err(not_capture()),
-        }
+        state.start(
+            LegacyPcapReader::new(capacity, stream),
+            capacity,
+            sink,
+            &error,
+        )
     };
     // The messages still held (TCP streams, fragments) are passed on also when the capture
     // is damaged further on; not when the sink failed.
@@ -346,6 +335,27 @@ fn ng_time(ts: u64, tsresol: u8, offset_s: i64) -> i64 {
 }
 
 impl State {
+    /// Runs the reader `made` for the capture's format (pcapng or legacy pcap), or says why it
+    /// could not be made from the capture's first bytes: a file cut short in its header is a
+    /// truncated capture, one that is neither format is refused.
+    fn start<P: PcapReaderIterator>(
+        &mut self,
+        made: Result<P, PcapError<&'static [u8]>>,
+        capacity: usize,
+        sink: &mut dyn Sink,
+        error: &Rc<RefCell<Option<io::Error>>>,
+    ) -> Result<(), TraceError> {
+        match made {
+            Ok(r) => self.run(r, capacity, sink, error),
+            Err(PcapError::Incomplete(_) | PcapError::UnexpectedEof | PcapError::Eof) => {
+                sink.skipped(SkipReason::TruncatedFile, 1);
+                Ok(())
+            }
+            Err(PcapError::ReadError) => read_failed(error, sink, 1),
+            Err(_) => Err(not_capture()),
+        }
+    }
+
     fn run<P: PcapReaderIterator>(
         &mut self,
         mut reader: P,

@@ -6,7 +6,7 @@
 //! into the chunk's byte arena, so that a UDP packet costs about a hundred bytes besides its
 //! message. Chunks go back to a pool once merged: fresh memory costs page faults.
 
-use crate::capture::Deferred;
+use crate::capture::{Deferred, FragmentHeader};
 use crate::record::{Proto, Record};
 use crate::sink::{Sink, SinkError};
 use crate::skip::SkipReason;
@@ -109,21 +109,18 @@ impl Chunk {
                 }
             }
             _ => {
-                let src = r.ip();
-                let dst = r.ip();
-                let id = r.u32();
-                let proto = r.u8();
-                let offset = r.u32() as usize;
-                let more = r.u8() != 0;
+                let header = FragmentHeader {
+                    src: r.ip(),
+                    dst: r.ip(),
+                    id: r.u32(),
+                    proto: r.u8(),
+                    offset: r.u32() as usize,
+                    more: r.u8() != 0,
+                };
                 let depth = r.u8();
                 let len = r.u32() as usize;
                 Deferred::Fragment {
-                    src,
-                    dst,
-                    id,
-                    proto,
-                    offset,
-                    more,
+                    header,
                     depth,
                     payload: r.take(len),
                 }
@@ -157,22 +154,17 @@ impl Chunk {
                 b.extend_from_slice(segment);
             }
             Deferred::Fragment {
-                src,
-                dst,
-                id,
-                proto,
-                offset,
-                more,
+                header,
                 depth,
                 payload,
             } => {
                 b.push(1);
-                put_ip(b, src);
-                put_ip(b, dst);
-                b.extend_from_slice(&id.to_le_bytes());
-                b.push(proto);
-                b.extend_from_slice(&(offset as u32).to_le_bytes());
-                b.push(u8::from(more));
+                put_ip(b, header.src);
+                put_ip(b, header.dst);
+                b.extend_from_slice(&header.id.to_le_bytes());
+                b.push(header.proto);
+                b.extend_from_slice(&(header.offset as u32).to_le_bytes());
+                b.push(u8::from(header.more));
                 b.push(depth);
                 b.extend_from_slice(&(payload.len() as u32).to_le_bytes());
                 b.extend_from_slice(payload);
@@ -463,12 +455,14 @@ mod tests {
             segment: &[1, 2, 3],
         };
         let fragment = Deferred::Fragment {
-            src: IpAddr::V6(Ipv6Addr::LOCALHOST),
-            dst: addr(3).ip(),
-            id: 77,
-            proto: 17,
-            offset: 1480,
-            more: true,
+            header: FragmentHeader {
+                src: IpAddr::V6(Ipv6Addr::LOCALHOST),
+                dst: addr(3).ip(),
+                id: 77,
+                proto: 17,
+                offset: 1480,
+                more: true,
+            },
             depth: 1,
             payload: &[9; 5],
         };

@@ -4,7 +4,7 @@
 
 use ldplayer_dns::{Class, Rcode, Rtype};
 
-use super::parts::{next_closer, wildcard_of, Items, NameBuf};
+use super::parts::{next_closer, wildcard_of, Item, Items, NameBuf};
 use super::Kind;
 use crate::name::{self, MAX_NAME};
 use crate::set::ZoneSet;
@@ -64,57 +64,37 @@ impl<'z, 'b> Ctx<'z, 'b> {
         // Authority.
         let mut ns = 0u16;
         if !self.truncated {
-            for it in self.auth.items[..self.auth.len].iter().flatten() {
-                let mark = self.w.len();
-                let mut n = match it.3 {
-                    Some(nodes) => self.w.linked_rrset(it.0, it.1, nodes),
-                    None => self.w.zone_rrset(it.0, it.1),
+            for i in 0..self.auth.len {
+                let Some(it) = self.auth.items[i] else {
+                    continue;
                 };
-                if let Some(s) = it.2 {
-                    n += self.w.zone_rrset(it.0, s);
+                match self.write_item(it) {
+                    Some(n) => ns += n,
+                    None => {
+                        self.truncated = true;
+                        break;
+                    }
                 }
-                if self.w.len() > self.limit {
-                    self.w.truncate(mark);
-                    self.truncated = true;
-                    break;
-                }
-                ns += n;
             }
         }
         // Optional authority, then additional (all A RRsets, then all AAAA: nsd's sections):
         // each RRset with its RRSIGs if it fits, else left out; never TC.
         let mut ar = 0u16;
         if !self.truncated {
-            for it in self.opt_auth.items[..self.opt_auth.len].iter().flatten() {
-                let mark = self.w.len();
-                let mut n = match it.3 {
-                    Some(nodes) => self.w.linked_rrset(it.0, it.1, nodes),
-                    None => self.w.zone_rrset(it.0, it.1),
-                };
-                if let Some(s) = it.2 {
-                    n += self.w.zone_rrset(it.0, s);
-                }
-                if self.w.len() > self.limit {
-                    self.w.truncate(mark);
-                } else {
-                    ns += n;
+            for i in 0..self.opt_auth.len {
+                if let Some(it) = self.opt_auth.items[i] {
+                    ns += self.write_item(it).unwrap_or(0);
                 }
             }
             for ty in [Rtype::A, Rtype::AAAA] {
-                for it in self.addl.items[..self.addl.len].iter().flatten() {
+                for i in 0..self.addl.len {
+                    let Some(it) = self.addl.items[i] else {
+                        continue;
+                    };
                     if it.1.rtype != ty || self.in_answer(it.1) {
                         continue;
                     }
-                    let mark = self.w.len();
-                    let mut n = self.w.zone_rrset(it.0, it.1);
-                    if let Some(s) = it.2 {
-                        n += self.w.zone_rrset(it.0, s);
-                    }
-                    if self.w.len() > self.limit {
-                        self.w.truncate(mark);
-                    } else {
-                        ar += n;
-                    }
+                    ar += self.write_item(it).unwrap_or(0);
                 }
             }
         }
@@ -123,6 +103,27 @@ impl<'z, 'b> Ctx<'z, 'b> {
 }
 
 impl<'z> Ctx<'z, '_> {
+    /// Writes an authority or additional RRset (linked to its zone's nodes when it has them)
+    /// with its RRSIGs, if all of it fits within the limit: its record count, or `None` with
+    /// nothing written when it does not fit. One place for the three sections after the answer.
+    #[inline]
+    fn write_item(&mut self, it: Item<'z>) -> Option<u16> {
+        let mark = self.w.len();
+        let mut n = match it.3 {
+            Some(nodes) => self.w.linked_rrset(it.0, it.1, nodes),
+            None => self.w.zone_rrset(it.0, it.1),
+        };
+        if let Some(s) = it.2 {
+            n += self.w.zone_rrset(it.0, s);
+        }
+        if self.w.len() > self.limit {
+            self.w.truncate(mark);
+            None
+        } else {
+            Some(n)
+        }
+    }
+
     fn in_answer(&self, set: &RRset) -> bool {
         self.answered[..self.n_answered].contains(&(set as *const RRset))
     }
