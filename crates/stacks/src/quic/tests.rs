@@ -221,6 +221,8 @@ struct Sim {
     /// Datagrams the client sent, and when.
     client_sent: usize,
     client_times: Vec<i64>,
+    /// The first datagrams the client sent, as sent.
+    client_datagrams: Vec<Vec<u8>>,
     events: Vec<Event>,
     /// Hold the datagrams to the client here rather than send them, when true.
     hold: bool,
@@ -240,6 +242,7 @@ impl Sim {
             sent: 0,
             client_sent: 0,
             client_times: Vec::new(),
+            client_datagrams: Vec::new(),
             events: Vec::new(),
             hold: false,
             held: Vec::new(),
@@ -255,6 +258,9 @@ impl Sim {
         if !to_client {
             self.client_sent += 1;
             self.client_times.push(self.now);
+            if self.client_datagrams.len() < 8 {
+                self.client_datagrams.push(datagram.clone());
+            }
         }
         if (self.lose)(self.sent) {
             return;
@@ -414,6 +420,70 @@ fn random_loss(percent: u64, seed: u64) -> Loss {
         x ^= x << 17;
         x % 100 < percent
     })
+}
+
+/// The long-header packet types of a datagram's coalesced packets (0 Initial, 1 0-RTT,
+/// 2 Handshake, 3 Retry; RFC 9000 §17.2), up to its first short-header packet.
+fn long_packet_types(datagram: &[u8]) -> Vec<u8> {
+    fn varint(d: &[u8], at: &mut usize) -> usize {
+        let len = 1 << (d[*at] >> 6);
+        let mut v = (d[*at] & 0x3f) as usize;
+        for i in 1..len {
+            v = (v << 8) | d[*at + i] as usize;
+        }
+        *at += len;
+        v
+    }
+    let mut types = Vec::new();
+    let mut at = 0;
+    while at < datagram.len() && datagram[at] & 0x80 != 0 {
+        let ty = (datagram[at] >> 4) & 0x3;
+        types.push(ty);
+        let mut p = at + 5;
+        p += 1 + datagram[p] as usize; // destination connection ID
+        p += 1 + datagram[p] as usize; // source connection ID
+        if ty == 0 {
+            let token = varint(datagram, &mut p);
+            p += token;
+        }
+        let len = varint(datagram, &mut p);
+        at = p + len;
+    }
+    types
+}
+
+#[test]
+fn the_servers_initial_is_acknowledged_with_the_clients_finished() {
+    // RFC 9001 §4.9.1: a client drops its Initial keys when it first sends a Handshake packet,
+    // so its acknowledgement of the server's Initial (the server's first RTT sample) goes out
+    // with its Finished, in one padded datagram. This client used to drop them as soon as a
+    // Handshake packet came, and never acknowledged the server's Initial.
+    let (cert, key, tls) = identity();
+    let mut sim = Sim::new(Server::new(cert, key, Duration::from_secs(30)));
+    let mut client = connect(&tls, sim.now, false);
+    client.open_stream(query(1));
+    sim.run(&mut client, sim.now + 5_000 * MS, answered(1));
+    assert_eq!(sim.answers().len(), 1, "{:?}", sim.events);
+    let second = &sim.client_datagrams[1];
+    assert_eq!(
+        long_packet_types(&sim.client_datagrams[0]),
+        vec![0],
+        "the ClientHello"
+    );
+    assert_eq!(
+        long_packet_types(second),
+        vec![0, 2],
+        "an Initial (the ACK) and a Handshake packet (the Finished) in the second datagram"
+    );
+    assert!(second.len() >= 1200, "padded: {} bytes", second.len());
+    let later: Vec<Vec<u8>> = sim.client_datagrams[2..]
+        .iter()
+        .map(|d| long_packet_types(d))
+        .collect();
+    assert!(
+        later.iter().all(|t| !t.contains(&0)),
+        "no Initial after the first Handshake packet: {later:?}"
+    );
 }
 
 #[test]

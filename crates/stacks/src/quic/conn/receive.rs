@@ -168,10 +168,6 @@ impl Connection {
         self.heard_server = true;
         self.last_activity = now;
         self.sent_since_receipt = false;
-        if space == HANDSHAKE && self.spaces[INITIAL].keys.is_some() {
-            // RFC 9001 §4.9.1: a client drops its Initial keys once it has Handshake packets.
-            self.discard(INITIAL);
-        }
         let mut eliciting = false;
         let mut r = Reader::new(payload);
         while !r.is_empty() {

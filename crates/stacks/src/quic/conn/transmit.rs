@@ -26,7 +26,24 @@ impl Connection {
                 && self.one_rtt.is_none()
                 && self.spaces[INITIAL].crypto_unsent()
                 && self.stream_ready();
-            self.write_packet(now, out, INITIAL, MAX_DATAGRAM, !early);
+            // The client's first Handshake packet goes in the datagram that acknowledges the
+            // server's Initial, which pads it: the server has its RTT sample and the client its
+            // Finished in one datagram, and only then does the client drop its Initial keys
+            // (RFC 9001 §4.9.1), as quinn does.
+            let handshake_follows =
+                !early && self.spaces[HANDSHAKE].keys.is_some() && self.space_wants(HANDSHAKE, now);
+            self.write_packet(
+                now,
+                out,
+                INITIAL,
+                MAX_DATAGRAM,
+                !early && !handshake_follows,
+            );
+            if handshake_follows {
+                let room = MAX_DATAGRAM.saturating_sub(out.len());
+                self.write_packet(now, out, HANDSHAKE, room, true);
+                return !out.is_empty();
+            }
             let room = MAX_DATAGRAM.saturating_sub(out.len());
             if early && room > 128 {
                 self.write_packet(now, out, DATA, room, true);
