@@ -47,8 +47,7 @@ pub struct Inspector {
     queries: u64,
     responses: u64,
     not_dns: u64,
-    first_ns: Option<i64>,
-    last_ns: Option<i64>,
+    /// The earliest and the latest record time (records need not come in time order).
     min_ns: Option<i64>,
     max_ns: Option<i64>,
     /// Queries per client (source of queries).
@@ -56,11 +55,8 @@ pub struct Inspector {
     /// Clients that only appear as destinations of responses.
     response_clients: FxHashSet<IpAddr>,
     connections: FxHashSet<u64>,
-    /// Welford's running mean and variance of query inter-arrival times, in seconds.
-    gap_n: u64,
-    gap_mean: f64,
-    gap_m2: f64,
-    last_query_ns: Option<i64>,
+    /// Query inter-arrival times.
+    gaps: Gaps,
     /// The time of the first query seen: the start of the one-second bins.
     first_query_ns: Option<i64>,
     /// The time of the latest query.
@@ -91,8 +87,6 @@ impl Inspector {
     /// Adds one record.
     pub fn add(&mut self, r: &Record<'_>) {
         self.messages += 1;
-        self.first_ns.get_or_insert(r.time_ns);
-        self.last_ns = Some(r.time_ns);
         self.min_ns = Some(self.min_ns.map_or(r.time_ns, |m| m.min(r.time_ns)));
         self.max_ns = Some(self.max_ns.map_or(r.time_ns, |m| m.max(r.time_ns)));
         if r.conn != 0 {
@@ -155,14 +149,7 @@ impl Inspector {
             .per_second
             .entry((r.time_ns - t0).div_euclid(1_000_000_000))
             .or_insert(0) += 1;
-        if let Some(prev) = self.last_query_ns {
-            let gap = (r.time_ns - prev) as f64 / 1e9;
-            self.gap_n += 1;
-            let delta = gap - self.gap_mean;
-            self.gap_mean += delta / self.gap_n as f64;
-            self.gap_m2 += delta * (gap - self.gap_mean);
-        }
-        self.last_query_ns = Some(r.time_ns);
+        self.gaps.add(r.time_ns);
     }
 
     /// The summary of everything added so far.
@@ -216,9 +203,8 @@ impl Inspector {
             not_dns: self.not_dns,
             unique_clients,
             connections: self.connections.len() as u64,
-            interarrival_mean_s: (self.gap_n > 0).then_some(self.gap_mean),
-            interarrival_std_s: (self.gap_n > 1)
-                .then(|| (self.gap_m2 / (self.gap_n - 1) as f64).sqrt()),
+            interarrival_mean_s: self.gaps.mean_s(),
+            interarrival_std_s: self.gaps.std_s(),
             mean_qps: if duration_s > 0.0 {
                 Some(self.queries as f64 / duration_s)
             } else {
@@ -303,5 +289,39 @@ impl Sink for Inspector {
     }
     fn skipped(&mut self, reason: SkipReason, _location: u64) {
         self.skipped.add(reason);
+    }
+}
+
+/// The gaps between consecutive queries in the order they come: Welford's running mean and
+/// variance, in seconds, so that memory stays constant however long the trace.
+#[derive(Debug, Default)]
+struct Gaps {
+    n: u64,
+    mean: f64,
+    m2: f64,
+    last_ns: Option<i64>,
+}
+
+impl Gaps {
+    /// A query at `time_ns`.
+    fn add(&mut self, time_ns: i64) {
+        if let Some(prev) = self.last_ns {
+            let gap = (time_ns - prev) as f64 / 1e9;
+            self.n += 1;
+            let delta = gap - self.mean;
+            self.mean += delta / self.n as f64;
+            self.m2 += delta * (gap - self.mean);
+        }
+        self.last_ns = Some(time_ns);
+    }
+
+    /// The mean gap, once there is one.
+    fn mean_s(&self) -> Option<f64> {
+        (self.n > 0).then_some(self.mean)
+    }
+
+    /// The gaps' sample standard deviation, once there are two.
+    fn std_s(&self) -> Option<f64> {
+        (self.n > 1).then(|| (self.m2 / (self.n - 1) as f64).sqrt())
     }
 }

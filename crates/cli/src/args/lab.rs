@@ -1,6 +1,6 @@
 //! `ldplayer lab`: the resolver, the nameservers and the stage of a lab run.
 
-use super::Transport;
+use super::ProtoChoice;
 use clap::{Args, ValueEnum};
 use std::path::PathBuf;
 
@@ -37,8 +37,8 @@ pub struct LabArgs {
     /// With --trace: the transport from the stub clients to the resolver: udp, tcp, tls (the
     /// resolver on 127.0.0.1:853), doh (HTTP/2 on 127.0.0.1:443, `/dns-query`), or keep (each
     /// record's own). The resolver serves TLS and HTTPS with a certificate the lab makes.
-    #[arg(long, value_enum, default_value_t = Transport::Udp, requires = "trace")]
-    pub proto: Transport,
+    #[arg(long, value_enum, default_value_t = ProtoChoice::Udp, requires = "trace")]
+    pub proto: ProtoChoice,
     /// With --trace: replay the trace as this population (see docs/cli.md, "population"):
     /// each client over its group's transport with its group's session profile.
     #[arg(

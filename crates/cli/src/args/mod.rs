@@ -22,7 +22,7 @@ pub use zones::*;
 
 /// A transport to force, or `keep` each message's own (`--proto`): the experiment plans'
 /// `proto` too.
-pub use ldplayer_trace::ProtoChoice as Transport;
+pub use ldplayer_trace::ProtoChoice;
 
 /// DNS experimentation at scale: convert, inspect, mutate and synthesize DNS traces, replay
 /// them against real servers over UDP, TCP, TLS, DoH and DoQ, serve zones, rebuild a hierarchy's zones

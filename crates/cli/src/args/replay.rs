@@ -1,6 +1,6 @@
 //! `ldplayer replay`: the query engine's flags, the stack and the send-time clock.
 
-use super::{dnstap_types, Transport};
+use super::{dnstap_types, ProtoChoice};
 use clap::{Args, ValueEnum};
 use ldplayer_trace::{DohMethod, Stack};
 use std::path::PathBuf;
@@ -30,8 +30,8 @@ pub struct ReplayArgs {
     pub quic_server: Option<String>,
     /// Transport: keep each query's own (from the trace or `mutate`), or force udp, tcp, tls,
     /// doh (DNS over HTTPS, HTTP/2) or doq (DNS over QUIC).
-    #[arg(long, value_enum, default_value_t = Transport::Keep)]
-    pub proto: Transport,
+    #[arg(long, value_enum, default_value_t = ProtoChoice::Keep)]
+    pub proto: ProtoChoice,
     /// The HTTP method of DNS over HTTPS queries.
     #[arg(long, value_enum, value_name = "METHOD", default_value_t = DohMethod::Post)]
     pub doh_method: DohMethod,

@@ -1,7 +1,7 @@
 //! The trace commands (`convert`, `inspect`, `synth`, `mutate`) and the reading and writing
 //! flags they share.
 
-use super::Transport;
+use super::ProtoChoice;
 use clap::{Args, ValueEnum};
 use ldplayer_synth::WorkloadKind;
 use std::path::PathBuf;
@@ -232,7 +232,7 @@ pub struct MutateArgs {
     pub seed: u64,
     /// Set the transport (keep: leave each message's own).
     #[arg(long, value_name = "PROTO", value_enum)]
-    pub proto: Option<Transport>,
+    pub proto: Option<ProtoChoice>,
     /// Change the transport of only this fraction of clients (chosen per client).
     #[arg(long, value_name = "FRACTION", requires = "proto", allow_negative_numbers = true, value_parser = crate::values::fraction)]
     pub proto_fraction: Option<f64>,

@@ -6,7 +6,7 @@
 //! `ldplayer_lab::run_side_if_asked`), the resolver, and sends the workload
 //! (`ldplayer_lab::workload`): names one by one, or a trace with the replay engine.
 
-use crate::args::{LabArgs, LabStage, Nameservers, ReadArgs, Transport};
+use crate::args::{LabArgs, LabStage, Nameservers, ProtoChoice, ReadArgs};
 use crate::io::Output;
 use crate::progress::interrupted;
 use anyhow::{bail, Context, Result};
@@ -87,7 +87,7 @@ fn resolver_stage(args: LabArgs) -> Result<()> {
     let encrypted = transports
         .iter()
         .any(|p| matches!(p, Proto::Tls | Proto::Https))
-        && !(args.proto == Transport::Keep
+        && !(args.proto == ProtoChoice::Keep
             && population.is_none()
             && resolver == ldplayer_lab::ResolverKind::PdnsRecursor);
     let validation = match &args.trust_anchor {

@@ -1,7 +1,7 @@
 //! `ldplayer mutate INPUT -o OUTPUT [...]`
 
 use crate::args::MutateArgs;
-use crate::args::Transport;
+use crate::args::ProtoChoice;
 use crate::io::{create_output, end_run, format_from_name, open_input};
 use crate::progress::{Progress, Watch};
 use anyhow::{bail, Context, Result};
@@ -52,7 +52,7 @@ pub fn config(args: &MutateArgs) -> Result<MutateConfig> {
     if !args.qname_suffixes.is_empty() {
         m.push(Mutation::QnameSuffixes(args.qname_suffixes.clone()));
     }
-    match args.proto.and_then(Transport::forced) {
+    match args.proto.and_then(ProtoChoice::forced) {
         None => {
             if args.proto_fraction.is_some() && args.proto.is_some() {
                 bail!("--proto-fraction needs --proto udp, tcp, tls, doh or doq");
