@@ -43,6 +43,8 @@ mod mode_tests;
 mod network;
 mod raw;
 mod resolve;
+#[cfg(test)]
+mod resolver_tests;
 mod runs;
 mod settings;
 #[cfg(test)]

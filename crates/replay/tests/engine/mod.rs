@@ -3,10 +3,12 @@
 //! targets. The real servers (knotd, nsd) and the queries come from ldplayer-testbed.
 #![allow(dead_code)]
 
+use ldplayer_replay::ReplayConfig;
 use ldplayer_results::{QueryResult, ResultSink};
 use ldplayer_trace::{Proto, RecordBuf, Sink, Source, TraceError};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use ldplayer_testbed::{make_certs, query, ZONE};
 
@@ -185,4 +187,28 @@ pub fn rustls_server(
         .expect("certificate and key");
     config.alpn_protocols = vec![alpn.to_vec()];
     (config, ca)
+}
+
+/// Nanoseconds in a millisecond, for schedules written in ms.
+pub const MS: i64 = 1_000_000;
+
+/// The replay's configuration for tests: two queriers and a 2 s timeout to `server`.
+pub fn config(server: SocketAddr) -> ReplayConfig {
+    ReplayConfig {
+        queriers: 2,
+        timeout: Duration::from_secs(2),
+        ..ReplayConfig::new(server)
+    }
+}
+
+/// `n` queries from `clients` clients, 1 ms apart, alternating existing and missing names.
+pub fn trace(n: usize, clients: u8, proto: Proto) -> Vec<ldplayer_trace::RecordBuf> {
+    alternating_trace(n, clients, 1, proto)
+}
+
+/// `CLOCK_REALTIME` now, in ns.
+pub fn realtime_now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
 }
