@@ -2,24 +2,7 @@
 //! example): a one-run plan through the emulated link to ldplayer's own server, its sides
 //! started by the example itself through `run_side_if_asked`.
 
-use std::path::PathBuf;
 use std::process::Command;
-
-/// The `run_plan` example, built beside this test by `cargo test`.
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("this test's path");
-    let debug = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("the target folder");
-    let example = debug.join("examples/run_plan");
-    assert!(
-        example.exists(),
-        "{} is missing: `cargo test -p ldplayer-experiment` builds it",
-        example.display()
-    );
-    example
-}
 
 #[test]
 fn a_plan_runs_from_a_program_of_ones_own() {
@@ -42,7 +25,7 @@ fn a_plan_runs_from_a_program_of_ones_own() {
     )
     .expect("plan written");
     let out_dir = dir.path().join("out");
-    let out = Command::new(example())
+    let out = Command::new(ldplayer_testbed::cargo_example("run_plan"))
         .arg(&plan)
         .arg(&out_dir)
         .output()

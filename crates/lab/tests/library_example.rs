@@ -46,22 +46,6 @@ const NAMES: &[&str] = &["www.example.com", "mail.example.com", "nope.example.co
 /// Queries in the stub trace.
 const QUERIES: usize = 30;
 
-/// The example, built beside this test by `cargo test`.
-fn example() -> PathBuf {
-    let exe = std::env::current_exe().expect("this test's path");
-    let debug = exe
-        .parent()
-        .and_then(|deps| deps.parent())
-        .expect("the target folder");
-    let example = debug.join("examples/replay_through_resolver");
-    assert!(
-        example.exists(),
-        "{} is missing: `cargo test -p ldplayer-lab` builds it",
-        example.display()
-    );
-    example
-}
-
 /// Writes the zones and the manifest into `d`.
 fn hierarchy(d: &Path) -> PathBuf {
     for (file, text) in [
@@ -123,7 +107,7 @@ fn a_lab_runs_from_a_program_of_ones_own() {
     let manifest = hierarchy(dir.path());
     let trace = dir.path().join("stub.bin");
     stub_trace(&trace);
-    let out = Command::new(example())
+    let out = Command::new(ldplayer_testbed::cargo_example("replay_through_resolver"))
         .arg(&manifest)
         .arg(&trace)
         .current_dir(dir.path())

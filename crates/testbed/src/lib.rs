@@ -47,6 +47,24 @@ pub fn files_with_extension(dir: &Path, extension: &str) -> Vec<PathBuf> {
     files
 }
 
+/// The example program `name` of the crate under test, which `cargo test -p CRATE` builds
+/// beside the test binary (`target/PROFILE/examples/NAME`): for tests that run the examples
+/// the docs show.
+pub fn cargo_example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("this test's path");
+    let profile = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("the target folder");
+    let example = profile.join("examples").join(name);
+    assert!(
+        example.exists(),
+        "{} is missing: `cargo test` of its crate builds it",
+        example.display()
+    );
+    example
+}
+
 /// A free loopback port for both UDP and TCP (best effort).
 pub fn free_port() -> u16 {
     for _ in 0..100 {
