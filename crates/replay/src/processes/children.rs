@@ -6,7 +6,6 @@
 use super::error::ShardsError;
 use ldplayer_results::ShardId;
 use ldplayer_system::process::{signal, Signal};
-use std::fs::File;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,7 +65,7 @@ pub(crate) struct Children {
 
 impl Children {
     /// Starts `command` as `shard`, its standard output to `stdout` and its standard error to
-    /// `log` (files created anew), its standard input empty.
+    /// `log` (files created anew, through the guard that refuses to overwrite an input), its standard input empty.
     pub(crate) fn spawn(
         &mut self,
         shard: ShardId,
@@ -74,8 +73,10 @@ impl Children {
         stdout: PathBuf,
         log: PathBuf,
     ) -> Result<(), ShardsError> {
-        let out = File::create(&stdout).map_err(|e| ShardsError::io(&stdout, e))?;
-        let err = File::create(&log).map_err(|e| ShardsError::io(&log, e))?;
+        let out = ldplayer_output::create_direct(&stdout)
+            .map_err(|e| ShardsError::io(&stdout, e.into()))?;
+        let err =
+            ldplayer_output::create_direct(&log).map_err(|e| ShardsError::io(&log, e.into()))?;
         let child = command
             .stdin(Stdio::null())
             .stdout(out)
