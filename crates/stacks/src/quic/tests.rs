@@ -30,6 +30,9 @@ struct Server {
     retry: bool,
     /// Queries answered.
     answered: usize,
+    /// The packets sent and declared lost by the connections gone.
+    gone_sent: u64,
+    gone_lost: u64,
 }
 
 /// A certificate for `localhost`, and a client configuration that trusts it (ALPN doq, early
@@ -93,6 +96,8 @@ impl Server {
             reading: HashMap::new(),
             retry: false,
             answered: 0,
+            gone_sent: 0,
+            gone_lost: 0,
         }
     }
 
@@ -186,6 +191,9 @@ impl Server {
                 buf.clear();
             }
             if c.is_drained() {
+                let path = c.stats().path;
+                self.gone_sent += path.sent_packets;
+                self.gone_lost += path.lost_packets;
                 self.conns.remove(&h);
             }
         }
@@ -196,6 +204,25 @@ impl Server {
             .values_mut()
             .filter_map(|c| c.poll_timeout())
             .min()
+    }
+
+    /// Loses every connection's state, as a server that restarted: their packets get
+    /// stateless resets from now on.
+    fn forget_connections(&mut self) {
+        for (h, _) in self.conns.drain() {
+            self.endpoint.handle_event(h, qp::EndpointEvent::drained());
+        }
+        self.reading.clear();
+    }
+
+    /// The packets sent and declared lost, over every connection so far.
+    fn packets(&self) -> (u64, u64) {
+        self.conns
+            .values()
+            .fold((self.gone_sent, self.gone_lost), |(s, l), c| {
+                let path = c.stats().path;
+                (s + path.sent_packets, l + path.lost_packets)
+            })
     }
 
     fn only(&mut self) -> &mut qp::Connection {
@@ -636,6 +663,61 @@ fn the_servers_close_and_idle_timeouts_end_the_connection() {
         "{} datagrams after the answer",
         sim.sent - quiet
     );
+}
+
+/// RFC 9000 §10.3: a server that has lost a connection's state answers its packets with a
+/// stateless reset, a datagram of random bytes ending with the reset token. It carries none of
+/// the client's connection IDs, so the client must look at the token before it drops a packet
+/// for another ID. (It did not: the connection stayed open and every later query went into it
+/// unanswered until the idle timeout, where quinn's client ended at the reset.)
+#[test]
+fn a_stateless_reset_ends_the_connection() {
+    let (cert, key, tls) = identity();
+    let mut sim = Sim::new(Server::new(cert, key, Duration::from_secs(30)));
+    let mut client = connect(&tls, sim.now, true);
+    client.open_stream(query(0));
+    sim.run(&mut client, sim.now + 1_000 * MS, answered(1));
+    sim.run(&mut client, sim.now + 100 * MS, |_, _| false);
+    sim.server.forget_connections();
+    let stream = client.open_stream(query(1));
+    sim.run(&mut client, sim.now + 1_000 * MS, |_, c| {
+        c.closed().is_some()
+    });
+    assert_eq!(client.closed(), Some(Closed::Reset));
+    assert!(
+        sim.now - 1_000 * MS < 2_000 * MS,
+        "ended at the reset, not by the idle timeout"
+    );
+    assert!(!sim.answers().iter().any(|(s, _)| *s == stream));
+}
+
+/// RFC 9002 §6.2.4: the two probes of a PTO both carry data in flight. When the ClientHello
+/// and the first of its probes are lost, the second probe carries the ClientHello too, so the
+/// server's handshake starts a PTO after the first try: the answer comes one PTO (999 ms with
+/// the initial RTT) and two round trips after the query. (The second probe was a bare PING:
+/// the server could only acknowledge it, and the ClientHello went a third time a round trip
+/// later, as quinn's client never needs.)
+#[test]
+fn both_probes_of_a_pto_carry_the_clienthello() {
+    let (cert, key, tls) = identity();
+    let mut sim = Sim::new(Server::new(cert, key, Duration::from_secs(30)));
+    sim.lose = Box::new(|n| n <= 2);
+    let mut client = connect(&tls, sim.now, false);
+    client.open_stream(query(0));
+    let start = sim.now;
+    sim.run(&mut client, sim.now + 5_000 * MS, answered(1));
+    assert_eq!(sim.answers().len(), 1, "{:?}", client.closed());
+    let types: Vec<Vec<u8>> = sim.client_datagrams[..3]
+        .iter()
+        .map(|d| long_packet_types(d))
+        .collect();
+    assert_eq!(
+        types,
+        vec![vec![0], vec![0], vec![0]],
+        "the ClientHello, then two probes"
+    );
+    let took = sim.now - start;
+    assert_eq!(took, 999 * MS + 40 * MS, "answered after {} ms", took / MS);
 }
 
 #[test]

@@ -545,11 +545,22 @@ impl Connection {
     }
 
     /// RFC 9002 §6.2.4: a probe timeout sends two ack-eliciting probes, with new data if
-    /// there is some, else the oldest data in flight again. (This client used to move the
-    /// whole flight back to its queues on a PTO: every ACK later than the PTO, as quinn's for
-    /// 0-RTT data, counted a packet lost and sent it again.)
+    /// there is some, else data in flight again ([`Connection::queue_probe_data`]). (This
+    /// client used to move the whole flight back to its queues on a PTO: every ACK later than
+    /// the PTO, as quinn's for 0-RTT data, counted a packet lost and sent it again.)
     fn on_pto(&mut self, space: usize) {
         self.recovery.on_pto(space);
+    }
+
+    /// A probe is due in `space` and it has no new data: the frames of the oldest packet in
+    /// flight go again in it, so that each of a PTO's two probes carries data (as quinn's do),
+    /// and the loss of one probe does not leave the other a bare PING. In the Initial space,
+    /// a bare PING cannot start the server's handshake: with the first probe lost, it cost the
+    /// client a round trip and another PTO.
+    pub(super) fn queue_probe_data(&mut self, space: usize) {
+        if self.recovery.probes(space) == 0 {
+            return;
+        }
         let new_data = match space {
             DATA => self.streams.has_data(),
             _ => self.spaces[space].has_crypto(),
@@ -557,7 +568,7 @@ impl Connection {
         if new_data {
             return;
         }
-        for f in self.recovery.oldest_frames(space) {
+        for f in self.recovery.take_oldest_frames(space) {
             self.requeue(space, f);
         }
     }

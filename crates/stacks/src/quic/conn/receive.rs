@@ -15,6 +15,9 @@ use rustls::quic::{KeyChange, Version};
 impl Connection {
     /// Takes one received datagram (decrypted in place).
     pub fn handle(&mut self, now: i64, datagram: &mut [u8]) {
+        // RFC 9000 §10.3.1: a short-header packet that cannot be taken may be a stateless
+        // reset, told by the datagram's last 16 bytes as they came (decryption works in place).
+        let tail = reset_tail(datagram);
         let mut at = 0;
         let mut server_cid: Option<Vec<u8>> = None;
         while at < datagram.len() && self.closed.is_none() {
@@ -62,14 +65,18 @@ impl Connection {
                     space
                 }
                 Header::Short { dcid } => {
+                    // A stateless reset carries no connection ID of ours: its bytes are random.
                     if dcid != self.cids.scid {
+                        self.on_stateless_reset(tail);
                         return;
                     }
                     DATA
                 }
             };
             let packet = &mut datagram[at..at + len];
-            self.on_packet(now, space, packet, pn_offset, server_cid.take());
+            if !self.on_packet(now, space, packet, pn_offset, server_cid.take()) && space == DATA {
+                self.on_stateless_reset(tail);
+            }
             at += len;
         }
     }
@@ -91,7 +98,8 @@ impl Connection {
         self.requeue_lost(DATA, data);
     }
 
-    /// Removes header protection, decrypts and processes one packet.
+    /// Removes header protection, decrypts and processes one packet; false if it could not be
+    /// decrypted.
     pub(super) fn on_packet(
         &mut self,
         now: i64,
@@ -99,9 +107,9 @@ impl Connection {
         packet: &mut [u8],
         pn_offset: usize,
         server_cid: Option<Vec<u8>>,
-    ) {
+    ) -> bool {
         if packet.len() < pn_offset + 4 + 16 {
-            return;
+            return false;
         }
         let mut sample = [0u8; 16];
         sample.copy_from_slice(&packet[pn_offset + 4..pn_offset + 20]);
@@ -112,14 +120,13 @@ impl Connection {
             _ => self.spaces[space].keys.as_ref().map(|k| &k.remote.header),
         };
         let Some(header_key) = header_key else {
-            return;
+            return false;
         };
-        let original_first = first[0];
         if header_key
             .decrypt_in_place(&sample, &mut first[0], &mut rest[..4])
             .is_err()
         {
-            return;
+            return false;
         }
         let pn_len = usize::from(first[0] & 3) + 1;
         let truncated = rest[..pn_len]
@@ -147,17 +154,14 @@ impl Connection {
                 .map(|p| p.len()),
         };
         let Some(plain_len) = plain_len else {
-            if space == DATA && self.is_stateless_reset(original_first, packet) {
-                self.closed = Some(Closed::Reset);
-                self.streams.forget_all();
-            }
-            return;
+            return false;
         };
         if let Some(cid) = server_cid {
             self.cids.dcid = cid;
         }
         let payload = &packet[header_len..header_len + plain_len];
         self.on_plaintext(now, space, pn, payload);
+        true
     }
 
     /// Processes a decrypted packet's frames (fuzz targets enter here, past the crypto).
@@ -196,13 +200,14 @@ impl Connection {
         self.spaces[space].on_received(now, pn, eliciting, space == DATA);
     }
 
-    pub(super) fn is_stateless_reset(&self, first: u8, packet: &[u8]) -> bool {
-        first & 0x80 == 0
-            && packet.len() >= 21
-            && self
-                .peer
-                .stateless_reset_token
-                .is_some_and(|t| packet[packet.len() - 16..] == t)
+    /// A datagram's short-header packet could not be taken: if the datagram ends with the
+    /// server's stateless reset token (`tail`, from [`reset_tail`]), the server has lost the
+    /// connection, and it ends (RFC 9000 §10.3.1).
+    pub(super) fn on_stateless_reset(&mut self, tail: Option<[u8; 16]>) {
+        if tail.is_some_and(|tail| self.peer.stateless_reset_token == Some(tail)) {
+            self.closed = Some(Closed::Reset);
+            self.streams.forget_all();
+        }
     }
 
     pub(super) fn on_frame(&mut self, now: i64, space: usize, frame: Frame<'_>) {
@@ -354,4 +359,13 @@ impl Connection {
         self.spaces[space].discard();
         self.recovery.discard(space);
     }
+}
+
+/// The last 16 bytes of a datagram long enough to be a stateless reset (RFC 9000 §10.3: at
+/// least 21 bytes), as they came.
+fn reset_tail(datagram: &[u8]) -> Option<[u8; 16]> {
+    if datagram.len() < 21 {
+        return None;
+    }
+    datagram[datagram.len() - 16..].try_into().ok()
 }

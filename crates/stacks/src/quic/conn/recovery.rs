@@ -190,13 +190,17 @@ impl Recovery {
         self.flights[space].probes = 2;
     }
 
-    /// The frames of the oldest packet in flight in `space`, for a probe with no new data to
-    /// send them again.
-    pub(super) fn oldest_frames(&self, space: usize) -> Vec<Retx> {
+    /// The frames of the oldest packet in flight in `space` that still holds some, taken out
+    /// of it, for a probe with no new data to send them again (quinn-proto's
+    /// `maybe_queue_probe`). The packet stays in flight; taken out, its frames do not go a
+    /// third time if it is declared lost, and the next probe takes the next packet's, or the
+    /// first probe's own when it was the only one: both probes of a PTO carry data.
+    pub(super) fn take_oldest_frames(&mut self, space: usize) -> Vec<Retx> {
         self.flights[space]
             .sent
-            .front()
-            .map(|p| p.frames.clone())
+            .iter_mut()
+            .find(|p| !p.frames.is_empty())
+            .map(|p| std::mem::take(&mut p.frames))
             .unwrap_or_default()
     }
 

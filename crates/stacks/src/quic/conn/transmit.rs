@@ -113,6 +113,9 @@ impl Connection {
         close: Option<(u64, bool)>,
         pad: bool,
     ) {
+        if close.is_none() {
+            self.queue_probe_data(space);
+        }
         let start = out.len();
         let zero_rtt = space == DATA && self.one_rtt.is_none();
         let pn = self.spaces[space].next_pn;
