@@ -4,6 +4,7 @@
 
 mod flow_control;
 mod key_updates;
+mod twin;
 
 use super::conn::{Closed, Config, Connection, Event};
 use bytes::BytesMut;
