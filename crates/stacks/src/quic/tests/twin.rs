@@ -14,7 +14,9 @@
 //! `opening_losses` print the latencies after one chosen loss. Knobs for looking closer:
 //! `STACKS_SIM_CLIENTS` (clients a cell, 200), `STACKS_SIM_CELL=RTT,LOSS` (one cell, as
 //! `80,0.1`), `STACKS_SIM_ONLY=N` (client N alone), `STACKS_SIM_DEBUG` (latency histograms,
-//! packet counts, the queries left unanswered), `STACKS_SIM_TRACE` (every datagram and query).
+//! packet counts, the queries left unanswered), `STACKS_SIM_TRACE` (every datagram and query),
+//! `STACKS_SIM_DUMP=DIR` (with `STACKS_SIM_DEBUG`: each answer as `client id ns` in
+//! `DIR/lean.txt` and `DIR/quinn.txt`).
 
 use super::{Server, MS};
 use crate::quic::conn::{Config, Connection, Event, DEFAULT_KEY_UPDATE_PACKETS};
@@ -336,6 +338,10 @@ struct Cell {
 struct Outcome {
     /// Latencies of the answered queries, in ns.
     latencies: Vec<i64>,
+    /// Each answered query: its client, its ID, its latency.
+    each: Vec<(u64, u16, i64)>,
+    /// The client being run.
+    client_no: u64,
     /// The latencies of the queries that opened their connection.
     opening: Vec<i64>,
     queries: usize,
@@ -407,6 +413,7 @@ fn run_cell(
         }
         let server = Server::new(cert.clone(), key.clone_key(), SERVER_IDLE);
         let mut client = make(&cert);
+        outcome.client_no = client_no;
         let mut rng = Rng(0xd1b5_4a32_d192_ed03 ^ (client_no + 1));
         let mut lose = |_: i64, _: bool| rng.unit() < cell.loss;
         run_client(
@@ -494,6 +501,7 @@ fn run_client(
             if let Some(sent) = sent_at.remove(&id) {
                 if now - sent <= TIMEOUT_NS {
                     outcome.latencies.push(now - sent);
+                    outcome.each.push((outcome.client_no, id, now - sent));
                     if openers.contains(&id) {
                         outcome.opening.push(now - sent);
                     }
@@ -616,6 +624,14 @@ fn study() {
                             })
                             .collect::<Vec<_>>()
                     };
+                    if let Ok(dir) = std::env::var("STACKS_SIM_DUMP") {
+                        let all: Vec<String> = o
+                            .each
+                            .iter()
+                            .map(|(c, i, l)| format!("{c} {i} {l}"))
+                            .collect();
+                        std::fs::write(format!("{dir}/{name}.txt"), all.join("\n")).unwrap();
+                    }
                     println!("{name} openers by RTTs {edges:?}: {:?}", hist(&o.opening));
                     println!("{name} all by RTTs {edges:?}: {:?}", hist(&o.latencies));
                     println!(
