@@ -366,6 +366,49 @@ impl Outcome {
     }
 }
 
+/// The 95% bootstrap interval (ms) of lean's `p`-th percentile minus quinn's: clients
+/// resampled whole with their answers (a client's queries share its connections' losses).
+fn diff_interval(lean: &Outcome, quinn: &Outcome, p: f64) -> (f64, f64) {
+    let by_client = |o: &Outcome| {
+        let mut m: HashMap<u64, Vec<i64>> = HashMap::new();
+        for &(c, _, l) in &o.each {
+            m.entry(c).or_default().push(l);
+        }
+        m.into_values().collect::<Vec<_>>()
+    };
+    let (l, q) = (by_client(lean), by_client(quinn));
+    let mut rng = Rng(27);
+    let mut resampled = |blocks: &[Vec<i64>]| {
+        let mut o = Outcome::default();
+        for _ in 0..blocks.len() {
+            let i = ((rng.unit() * blocks.len() as f64) as usize).min(blocks.len() - 1);
+            o.latencies.extend_from_slice(&blocks[i]);
+        }
+        o.percentile(p)
+    };
+    let rounds = 400;
+    let mut diffs: Vec<f64> = (0..rounds).map(|_| resampled(&l) - resampled(&q)).collect();
+    diffs.sort_by(f64::total_cmp);
+    (diffs[rounds / 40], diffs[rounds - 1 - rounds / 40])
+}
+
+/// "yes" when lean's `p`-th percentile is within `share` (or 1 ms) of quinn's; "NO" when the
+/// whole 95% interval of the difference lies outside that bound; "n.s." when it reaches inside.
+fn verdict(lean: &Outcome, quinn: &Outcome, p: f64, share: f64) -> String {
+    let (a, b) = (lean.percentile(p), quinn.percentile(p));
+    let bound = (share * b).max(1.0);
+    if (a - b).abs() <= bound {
+        return "yes".into();
+    }
+    let (lo, hi) = diff_interval(lean, quinn, p);
+    let word = if lo > bound || hi < -bound {
+        "NO"
+    } else {
+        "n.s."
+    };
+    format!("{word} ({lo:+.1} to {hi:+.1})")
+}
+
 /// A seeded generator (xorshift64*), the same for both stacks.
 struct Rng(u64);
 
@@ -593,8 +636,8 @@ fn study() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
-    println!("| RTT ms | loss | stack | answers | p50 ms | p95 ms | p99 ms | connections | lost packets | slow openers | slow others |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| RTT ms | loss | stack | answers | p50 ms | p95 ms | p99 ms | connections | lost packets | slow openers | slow others | p50 ok | p95 ok (lean − quinn, 95% interval ms) | p99 ok |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for rtt_ms in [20, 80] {
         for loss in [0.0, 0.02, 0.1] {
             let cell = Cell {
@@ -609,8 +652,14 @@ fn study() {
             }
             let l = run_cell(cell, &mut lean);
             let q = run_cell(cell, &mut quinn);
-            println!("{}", row(cell, "lean", &l));
-            println!("{}", row(cell, "quinn", &q));
+            println!(
+                "{} {} | {} | {} |",
+                row(cell, "lean", &l),
+                verdict(&l, &q, 50.0, 0.05),
+                verdict(&l, &q, 95.0, 0.10),
+                verdict(&l, &q, 99.0, 0.10)
+            );
+            println!("{} | | |", row(cell, "quinn", &q));
             if std::env::var_os("STACKS_SIM_DEBUG").is_some() {
                 for (name, o) in [("lean", &l), ("quinn", &q)] {
                     let edges = [1, 3, 5, 10, 25, 50, 100];
