@@ -90,11 +90,25 @@ impl Space {
         }
         if eliciting {
             self.unacked_eliciting += 1;
-            if !data_space || self.unacked_eliciting >= 2 {
+            if !data_space || self.unacked_eliciting >= 2 || self.out_of_order(pn) {
                 self.ack_deadline = None;
             } else if self.ack_deadline.is_none() {
                 self.ack_deadline = Some(now + MAX_ACK_DELAY_NS);
             }
+        }
+    }
+
+    /// RFC 9000 §13.2.1: whether `pn` (just recorded) came out of order, below a packet
+    /// received already or above a gap; its ACK then goes at once rather than after the
+    /// delay, so that the server's loss detection learns of the gap a round trip sooner (as
+    /// quinn's client does). A server packet lost, or sent before this client could decrypt
+    /// it, otherwise left the server's answer to wait out this client's max_ack_delay.
+    fn out_of_order(&self, pn: u64) -> bool {
+        match self.received.last() {
+            // Below the largest; or the largest, with the one before it missing (counted from 0,
+            // as quinn does: a first packet above 0 follows a gap too).
+            Some(&(lo, hi)) => pn < hi || (lo == pn && pn > 0),
+            None => false,
         }
     }
 
@@ -237,4 +251,37 @@ pub(super) enum CryptoFailed {
     BufferExceeded,
     /// TLS refused it (its alert tells why).
     Tls,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Space;
+
+    /// Receives `pn` (ack-eliciting) in the data space at `now`.
+    fn receive(s: &mut Space, pn: u64, now: i64) {
+        assert!(s.record(pn));
+        s.on_received(now, pn, true, true);
+    }
+
+    /// RFC 9000 §13.2.1: one ack-eliciting packet in order waits for the ACK delay; one out of
+    /// order (below the largest, or above a gap) is acknowledged at once, as quinn does.
+    #[test]
+    fn an_ack_waits_for_the_delay_unless_a_packet_comes_out_of_order() {
+        let mut s = Space::default();
+        receive(&mut s, 0, 0);
+        assert!(!s.ack_due(0), "one packet in order waits");
+        s.write_ack(&mut Vec::new(), 1);
+        receive(&mut s, 1, 2);
+        assert!(!s.ack_due(2), "in order again");
+        s.write_ack(&mut Vec::new(), 3);
+        receive(&mut s, 3, 4);
+        assert!(s.ack_due(4), "above a gap (2 is missing)");
+        s.write_ack(&mut Vec::new(), 5);
+        receive(&mut s, 2, 6);
+        assert!(s.ack_due(6), "below the largest");
+
+        let mut first = Space::default();
+        receive(&mut first, 4, 0);
+        assert!(first.ack_due(0), "the first packet, with 0 to 3 missing");
+    }
 }

@@ -740,7 +740,7 @@ fn opening_losses() {
         open + 300 * MS,
     ];
     for to_client in [false, true] {
-        for n in 0..5 {
+        for n in 0..8 {
             for (stack, make) in [("lean", lean as fn(&_) -> _), ("quinn", quinn)] {
                 let server = Server::new(cert.clone(), key.clone_key(), SERVER_IDLE);
                 let mut client = make(&cert);
