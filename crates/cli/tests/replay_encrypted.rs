@@ -7,6 +7,7 @@
 mod binary;
 
 use binary::{ldplayer, ldplayer_unanswered, s, Serve};
+use ldplayer_testbed::aioquic::{self, Script};
 use ldplayer_testbed::prerequisite::tools;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -287,14 +288,13 @@ fn doh_replay_against_bind() {
 /// counts it; with --no-zero-rtt it resumes without.
 #[test]
 fn doq_replay_against_an_aioquic_server() {
-    if !tools(&[("python3", "python3")]) {
+    if !aioquic::available() {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
     let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
     let port = ldplayer_testbed::free_port();
-    let ready = dir.path().join("ready");
-    let start = || aioquic_server("doq_server.py", port, &cert, &key, &ready, None);
+    let start = || aioquic::start(Script::Doq, port, &cert, &key, &[]);
     let trace_file = dir.path().join("t.txt");
     two_rounds(&trace_file, "quic", 5, 20, |i| {
         if i % 2 == 0 {
@@ -309,7 +309,7 @@ fn doq_replay_against_an_aioquic_server() {
         ("reference", true),
         ("reference", false),
     ] {
-        let mut daemon = start();
+        let server = start();
         let at = format!("127.0.0.1:{port}");
         let mut args = vec![
             "replay",
@@ -327,10 +327,7 @@ fn doq_replay_against_an_aioquic_server() {
         }
         let out = ldplayer(&args);
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        let _ = Command::new("kill")
-            .args(["-INT", &daemon.0.id().to_string()])
-            .status();
-        let served = daemon.0.wait_with_output_ref();
+        let served = server.stop();
         assert_eq!(summary["answered"], 40, "{stack}: {summary}");
         assert_eq!(summary["replay"]["stacks"][0], stack, "{summary}");
         assert_eq!(summary["replay"]["tls_resumed"], 5, "{stack}: {summary}");
@@ -361,12 +358,11 @@ fn doq_replay_against_an_aioquic_server() {
 /// (The DoT half, a TLS KeyUpdate, is crates/replay/tests/reference.rs.)
 #[test]
 fn doq_replay_keeps_its_session_through_the_servers_key_updates() {
-    if !tools(&[("python3", "python3")]) {
+    if !aioquic::available() {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
     let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
-    let ready = dir.path().join("ready");
     let trace_file = dir.path().join("t.txt");
     // 24 queries from one client, 5 ms apart: one connection, within the server's idle
     // timeout.
@@ -378,11 +374,12 @@ fn doq_replay_keeps_its_session_through_the_servers_key_updates() {
     // updates every two packets besides the server's: aioquic then updates again before it
     // has sent a packet in the phase the client started (against §6.1), which the client
     // follows (a run in which it did not stalled with 2 of 24 answered); the client's own
-    // updates against quinn's server are crates/stacks/tests/doq_against_quinn.rs.
+    // updates against quinn's server are crates/stacks/tests/doq_against_quinn.rs, and the
+    // lean connection alone against this server crates/stacks/tests/doq_against_aioquic.rs.
     for extra in [None, Some("2")] {
         let stack = "lean";
         let port = ldplayer_testbed::free_port();
-        let mut daemon = aioquic_server("doq_server.py", port, &cert, &key, &ready, Some("3"));
+        let server = aioquic::start(Script::Doq, port, &cert, &key, &["3"]);
         let at = format!("127.0.0.1:{port}");
         let mut args = vec![
             "replay",
@@ -401,10 +398,7 @@ fn doq_replay_keeps_its_session_through_the_servers_key_updates() {
         let what = format!("{stack} {extra:?}");
         let out = ldplayer(&args);
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        let _ = Command::new("kill")
-            .args(["-INT", &daemon.0.id().to_string()])
-            .status();
-        let served = daemon.0.wait_with_output_ref();
+        let served = server.stop();
         assert_eq!(summary["sent"], 24, "{what}: {summary}");
         assert_eq!(summary["answered"], 24, "{what}: {summary}");
         assert_eq!(summary["rcodes"]["NOERROR"], 24, "{what}: {summary}");
@@ -456,57 +450,6 @@ fn rounds(
     std::fs::write(path, text).expect("trace");
 }
 
-/// Starts one of the aioquic test servers (tests/scripts/) on 127.0.0.1:`port`, and waits
-/// until it says it is ready.
-/// `extra`: the script's optional last argument (doq_server.py: a key update every N answers).
-fn aioquic_server(
-    script: &str,
-    port: u16,
-    cert: &Path,
-    key: &Path,
-    ready: &Path,
-    extra: Option<&str>,
-) -> Daemon {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/scripts")
-        .join(script);
-    let _ = std::fs::remove_file(ready);
-    let child = Command::new("python3")
-        .arg(&path)
-        .args(["127.0.0.1", &port.to_string(), &s(cert), &s(key), &s(ready)])
-        .args(extra)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3 runs");
-    let mut daemon = Daemon(
-        child,
-        if script == "doq_server.py" {
-            "doq_server.py (needs aioquic: scripts/test.sh installs it)"
-        } else {
-            "doh3_server.py (needs aioquic: scripts/test.sh installs it)"
-        },
-    );
-    let began = Instant::now();
-    while !ready.exists() {
-        if let Ok(Some(status)) = daemon.0.try_wait() {
-            let mut err = String::new();
-            if let Some(mut e) = daemon.0.stderr.take() {
-                use std::io::Read;
-                let _ = e.read_to_string(&mut err);
-            }
-            panic!("{} exited: {status}: {err}", daemon.1);
-        }
-        assert!(
-            began.elapsed() < Duration::from_secs(20),
-            "{} not ready",
-            daemon.1
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    daemon
-}
-
 /// `replay --proto doh --doh-http3` against a DoH server on HTTP/3 (aioquic's HTTP/3 and QPACK,
 /// dnspython): by POST and by GET every query is answered, one connection per client, each
 /// client's second connection (after the server's 1 s idle timeout) resumed in 0-RTT as the
@@ -515,13 +458,12 @@ fn aioquic_server(
 /// completes. No other DNS tool has DoH over HTTP/3, so aioquic is the only peer.
 #[test]
 fn doh_over_http3_against_an_aioquic_server() {
-    if !tools(&[("python3", "python3")]) {
+    if !aioquic::available() {
         return;
     }
     let dir = tempfile::tempdir().expect("scratch");
     let (ca, key, cert) = ldplayer_testbed::make_certs(dir.path());
     let port = ldplayer_testbed::free_port();
-    let ready = dir.path().join("ready");
     let trace_file = dir.path().join("t.txt");
     // In each round, 2 queries fail on purpose.
     two_rounds(&trace_file, "https", 4, 12, |i| match i {
@@ -536,7 +478,7 @@ fn doh_over_http3_against_an_aioquic_server() {
         ("reference", "post"),
         ("reference", "get"),
     ] {
-        let mut daemon = aioquic_server("doh3_server.py", port, &cert, &key, &ready, None);
+        let server = aioquic::start(Script::Doh3, port, &cert, &key, &[]);
         let at = format!("127.0.0.1:{port}");
         let out = ldplayer(&[
             "replay",
@@ -553,10 +495,7 @@ fn doh_over_http3_against_an_aioquic_server() {
             "--json",
         ]);
         let summary: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
-        let _ = Command::new("kill")
-            .args(["-INT", &daemon.0.id().to_string()])
-            .status();
-        let served = daemon.0.wait_with_output_ref();
+        let served = server.stop();
         assert_eq!(summary["answered"], 20, "{stack} {method}: {summary}");
         assert_eq!(summary["replay"]["stacks"][0], stack, "{summary}");
         assert_eq!(summary["rcodes"]["NOERROR"], 10, "{summary}");
@@ -590,22 +529,5 @@ fn doh_over_http3_against_an_aioquic_server() {
         assert_eq!(served["connections"], 8, "{served}");
         assert_eq!(served["resumed"], 4, "{served}");
         assert_eq!(served["zero_rtt"], 4, "{served}");
-    }
-}
-
-trait WaitJson {
-    /// Waits for the daemon to exit and reads the JSON line it printed.
-    fn wait_with_output_ref(&mut self) -> serde_json::Value;
-}
-
-impl WaitJson for Child {
-    fn wait_with_output_ref(&mut self) -> serde_json::Value {
-        use std::io::Read;
-        let _ = self.wait();
-        let mut out = String::new();
-        if let Some(mut o) = self.stdout.take() {
-            let _ = o.read_to_string(&mut out);
-        }
-        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out:?}"))
     }
 }

@@ -3,12 +3,14 @@
 //! `ldplayer-serverconf`, the writer the experiments' servers use), killed on drop, and test
 //! certificates made with rcgen. A missing binary fails the test with a clear message: the
 //! project's test script installs the packages, and a test that silently passes without its
-//! server would prove nothing. [`slurm`] starts a one-node Slurm cluster of its own the same way.
+//! server would prove nothing. [`slurm`] starts a one-node Slurm cluster of its own the same way,
+//! and [`aioquic`] aioquic's DoQ and DoH3 test servers (Python, from PyPI).
 //!
 //! Only loopback addresses are used.
 
 #![forbid(unsafe_code)]
 
+pub mod aioquic;
 pub mod browser;
 mod dns;
 mod dns_server;

@@ -1,8 +1,10 @@
 """A DNS-over-QUIC server (RFC 9250) on aioquic and dnspython, independent of ldplayer's QUIC
-and TLS code: the replay's peer in its DoQ tests. www.example. A is 192.0.2.1 and other names
-NXDOMAIN; it counts the queries, the connections, the 0-RTT ones and the resumed ones, and
-prints them as JSON on SIGINT/SIGTERM. With KEY_UPDATE_EVERY, it starts a QUIC key update
-(RFC 9001 §6) on a connection after every KEY_UPDATE_EVERY answers on it, and counts them.
+and TLS code: the peer of the replay's DoQ tests and of the lean QUIC client's own
+(crates/stacks/tests/doq_against_aioquic.rs), started by ldplayer_testbed::aioquic.
+www.example. A is 192.0.2.1 and other names NXDOMAIN; it counts the queries, the
+connections, the 0-RTT ones and the resumed ones, and prints them as JSON on SIGINT/SIGTERM.
+With KEY_UPDATE_EVERY, it starts a QUIC key update (RFC 9001 §6) on a connection after every
+KEY_UPDATE_EVERY answers on it, and counts them.
 
 Usage: doq_server.py ADDRESS PORT CERT KEY READY_FILE [KEY_UPDATE_EVERY]
 """
