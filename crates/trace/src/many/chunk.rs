@@ -387,6 +387,27 @@ mod tests {
             .collect()
     }
 
+    /// A UDP record from 192.0.2.1 to 192.0.2.2 at `time_ns`.
+    fn udp(time_ns: i64, wire: &[u8]) -> Record<'_> {
+        Record {
+            time_ns,
+            src: addr(1),
+            dst: addr(2),
+            proto: Proto::Udp,
+            conn: 0,
+            wire,
+        }
+    }
+
+    /// The times of the chunk's events that lead the merge, in order.
+    fn leaders(chunk: &Chunk) -> Vec<i64> {
+        chunk
+            .events
+            .iter()
+            .filter_map(|e| leads(chunk, e))
+            .collect()
+    }
+
     #[test]
     fn events_are_small_and_their_fields_come_back() {
         assert!(std::mem::size_of::<Event>() <= 24);
@@ -408,11 +429,7 @@ mod tests {
         sink.record(&record(5)).unwrap();
         sink.finish().unwrap();
         let chunk = chunks(&rx).pop().expect("a chunk");
-        let leaders: Vec<i64> = chunk
-            .events
-            .iter()
-            .filter_map(|e| leads(&chunk, e))
-            .collect();
+        let leaders = leaders(&chunk);
         assert_eq!(leaders, [10, 5]);
         let Event::Record { at, .. } = chunk.events[1] else {
             panic!("a record")
@@ -435,15 +452,7 @@ mod tests {
             number: 1,
         })
         .unwrap();
-        sink.record(&Record {
-            time_ns: 1_000,
-            src: addr(1),
-            dst: addr(2),
-            proto: Proto::Udp,
-            conn: 0,
-            wire: &wire,
-        })
-        .unwrap();
+        sink.record(&udp(1_000, &wire)).unwrap();
         sink.deferred(Deferred::Packet {
             time_ns: 4_000,
             number: 2,
@@ -470,11 +479,7 @@ mod tests {
         sink.deferred(fragment).unwrap();
         sink.finish().unwrap();
         let chunk = chunks(&rx).pop().expect("a chunk");
-        let leaders: Vec<i64> = chunk
-            .events
-            .iter()
-            .filter_map(|e| leads(&chunk, e))
-            .collect();
+        let leaders = leaders(&chunk);
         assert_eq!(leaders, [1_000, 4_000]);
         let parts: Vec<Deferred<'_>> = chunk
             .events
@@ -495,15 +500,7 @@ mod tests {
         let mut sink = ChunkSink::new(tx, pool.clone());
         let wire = vec![0u8; 1000];
         for t in 0..3_000 {
-            sink.record(&Record {
-                time_ns: t,
-                src: addr(1),
-                dst: addr(2),
-                proto: Proto::Udp,
-                conn: 0,
-                wire: &wire,
-            })
-            .unwrap();
+            sink.record(&udp(t, &wire)).unwrap();
         }
         sink.finish().unwrap();
         let chunks = chunks(&rx);
