@@ -83,6 +83,18 @@ struct Edns {
     ede: Set,
 }
 
+impl Edns {
+    /// The sets of options, each to be cleared or sorted alike.
+    fn options_mut(&mut self) -> [&mut Set; 4] {
+        [
+            &mut self.nsid,
+            &mut self.ecs,
+            &mut self.padding,
+            &mut self.ede,
+        ]
+    }
+}
+
 /// An answer as compared; see the [module docs](self).
 #[derive(Debug, Default, Clone)]
 pub struct Canon {
@@ -113,12 +125,7 @@ impl Canon {
             s.clear();
         }
         self.edns.present = false;
-        for s in [
-            &mut self.edns.nsid,
-            &mut self.edns.ecs,
-            &mut self.edns.padding,
-            &mut self.edns.ede,
-        ] {
+        for s in self.edns.options_mut() {
             s.clear();
         }
         let Some(wire) = answer else {
@@ -235,12 +242,7 @@ impl Canon {
                 set.end(start);
                 opts = &opts[4 + len..];
             }
-            for s in [
-                &mut self.edns.nsid,
-                &mut self.edns.ecs,
-                &mut self.edns.padding,
-                &mut self.edns.ede,
-            ] {
+            for s in self.edns.options_mut() {
                 s.sort();
             }
         }
@@ -309,19 +311,12 @@ fn name_end(b: &[u8], mut at: usize) -> Option<usize> {
     }
 }
 
-/// Lowercases the uncompressed name at `at` in `b`; returns its end.
-fn lower_name(b: &mut [u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = usize::from(*b.get(at)?);
-        if len == 0 {
-            return Some(at + 1);
-        }
-        if len & 0xC0 != 0 {
-            return None;
-        }
-        b.get_mut(at + 1..at + 1 + len)?.make_ascii_lowercase();
-        at += 1 + len;
-    }
+/// Lowercases the uncompressed name at `at` in `b`; returns its end. Its length octets (below
+/// 64) are not letters, so the whole name is lowercased at once.
+fn lower_name(b: &mut [u8], at: usize) -> Option<usize> {
+    let end = name_end(b, at)?;
+    b[at..end].make_ascii_lowercase();
+    Some(end)
 }
 
 /// Where the names lie in the (uncompressed) RDATA of a record of type `rtype`: those whose
