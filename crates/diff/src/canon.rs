@@ -390,6 +390,26 @@ mod tests {
     const WWW_UPPER: &[u8] = b"\x03WWW\x07Example\x00";
     const PTR: &[u8] = &[0xc0, 12];
 
+    /// A response (AA) for www.example. A with `records` as its answer and nothing else.
+    fn answers(records: &[Rec<'_>]) -> Vec<u8> {
+        message(0x8400, WWW, [records, &[], &[]], None)
+    }
+
+    /// A response (AA, RD) for www.example. A: one address, example.'s NS `ns` in authority,
+    /// `additional` records and the OPT `options`.
+    fn with_ns(ns: &[u8], additional: &[Rec<'_>], options: Option<&[u8]>) -> Vec<u8> {
+        message(
+            0x8500,
+            WWW,
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1])],
+                &[(b"\x07example\x00", 2, 300, ns)],
+                additional,
+            ],
+            options,
+        )
+    }
+
     fn canon(wire: &[u8], criteria: &Criteria) -> Canon {
         let mut c = Canon::default();
         c.fill(Some(wire), criteria);
@@ -407,32 +427,14 @@ mod tests {
     #[test]
     fn order_compression_case_and_ttl_do_not_count_by_default() {
         let c = Criteria::default();
-        let a = message(
-            0x8400,
-            WWW,
-            [
-                &[
-                    (PTR, 1, 300, &[192, 0, 2, 1]),
-                    (PTR, 1, 300, &[192, 0, 2, 2]),
-                ],
-                &[],
-                &[],
-            ],
-            None,
-        );
-        let b = message(
-            0x8400,
-            WWW,
-            [
-                &[
-                    (WWW_UPPER, 1, 60, &[192, 0, 2, 2]),
-                    (WWW, 1, 300, &[192, 0, 2, 1]),
-                ],
-                &[],
-                &[],
-            ],
-            None,
-        );
+        let a = answers(&[
+            (PTR, 1, 300, &[192, 0, 2, 1]),
+            (PTR, 1, 300, &[192, 0, 2, 2]),
+        ]);
+        let b = answers(&[
+            (WWW_UPPER, 1, 60, &[192, 0, 2, 2]),
+            (WWW, 1, 300, &[192, 0, 2, 1]),
+        ]);
         assert_eq!(differing(&a, &b, &c), vec![]);
         let strict = Criteria {
             ttl: true,
@@ -450,16 +452,8 @@ mod tests {
     fn each_field_on_its_own() {
         let c = Criteria::default();
         let ns: &[u8] = b"\x02ns\x07example\x00";
-        let base = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, ns)],
-                &[(ns, 1, 300, &[192, 0, 2, 53])],
-            ],
-            Some(&[0, 3, 0, 2, b'a', b'b']),
-        );
+        let glue: &[Rec<'_>] = &[(ns, 1, 300, &[192, 0, 2, 53])];
+        let base = with_ns(ns, glue, Some(&[0, 3, 0, 2, b'a', b'b']));
         // AD set: flags.ad only.
         let mut ad = base.clone();
         ad[3] |= 0x20;
@@ -469,39 +463,16 @@ mod tests {
         nx[3] |= 3;
         assert_eq!(differing(&base, &nx, &c), vec![Field::Rcode]);
         // No additional section (minimal responses): additional only.
-        let minimal = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, b"\x02NS\x07example\x00")],
-                &[],
-            ],
+        let minimal = with_ns(
+            b"\x02NS\x07example\x00",
+            &[],
             Some(&[0, 3, 0, 2, b'a', b'b']),
         );
         assert_eq!(differing(&base, &minimal, &c), vec![Field::Additional]);
         // Another NSID, and no EDNS at all.
-        let other_nsid = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, ns)],
-                &[(ns, 1, 300, &[192, 0, 2, 53])],
-            ],
-            Some(&[0, 3, 0, 2, b'c', b'd']),
-        );
+        let other_nsid = with_ns(ns, glue, Some(&[0, 3, 0, 2, b'c', b'd']));
         assert_eq!(differing(&base, &other_nsid, &c), vec![Field::EdnsNsid]);
-        let plain = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, ns)],
-                &[(ns, 1, 300, &[192, 0, 2, 53])],
-            ],
-            None,
-        );
+        let plain = with_ns(ns, glue, None);
         assert_eq!(differing(&base, &plain, &c), vec![Field::Edns]);
         // None, and junk.
         let mut none = Canon::default();
@@ -523,38 +494,15 @@ mod tests {
             r
         };
         let (s1, s2) = (sig(1), sig(2));
-        let a = message(
-            0x8400,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s1)],
-                &[],
-                &[],
-            ],
-            None,
-        );
-        let b = message(
-            0x8400,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s2)],
-                &[],
-                &[],
-            ],
-            None,
-        );
+        let a = answers(&[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s1)]);
+        let b = answers(&[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s2)]);
         assert_eq!(differing(&a, &b, &Criteria::default()), vec![]);
         let full = Criteria {
             rrsig: RrsigMode::Full,
             ..Criteria::default()
         };
         assert_eq!(differing(&a, &b, &full), vec![Field::AnswerRrsig]);
-        let unsigned = message(
-            0x8400,
-            WWW,
-            [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[], &[]],
-            None,
-        );
+        let unsigned = answers(&[(PTR, 1, 300, &[192, 0, 2, 1])]);
         assert_eq!(
             differing(&a, &unsigned, &Criteria::default()),
             vec![Field::AnswerRrsig]
