@@ -326,4 +326,82 @@ mod tests {
             assert_eq!(opt.udp_payload_size(), 1232);
         }
     }
+
+    /// A response to `query` (its ID and question) with `flags` and, with `answer`, one A
+    /// record 192.0.2.1 for the question's name.
+    fn response(query: &[u8], flags: u16, answer: bool) -> Vec<u8> {
+        let mut end = 12;
+        while query[end] != 0 {
+            end += 1 + usize::from(query[end]);
+        }
+        end += 1 + 4;
+        let mut r = query[..2].to_vec();
+        r.extend_from_slice(&flags.to_be_bytes());
+        r.extend_from_slice(&[0, 1, 0, u8::from(answer), 0, 0, 0, 0]);
+        r.extend_from_slice(&query[12..end]);
+        if answer {
+            r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+        }
+        r
+    }
+
+    /// A truncated answer over UDP (after another query's answer, which is passed over) is
+    /// asked again over TCP, and the TCP answer is the one returned.
+    #[test]
+    fn a_truncated_answer_is_asked_again_over_tcp() {
+        use std::io::{Read, Write};
+        let (tcp, udp) = (0..10)
+            .find_map(|_| {
+                let tcp = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+                let udp = UdpSocket::bind(tcp.local_addr().ok()?).ok()?;
+                Some((tcp, udp))
+            })
+            .expect("a loopback port free for both TCP and UDP");
+        let server = udp.local_addr().expect("address");
+        let serving = std::thread::spawn(move || -> std::io::Result<()> {
+            udp.set_read_timeout(Some(Duration::from_secs(10)))?;
+            let mut buf = [0u8; 512];
+            let (n, peer) = udp.recv_from(&mut buf)?;
+            let mut other = response(&buf[..n], 0x8180, true);
+            other[0] ^= 0xff;
+            udp.send_to(&other, peer)?;
+            udp.send_to(&response(&buf[..n], 0x8380, false), peer)?;
+            let (mut stream, _) = tcp.accept()?;
+            stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+            let mut len = [0u8; 2];
+            stream.read_exact(&mut len)?;
+            let mut query = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            stream.read_exact(&mut query)?;
+            let r = response(&query, 0x8180, true);
+            stream.write_all(&(r.len() as u16).to_be_bytes())?;
+            stream.write_all(&r)
+        });
+        let resolved = resolve(
+            server,
+            "www.example.",
+            Rtype::A,
+            false,
+            Duration::from_secs(10),
+        )
+        .expect("an answer");
+        assert_eq!(resolved.question, "www.example. A");
+        assert_eq!(resolved.rcode, Rcode::NOERROR);
+        assert_eq!(resolved.answer.len(), 1, "{resolved:?}");
+        assert!(resolved.answer[0].ends_with("192.0.2.1"), "{resolved:?}");
+        serving.join().expect("server thread").expect("server side");
+    }
+
+    /// No answer by the deadline is a timeout that names the server and the question.
+    #[test]
+    fn no_answer_is_a_timeout_naming_the_question() {
+        let silent = UdpSocket::bind("127.0.0.1:0").expect("socket");
+        let server = silent.local_addr().expect("address");
+        let timeout = Duration::from_millis(200);
+        match resolve(server, "www.example.", Rtype::A, false, timeout) {
+            Err(LabError::Timeout(what)) => {
+                assert_eq!(what, format!("{server} to answer www.example. A"))
+            }
+            other => panic!("not a timeout: {other:?}"),
+        }
+    }
 }
