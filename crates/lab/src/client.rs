@@ -133,10 +133,17 @@ pub fn resolve_with(
 ) -> Result<Resolved, LabError> {
     let deadline = Instant::now() + timeout;
     let query = query(name, qtype, flags)?;
-    let answer = over_udp(server, &query, deadline, name, qtype)?;
+    let exchange = Exchange {
+        server,
+        query: &query,
+        deadline,
+        name,
+        qtype,
+    };
+    let answer = exchange.over_udp()?;
     let tc = answer.get(2).is_some_and(|b| b & 0x02 != 0);
     if tc {
-        let answer = over_tcp(server, &query, deadline, name, qtype)?;
+        let answer = exchange.over_tcp()?;
         return parse(&answer, name, qtype);
     }
     parse(&answer, name, qtype)
@@ -174,89 +181,103 @@ fn query(name: &str, qtype: Rtype, flags: QueryFlags) -> Result<Vec<u8>, LabErro
     Ok(add.finish())
 }
 
-fn timed_out(server: SocketAddr, name: &str, qtype: Rtype) -> LabError {
-    LabError::Timeout(format!("{server} to answer {name} {qtype}"))
+/// One query to one server, asked until `deadline`; `name` and `qtype` say what it asks, for
+/// the error when no answer comes in time.
+struct Exchange<'a> {
+    server: SocketAddr,
+    query: &'a [u8],
+    deadline: Instant,
+    name: &'a str,
+    qtype: Rtype,
 }
 
-/// The answer to `query` over UDP.
-fn over_udp(
-    server: SocketAddr,
-    query: &[u8],
-    deadline: Instant,
-    name: &str,
-    qtype: Rtype,
-) -> Result<Vec<u8>, LabError> {
-    let any: SocketAddr = if server.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(any).map_err(LabError::Io)?;
-    sock.connect(server).map_err(LabError::Io)?;
-    sock.send(query).map_err(LabError::Io)?;
-    let mut buf = vec![0u8; 65535];
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(timed_out(server, name, qtype));
-        }
-        sock.set_read_timeout(Some(left)).map_err(LabError::Io)?;
-        let n = match sock.recv(&mut buf) {
-            Ok(n) => n,
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                continue
-            }
-            Err(e) => return Err(LabError::Io(e)),
-        };
-        if n < 12 || buf[..2] != query[..2] {
-            continue; // not ours
-        }
-        buf.truncate(n);
-        return Ok(buf);
+impl Exchange<'_> {
+    /// The error when the deadline passes without an answer.
+    fn timed_out(&self) -> LabError {
+        let Exchange {
+            server,
+            name,
+            qtype,
+            ..
+        } = self;
+        LabError::Timeout(format!("{server} to answer {name} {qtype}"))
     }
-}
 
-/// The answer to `query` over TCP (RFC 1035 §4.2.2: each message after its two-byte length).
-fn over_tcp(
-    server: SocketAddr,
-    query: &[u8],
-    deadline: Instant,
-    name: &str,
-    qtype: Rtype,
-) -> Result<Vec<u8>, LabError> {
-    use std::io::{Read, Write};
-    let left = || {
-        let d = deadline.saturating_duration_since(Instant::now());
-        (!d.is_zero()).then_some(d)
-    };
-    let io = |e: std::io::Error| match e.kind() {
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-            timed_out(server, name, qtype)
+    /// The time left before the deadline, or the timeout error once it has passed.
+    fn left(&self) -> Result<Duration, LabError> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.timed_out())
+        } else {
+            Ok(left)
         }
-        _ => LabError::Io(e),
-    };
-    let t = left().ok_or_else(|| timed_out(server, name, qtype))?;
-    let mut stream = std::net::TcpStream::connect_timeout(&server, t).map_err(io)?;
-    let len = u16::try_from(query.len())
-        .map_err(|_| LabError::Input("query too long".into()))?
-        .to_be_bytes();
-    stream.set_write_timeout(left()).map_err(io)?;
-    stream.write_all(&[&len[..], query].concat()).map_err(io)?;
-    loop {
-        stream
-            .set_read_timeout(Some(left().ok_or_else(|| timed_out(server, name, qtype))?))
-            .map_err(io)?;
-        let mut len = [0u8; 2];
-        stream.read_exact(&mut len).map_err(io)?;
-        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
-        stream.read_exact(&mut buf).map_err(io)?;
-        if buf.len() >= 12 && buf[..2] == query[..2] {
+    }
+
+    /// The answer over UDP.
+    fn over_udp(&self) -> Result<Vec<u8>, LabError> {
+        let (server, query) = (self.server, self.query);
+        let any: SocketAddr = if server.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let sock = UdpSocket::bind(any).map_err(LabError::Io)?;
+        sock.connect(server).map_err(LabError::Io)?;
+        sock.send(query).map_err(LabError::Io)?;
+        let mut buf = vec![0u8; 65535];
+        loop {
+            sock.set_read_timeout(Some(self.left()?))
+                .map_err(LabError::Io)?;
+            let n = match sock.recv(&mut buf) {
+                Ok(n) => n,
+                Err(e) if waited_out(&e) => continue,
+                Err(e) => return Err(LabError::Io(e)),
+            };
+            if n < 12 || buf[..2] != query[..2] {
+                continue; // not ours
+            }
+            buf.truncate(n);
             return Ok(buf);
         }
     }
+
+    /// The answer over TCP (RFC 1035 §4.2.2: each message after its two-byte length).
+    fn over_tcp(&self) -> Result<Vec<u8>, LabError> {
+        use std::io::{Read, Write};
+        let (server, query) = (self.server, self.query);
+        let io = |e: std::io::Error| {
+            if waited_out(&e) {
+                self.timed_out()
+            } else {
+                LabError::Io(e)
+            }
+        };
+        let mut stream = std::net::TcpStream::connect_timeout(&server, self.left()?).map_err(io)?;
+        let len = u16::try_from(query.len())
+            .map_err(|_| LabError::Input("query too long".into()))?
+            .to_be_bytes();
+        stream.set_write_timeout(self.left().ok()).map_err(io)?;
+        stream.write_all(&[&len[..], query].concat()).map_err(io)?;
+        loop {
+            stream.set_read_timeout(Some(self.left()?)).map_err(io)?;
+            let mut len = [0u8; 2];
+            stream.read_exact(&mut len).map_err(io)?;
+            let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            stream.read_exact(&mut buf).map_err(io)?;
+            if buf.len() >= 12 && buf[..2] == query[..2] {
+                return Ok(buf);
+            }
+        }
+    }
+}
+
+/// Whether a socket call failed because its timeout passed (what a read or write with a
+/// timeout reports then, by platform).
+fn waited_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
