@@ -115,8 +115,7 @@ $(unbound_common "$work")
 remote-control:
   control-enable: no
 CONF
-taskset -c 0 unbound -d -c "$work/unbound.conf" 2> "$work/unbound.log" & pids+=($!)
-for _ in $(seq 50); do (exec 3<> /dev/tcp/127.0.0.1/$tls_port) 2> /dev/null && break; sleep 0.2; done
+start_unbound "$work" "$tls_port"
 version=$(unbound -V | awk 'NR == 1 {print $2}')
 echo "== unbound $version, 1 thread on core 0; generators on core 1; ramp 0 → top over $ramp_s s, loss bound $max_loss%; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 

@@ -62,8 +62,7 @@ $(unbound_common "$work")
 remote-control:
   control-enable: no
 CONF
-  taskset -c 0 unbound -d -c "$work/unbound.conf" 2> "$work/unbound.log" & pids+=($!)
-  for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.2; done
+  start_unbound "$work" "$port"
   echo "== DoH --fast: unbound $(unbound -V | awk 'NR==1 {print $2}') (1 thread, core 0), generator on core 1, $clients connections, ${seconds} s per run"
   # Names under example. that do not exist: NXDOMAIN from unbound's local zone, nothing cached
   # by name (every name is new).

@@ -70,3 +70,11 @@ unbound_common() {
   access-control: 127.0.0.0/8 allow
 CONF
 }
+
+# start_unbound DIR PORT: starts unbound in the foreground with DIR/unbound.conf, pinned to core
+# 0, its standard error in DIR/unbound.log; appends its pid to the caller's `pids` array (which
+# the caller's EXIT trap kills) and waits up to 10 s for 127.0.0.1:PORT to accept TCP.
+start_unbound() {
+  taskset -c 0 unbound -d -c "$1/unbound.conf" 2> "$1/unbound.log" & pids+=($!)
+  for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$2") 2> /dev/null && break; sleep 0.2; done
+}

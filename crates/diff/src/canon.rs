@@ -83,6 +83,18 @@ struct Edns {
     ede: Set,
 }
 
+impl Edns {
+    /// The sets of options, each to be cleared or sorted alike.
+    fn options_mut(&mut self) -> [&mut Set; 4] {
+        [
+            &mut self.nsid,
+            &mut self.ecs,
+            &mut self.padding,
+            &mut self.ede,
+        ]
+    }
+}
+
 /// An answer as compared; see the [module docs](self).
 #[derive(Debug, Default, Clone)]
 pub struct Canon {
@@ -113,12 +125,7 @@ impl Canon {
             s.clear();
         }
         self.edns.present = false;
-        for s in [
-            &mut self.edns.nsid,
-            &mut self.edns.ecs,
-            &mut self.edns.padding,
-            &mut self.edns.ede,
-        ] {
+        for s in self.edns.options_mut() {
             s.clear();
         }
         let Some(wire) = answer else {
@@ -235,12 +242,7 @@ impl Canon {
                 set.end(start);
                 opts = &opts[4 + len..];
             }
-            for s in [
-                &mut self.edns.nsid,
-                &mut self.edns.ecs,
-                &mut self.edns.padding,
-                &mut self.edns.ede,
-            ] {
+            for s in self.edns.options_mut() {
                 s.sort();
             }
         }
@@ -309,19 +311,12 @@ fn name_end(b: &[u8], mut at: usize) -> Option<usize> {
     }
 }
 
-/// Lowercases the uncompressed name at `at` in `b`; returns its end.
-fn lower_name(b: &mut [u8], mut at: usize) -> Option<usize> {
-    loop {
-        let len = usize::from(*b.get(at)?);
-        if len == 0 {
-            return Some(at + 1);
-        }
-        if len & 0xC0 != 0 {
-            return None;
-        }
-        b.get_mut(at + 1..at + 1 + len)?.make_ascii_lowercase();
-        at += 1 + len;
-    }
+/// Lowercases the uncompressed name at `at` in `b`; returns its end. Its length octets (below
+/// 64) are not letters, so the whole name is lowercased at once.
+fn lower_name(b: &mut [u8], at: usize) -> Option<usize> {
+    let end = name_end(b, at)?;
+    b[at..end].make_ascii_lowercase();
+    Some(end)
 }
 
 /// Where the names lie in the (uncompressed) RDATA of a record of type `rtype`: those whose
@@ -395,6 +390,26 @@ mod tests {
     const WWW_UPPER: &[u8] = b"\x03WWW\x07Example\x00";
     const PTR: &[u8] = &[0xc0, 12];
 
+    /// A response (AA) for www.example. A with `records` as its answer and nothing else.
+    fn answers(records: &[Rec<'_>]) -> Vec<u8> {
+        message(0x8400, WWW, [records, &[], &[]], None)
+    }
+
+    /// A response (AA, RD) for www.example. A: one address, example.'s NS `ns` in authority,
+    /// `additional` records and the OPT `options`.
+    fn with_ns(ns: &[u8], additional: &[Rec<'_>], options: Option<&[u8]>) -> Vec<u8> {
+        message(
+            0x8500,
+            WWW,
+            [
+                &[(PTR, 1, 300, &[192, 0, 2, 1])],
+                &[(b"\x07example\x00", 2, 300, ns)],
+                additional,
+            ],
+            options,
+        )
+    }
+
     fn canon(wire: &[u8], criteria: &Criteria) -> Canon {
         let mut c = Canon::default();
         c.fill(Some(wire), criteria);
@@ -412,32 +427,14 @@ mod tests {
     #[test]
     fn order_compression_case_and_ttl_do_not_count_by_default() {
         let c = Criteria::default();
-        let a = message(
-            0x8400,
-            WWW,
-            [
-                &[
-                    (PTR, 1, 300, &[192, 0, 2, 1]),
-                    (PTR, 1, 300, &[192, 0, 2, 2]),
-                ],
-                &[],
-                &[],
-            ],
-            None,
-        );
-        let b = message(
-            0x8400,
-            WWW,
-            [
-                &[
-                    (WWW_UPPER, 1, 60, &[192, 0, 2, 2]),
-                    (WWW, 1, 300, &[192, 0, 2, 1]),
-                ],
-                &[],
-                &[],
-            ],
-            None,
-        );
+        let a = answers(&[
+            (PTR, 1, 300, &[192, 0, 2, 1]),
+            (PTR, 1, 300, &[192, 0, 2, 2]),
+        ]);
+        let b = answers(&[
+            (WWW_UPPER, 1, 60, &[192, 0, 2, 2]),
+            (WWW, 1, 300, &[192, 0, 2, 1]),
+        ]);
         assert_eq!(differing(&a, &b, &c), vec![]);
         let strict = Criteria {
             ttl: true,
@@ -455,16 +452,8 @@ mod tests {
     fn each_field_on_its_own() {
         let c = Criteria::default();
         let ns: &[u8] = b"\x02ns\x07example\x00";
-        let base = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, ns)],
-                &[(ns, 1, 300, &[192, 0, 2, 53])],
-            ],
-            Some(&[0, 3, 0, 2, b'a', b'b']),
-        );
+        let glue: &[Rec<'_>] = &[(ns, 1, 300, &[192, 0, 2, 53])];
+        let base = with_ns(ns, glue, Some(&[0, 3, 0, 2, b'a', b'b']));
         // AD set: flags.ad only.
         let mut ad = base.clone();
         ad[3] |= 0x20;
@@ -474,39 +463,16 @@ mod tests {
         nx[3] |= 3;
         assert_eq!(differing(&base, &nx, &c), vec![Field::Rcode]);
         // No additional section (minimal responses): additional only.
-        let minimal = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, b"\x02NS\x07example\x00")],
-                &[],
-            ],
+        let minimal = with_ns(
+            b"\x02NS\x07example\x00",
+            &[],
             Some(&[0, 3, 0, 2, b'a', b'b']),
         );
         assert_eq!(differing(&base, &minimal, &c), vec![Field::Additional]);
         // Another NSID, and no EDNS at all.
-        let other_nsid = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, ns)],
-                &[(ns, 1, 300, &[192, 0, 2, 53])],
-            ],
-            Some(&[0, 3, 0, 2, b'c', b'd']),
-        );
+        let other_nsid = with_ns(ns, glue, Some(&[0, 3, 0, 2, b'c', b'd']));
         assert_eq!(differing(&base, &other_nsid, &c), vec![Field::EdnsNsid]);
-        let plain = message(
-            0x8500,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1])],
-                &[(b"\x07example\x00", 2, 300, ns)],
-                &[(ns, 1, 300, &[192, 0, 2, 53])],
-            ],
-            None,
-        );
+        let plain = with_ns(ns, glue, None);
         assert_eq!(differing(&base, &plain, &c), vec![Field::Edns]);
         // None, and junk.
         let mut none = Canon::default();
@@ -528,38 +494,15 @@ mod tests {
             r
         };
         let (s1, s2) = (sig(1), sig(2));
-        let a = message(
-            0x8400,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s1)],
-                &[],
-                &[],
-            ],
-            None,
-        );
-        let b = message(
-            0x8400,
-            WWW,
-            [
-                &[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s2)],
-                &[],
-                &[],
-            ],
-            None,
-        );
+        let a = answers(&[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s1)]);
+        let b = answers(&[(PTR, 1, 300, &[192, 0, 2, 1]), (PTR, 46, 300, &s2)]);
         assert_eq!(differing(&a, &b, &Criteria::default()), vec![]);
         let full = Criteria {
             rrsig: RrsigMode::Full,
             ..Criteria::default()
         };
         assert_eq!(differing(&a, &b, &full), vec![Field::AnswerRrsig]);
-        let unsigned = message(
-            0x8400,
-            WWW,
-            [&[(PTR, 1, 300, &[192, 0, 2, 1])], &[], &[]],
-            None,
-        );
+        let unsigned = answers(&[(PTR, 1, 300, &[192, 0, 2, 1])]);
         assert_eq!(
             differing(&a, &unsigned, &Criteria::default()),
             vec![Field::AnswerRrsig]

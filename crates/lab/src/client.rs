@@ -133,10 +133,17 @@ pub fn resolve_with(
 ) -> Result<Resolved, LabError> {
     let deadline = Instant::now() + timeout;
     let query = query(name, qtype, flags)?;
-    let answer = over_udp(server, &query, deadline, name, qtype)?;
+    let exchange = Exchange {
+        server,
+        query: &query,
+        deadline,
+        name,
+        qtype,
+    };
+    let answer = exchange.over_udp()?;
     let tc = answer.get(2).is_some_and(|b| b & 0x02 != 0);
     if tc {
-        let answer = over_tcp(server, &query, deadline, name, qtype)?;
+        let answer = exchange.over_tcp()?;
         return parse(&answer, name, qtype);
     }
     parse(&answer, name, qtype)
@@ -174,89 +181,103 @@ fn query(name: &str, qtype: Rtype, flags: QueryFlags) -> Result<Vec<u8>, LabErro
     Ok(add.finish())
 }
 
-fn timed_out(server: SocketAddr, name: &str, qtype: Rtype) -> LabError {
-    LabError::Timeout(format!("{server} to answer {name} {qtype}"))
+/// One query to one server, asked until `deadline`; `name` and `qtype` say what it asks, for
+/// the error when no answer comes in time.
+struct Exchange<'a> {
+    server: SocketAddr,
+    query: &'a [u8],
+    deadline: Instant,
+    name: &'a str,
+    qtype: Rtype,
 }
 
-/// The answer to `query` over UDP.
-fn over_udp(
-    server: SocketAddr,
-    query: &[u8],
-    deadline: Instant,
-    name: &str,
-    qtype: Rtype,
-) -> Result<Vec<u8>, LabError> {
-    let any: SocketAddr = if server.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
-    };
-    let sock = UdpSocket::bind(any).map_err(LabError::Io)?;
-    sock.connect(server).map_err(LabError::Io)?;
-    sock.send(query).map_err(LabError::Io)?;
-    let mut buf = vec![0u8; 65535];
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(timed_out(server, name, qtype));
-        }
-        sock.set_read_timeout(Some(left)).map_err(LabError::Io)?;
-        let n = match sock.recv(&mut buf) {
-            Ok(n) => n,
-            Err(e)
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    || e.kind() == std::io::ErrorKind::TimedOut =>
-            {
-                continue
-            }
-            Err(e) => return Err(LabError::Io(e)),
-        };
-        if n < 12 || buf[..2] != query[..2] {
-            continue; // not ours
-        }
-        buf.truncate(n);
-        return Ok(buf);
+impl Exchange<'_> {
+    /// The error when the deadline passes without an answer.
+    fn timed_out(&self) -> LabError {
+        let Exchange {
+            server,
+            name,
+            qtype,
+            ..
+        } = self;
+        LabError::Timeout(format!("{server} to answer {name} {qtype}"))
     }
-}
 
-/// The answer to `query` over TCP (RFC 1035 §4.2.2: each message after its two-byte length).
-fn over_tcp(
-    server: SocketAddr,
-    query: &[u8],
-    deadline: Instant,
-    name: &str,
-    qtype: Rtype,
-) -> Result<Vec<u8>, LabError> {
-    use std::io::{Read, Write};
-    let left = || {
-        let d = deadline.saturating_duration_since(Instant::now());
-        (!d.is_zero()).then_some(d)
-    };
-    let io = |e: std::io::Error| match e.kind() {
-        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-            timed_out(server, name, qtype)
+    /// The time left before the deadline, or the timeout error once it has passed.
+    fn left(&self) -> Result<Duration, LabError> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err(self.timed_out())
+        } else {
+            Ok(left)
         }
-        _ => LabError::Io(e),
-    };
-    let t = left().ok_or_else(|| timed_out(server, name, qtype))?;
-    let mut stream = std::net::TcpStream::connect_timeout(&server, t).map_err(io)?;
-    let len = u16::try_from(query.len())
-        .map_err(|_| LabError::Input("query too long".into()))?
-        .to_be_bytes();
-    stream.set_write_timeout(left()).map_err(io)?;
-    stream.write_all(&[&len[..], query].concat()).map_err(io)?;
-    loop {
-        stream
-            .set_read_timeout(Some(left().ok_or_else(|| timed_out(server, name, qtype))?))
-            .map_err(io)?;
-        let mut len = [0u8; 2];
-        stream.read_exact(&mut len).map_err(io)?;
-        let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
-        stream.read_exact(&mut buf).map_err(io)?;
-        if buf.len() >= 12 && buf[..2] == query[..2] {
+    }
+
+    /// The answer over UDP.
+    fn over_udp(&self) -> Result<Vec<u8>, LabError> {
+        let (server, query) = (self.server, self.query);
+        let any: SocketAddr = if server.is_ipv4() {
+            ([0, 0, 0, 0], 0).into()
+        } else {
+            (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+        };
+        let sock = UdpSocket::bind(any).map_err(LabError::Io)?;
+        sock.connect(server).map_err(LabError::Io)?;
+        sock.send(query).map_err(LabError::Io)?;
+        let mut buf = vec![0u8; 65535];
+        loop {
+            sock.set_read_timeout(Some(self.left()?))
+                .map_err(LabError::Io)?;
+            let n = match sock.recv(&mut buf) {
+                Ok(n) => n,
+                Err(e) if waited_out(&e) => continue,
+                Err(e) => return Err(LabError::Io(e)),
+            };
+            if n < 12 || buf[..2] != query[..2] {
+                continue; // not ours
+            }
+            buf.truncate(n);
             return Ok(buf);
         }
     }
+
+    /// The answer over TCP (RFC 1035 §4.2.2: each message after its two-byte length).
+    fn over_tcp(&self) -> Result<Vec<u8>, LabError> {
+        use std::io::{Read, Write};
+        let (server, query) = (self.server, self.query);
+        let io = |e: std::io::Error| {
+            if waited_out(&e) {
+                self.timed_out()
+            } else {
+                LabError::Io(e)
+            }
+        };
+        let mut stream = std::net::TcpStream::connect_timeout(&server, self.left()?).map_err(io)?;
+        let len = u16::try_from(query.len())
+            .map_err(|_| LabError::Input("query too long".into()))?
+            .to_be_bytes();
+        stream.set_write_timeout(self.left().ok()).map_err(io)?;
+        stream.write_all(&[&len[..], query].concat()).map_err(io)?;
+        loop {
+            stream.set_read_timeout(Some(self.left()?)).map_err(io)?;
+            let mut len = [0u8; 2];
+            stream.read_exact(&mut len).map_err(io)?;
+            let mut buf = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            stream.read_exact(&mut buf).map_err(io)?;
+            if buf.len() >= 12 && buf[..2] == query[..2] {
+                return Ok(buf);
+            }
+        }
+    }
+}
+
+/// Whether a socket call failed because its timeout passed (what a read or write with a
+/// timeout reports then, by platform).
+fn waited_out(e: &std::io::Error) -> bool {
+    matches!(
+        e.kind(),
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+    )
 }
 
 fn parse(wire: &[u8], name: &str, qtype: Rtype) -> Result<Resolved, LabError> {
@@ -324,6 +345,84 @@ mod tests {
             let opt = msg.opt().expect("EDNS");
             assert_eq!(opt.dnssec_ok(), dnssec_ok, "{tokens}");
             assert_eq!(opt.udp_payload_size(), 1232);
+        }
+    }
+
+    /// A response to `query` (its ID and question) with `flags` and, with `answer`, one A
+    /// record 192.0.2.1 for the question's name.
+    fn response(query: &[u8], flags: u16, answer: bool) -> Vec<u8> {
+        let mut end = 12;
+        while query[end] != 0 {
+            end += 1 + usize::from(query[end]);
+        }
+        end += 1 + 4;
+        let mut r = query[..2].to_vec();
+        r.extend_from_slice(&flags.to_be_bytes());
+        r.extend_from_slice(&[0, 1, 0, u8::from(answer), 0, 0, 0, 0]);
+        r.extend_from_slice(&query[12..end]);
+        if answer {
+            r.extend_from_slice(&[0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 60, 0, 4, 192, 0, 2, 1]);
+        }
+        r
+    }
+
+    /// A truncated answer over UDP (after another query's answer, which is passed over) is
+    /// asked again over TCP, and the TCP answer is the one returned.
+    #[test]
+    fn a_truncated_answer_is_asked_again_over_tcp() {
+        use std::io::{Read, Write};
+        let (tcp, udp) = (0..10)
+            .find_map(|_| {
+                let tcp = std::net::TcpListener::bind("127.0.0.1:0").ok()?;
+                let udp = UdpSocket::bind(tcp.local_addr().ok()?).ok()?;
+                Some((tcp, udp))
+            })
+            .expect("a loopback port free for both TCP and UDP");
+        let server = udp.local_addr().expect("address");
+        let serving = std::thread::spawn(move || -> std::io::Result<()> {
+            udp.set_read_timeout(Some(Duration::from_secs(10)))?;
+            let mut buf = [0u8; 512];
+            let (n, peer) = udp.recv_from(&mut buf)?;
+            let mut other = response(&buf[..n], 0x8180, true);
+            other[0] ^= 0xff;
+            udp.send_to(&other, peer)?;
+            udp.send_to(&response(&buf[..n], 0x8380, false), peer)?;
+            let (mut stream, _) = tcp.accept()?;
+            stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+            let mut len = [0u8; 2];
+            stream.read_exact(&mut len)?;
+            let mut query = vec![0u8; usize::from(u16::from_be_bytes(len))];
+            stream.read_exact(&mut query)?;
+            let r = response(&query, 0x8180, true);
+            stream.write_all(&(r.len() as u16).to_be_bytes())?;
+            stream.write_all(&r)
+        });
+        let resolved = resolve(
+            server,
+            "www.example.",
+            Rtype::A,
+            false,
+            Duration::from_secs(10),
+        )
+        .expect("an answer");
+        assert_eq!(resolved.question, "www.example. A");
+        assert_eq!(resolved.rcode, Rcode::NOERROR);
+        assert_eq!(resolved.answer.len(), 1, "{resolved:?}");
+        assert!(resolved.answer[0].ends_with("192.0.2.1"), "{resolved:?}");
+        serving.join().expect("server thread").expect("server side");
+    }
+
+    /// No answer by the deadline is a timeout that names the server and the question.
+    #[test]
+    fn no_answer_is_a_timeout_naming_the_question() {
+        let silent = UdpSocket::bind("127.0.0.1:0").expect("socket");
+        let server = silent.local_addr().expect("address");
+        let timeout = Duration::from_millis(200);
+        match resolve(server, "www.example.", Rtype::A, false, timeout) {
+            Err(LabError::Timeout(what)) => {
+                assert_eq!(what, format!("{server} to answer www.example. A"))
+            }
+            other => panic!("not a timeout: {other:?}"),
         }
     }
 }

@@ -3,7 +3,6 @@
 
 use std::ops::Range;
 
-use plotters::chart::ChartBuilder;
 use plotters::coord::ranged1d::{
     AsRangedCoord, KeyPointHint, NoDefaultFormatting, Ranged, ValueFormatter,
 };
@@ -11,7 +10,7 @@ use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, DrawingAreaErrorKind};
 use plotters::element::{PathElement, Rectangle};
 use plotters::prelude::{DrawingBackend, IntoLogRange};
-use plotters::style::{Color, RGBColor};
+use plotters::style::Color;
 
 use super::lines::range;
 use super::style::{self, Drawn, Entry, Legend, Sample};
@@ -96,20 +95,9 @@ where
     Y: AsRangedCoord<Value = f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
-    let mut ctx = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(52)
-        .y_label_area_size(78)
-        .build_cartesian_2d(x, y)?;
-    ctx.configure_mesh()
+    let mut ctx = style::plot_builder(area).build_cartesian_2d(x, y)?;
+    style::axes(&mut ctx.configure_mesh(), &chart.x_label, &chart.y_label)
         .disable_x_mesh()
-        .x_desc(style::clean(&chart.x_label, 60))
-        .y_desc(style::clean(&chart.y_label, 40))
-        .axis_desc_style(style::font(style::LABEL_SIZE))
-        .label_style(style::font(style::TICK_SIZE))
-        .y_label_formatter(&style::tick)
-        .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
-        .bold_line_style(RGBColor(0xD8, 0xD8, 0xD8))
         .draw()?;
     let slot = GROUP_WIDTH / names.len().max(1) as f64;
     let mut drawn = 0;

@@ -6,7 +6,6 @@
 
 use std::ops::Range;
 
-use plotters::chart::ChartBuilder;
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::coord::Shift;
 use plotters::drawing::DrawingArea;
@@ -335,20 +334,9 @@ where
     X::CoordDescType: ValueFormatter<f64>,
     Y::CoordDescType: ValueFormatter<f64>,
 {
-    let mut ctx = ChartBuilder::on(area)
-        .margin(12)
-        .x_label_area_size(52)
-        .y_label_area_size(78)
-        .build_cartesian_2d(x, y)?;
-    ctx.configure_mesh()
-        .x_desc(style::clean(&chart.x_label, 60))
-        .y_desc(style::clean(&chart.y_label, 40))
-        .axis_desc_style(style::font(style::LABEL_SIZE))
-        .label_style(style::font(style::TICK_SIZE))
+    let mut ctx = style::plot_builder(area).build_cartesian_2d(x, y)?;
+    style::axes(&mut ctx.configure_mesh(), &chart.x_label, &chart.y_label)
         .x_label_formatter(&style::tick)
-        .y_label_formatter(&style::tick)
-        .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
-        .bold_line_style(RGBColor(0xD8, 0xD8, 0xD8))
         .draw()?;
     for curve in curves {
         let stroke = style::stroke(curve.colour);

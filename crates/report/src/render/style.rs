@@ -1,6 +1,8 @@
 //! What every figure shares: colours, fonts, the title, the legend, tick labels, the "no data"
 //! note.
 
+use plotters::chart::{ChartBuilder, MeshStyle};
+use plotters::coord::ranged1d::Ranged;
 use plotters::coord::Shift;
 use plotters::drawing::{DrawingArea, DrawingAreaErrorKind};
 use plotters::element::{Circle, PathElement, Rectangle, Text};
@@ -83,6 +85,41 @@ pub(super) fn title<DB: DrawingBackend>(
         text.push('…');
     }
     root.titled(&text, font(TITLE_SIZE))
+}
+
+/// A chart on `area` with the margin and the room for tick labels and axis names every plot
+/// has; the caller gives its coordinates.
+pub(super) fn plot_builder<'a, 'b, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin(12)
+        .x_label_area_size(52)
+        .y_label_area_size(78);
+    builder
+}
+
+/// `mesh` styled as every plot's axes: the axis names `x_label` and `y_label` (cut to fit),
+/// their fonts, the y axis's tick labels ([`tick`]) and the grid's greys. The caller adds what
+/// its kind of chart does otherwise (the x axis's labels, no vertical grid) and draws it.
+pub(super) fn axes<'m, 'a, 'b, X, Y, DB>(
+    mesh: &'m mut MeshStyle<'a, 'b, X, Y, DB>,
+    x_label: &str,
+    y_label: &str,
+) -> &'m mut MeshStyle<'a, 'b, X, Y, DB>
+where
+    X: Ranged,
+    Y: Ranged<ValueType = f64>,
+    DB: DrawingBackend,
+{
+    mesh.x_desc(clean(x_label, 60))
+        .y_desc(clean(y_label, 40))
+        .axis_desc_style(font(LABEL_SIZE))
+        .label_style(font(TICK_SIZE))
+        .y_label_formatter(&tick)
+        .light_line_style(RGBColor(0xEE, 0xEE, 0xEE))
+        .bold_line_style(RGBColor(0xD8, 0xD8, 0xD8))
 }
 
 /// A tick label: integers as such, other values with at most four significant digits, very

@@ -87,6 +87,27 @@ fn with_sample_size(mut figure: Figure, samples: &[Sample], what: (&str, &str)) 
     figure
 }
 
+/// A figure of the distributions `rows` (name, buckets): `plot` drawn from them, their
+/// [`percentile_table`] counted in `what`'s plural, and the caption sentence and note of
+/// [`sample_size`].
+fn distribution_figure(
+    id: &str,
+    title: &str,
+    caption: String,
+    plot: Plot,
+    rows: &[(String, Vec<(f64, u64)>)],
+    what: (&str, &str),
+) -> Figure {
+    let figure = Figure {
+        id: id.to_string(),
+        title: title.to_string(),
+        caption,
+        plot,
+        table: percentile_table(what.1, rows),
+    };
+    with_sample_size(figure, &counts(rows), what)
+}
+
 /// The sample of each distribution in `rows` (name, buckets).
 fn counts(rows: &[(String, Vec<(f64, u64)>)]) -> Vec<Sample> {
     rows.iter()
@@ -363,20 +384,15 @@ fn latency_figure(inputs: &[(&str, &ReplayData)], names: &Names, view: LatencyVi
             )
         })
         .collect();
-    let figure = Figure {
-        id: view.id.to_string(),
-        title: view.title.to_string(),
-        caption: view.caption,
-        plot: line_chart(
-            "latency (ms)",
-            view.y_label,
-            Scale::Log,
-            view.y_scale,
-            series,
-        ),
-        table: percentile_table("answers", &rows),
-    };
-    with_sample_size(figure, &counts, ("answer", "answers"))
+    let plot = line_chart(
+        "latency (ms)",
+        view.y_label,
+        Scale::Log,
+        view.y_scale,
+        series,
+    );
+    let (id, title) = (view.id, view.title);
+    distribution_figure(id, title, view.caption, plot, &rows, ("answer", "answers"))
 }
 
 /// The summary table of time series: total, and min, mean and max per second.
@@ -557,27 +573,23 @@ fn timing_error_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
             cdf_series(name.clone(), &points, |p| p.at_most, style)
         })
         .collect();
-    let figure = Figure {
-        id: "replay-timing-error-cdf".to_string(),
-        title: "Send timing error (CDF)".to_string(),
-        caption: format!(
-            "Share of queries sent at most x µs after the time the trace's schedule gave them \
-             (negative: early). The axis is linear because errors have both signs, which a \
-             log axis cannot show, and it spans the {}th to the {}th percentile so that rare \
-             outliers do not squeeze the rest; the table gives the extremes.",
-            num(TIMING_CLIP * 100.0),
-            num(100.0 - TIMING_CLIP * 100.0)
-        ),
-        plot: line_chart(
-            "sent − intended (µs)",
-            "share of queries ≤ x",
-            Scale::Linear,
-            Scale::Linear,
-            series,
-        ),
-        table: percentile_table("queries", &rows),
-    };
-    with_sample_size(figure, &counts, ("query", "queries"))
+    let caption = format!(
+        "Share of queries sent at most x µs after the time the trace's schedule gave them \
+         (negative: early). The axis is linear because errors have both signs, which a log \
+         axis cannot show, and it spans the {}th to the {}th percentile so that rare outliers \
+         do not squeeze the rest; the table gives the extremes.",
+        num(TIMING_CLIP * 100.0),
+        num(100.0 - TIMING_CLIP * 100.0)
+    );
+    let plot = line_chart(
+        "sent − intended (µs)",
+        "share of queries ≤ x",
+        Scale::Linear,
+        Scale::Linear,
+        series,
+    );
+    let (id, title) = ("replay-timing-error-cdf", "Send timing error (CDF)");
+    distribution_figure(id, title, caption, plot, &rows, ("query", "queries"))
 }
 
 /// Sorted values as histogram buckets (equal values together).
@@ -689,19 +701,16 @@ fn interarrival_cdf(inputs: &[(&str, &ReplayData)], names: &Names) -> Figure {
     if !negative.is_empty() {
         caption.push_str(&format!(" {}.", negative.join("; ")));
     }
-    let counts = counts(&rows);
-    let figure = Figure {
-        id: "replay-interarrival-cdf".to_string(),
-        title: "Inter-arrival times, original and replayed (CDF)".to_string(),
-        caption,
-        plot: line_chart(
-            "inter-arrival time (ms)",
-            "share of gaps ≤ x",
-            Scale::Log,
-            Scale::Linear,
-            series,
-        ),
-        table: percentile_table("gaps", &rows),
-    };
-    with_sample_size(figure, &counts, ("gap", "gaps"))
+    let plot = line_chart(
+        "inter-arrival time (ms)",
+        "share of gaps ≤ x",
+        Scale::Log,
+        Scale::Linear,
+        series,
+    );
+    let (id, title) = (
+        "replay-interarrival-cdf",
+        "Inter-arrival times, original and replayed (CDF)",
+    );
+    distribution_figure(id, title, caption, plot, &rows, ("gap", "gaps"))
 }

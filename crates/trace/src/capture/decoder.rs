@@ -269,16 +269,11 @@ impl PacketDecoder {
                             u16::from_be_bytes([payload[2], payload[3]]),
                         )
                     {
-                        out.skip(if truncated {
-                            SkipReason::TruncatedPacket
-                        } else {
-                            SkipReason::MalformedIp
-                        });
+                        out.skip(cut_short(truncated));
                     }
                     return Ok(());
                 }
-                let sport = u16::from_be_bytes([payload[0], payload[1]]);
-                let dport = u16::from_be_bytes([payload[2], payload[3]]);
+                let (sport, dport) = ports(payload);
                 if !self.is_dns(sport, dport) && !truncated {
                     let body = &payload[8..];
                     let inner = if dport == tunnel::VXLAN_PORT {
@@ -323,24 +318,15 @@ impl PacketDecoder {
             }
             TCP => {
                 if payload.len() < 4 {
-                    out.skip(if truncated {
-                        SkipReason::TruncatedPacket
-                    } else {
-                        SkipReason::MalformedIp
-                    });
+                    out.skip(cut_short(truncated));
                     return Ok(());
                 }
-                let sport = u16::from_be_bytes([payload[0], payload[1]]);
-                let dport = u16::from_be_bytes([payload[2], payload[3]]);
+                let (sport, dport) = ports(payload);
                 if !self.count_ports(sport, dport) {
                     return Ok(());
                 }
                 let Some(h) = parse_tcp(payload) else {
-                    out.skip(if truncated {
-                        SkipReason::TruncatedPacket
-                    } else {
-                        SkipReason::MalformedIp
-                    });
+                    out.skip(cut_short(truncated));
                     return Ok(());
                 };
                 if truncated {
@@ -443,4 +429,24 @@ impl PacketDecoder {
     pub fn last_time(&self) -> i64 {
         self.last_time
     }
+}
+
+/// Why a transport header that does not fit in what was captured is skipped: the capture cut
+/// the packet (`truncated`, its snap length) or the IP header claimed too little.
+#[inline]
+fn cut_short(truncated: bool) -> SkipReason {
+    if truncated {
+        SkipReason::TruncatedPacket
+    } else {
+        SkipReason::MalformedIp
+    }
+}
+
+/// The source and destination ports at the start of a UDP or TCP header of at least 4 bytes.
+#[inline]
+fn ports(header: &[u8]) -> (u16, u16) {
+    (
+        u16::from_be_bytes([header[0], header[1]]),
+        u16::from_be_bytes([header[2], header[3]]),
+    )
 }

@@ -80,14 +80,13 @@ impl Chunk {
         let proto = Proto::from_code(r.u8()).unwrap_or(Proto::Udp);
         let src = r.socket();
         let dst = r.socket();
-        let len = r.u32() as usize;
         Record {
             time_ns,
             src,
             dst,
             proto,
             conn,
-            wire: r.take(len),
+            wire: r.prefixed(),
         }
     }
 
@@ -101,11 +100,10 @@ impl Chunk {
             0 => {
                 let src = r.socket();
                 let dst = r.socket();
-                let len = r.u32() as usize;
                 Deferred::Segment {
                     src,
                     dst,
-                    segment: r.take(len),
+                    segment: r.prefixed(),
                 }
             }
             _ => {
@@ -118,11 +116,10 @@ impl Chunk {
                     more: r.u8() != 0,
                 };
                 let depth = r.u8();
-                let len = r.u32() as usize;
                 Deferred::Fragment {
                     header,
                     depth,
-                    payload: r.take(len),
+                    payload: r.prefixed(),
                 }
             }
         }
@@ -136,8 +133,7 @@ impl Chunk {
         b.push(r.proto as u8);
         put_socket(b, r.src);
         put_socket(b, r.dst);
-        b.extend_from_slice(&(r.wire.len() as u32).to_le_bytes());
-        b.extend_from_slice(r.wire);
+        put_prefixed(b, r.wire);
         at
     }
 
@@ -150,8 +146,7 @@ impl Chunk {
                 b.push(0);
                 put_socket(b, src);
                 put_socket(b, dst);
-                b.extend_from_slice(&(segment.len() as u32).to_le_bytes());
-                b.extend_from_slice(segment);
+                put_prefixed(b, segment);
             }
             Deferred::Fragment {
                 header,
@@ -166,8 +161,7 @@ impl Chunk {
                 b.extend_from_slice(&(header.offset as u32).to_le_bytes());
                 b.push(u8::from(header.more));
                 b.push(depth);
-                b.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-                b.extend_from_slice(payload);
+                put_prefixed(b, payload);
             }
         }
         at
@@ -192,6 +186,12 @@ fn put_socket(b: &mut Vec<u8>, s: SocketAddr) {
     b.extend_from_slice(&s.port().to_le_bytes());
 }
 
+/// `bytes` after their length (a `u32`), as [`Reader::prefixed`] reads them back.
+fn put_prefixed(b: &mut Vec<u8>, bytes: &[u8]) {
+    b.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+    b.extend_from_slice(bytes);
+}
+
 /// Reads back what a chunk's arena holds (written by this module: always well formed).
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -211,6 +211,11 @@ impl<'a> Reader<'a> {
         let mut b = [0u8; 4];
         b.copy_from_slice(self.take(4));
         u32::from_le_bytes(b)
+    }
+    /// Bytes written by [`put_prefixed`]: their length, then them.
+    fn prefixed(&mut self) -> &'a [u8] {
+        let len = self.u32() as usize;
+        self.take(len)
     }
     fn i64(&mut self) -> i64 {
         let mut b = [0u8; 8];
@@ -387,6 +392,27 @@ mod tests {
             .collect()
     }
 
+    /// A UDP record from 192.0.2.1 to 192.0.2.2 at `time_ns`.
+    fn udp(time_ns: i64, wire: &[u8]) -> Record<'_> {
+        Record {
+            time_ns,
+            src: addr(1),
+            dst: addr(2),
+            proto: Proto::Udp,
+            conn: 0,
+            wire,
+        }
+    }
+
+    /// The times of the chunk's events that lead the merge, in order.
+    fn leaders(chunk: &Chunk) -> Vec<i64> {
+        chunk
+            .events
+            .iter()
+            .filter_map(|e| leads(chunk, e))
+            .collect()
+    }
+
     #[test]
     fn events_are_small_and_their_fields_come_back() {
         assert!(std::mem::size_of::<Event>() <= 24);
@@ -408,11 +434,7 @@ mod tests {
         sink.record(&record(5)).unwrap();
         sink.finish().unwrap();
         let chunk = chunks(&rx).pop().expect("a chunk");
-        let leaders: Vec<i64> = chunk
-            .events
-            .iter()
-            .filter_map(|e| leads(&chunk, e))
-            .collect();
+        let leaders = leaders(&chunk);
         assert_eq!(leaders, [10, 5]);
         let Event::Record { at, .. } = chunk.events[1] else {
             panic!("a record")
@@ -435,15 +457,7 @@ mod tests {
             number: 1,
         })
         .unwrap();
-        sink.record(&Record {
-            time_ns: 1_000,
-            src: addr(1),
-            dst: addr(2),
-            proto: Proto::Udp,
-            conn: 0,
-            wire: &wire,
-        })
-        .unwrap();
+        sink.record(&udp(1_000, &wire)).unwrap();
         sink.deferred(Deferred::Packet {
             time_ns: 4_000,
             number: 2,
@@ -470,11 +484,7 @@ mod tests {
         sink.deferred(fragment).unwrap();
         sink.finish().unwrap();
         let chunk = chunks(&rx).pop().expect("a chunk");
-        let leaders: Vec<i64> = chunk
-            .events
-            .iter()
-            .filter_map(|e| leads(&chunk, e))
-            .collect();
+        let leaders = leaders(&chunk);
         assert_eq!(leaders, [1_000, 4_000]);
         let parts: Vec<Deferred<'_>> = chunk
             .events
@@ -495,15 +505,7 @@ mod tests {
         let mut sink = ChunkSink::new(tx, pool.clone());
         let wire = vec![0u8; 1000];
         for t in 0..3_000 {
-            sink.record(&Record {
-                time_ns: t,
-                src: addr(1),
-                dst: addr(2),
-                proto: Proto::Udp,
-                conn: 0,
-                wire: &wire,
-            })
-            .unwrap();
+            sink.record(&udp(t, &wire)).unwrap();
         }
         sink.finish().unwrap();
         let chunks = chunks(&rx);
