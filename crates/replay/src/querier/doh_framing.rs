@@ -20,7 +20,7 @@ use base64::Engine as _;
 use ldplayer_dns::HEADER_LEN;
 use ldplayer_stacks::http2::{request_headers, Http2Client, Outcome};
 use ldplayer_stacks::tls::TlsSession;
-use rustls::{ClientConfig, HandshakeKind};
+use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -202,6 +202,8 @@ impl DohFraming {
 }
 
 impl StreamProtocol for DohFraming {
+    type Session = TlsSession;
+
     fn matches_by_id(&self) -> bool {
         false
     }
@@ -273,18 +275,6 @@ impl StreamProtocol for DohFraming {
         Ok(())
     }
 
-    fn output(&self) -> &[u8] {
-        self.session.output()
-    }
-
-    fn consume_output(&mut self, n: usize) {
-        self.session.consume_output(n)
-    }
-
-    fn written_total(&self) -> u64 {
-        self.session.sent_total()
-    }
-
     fn received(
         &mut self,
         bytes: &mut [u8],
@@ -316,15 +306,12 @@ impl StreamProtocol for DohFraming {
         self.fatal.take()
     }
 
-    fn is_handshaking(&self) -> bool {
-        self.session.is_handshaking()
+    // The socket side (output, what the socket took, handshake, close) is the session's.
+    fn session(&self) -> &TlsSession {
+        &self.session
     }
 
-    fn resumed(&self) -> bool {
-        self.session.handshake_kind() == Some(HandshakeKind::Resumed)
-    }
-
-    fn close(&mut self) {
-        self.session.close()
+    fn session_mut(&mut self) -> &mut TlsSession {
+        &mut self.session
     }
 }

@@ -78,6 +78,7 @@ pub(crate) mod doq;
 mod doq_glue;
 mod doq_stamps;
 mod inflight;
+pub(crate) mod outgoing;
 mod pending;
 mod profile;
 mod send_times;

@@ -3,7 +3,7 @@
 use super::tcp_framing::TcpFraming;
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
 use ldplayer_stacks::tls::{TlsRecords, TlsSession};
-use rustls::{ClientConfig, HandshakeKind};
+use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::sync::Arc;
 
@@ -45,6 +45,8 @@ impl<S: TlsRecords> TlsFraming<S> {
 }
 
 impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
+    type Session = S;
+
     fn matches_by_id(&self) -> bool {
         true
     }
@@ -83,18 +85,6 @@ impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
         }
     }
 
-    fn output(&self) -> &[u8] {
-        self.session.output()
-    }
-
-    fn consume_output(&mut self, n: usize) {
-        self.session.consume_output(n)
-    }
-
-    fn written_total(&self) -> u64 {
-        self.session.sent_total()
-    }
-
     fn received(
         &mut self,
         bytes: &mut [u8],
@@ -112,16 +102,13 @@ impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
         self.framing.pending_frame()
     }
 
-    fn is_handshaking(&self) -> bool {
-        self.session.is_handshaking()
+    // The socket side (output, what the socket took, handshake, close) is the session's.
+    fn session(&self) -> &S {
+        &self.session
     }
 
-    fn resumed(&self) -> bool {
-        self.session.handshake_kind() == Some(HandshakeKind::Resumed)
-    }
-
-    fn close(&mut self) {
-        self.session.close()
+    fn session_mut(&mut self) -> &mut S {
+        &mut self.session
     }
 }
 

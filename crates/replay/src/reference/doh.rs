@@ -25,7 +25,7 @@ use h2::client::{Connection, ResponseFuture, SendRequest};
 use h2::RecvStream;
 use ldplayer_dns::HEADER_LEN;
 use ldplayer_stacks::tls::TlsRecords;
-use rustls::{ClientConfig, HandshakeKind};
+use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -555,6 +555,8 @@ impl H2Doh {
 }
 
 impl StreamProtocol for H2Doh {
+    type Session = RustlsSession;
+
     fn matches_by_id(&self) -> bool {
         false
     }
@@ -650,18 +652,6 @@ impl StreamProtocol for H2Doh {
         Ok(())
     }
 
-    fn output(&self) -> &[u8] {
-        self.session.output()
-    }
-
-    fn consume_output(&mut self, n: usize) {
-        self.session.consume_output(n)
-    }
-
-    fn written_total(&self) -> u64 {
-        self.session.sent_total()
-    }
-
     fn received(
         &mut self,
         bytes: &mut [u8],
@@ -698,16 +688,13 @@ impl StreamProtocol for H2Doh {
         self.fatal.take()
     }
 
-    fn is_handshaking(&self) -> bool {
-        self.session.is_handshaking()
+    // The socket side (output, what the socket took, handshake, close) is the session's.
+    fn session(&self) -> &RustlsSession {
+        &self.session
     }
 
-    fn resumed(&self) -> bool {
-        self.session.handshake_kind() == Some(HandshakeKind::Resumed)
-    }
-
-    fn close(&mut self) {
-        self.session.close()
+    fn session_mut(&mut self) -> &mut RustlsSession {
+        &mut self.session
     }
 }
 
