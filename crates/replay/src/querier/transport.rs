@@ -39,7 +39,7 @@
 //! The lean protocol code itself (the TLS record layer, HTTP/2 and HPACK, QUIC, HTTP/3 and
 //! QPACK, DoQ's framing) is the `ldplayer-stacks` crate, sans IO; what is here and in
 //! `tcp_framing`, `tls_framing` and `doh_framing` fits it to the querier (match keys, send
-//! positions, causes).
+//! positions, causes); `doh_exchange` is what DoH's lean and reference clients share.
 //!
 //! The socket side of a protocol (the bytes waiting, what the socket took, the handshake, the
 //! goodbye) is its session's, a [`StreamSession`]: the TLS session for DoT and DoH, lean or
