@@ -154,14 +154,7 @@ impl StreamSession for Outgoing {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A query for `www.example. A` with ID `id`.
-    fn query(id: u16) -> Vec<u8> {
-        let mut q = id.to_be_bytes().to_vec();
-        q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-        q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-        q
-    }
+    use crate::querier::test_messages::query;
 
     fn framed(msgs: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();

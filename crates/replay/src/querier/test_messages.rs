@@ -7,3 +7,10 @@ pub(super) fn query(id: u16) -> Vec<u8> {
     q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
     q
 }
+
+/// Its answer: the query with QR set.
+pub(super) fn answer(id: u16) -> Vec<u8> {
+    let mut a = query(id);
+    a[2] |= 0x80;
+    a
+}

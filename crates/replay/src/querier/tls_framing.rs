@@ -116,27 +116,13 @@ impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
 mod tests {
     use super::*;
     use crate::config::TlsConfig;
+    use crate::querier::test_messages::{answer, query};
     use crate::tls::TlsBase;
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     use rustls::{ServerConfig, ServerConnection};
     use std::io::{Read, Write};
     use std::net::Ipv4Addr;
-
-    /// A query for `www.example. A` with ID `id`.
-    fn query(id: u16) -> Vec<u8> {
-        let mut q = id.to_be_bytes().to_vec();
-        q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-        q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-        q
-    }
-
-    /// Its answer: the query with QR set.
-    fn answer(id: u16) -> Vec<u8> {
-        let mut a = query(id);
-        a[2] |= 0x80;
-        a
-    }
 
     /// A rustls server in memory and a client configuration that trusts its certificate.
     struct Peer {
