@@ -58,8 +58,6 @@
 //! schedule to an instant and a trace time chosen by the caller, so that several processes
 //! replaying parts of one trace keep the trace's timing between them.
 
-#[cfg(test)]
-mod alloc_count;
 mod cause;
 mod clock;
 mod config;
@@ -78,6 +76,12 @@ mod reference;
 mod shard;
 mod stats;
 mod tls;
+
+/// The test binary counts what it allocates (the stacks' counter): tests bound what a client's
+/// TLS configuration and session keep.
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: ldplayer_stacks::alloc_count::Counting = ldplayer_stacks::alloc_count::Counting;
 
 pub use clock::clock_state;
 

@@ -1,11 +1,16 @@
-//! The test binary's allocator: the system's, counting the bytes live, in the whole process
-//! and per thread, so that tests can bound what a connection keeps (a copy of the replay's).
+//! A counting allocator for tests: the system's, counting the bytes live in the whole process
+//! and per thread, so that a test can bound what a connection or a session keeps.
+//!
+//! It is public so that every test binary that measures memory uses this one (the replay's
+//! as well as this crate's), but no library installs it: a test binary does, with
+//! `#[global_allocator] static A: Counting = Counting;`. Until then [`live`] and
+//! [`thread_live`] stay at 0.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
-/// Bytes allocated and not yet freed, by every thread of this test binary.
+/// Bytes allocated and not yet freed, by every thread of the binary.
 static LIVE: AtomicIsize = AtomicIsize::new(0);
 
 thread_local! {
@@ -13,7 +18,10 @@ thread_local! {
     static THREAD_LIVE: Cell<isize> = const { Cell::new(0) };
 }
 
-struct Counting;
+/// The system's allocator, counting what is live for [`live`] and [`thread_live`] once it is
+/// installed as the binary's global allocator.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Counting;
 
 fn count(delta: isize) {
     LIVE.fetch_add(delta, Ordering::Relaxed);
@@ -35,8 +43,10 @@ unsafe impl GlobalAlloc for Counting {
     }
 }
 
-#[global_allocator]
-static ALLOCATOR: Counting = Counting;
+/// Bytes live in the whole process (all threads), as [`Counting`] saw them.
+pub fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
 
 /// Bytes this thread has allocated and not freed (frees of other threads' memory included).
 pub fn thread_live() -> isize {

@@ -18,8 +18,7 @@
 //! sockets, the kernel's timestamps, the schedule and the results, and reaches these stacks,
 //! as it reaches the reference ones (`h2`, `quinn`), through its own transport seam.
 
-#[cfg(test)]
-mod alloc_count;
+pub mod alloc_count;
 pub mod doh;
 pub mod doq;
 pub mod h3;
@@ -27,6 +26,11 @@ pub(crate) mod hpack;
 pub mod http2;
 pub mod quic;
 pub mod tls;
+
+/// The test binary counts what it allocates: tests bound what a connection keeps.
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: alloc_count::Counting = alloc_count::Counting;
 
 /// Entry points for the fuzz targets (`fuzz/`): not an API.
 #[doc(hidden)]

@@ -12,6 +12,7 @@
 //! `application/dns-message` fails its query with a [`Cause`] naming the status or the content
 //! type.
 
+use super::doh_exchange::{doh_query, tell_ends, Outcomes, RequestEnd};
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
 use super::KEEP_BUF;
 use crate::cause::Cause;
@@ -20,23 +21,18 @@ use base64::Engine as _;
 use ldplayer_dns::HEADER_LEN;
 use ldplayer_stacks::http2::{request_headers, Http2Client, Outcome};
 use ldplayer_stacks::tls::TlsSession;
-use rustls::{ClientConfig, HandshakeKind};
+use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-/// The largest DNS query sent (a DNS message).
-const MAX_QUERY: usize = 65_535;
-
 /// One query on the connection, in the order queued: its end is told in that order.
 struct Query {
     key: u64,
-    /// Where its request's last frame ends in the TLS byte stream, once sealed.
-    end: Option<u64>,
+    /// Where its request ends, and whether that was told.
+    end: RequestEnd,
     /// Answered or failed.
     done: bool,
-    /// Its end has been told to the querier.
-    sealed: bool,
 }
 
 /// DNS over HTTPS on one connection: TLS with ALPN h2 and an HTTP/2 client on top.
@@ -51,16 +47,12 @@ pub(crate) struct DohFraming {
     queries: VecDeque<Query>,
     /// Decrypted bytes for the HTTP/2 client (kept for its allocation while busy).
     plain: Vec<u8>,
-    /// Answers complete since the last [`StreamProtocol::received`] hand-over.
-    answers: Vec<(u64, Vec<u8>)>,
-    /// Queries failed since the querier last took them.
-    failed: Vec<(u64, Cause)>,
+    /// Answers and failures for the querier; the connection fails as a whole for no h2 by
+    /// ALPN, an HTTP/2 connection error, or the server's GOAWAY once its streams are done.
+    outcomes: Outcomes,
     /// Whether ALPN was checked after the TLS handshake.
     alpn_checked: bool,
-    /// The connection failed as a whole (no h2 by ALPN, an HTTP/2 connection error, the
-    /// server's GOAWAY once its streams are done), until the querier takes it.
-    fatal: Option<Cause>,
-    /// `fatal` was set once: it is not set again.
+    /// The connection's failure was set once: it is not set again.
     ended: bool,
 }
 
@@ -81,10 +73,8 @@ impl DohFraming {
             next_key: 0,
             queries: VecDeque::new(),
             plain: Vec::new(),
-            answers: Vec::new(),
-            failed: Vec::new(),
+            outcomes: Outcomes::default(),
             alpn_checked: false,
-            fatal: None,
             ended: false,
         })
     }
@@ -117,12 +107,12 @@ impl DohFraming {
     fn end(&mut self, cause: Cause) {
         if !self.ended {
             self.ended = true;
-            self.fatal = Some(cause);
+            self.outcomes.fatal = Some(cause);
         }
     }
 
     /// Checks ALPN once the TLS handshake is over, and moves what the HTTP/2 client finished
-    /// to `answers` and `failed`.
+    /// to the outcomes.
     fn collect(&mut self) {
         if !self.alpn_checked && !self.session.is_handshaking() {
             self.alpn_checked = true;
@@ -130,7 +120,7 @@ impl DohFraming {
                 for q in &mut self.queries {
                     if !q.done {
                         q.done = true;
-                        self.failed.push((q.key, Cause::NoHttp2));
+                        self.outcomes.failed.push((q.key, Cause::NoHttp2));
                     }
                 }
                 self.end(Cause::NoHttp2);
@@ -145,13 +135,14 @@ impl DohFraming {
             {
                 q.done = true;
             }
+            let failed = &mut self.outcomes.failed;
             match outcome {
-                Outcome::Answer(body) if body.len() >= HEADER_LEN => self.answers.push((key, body)),
-                Outcome::Answer(_) | Outcome::NotDns => {
-                    self.failed.push((key, Cause::NotDnsContent))
+                Outcome::Answer(body) if body.len() >= HEADER_LEN => {
+                    self.outcomes.answers.push((key, body))
                 }
-                Outcome::Status(code) => self.failed.push((key, Cause::HttpStatus(code))),
-                Outcome::Failed(why) => self.failed.push((key, Cause::Http2(why))),
+                Outcome::Answer(_) | Outcome::NotDns => failed.push((key, Cause::NotDnsContent)),
+                Outcome::Status(code) => failed.push((key, Cause::HttpStatus(code))),
+                Outcome::Failed(why) => failed.push((key, Cause::Http2(why))),
             }
         }
         if let Some(e) = self.h2.error() {
@@ -173,7 +164,7 @@ impl DohFraming {
                 .checked_sub(first)
                 .and_then(|i| self.queries.get_mut(i as usize))
             {
-                q.end = Some(at);
+                q.end.at = Some(at);
             }
         }
     }
@@ -181,7 +172,7 @@ impl DohFraming {
     /// Forgets the queries that are done and whose end was told; gives back what a burst grew
     /// once nothing is in flight (most connections are idle most of the time).
     fn forget_done(&mut self) {
-        while self.queries.front().is_some_and(|q| q.done && q.sealed) {
+        while self.queries.front().is_some_and(|q| q.done && q.end.told) {
             self.queries.pop_front();
         }
         if self.queries.is_empty() {
@@ -190,35 +181,26 @@ impl DohFraming {
             if self.plain.capacity() > KEEP_BUF {
                 self.plain = Vec::new();
             }
-            // (`answers` and `failed` are handed over after this: released once empty.)
-            if self.answers.is_empty() {
-                self.answers = Vec::new();
-            }
-            if self.failed.is_empty() {
-                self.failed = Vec::new();
-            }
+            self.outcomes.release_if_idle();
         }
     }
 }
 
 impl StreamProtocol for DohFraming {
+    type Session = TlsSession;
+
     fn matches_by_id(&self) -> bool {
         false
     }
 
     fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError> {
-        if wire.len() < HEADER_LEN || wire.len() > MAX_QUERY {
-            return Err(StreamError::BadQuery);
-        }
-        let mut wire = wire.to_vec();
-        wire[..2].copy_from_slice(&[0, 0]);
+        let wire = doh_query(wire)?;
         let key = self.next_key;
         self.next_key += 1;
         self.queries.push_back(Query {
             key,
-            end: None,
+            end: RequestEnd::default(),
             done: false,
-            sealed: false,
         });
         let (headers, body) = self.request(&wire);
         self.h2.request(key, headers, body);
@@ -255,34 +237,13 @@ impl StreamProtocol for DohFraming {
             return Ok(());
         }
         let now = self.session.queued_total();
-        for q in &mut self.queries {
-            if q.sealed {
-                continue;
-            }
-            let end = match q.end {
-                Some(end) => end,
-                // Done without bytes of its own on the wire (failed before it went out):
-                // nothing to wait for.
-                None if q.done => now,
-                None => break,
-            };
-            q.sealed = true;
-            sealed(end);
-        }
+        tell_ends(
+            self.queries.iter_mut().map(|q| (q.done, &mut q.end)),
+            now,
+            sealed,
+        );
         self.forget_done();
         Ok(())
-    }
-
-    fn output(&self) -> &[u8] {
-        self.session.output()
-    }
-
-    fn consume_output(&mut self, n: usize) {
-        self.session.consume_output(n)
-    }
-
-    fn written_total(&self) -> u64 {
-        self.session.sent_total()
     }
 
     fn received(
@@ -296,7 +257,7 @@ impl StreamProtocol for DohFraming {
             self.plain.clear();
         }
         self.collect();
-        for (key, body) in std::mem::take(&mut self.answers) {
+        for (key, body) in std::mem::take(&mut self.outcomes.answers) {
             message(MatchKey::Stream(key), &body);
         }
         self.forget_done();
@@ -307,24 +268,19 @@ impl StreamProtocol for DohFraming {
     }
 
     fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
-        for (key, cause) in self.failed.drain(..) {
-            failed(MatchKey::Stream(key), cause);
-        }
+        self.outcomes.take_failures(failed)
     }
 
     fn fatal(&mut self) -> Option<Cause> {
-        self.fatal.take()
+        self.outcomes.fatal.take()
     }
 
-    fn is_handshaking(&self) -> bool {
-        self.session.is_handshaking()
+    // The socket side (output, what the socket took, handshake, close) is the session's.
+    fn session(&self) -> &TlsSession {
+        &self.session
     }
 
-    fn resumed(&self) -> bool {
-        self.session.handshake_kind() == Some(HandshakeKind::Resumed)
-    }
-
-    fn close(&mut self) {
-        self.session.close()
+    fn session_mut(&mut self) -> &mut TlsSession {
+        &mut self.session
     }
 }

@@ -73,11 +73,13 @@ pub(crate) struct Setup {
 mod ahead;
 mod answer;
 mod clients;
+pub(crate) mod doh_exchange;
 mod doh_framing;
 pub(crate) mod doq;
 mod doq_glue;
 mod doq_stamps;
 mod inflight;
+pub(crate) mod outgoing;
 mod pending;
 mod profile;
 mod send_times;
@@ -87,6 +89,8 @@ mod stream;
 mod stream_conn;
 mod stream_replies;
 mod tcp_framing;
+#[cfg(test)]
+mod test_messages;
 mod tls_framing;
 pub(crate) mod transport;
 mod udp;

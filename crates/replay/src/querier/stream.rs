@@ -20,9 +20,7 @@ use super::stream_conn::{
     doh_authority, mark_sent, write_out, Conn, ConnState, StampedRead, Unsent, READ_CHUNK,
 };
 use super::stream_replies::{self, StreamReply};
-use super::transport::{
-    DohFraming, MatchKey, StreamProtocol, StreamTransport, TcpFraming, TlsFraming,
-};
+use super::transport::{DohFraming, MatchKey, StreamTransport, TcpFraming, TlsFraming};
 use super::NONE;
 use crate::cause::{kind_of_io, Cause};
 use crate::clock;

@@ -5,7 +5,7 @@
 
 use super::inflight::Slot;
 use super::send_times::SendTimes;
-use super::transport::{StreamProtocol, StreamTransport};
+use super::transport::StreamTransport;
 use crate::tls::TlsBase;
 use ldplayer_trace::Proto;
 use mio::net::TcpStream;

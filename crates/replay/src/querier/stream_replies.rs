@@ -19,7 +19,7 @@
 use super::answer::{self, Mismatch};
 use super::inflight::{Inflight, Reply, Via};
 use super::session::Ctx;
-use super::transport::{MatchKey, StreamProtocol, StreamTransport};
+use super::transport::{MatchKey, StreamTransport};
 use ldplayer_dns::{Message, HEADER_LEN};
 use ldplayer_results::ErrorKind;
 

@@ -1,7 +1,8 @@
 //! DNS over TCP's framing: each message behind its length in 2 bytes (RFC 1035 §4.2.2),
 //! answers matched by DNS ID.
 
-use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
+use super::outgoing::Outgoing;
+use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol, StreamSession};
 use super::KEEP_BUF;
 use ldplayer_dns::HEADER_LEN;
 
@@ -10,11 +11,8 @@ use ldplayer_dns::HEADER_LEN;
 /// connections are idle most of the time.
 #[derive(Debug, Default)]
 pub(crate) struct TcpFraming {
-    /// Framed queries; `out[sent..]` is still to be written.
-    out: Vec<u8>,
-    sent: usize,
-    /// Bytes written over the connection's life.
-    sent_total: u64,
+    /// Framed queries waiting for the socket.
+    out: Outgoing,
     /// Received bytes that do not make a whole frame yet.
     partial: Vec<u8>,
 }
@@ -66,6 +64,8 @@ fn pending(partial: &[u8]) -> Option<(usize, &[u8])> {
 }
 
 impl StreamProtocol for TcpFraming {
+    type Session = Outgoing;
+
     fn matches_by_id(&self) -> bool {
         true
     }
@@ -75,34 +75,12 @@ impl StreamProtocol for TcpFraming {
             return Err(StreamError::BadQuery);
         };
         let key = MatchKey::Id(u16::from_be_bytes([*a, *b]));
-        self.out.extend_from_slice(&len.to_be_bytes());
-        self.out.extend_from_slice(wire);
-        let wire_end = self.sent_total + (self.out.len() - self.sent) as u64;
+        self.out.extend(&len.to_be_bytes());
+        self.out.extend(wire);
         Ok(Queued {
             key,
-            wire_end: Some(wire_end),
+            wire_end: Some(self.out.queued_total()),
         })
-    }
-
-    fn output(&self) -> &[u8] {
-        &self.out[self.sent..]
-    }
-
-    fn consume_output(&mut self, n: usize) {
-        let n = n.min(self.out.len() - self.sent);
-        self.sent += n;
-        self.sent_total += n as u64;
-        if self.sent == self.out.len() {
-            self.out.clear();
-            self.sent = 0;
-            if self.out.capacity() > KEEP_BUF {
-                self.out = Vec::new();
-            }
-        }
-    }
-
-    fn written_total(&self) -> u64 {
-        self.sent_total
     }
 
     fn received(
@@ -130,24 +108,53 @@ impl StreamProtocol for TcpFraming {
         pending(&self.partial)
     }
 
+    // The socket side (output, what the socket took, handshake, close) is the session's.
+    fn session(&self) -> &Outgoing {
+        &self.out
+    }
+
+    fn session_mut(&mut self) -> &mut Outgoing {
+        &mut self.out
+    }
+}
+
+/// Plain TCP's session is only its bytes waiting: no handshake, nothing to resume.
+impl StreamSession for Outgoing {
+    #[inline]
+    fn output(&self) -> &[u8] {
+        Outgoing::output(self)
+    }
+
+    #[inline]
+    fn consume_output(&mut self, n: usize) {
+        self.consume(n);
+        self.release_if_idle(KEEP_BUF);
+    }
+
+    #[inline]
+    fn written_total(&self) -> u64 {
+        Outgoing::written_total(self)
+    }
+
+    #[inline]
+    fn is_handshaking(&self) -> bool {
+        false
+    }
+
+    fn resumed(&self) -> bool {
+        false
+    }
+
     /// Drops the queries not yet written: they fail with the connection.
     fn close(&mut self) {
-        self.out = Vec::new();
-        self.sent = 0;
+        self.discard();
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A query for `www.example. A` with ID `id`.
-    fn query(id: u16) -> Vec<u8> {
-        let mut q = id.to_be_bytes().to_vec();
-        q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-        q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-        q
-    }
+    use crate::querier::test_messages::query;
 
     fn framed(msgs: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();

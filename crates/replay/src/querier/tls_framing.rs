@@ -3,7 +3,7 @@
 use super::tcp_framing::TcpFraming;
 use super::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
 use ldplayer_stacks::tls::{TlsRecords, TlsSession};
-use rustls::{ClientConfig, HandshakeKind};
+use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::sync::Arc;
 
@@ -45,6 +45,8 @@ impl<S: TlsRecords> TlsFraming<S> {
 }
 
 impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
+    type Session = S;
+
     fn matches_by_id(&self) -> bool {
         true
     }
@@ -83,18 +85,6 @@ impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
         }
     }
 
-    fn output(&self) -> &[u8] {
-        self.session.output()
-    }
-
-    fn consume_output(&mut self, n: usize) {
-        self.session.consume_output(n)
-    }
-
-    fn written_total(&self) -> u64 {
-        self.session.sent_total()
-    }
-
     fn received(
         &mut self,
         bytes: &mut [u8],
@@ -112,16 +102,13 @@ impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
         self.framing.pending_frame()
     }
 
-    fn is_handshaking(&self) -> bool {
-        self.session.is_handshaking()
+    // The socket side (output, what the socket took, handshake, close) is the session's.
+    fn session(&self) -> &S {
+        &self.session
     }
 
-    fn resumed(&self) -> bool {
-        self.session.handshake_kind() == Some(HandshakeKind::Resumed)
-    }
-
-    fn close(&mut self) {
-        self.session.close()
+    fn session_mut(&mut self) -> &mut S {
+        &mut self.session
     }
 }
 
@@ -129,27 +116,13 @@ impl<S: TlsRecords> StreamProtocol for TlsFraming<S> {
 mod tests {
     use super::*;
     use crate::config::TlsConfig;
+    use crate::querier::test_messages::{answer, query};
     use crate::tls::TlsBase;
     use rustls::pki_types::pem::PemObject;
     use rustls::pki_types::{CertificateDer, PrivateKeyDer};
     use rustls::{ServerConfig, ServerConnection};
     use std::io::{Read, Write};
     use std::net::Ipv4Addr;
-
-    /// A query for `www.example. A` with ID `id`.
-    fn query(id: u16) -> Vec<u8> {
-        let mut q = id.to_be_bytes().to_vec();
-        q.extend_from_slice(&[1, 0, 0, 1, 0, 0, 0, 0, 0, 0]);
-        q.extend_from_slice(b"\x03www\x07example\x00\x00\x01\x00\x01");
-        q
-    }
-
-    /// Its answer: the query with QR set.
-    fn answer(id: u16) -> Vec<u8> {
-        let mut a = query(id);
-        a[2] |= 0x80;
-        a
-    }
 
     /// A rustls server in memory and a client configuration that trusts its certificate.
     struct Peer {

@@ -39,7 +39,12 @@
 //! The lean protocol code itself (the TLS record layer, HTTP/2 and HPACK, QUIC, HTTP/3 and
 //! QPACK, DoQ's framing) is the `ldplayer-stacks` crate, sans IO; what is here and in
 //! `tcp_framing`, `tls_framing` and `doh_framing` fits it to the querier (match keys, send
-//! positions, causes).
+//! positions, causes); `doh_exchange` is what DoH's lean and reference clients share.
+//!
+//! The socket side of a protocol (the bytes waiting, what the socket took, the handshake, the
+//! goodbye) is its session's, a [`StreamSession`]: the TLS session for DoT and DoH, lean or
+//! reference, and for plain TCP only its bytes waiting ([`super::outgoing::Outgoing`]). Each
+//! protocol names its session; the trait's socket-side calls go to it.
 //!
 //! Send times: a query is sent when the socket has taken the last byte the protocol produced
 //! for it. The protocol tells where that byte lies in its output stream: at once from
@@ -51,7 +56,8 @@ pub(super) use super::tcp_framing::TcpFraming;
 pub(super) use super::tls_framing::TlsFraming;
 use crate::cause::Cause;
 use ldplayer_results::ErrorKind;
-use ldplayer_stacks::tls::SessionError;
+use ldplayer_stacks::tls::{SessionError, TlsRecords};
+use rustls::HandshakeKind;
 
 /// What a response is matched to its query by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -126,6 +132,15 @@ impl From<SessionError> for StreamError {
 /// from the socket and writes the bytes it has for the socket; it frames queries and hands back
 /// whole DNS messages with their match key.
 pub(crate) trait StreamProtocol {
+    /// The session the protocol's bytes go through to the socket.
+    type Session: StreamSession;
+
+    /// The protocol's session.
+    fn session(&self) -> &Self::Session;
+
+    /// The protocol's session, to write to or end.
+    fn session_mut(&mut self) -> &mut Self::Session;
+
     /// Whether answers are matched by DNS ID ([`MatchKey::Id`]): the querier then makes each
     /// query's ID unique on the connection before it is queued.
     fn matches_by_id(&self) -> bool;
@@ -141,14 +156,23 @@ pub(crate) trait StreamProtocol {
         Ok(())
     }
 
-    /// The bytes waiting for the socket.
-    fn output(&self) -> &[u8];
+    /// The bytes waiting for the socket: its session's.
+    #[inline]
+    fn output(&self) -> &[u8] {
+        self.session().output()
+    }
 
     /// Forgets the first `n` bytes of [`output`](Self::output): the socket took them.
-    fn consume_output(&mut self, n: usize);
+    #[inline]
+    fn consume_output(&mut self, n: usize) {
+        self.session_mut().consume_output(n)
+    }
 
     /// Bytes the socket took over the connection's life.
-    fn written_total(&self) -> u64;
+    #[inline]
+    fn written_total(&self) -> u64 {
+        self.session().written_total()
+    }
 
     /// Takes bytes read from the socket (which the protocol may decrypt in place), hands each
     /// DNS message completed by them to `message` with its key, and queues what it has to say
@@ -178,19 +202,77 @@ pub(crate) trait StreamProtocol {
         None
     }
 
-    /// Whether the protocol's handshake is still going on (queries wait for it).
+    /// Whether the session's handshake is still going on (queries wait for it).
+    #[inline]
     fn is_handshaking(&self) -> bool {
-        false
+        self.session().is_handshaking()
     }
 
     /// Whether the session resumed an earlier one (TLS), once its handshake is over.
     fn resumed(&self) -> bool {
-        false
+        self.session().resumed()
     }
 
-    /// Queues the protocol's goodbye (TLS close_notify), if it has one, before the socket is
-    /// closed.
-    fn close(&mut self) {}
+    /// Ends the session before the socket is closed (see [`StreamSession::close`]).
+    fn close(&mut self) {
+        self.session_mut().close()
+    }
+}
+
+/// The session under a protocol, which its bytes go through to the socket: a TLS session
+/// (DoT, DoH, lean or reference), or for plain TCP only the bytes waiting
+/// ([`super::outgoing::Outgoing`]). The socket side's calls on a [`StreamProtocol`] go to it.
+pub(crate) trait StreamSession {
+    /// The bytes waiting for the socket.
+    fn output(&self) -> &[u8];
+
+    /// Forgets the first `n` bytes of [`output`](Self::output): the socket took them.
+    fn consume_output(&mut self, n: usize);
+
+    /// Bytes the socket took over the connection's life.
+    fn written_total(&self) -> u64;
+
+    /// Whether the handshake is still going on.
+    fn is_handshaking(&self) -> bool;
+
+    /// Whether the session resumed an earlier one, once its handshake is over.
+    fn resumed(&self) -> bool;
+
+    /// Ends the session before the socket is closed: TLS queues its close_notify; plain TCP
+    /// drops what was not written (those queries fail with the connection).
+    fn close(&mut self);
+}
+
+/// A TLS session, lean ([`ldplayer_stacks::tls::TlsSession`]) or reference
+/// (`crate::reference::tls::RustlsSession`).
+impl<S: TlsRecords> StreamSession for S {
+    #[inline]
+    fn output(&self) -> &[u8] {
+        TlsRecords::output(self)
+    }
+
+    #[inline]
+    fn consume_output(&mut self, n: usize) {
+        TlsRecords::consume_output(self, n)
+    }
+
+    #[inline]
+    fn written_total(&self) -> u64 {
+        self.sent_total()
+    }
+
+    #[inline]
+    fn is_handshaking(&self) -> bool {
+        TlsRecords::is_handshaking(self)
+    }
+
+    fn resumed(&self) -> bool {
+        self.handshake_kind() == Some(HandshakeKind::Resumed)
+    }
+
+    fn close(&mut self) {
+        TlsRecords::close(self)
+    }
 }
 
 /// The protocol of one connection. An enum rather than a trait object: the querier calls it
@@ -229,48 +311,63 @@ macro_rules! each {
     };
 }
 
-impl StreamProtocol for StreamTransport {
-    fn matches_by_id(&self) -> bool {
+/// The calls of [`StreamProtocol`] on whichever protocol the connection has. Inherent methods
+/// rather than the trait's: the enum has no one session type to name.
+impl StreamTransport {
+    /// [`StreamProtocol::matches_by_id`].
+    pub fn matches_by_id(&self) -> bool {
         each!(self, p => p.matches_by_id())
     }
-    fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError> {
+    /// [`StreamProtocol::queue_query`].
+    pub fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError> {
         each!(self, p => p.queue_query(wire))
     }
-    fn seal(&mut self, sealed: &mut impl FnMut(u64)) -> Result<(), StreamError> {
+    /// [`StreamProtocol::seal`].
+    pub fn seal(&mut self, sealed: &mut impl FnMut(u64)) -> Result<(), StreamError> {
         each!(self, p => p.seal(sealed))
     }
-    fn output(&self) -> &[u8] {
+    /// [`StreamProtocol::output`].
+    pub fn output(&self) -> &[u8] {
         each!(self, p => p.output())
     }
-    fn consume_output(&mut self, n: usize) {
+    /// [`StreamProtocol::consume_output`].
+    pub fn consume_output(&mut self, n: usize) {
         each!(self, p => p.consume_output(n))
     }
-    fn written_total(&self) -> u64 {
+    /// [`StreamProtocol::written_total`].
+    pub fn written_total(&self) -> u64 {
         each!(self, p => p.written_total())
     }
-    fn received(
+    /// [`StreamProtocol::received`].
+    pub fn received(
         &mut self,
         bytes: &mut [u8],
         message: &mut impl FnMut(MatchKey, &[u8]),
     ) -> Result<Received, StreamError> {
         each!(self, p => p.received(bytes, message))
     }
-    fn pending_frame(&self) -> Option<(usize, &[u8])> {
+    /// [`StreamProtocol::pending_frame`].
+    pub fn pending_frame(&self) -> Option<(usize, &[u8])> {
         each!(self, p => p.pending_frame())
     }
-    fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
+    /// [`StreamProtocol::take_failures`].
+    pub fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
         each!(self, p => p.take_failures(failed))
     }
-    fn fatal(&mut self) -> Option<Cause> {
+    /// [`StreamProtocol::fatal`].
+    pub fn fatal(&mut self) -> Option<Cause> {
         each!(self, p => p.fatal())
     }
-    fn is_handshaking(&self) -> bool {
+    /// [`StreamProtocol::is_handshaking`].
+    pub fn is_handshaking(&self) -> bool {
         each!(self, p => p.is_handshaking())
     }
-    fn resumed(&self) -> bool {
+    /// [`StreamProtocol::resumed`].
+    pub fn resumed(&self) -> bool {
         each!(self, p => p.resumed())
     }
-    fn close(&mut self) {
+    /// [`StreamProtocol::close`].
+    pub fn close(&mut self) {
         each!(self, p => p.close())
     }
 }

@@ -18,6 +18,7 @@
 use super::tls::RustlsSession;
 use crate::cause::Cause;
 use crate::config::{DohConfig, DohMethod};
+use crate::querier::doh_exchange::{doh_query, tell_ends, Outcomes, RequestEnd, MAX_MESSAGE};
 use crate::querier::transport::{MatchKey, Queued, Received, StreamError, StreamProtocol};
 use base64::Engine as _;
 use bytes::Bytes;
@@ -25,7 +26,7 @@ use h2::client::{Connection, ResponseFuture, SendRequest};
 use h2::RecvStream;
 use ldplayer_dns::HEADER_LEN;
 use ldplayer_stacks::tls::TlsRecords;
-use rustls::{ClientConfig, HandshakeKind};
+use rustls::ClientConfig;
 use rustls_pki_types::ServerName;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -71,9 +72,6 @@ fn next_boundary(out: &[u8], preface: usize) -> (usize, Option<u32>) {
 
 /// Buffers of an idle connection larger than this are released.
 const KEEP_BUF: usize = 1024;
-
-/// The largest DNS response body accepted (RFC 8484 bodies are DNS messages: 65,535 bytes).
-const MAX_BODY: usize = 65_535;
 
 /// The plaintext between the TLS session and h2.
 #[derive(Default)]
@@ -199,10 +197,8 @@ struct Query {
     written: bool,
     /// Its HTTP/2 stream, once handed to h2.
     stream: Option<u32>,
-    /// Where its request's last frame ends in the TLS byte stream, once sealed.
-    end: Option<u64>,
-    /// The end has been told to the querier.
-    sealed: bool,
+    /// Where its request ends, and whether that was told.
+    end: RequestEnd,
 }
 
 /// DNS over HTTPS on one connection: rustls with ALPN h2 and an h2 client on top.
@@ -225,14 +221,11 @@ pub(crate) struct H2Doh {
     woken: Arc<Woken>,
     /// The keys taken from `woken`, kept for its allocation.
     to_poll: Vec<u64>,
-    /// Answers complete since the last [`StreamProtocol::received`] hand-over.
-    answers: Vec<(u64, Vec<u8>)>,
-    /// Queries failed since the querier last took them.
-    failed: Vec<(u64, Cause)>,
+    /// Answers and failures for the querier; the connection fails as a whole for no h2 by
+    /// ALPN or an HTTP/2 connection error.
+    outcomes: Outcomes,
     /// Whether ALPN was checked after the TLS handshake.
     alpn_checked: bool,
-    /// The connection failed as a whole (no h2 by ALPN, an HTTP/2 connection error).
-    fatal: Option<Cause>,
 }
 
 impl H2Doh {
@@ -262,10 +255,8 @@ impl H2Doh {
             preface_left: PREFACE_LEN,
             woken: Arc::default(),
             to_poll: Vec::new(),
-            answers: Vec::new(),
-            failed: Vec::new(),
+            outcomes: Outcomes::default(),
             alpn_checked: false,
-            fatal: None,
         })
     }
 
@@ -310,11 +301,11 @@ impl H2Doh {
         for q in &mut self.queries {
             if q.exchange.take().is_some() {
                 q.written = true;
-                self.failed.push((q.key, cause()));
+                self.outcomes.failed.push((q.key, cause()));
             }
         }
-        if self.fatal.is_none() {
-            self.fatal = Some(cause());
+        if self.outcomes.fatal.is_none() {
+            self.outcomes.fatal = Some(cause());
         }
         self.h2 = H2::Ended;
     }
@@ -429,7 +420,7 @@ impl H2Doh {
                 }
                 Err(cause) => {
                     q.exchange = None;
-                    self.failed.push((key, cause));
+                    self.outcomes.failed.push((key, cause));
                 }
             }
             i += 1;
@@ -462,13 +453,15 @@ impl H2Doh {
                                 break;
                             }
                             Poll::Ready(Err(e)) => {
-                                self.failed.push((q.key, Cause::Http2(h2_key(&e))));
+                                self.outcomes.failed.push((q.key, Cause::Http2(h2_key(&e))));
                                 break;
                             }
                             Poll::Ready(Ok(response)) => {
                                 let status = response.status().as_u16();
                                 if status != 200 {
-                                    self.failed.push((q.key, Cause::HttpStatus(status)));
+                                    self.outcomes
+                                        .failed
+                                        .push((q.key, Cause::HttpStatus(status)));
                                     break;
                                 }
                                 let dns = response
@@ -478,7 +471,7 @@ impl H2Doh {
                                         ldplayer_stacks::doh::is_dns_message(v.as_bytes())
                                     });
                                 if !dns {
-                                    self.failed.push((q.key, Cause::NotDnsContent));
+                                    self.outcomes.failed.push((q.key, Cause::NotDnsContent));
                                     break;
                                 }
                                 q.exchange = Some(Exchange::Body {
@@ -495,20 +488,20 @@ impl H2Doh {
                         }
                         Poll::Ready(Some(Ok(chunk))) => {
                             let _ = body.flow_control().release_capacity(chunk.len());
-                            if got.len() + chunk.len() > MAX_BODY {
-                                self.failed.push((q.key, Cause::Unframeable));
+                            if got.len() + chunk.len() > MAX_MESSAGE {
+                                self.outcomes.failed.push((q.key, Cause::Unframeable));
                                 break;
                             }
                             got.extend_from_slice(&chunk);
                             q.exchange = Some(Exchange::Body { body, got });
                         }
                         Poll::Ready(Some(Err(e))) => {
-                            self.failed.push((q.key, Cause::Http2(h2_key(&e))));
+                            self.outcomes.failed.push((q.key, Cause::Http2(h2_key(&e))));
                             break;
                         }
                         Poll::Ready(None) => {
                             q.waker = None;
-                            self.answers.push((q.key, got));
+                            self.outcomes.answers.push((q.key, got));
                             break;
                         }
                     },
@@ -528,7 +521,7 @@ impl H2Doh {
         while self
             .queries
             .front()
-            .is_some_and(|q| q.exchange.is_none() && q.sealed)
+            .is_some_and(|q| q.exchange.is_none() && q.end.told)
         {
             self.queries.pop_front();
         }
@@ -536,13 +529,7 @@ impl H2Doh {
         if self.queries.is_empty() {
             self.queries = VecDeque::new();
             self.to_poll = Vec::new();
-            // (`answers` and `failed` are handed over after this: released once empty.)
-            if self.answers.is_empty() {
-                self.answers = Vec::new();
-            }
-            if self.failed.is_empty() {
-                self.failed = Vec::new();
-            }
+            self.outcomes.release_if_idle();
             let mut pipe = self.pipe.borrow_mut();
             if pipe.input.is_empty() && pipe.input.capacity() > KEEP_BUF {
                 pipe.input = Vec::new();
@@ -555,16 +542,14 @@ impl H2Doh {
 }
 
 impl StreamProtocol for H2Doh {
+    type Session = RustlsSession;
+
     fn matches_by_id(&self) -> bool {
         false
     }
 
     fn queue_query(&mut self, wire: &[u8]) -> Result<Queued, StreamError> {
-        if wire.len() < HEADER_LEN || wire.len() > MAX_BODY {
-            return Err(StreamError::BadQuery);
-        }
-        let mut wire = wire.to_vec();
-        wire[..2].copy_from_slice(&[0, 0]);
+        let wire = doh_query(wire)?;
         let key = self.next_key;
         self.next_key += 1;
         self.queries.push_back(Query {
@@ -573,8 +558,7 @@ impl StreamProtocol for H2Doh {
             exchange: Some(Exchange::Waiting { wire: wire.into() }),
             written: false,
             stream: None,
-            end: None,
-            sealed: false,
+            end: RequestEnd::default(),
         });
         Ok(Queued {
             key: MatchKey::Stream(key),
@@ -615,7 +599,7 @@ impl StreamProtocol for H2Doh {
             if let Some(stream) = ended {
                 let at = self.session.queued_total();
                 if let Some(q) = self.queries.iter_mut().find(|q| q.stream == Some(stream)) {
-                    q.end = Some(at);
+                    q.end.at = Some(at);
                 }
             }
         };
@@ -631,35 +615,17 @@ impl StreamProtocol for H2Doh {
         if self.session.is_handshaking() {
             return Ok(());
         }
+        // Done without bytes of its own on the wire: failed before or as it was handed to h2.
         let now = self.session.queued_total();
-        for q in &mut self.queries {
-            if q.sealed {
-                continue;
-            }
-            let end = match q.end {
-                Some(end) => end,
-                // Done without bytes of its own on the wire (failed before or as it was handed
-                // to h2): nothing to wait for.
-                None if q.written && q.exchange.is_none() => now,
-                None => break,
-            };
-            q.sealed = true;
-            sealed(end);
-        }
+        tell_ends(
+            self.queries
+                .iter_mut()
+                .map(|q| (q.written && q.exchange.is_none(), &mut q.end)),
+            now,
+            sealed,
+        );
         self.forget_done();
         Ok(())
-    }
-
-    fn output(&self) -> &[u8] {
-        self.session.output()
-    }
-
-    fn consume_output(&mut self, n: usize) {
-        self.session.consume_output(n)
-    }
-
-    fn written_total(&self) -> u64 {
-        self.session.sent_total()
     }
 
     fn received(
@@ -673,10 +639,10 @@ impl StreamProtocol for H2Doh {
         };
         self.drive();
         let mut malformed = 0;
-        for (key, body) in std::mem::take(&mut self.answers) {
+        for (key, body) in std::mem::take(&mut self.outcomes.answers) {
             if body.len() < HEADER_LEN {
                 malformed += 1;
-                self.failed.push((key, Cause::NotDnsContent));
+                self.outcomes.failed.push((key, Cause::NotDnsContent));
                 continue;
             }
             message(MatchKey::Stream(key), &body);
@@ -689,25 +655,20 @@ impl StreamProtocol for H2Doh {
     }
 
     fn take_failures(&mut self, failed: &mut impl FnMut(MatchKey, Cause)) {
-        for (key, cause) in self.failed.drain(..) {
-            failed(MatchKey::Stream(key), cause);
-        }
+        self.outcomes.take_failures(failed)
     }
 
     fn fatal(&mut self) -> Option<Cause> {
-        self.fatal.take()
+        self.outcomes.fatal.take()
     }
 
-    fn is_handshaking(&self) -> bool {
-        self.session.is_handshaking()
+    // The socket side (output, what the socket took, handshake, close) is the session's.
+    fn session(&self) -> &RustlsSession {
+        &self.session
     }
 
-    fn resumed(&self) -> bool {
-        self.session.handshake_kind() == Some(HandshakeKind::Resumed)
-    }
-
-    fn close(&mut self) {
-        self.session.close()
+    fn session_mut(&mut self) -> &mut RustlsSession {
+        &mut self.session
     }
 }
 

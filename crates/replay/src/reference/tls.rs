@@ -2,6 +2,7 @@
 //! rustls-based DoT or DoH client runs. rustls buffers, decrypts, answers key updates and keeps
 //! late session tickets itself; this only moves bytes between it and the querier.
 
+use crate::querier::outgoing::Outgoing;
 use ldplayer_stacks::tls::{SessionError, TlsRecords};
 use rustls::{ClientConfig, ClientConnection, HandshakeKind};
 use rustls_pki_types::ServerName;
@@ -11,11 +12,8 @@ use std::sync::Arc;
 /// One client's TLS session, reference stack.
 pub(crate) struct RustlsSession {
     conn: ClientConnection,
-    /// TLS bytes for the socket; `out[sent..]` is still to be written.
-    out: Vec<u8>,
-    sent: usize,
-    /// TLS bytes written to the socket over the session's life.
-    sent_total: u64,
+    /// TLS bytes for the socket.
+    out: Outgoing,
     peer_closed: bool,
 }
 
@@ -30,9 +28,7 @@ impl RustlsSession {
         conn.set_buffer_limit(None);
         let mut s = RustlsSession {
             conn,
-            out: Vec::new(),
-            sent: 0,
-            sent_total: 0,
+            out: Outgoing::default(),
             peer_closed: false,
         };
         s.pull();
@@ -56,11 +52,11 @@ impl TlsRecords for RustlsSession {
     }
 
     fn queued_total(&self) -> u64 {
-        self.sent_total + (self.out.len() - self.sent) as u64
+        self.out.queued_total()
     }
 
     fn sent_total(&self) -> u64 {
-        self.sent_total
+        self.out.written_total()
     }
 
     fn handshake_kind(&self) -> Option<HandshakeKind> {
@@ -118,17 +114,11 @@ impl TlsRecords for RustlsSession {
     }
 
     fn output(&self) -> &[u8] {
-        &self.out[self.sent..]
+        self.out.output()
     }
 
     fn consume_output(&mut self, n: usize) {
-        let n = n.min(self.out.len() - self.sent);
-        self.sent += n;
-        self.sent_total += n as u64;
-        if self.sent == self.out.len() {
-            self.out.clear();
-            self.sent = 0;
-        }
+        self.out.consume(n)
     }
 
     fn close(&mut self) {
