@@ -256,7 +256,8 @@ impl Exchange<'_> {
         let len = u16::try_from(query.len())
             .map_err(|_| LabError::Input("query too long".into()))?
             .to_be_bytes();
-        stream.set_write_timeout(self.left().ok()).map_err(io)?;
+        // `None` would be no timeout at all: a deadline already passed is the timeout.
+        stream.set_write_timeout(Some(self.left()?)).map_err(io)?;
         stream.write_all(&[&len[..], query].concat()).map_err(io)?;
         loop {
             stream.set_read_timeout(Some(self.left()?)).map_err(io)?;
