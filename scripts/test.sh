@@ -103,6 +103,8 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
+# The API documentation builds without a broken or private link (what docs.rs would show).
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked -q
 cargo deny --log-level error check licenses bans sources
 # The fuzz targets (fuzz/ is outside the workspace, with its own Cargo.lock) must keep compiling;
 # running them takes cargo-fuzz and a nightly toolchain: cargo +nightly fuzz run TARGET.

@@ -95,7 +95,7 @@ impl Edns {
     }
 }
 
-/// An answer as compared; see the [module docs](self).
+/// An answer as compared; see the module's documentation.
 #[derive(Debug, Default, Clone)]
 pub struct Canon {
     kind: Kind,

@@ -68,7 +68,7 @@ pub struct Counts {
     pub not_compared: u64,
 }
 
-/// Compares the answers of every query; see the [module docs](self).
+/// Compares the answers of every query; see the module's documentation.
 pub struct Differ {
     criteria: Criteria,
     tested: usize,

@@ -4,7 +4,7 @@
 //!
 //! A program that runs experiments starts its `main` with [`run_side_if_asked`] (as with the
 //! lab's server side): the orchestrator runs the same executable again, in new namespaces, with
-//! the side's configuration file named in [`SIDE_ENV`](crate::topology::SIDE_ENV). A side
+//! the side's configuration file named in [`crate::topology::SIDE_ENV`]. A side
 //! talks to the orchestrator with lines: it prints `ready ...`, `done` or `error ...` on its
 //! standard output, and reads `start NS` or the end of its input (stop) on its standard input.
 

@@ -12,7 +12,7 @@
 //! - the outputs the user named are claimed up front ([`claim`]): one that is an input, or that
 //!   another option of the same command also names (`replay --results R --report R`), is refused
 //!   before anything runs;
-//! - every file is created through [`create`], [`write`] or [`create_direct`], which refuse an
+//! - every file is created through [`create`], [`write()`] or [`create_direct`], which refuse an
 //!   input once more at the moment of writing (also through hard and symbolic links).
 //!
 //! The guard is on once the program turns it on ([`enable`]; the `ldplayer` command does); a

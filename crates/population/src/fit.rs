@@ -69,7 +69,7 @@ pub const RENEWAL_CV_MARGIN: f64 = 0.25;
 
 /// A [`Sink`] that measures a trace's clients (queries only), for [`Fitter::stats`] and
 /// [`Fitter::population`]. Memory grows with the clients, and with a sample of at most
-/// [`GAP_SAMPLE`] gaps.
+/// `GAP_SAMPLE` gaps.
 #[derive(Debug, Default)]
 pub struct Fitter {
     clients: FxHashMap<IpAddr, Client>,
@@ -245,7 +245,7 @@ impl Fitter {
     /// A population resembling the trace: one group per transport its clients used, with
     /// their share of the clients, log-normal rates fitted to the trace's per-client rates,
     /// and as many clients. The arrivals are Poisson, unless the clients' gaps are far from it
-    /// ([`FitStats::gap_cv`] more than [`RENEWAL_CV_MARGIN`] from 1): then renewal arrivals
+    /// ([`FitStats::gap_cv`] more than `RENEWAL_CV_MARGIN` from 1): then renewal arrivals
     /// with the measured gap variation. `None` for a trace without queries.
     pub fn population(&self, seed: u64) -> Option<Population> {
         let stats = self.stats();

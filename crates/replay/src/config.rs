@@ -235,7 +235,7 @@ pub struct ReplayConfig {
     /// experiment's client namespace makes every address local (`ip route add local 0.0.0.0/0
     /// dev lo`). Addresses that cannot be a routed source (of the other family than the server,
     /// loopback, multicast, unspecified, or the server's own) get a stable stand-in address
-    /// ([`crate::net::stand_in_source`]). Ignored when `source_prefix` is set.
+    /// (`net::stand_in_source`). Ignored when `source_prefix` is set.
     pub original_sources: bool,
     /// Take each query's send time from the kernel's send timestamp of its last packet (see
     /// `SO_TIMESTAMPING`), where the system offers it; otherwise, and when false, from the clock

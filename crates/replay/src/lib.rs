@@ -48,7 +48,7 @@
 //! # }
 //! ```
 //!
-//! [`drive`] is the loop every front end uses: several replays (one per target) fed from one
+//! [`drive()`] is the loop every front end uses: several replays (one per target) fed from one
 //! source, a stop asked for and progress reported through [`Hooks`], every engine finished and
 //! its sink handed back ([`Driven`]).
 //!

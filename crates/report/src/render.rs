@@ -1,8 +1,8 @@
-//! A [`Figure`](crate::Figure) drawn with plotters, as SVG and PNG.
+//! A [`crate::Figure`] drawn with plotters, as SVG and PNG.
 //!
 //! One drawing function, generic over the plotters backend, draws both, so that the SVG inlined
 //! in a report and the PNG beside it for papers never disagree. Text is laid out with
-//! font-independent metrics ([`metrics`]), so a figure's layout (and its SVG, byte for byte) is
+//! font-independent metrics (the `metrics` module), so a figure's layout (and its SVG, byte for byte) is
 //! the same on every machine; only the glyphs of a PNG need a real font, DejaVu Sans read from
 //! the system ([`bitmap_font`]).
 //!

@@ -13,7 +13,7 @@
 //!   transport), streaming both ([`join`]).
 //! - [`Summary`]: counts, latency percentiles, timing error and per-second rate error in
 //!   bounded memory, reported as a [`SummaryReport`] (JSON or text).
-//! - [`merge`]: results files of one trace (shards of one replay) merged into one, in trace
+//! - [`merge()`]: results files of one trace (shards of one replay) merged into one, in trace
 //!   order, in bounded memory ([`merge`](mod@merge)); [`shard_checks`] says what such a merge
 //!   should warn of (shards missing, given twice, late; clocks across hosts).
 //! - [`Capacity`]: a ramp's offered, answered and latency per second, and the server's

@@ -8,7 +8,7 @@
 //!   one another are simply read one after the other, and files that overlap (two capture points
 //!   of one period) are interleaved.
 //! - **Many cores.** Each file is read and decoded on a thread of its own, up to `jobs` files
-//!   ahead of the merge. A capture is read in split mode ([`CaptureReader::split`]): the reader
+//!   ahead of the merge. A capture is read in split mode ([`crate::capture::CaptureReader::split`]): the reader
 //!   decodes what a packet holds by itself (DNS over UDP, tunnels) and hands TCP segments and IP
 //!   fragments over undecoded, with a mark where each packet begins; the merge feeds them, in
 //!   the merged order, to the one [`PacketDecoder`] that holds the state of the whole capture.

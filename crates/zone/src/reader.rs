@@ -7,7 +7,7 @@
 //! (a tab counts one), CR-LF line ends as one line end.
 //!
 //! The file is read as nsd and BIND read it where the parser alone would not
-//! ([`source`](crate::source), [`entries`](crate::entries)):
+//! (the `source` and `entries` modules):
 //!
 //! * names and character-strings are bytes (RFC 1035 §5.1): a byte that is not printable ASCII
 //!   (UTF-8 or Latin-1 text in a TXT string, a tab inside quotes) is kept as it is;

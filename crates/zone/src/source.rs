@@ -5,7 +5,7 @@
 //! out as the file means them and line breaks stay where they are:
 //!
 //! * time values with units (`1h`) in TTL positions and the SOA's timers, to seconds
-//!   ([`units`](crate::units)): the parser takes only seconds;
+//!   ([`crate::units`]): the parser takes only seconds;
 //! * every byte of a token that is not printable ASCII (a byte of UTF-8 or Latin-1 text, a tab
 //!   or another control character inside quotes), to its `\DDD` escape: RFC 1035 §5.1 makes
 //!   names and character-strings bytes, and nsd and BIND keep such bytes as they are, while the

@@ -317,7 +317,7 @@ fn encode_rrset(rtype: Rtype, covered: Rtype, recs: &[(u32, &[u8])]) -> RRset {
 impl Zone {
     /// Loads a zone file. The origin is `origin` if given (presentation format), else the file's
     /// `$ORIGIN`/absolute names decide and the zone's origin is the SOA owner. The file must
-    /// make one zone as BIND and nsd see one (see [`check_zone`](crate::check_zone)); errors
+    /// make one zone as BIND and nsd see one (see [`crate::check_zone`]); errors
     /// name the file, line and column.
     pub fn from_file(path: impl AsRef<Path>, origin: Option<&str>) -> Result<Zone, ZoneError> {
         let path = path.as_ref();

@@ -1,6 +1,10 @@
 //! Command-line arguments. The subcommands, flags and their names are an interface contract:
 //! users' scripts rely on them, so add options freely but never rename or remove one.
 
+// The doc comments below are clap's help texts (`HOST[:PORT]`, `[::]:53`), not rustdoc markup:
+// their brackets are not links.
+#![allow(rustdoc::broken_intra_doc_links)]
+
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 

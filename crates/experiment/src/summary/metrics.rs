@@ -11,10 +11,10 @@ use std::path::{Path, PathBuf};
 /// queries opened connections, `model_connections` only for connection-oriented runs. A run
 /// whose queries went over more than one transport (a population, `proto = "keep"`) also has
 /// `latency_ms_<transport>` rows after `latency_ms`, one per transport used
-/// ([`PER_TRANSPORT_LATENCY`]), in transport order. A recursive server with an emulated
+/// (`PER_TRANSPORT_LATENCY`), in transport order. A recursive server with an emulated
 /// hierarchy behind it also has the rows of [`crate::upstream::UpstreamCounts::rows`]
 /// (`upstream_root`, `upstream_tld`, `upstream_below` and their `_nxdomain`) at the end. The
-/// rows of [`TRENDS`] (how connections and memory drifted through the measured window) come
+/// rows of `TRENDS` (how connections and memory drifted through the measured window) come
 /// before `model_connections`, where their quantity is not about zero.
 pub const METRICS: [&str; 16] = [
     "latency_ms",

@@ -6,7 +6,7 @@
 //! session cost 24.2 KB against 3.5 KB for DoT), and its streams, wakers and futures made a
 //! `--fast` DoH query cost 13.8 µs of CPU against 16.3 µs for dnsperf, short of the ⅔ asked.
 //! DoH needs little of HTTP/2: one request per stream, small bodies, no push, no priorities.
-//! Responses are decoded by [`hpack`](crate::hpack); requests are encoded with the static
+//! Responses are decoded by the crate's `hpack` module; requests are encoded with the static
 //! table and literals, which needs no encoder state.
 //!
 //! What the server sends is bounded: frames above 16,384 bytes (our `SETTINGS_MAX_FRAME_SIZE`)

@@ -6,7 +6,7 @@
 //! received TLS bytes and the encrypted bytes waiting for the socket live in vectors that are
 //! released once empty, whole records are decrypted in place in the read buffer on the stack,
 //! and after the first answer rustls' state gives way to the traffic keys alone
-//! ([`keys`]). Generator memory per idle TLS connection in
+//! (the `keys` module). Generator memory per idle TLS connection in
 //! `bench/connections.sh` (8,000 clients): ≈ 10.0 KB buffered, ≈ 3.7 KB now.
 
 use keys::TrafficKeys;

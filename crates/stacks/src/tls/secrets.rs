@@ -1,5 +1,5 @@
 //! The TLS 1.3 application traffic secrets of the lean stack's sessions, so that a session on
-//! its traffic keys alone ([`super::keys`]) can follow the server's key updates (RFC
+//! its traffic keys alone (the `keys` module) can follow the server's key updates (RFC
 //! 8446 §4.6.3, §7.2).
 //!
 //! rustls hands over the traffic *keys* of an established session, not the secrets the next

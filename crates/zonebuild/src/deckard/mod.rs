@@ -13,8 +13,8 @@
 //!    interpreted.
 //!
 //! [`Scenario::parse`] turns every range entry into the DNS response it describes, and
-//! [`Scenario::feed`] gives those responses to a [`ZoneBuilder`] as answered by each of the
-//! range's addresses, through [`ZoneBuilder::add_message`], the same path as responses read
+//! [`Scenario::feed`] gives those responses to a [`crate::ZoneBuilder`] as answered by each of the
+//! range's addresses, through [`crate::ZoneBuilder::add_message`], the same path as responses read
 //! from a capture: the zones come out as if a resolver's upstream traffic had been recorded.
 //!
 //! Records are read with `domain`'s zone-file parser, one record (or one parenthesised group
