@@ -84,8 +84,11 @@ fn recursive_servers_resolve_through_the_hierarchy_behind_them() {
             (sent + probes..=sent + probes + 3).contains(&c2s),
             "{id}: {counts}"
         );
+        // The probe that was answered came back; an earlier one may not have: a probe goes
+        // again after 250 ms unanswered, with the same ID from the same socket, and a resolver
+        // still resolving the first answers the two once (unbound, under load).
         assert!(
-            (answered + probes..=answered + probes + 3).contains(&s2c),
+            (answered + 1..=answered + probes + 3).contains(&s2c),
             "{id}: {counts}"
         );
         let rcodes = &record["outputs"]["replay"]["summary"]["rcodes"];
