@@ -36,8 +36,8 @@ struct Server {
     gone_lost: u64,
 }
 
-/// A certificate for `localhost`, and a client configuration that trusts it (ALPN doq, early
-/// data, its own session store).
+/// A certificate for `localhost`, and a client configuration that trusts it
+/// ([`client_tls`]).
 fn identity() -> (
     CertificateDer<'static>,
     PrivateKeyDer<'static>,
@@ -46,8 +46,14 @@ fn identity() -> (
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
     let der = CertificateDer::from(cert.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
+    let client = client_tls(&der);
+    (der, key, client)
+}
+
+/// A client configuration that trusts `cert` (ALPN doq, early data, a session store of its own).
+fn client_tls(cert: &CertificateDer<'static>) -> Arc<rustls::ClientConfig> {
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(der.clone()).unwrap();
+    roots.add(cert.clone()).unwrap();
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let mut client = rustls::ClientConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13])
@@ -56,7 +62,7 @@ fn identity() -> (
         .with_no_client_auth();
     client.alpn_protocols = vec![b"doq".to_vec()];
     client.enable_early_data = true;
-    (der, key, Arc::new(client))
+    Arc::new(client)
 }
 
 impl Server {

@@ -18,7 +18,7 @@
 //! `STACKS_SIM_DUMP=DIR` (with `STACKS_SIM_DEBUG`: each answer as `client id ns` in
 //! `DIR/lean.txt` and `DIR/quinn.txt`).
 
-use super::{Server, MS};
+use super::{client_tls, Server, MS};
 use crate::quic::conn::{Config, Connection, Event, DEFAULT_KEY_UPDATE_PACKETS};
 use bytes::BytesMut;
 use quinn_proto as qp;
@@ -31,21 +31,6 @@ use std::time::{Duration, Instant};
 /// The server's address as the clients see it.
 fn server_addr() -> SocketAddr {
     "127.0.0.1:853".parse().unwrap()
-}
-
-/// A client configuration that trusts `cert` (ALPN doq, early data, a session store of its own).
-fn client_tls(cert: &CertificateDer<'static>) -> Arc<rustls::ClientConfig> {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(cert.clone()).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut client = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    client.alpn_protocols = vec![b"doq".to_vec()];
-    client.enable_early_data = true;
-    Arc::new(client)
 }
 
 /// The query with ID `id`, DoQ-framed; the test server echoes it, so the answer carries the ID.
