@@ -14,22 +14,9 @@ pub enum ExperimentError {
         /// What went wrong.
         error: std::io::Error,
     },
-    /// A program could not be started.
-    #[error("cannot run {program}: {error}")]
-    Spawn {
-        /// The program.
-        program: String,
-        /// Why.
-        error: std::io::Error,
-    },
-    /// A set-up command failed.
-    #[error("{command} failed: {stderr}")]
-    Command {
-        /// The command line.
-        command: String,
-        /// What it printed.
-        stderr: String,
-    },
+    /// A program could not be started, or a set-up command failed.
+    #[error(transparent)]
+    Command(#[from] ldplayer_system::CommandError),
     /// Something did not happen in time.
     #[error("timed out waiting for {0}")]
     Timeout(String),
@@ -70,19 +57,6 @@ impl ExperimentError {
         ExperimentError::Io {
             path: path.to_path_buf(),
             error,
-        }
-    }
-}
-
-impl From<ldplayer_system::CommandError> for ExperimentError {
-    fn from(e: ldplayer_system::CommandError) -> Self {
-        match e {
-            ldplayer_system::CommandError::Spawn { program, error } => {
-                ExperimentError::Spawn { program, error }
-            }
-            ldplayer_system::CommandError::Failed { command, stderr } => {
-                ExperimentError::Command { command, stderr }
-            }
         }
     }
 }

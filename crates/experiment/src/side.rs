@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::ExperimentError;
 use crate::topology::{self, PROBE_SOURCE, SERVER_V4, SERVER_V6, SIDE_ENV};
+use ldplayer_system::CommandError;
 
 /// What the server side says after `ready` once its server answers: the TCP connections the
 /// server was configured to hold, then its version (which may have spaces, never a newline).
@@ -466,10 +467,7 @@ impl Capture {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .map_err(|e| ExperimentError::Spawn {
-                program: "tcpdump (apt-get install tcpdump)".into(),
-                error: e,
-            })?;
+            .map_err(|e| CommandError::spawn("tcpdump (apt-get install tcpdump)", e))?;
         let mut capture = Capture(child);
         // tcpdump says "listening on DEV" on its standard error once it captures.
         let err = capture.0.stderr.take();

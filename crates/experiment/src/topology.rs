@@ -23,6 +23,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::error::ExperimentError;
+use ldplayer_system::command::sysctl;
+use ldplayer_system::CommandError;
 
 /// The server's IPv4 address, on the server side's TUN device.
 pub const SERVER_V4: Ipv4Addr = Ipv4Addr::new(10, 53, 0, 1);
@@ -69,10 +71,9 @@ impl SideProcess {
         // then stops the sides in order; and it dies with the orchestrator (the thread that
         // spawned it: the caller's).
         ldplayer_system::process::own_group_dying_with_parent(&mut command);
-        let mut child = command.spawn().map_err(|e| ExperimentError::Spawn {
-            program: "unshare".into(),
-            error: e,
-        })?;
+        let mut child = command
+            .spawn()
+            .map_err(|e| CommandError::spawn("unshare", e))?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let (tx, lines) = mpsc::channel();
@@ -258,10 +259,7 @@ fn run_with_input(
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| ExperimentError::Spawn {
-            program: what.into(),
-            error: e,
-        })?;
+        .map_err(|e| CommandError::spawn(what, e))?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin
             .write_all(input.as_bytes())
@@ -273,10 +271,7 @@ fn run_with_input(
     if out.status.success() {
         Ok(())
     } else {
-        Err(ExperimentError::Command {
-            command: what.into(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
+        Err(CommandError::failed(what, String::from_utf8_lossy(&out.stderr).trim()).into())
     }
 }
 
@@ -298,13 +293,6 @@ pub fn wait_for_device(tun: &str, wait: Duration) -> Result<(), ExperimentError>
         std::thread::sleep(Duration::from_millis(10));
     }
     Ok(())
-}
-
-fn sysctl(path: &str, value: &str) -> Result<(), ExperimentError> {
-    std::fs::write(path, value).map_err(|e| ExperimentError::Command {
-        command: format!("echo {value} > {path}"),
-        stderr: e.to_string(),
-    })
 }
 
 /// Loopback up, the TUN device up, reverse-path filtering off (answers come back on the device

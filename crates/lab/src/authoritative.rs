@@ -10,6 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use ldplayer_server::{RunningServer, Server, ServerConfig, ServerStats};
+use ldplayer_system::CommandError;
 use ldplayer_zone::{Bundle, Manifest, Views, Zone, ZoneError, ZoneSource};
 
 use crate::LabError;
@@ -70,7 +71,7 @@ impl Nameservers {
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
-                .map_err(|err| LabError::Spawn("nsd (apt-get install nsd)".into(), err))?;
+                .map_err(|err| CommandError::spawn("nsd (apt-get install nsd)", err))?;
             children.push(child);
         }
         let servers = Nameservers::Nsd(children);

@@ -54,6 +54,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use ldplayer_dns::Rtype;
+use ldplayer_system::CommandError;
 use ldplayer_zone::Manifest;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -68,17 +69,9 @@ const START_WAIT: Duration = Duration::from_secs(20);
 /// Why the lab could not run.
 #[derive(Debug, Error)]
 pub enum LabError {
-    /// A program could not be started.
-    #[error("cannot run {0}: {1}")]
-    Spawn(String, std::io::Error),
-    /// A set-up command failed.
-    #[error("{command} failed: {stderr}")]
-    Command {
-        /// The command line.
-        command: String,
-        /// What it printed.
-        stderr: String,
-    },
+    /// A program could not be started, or a set-up command or a part of the lab failed.
+    #[error(transparent)]
+    Command(#[from] CommandError),
     /// Something did not come up in time.
     #[error("timed out waiting for {0}")]
     Timeout(String),
@@ -94,19 +87,6 @@ pub enum LabError {
     /// The certificate for the resolver's DNS over TLS and HTTPS could not be made.
     #[error("certificate: {0}")]
     Certificate(#[from] ldplayer_servers::ServerError),
-}
-
-impl From<ldplayer_system::CommandError> for LabError {
-    fn from(e: ldplayer_system::CommandError) -> Self {
-        match e {
-            ldplayer_system::CommandError::Spawn { program, error } => {
-                LabError::Spawn(program, error)
-            }
-            ldplayer_system::CommandError::Failed { command, stderr } => {
-                LabError::Command { command, stderr }
-            }
-        }
-    }
 }
 
 /// Which nameservers the server side runs.
@@ -212,7 +192,7 @@ pub fn is_resolver_side() -> bool {
 /// running in its namespace.
 pub fn launch(exe: &Path, args: &[String], stop: &AtomicBool) -> Result<ExitStatus, LabError> {
     use std::os::unix::process::CommandExt;
-    let spawn_error = |e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e);
+    let spawn_error = |e| CommandError::spawn("unshare (apt-get install util-linux)", e);
     let mut child = netns::in_new_netns(netns::is_root(), exe)
         .args(args)
         .env(RESOLVER_SIDE_ENV, "1")
@@ -300,7 +280,7 @@ impl ResolverSide {
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()
-            .map_err(|e| LabError::Spawn("unshare (apt-get install util-linux)".into(), e))?;
+            .map_err(|e| CommandError::spawn("unshare (apt-get install util-linux)", e))?;
         let mut side = ResolverSide {
             server: Some(server),
             tcpdump: None,
@@ -406,10 +386,11 @@ impl ResolverSide {
         let start = Instant::now();
         loop {
             if let Some(Ok(Some(status))) = self.server.as_mut().map(Child::try_wait) {
-                return Err(LabError::Command {
-                    command: format!("the server side ({status})"),
-                    stderr: std::fs::read_to_string(log).unwrap_or_default(),
-                });
+                return Err(CommandError::failed(
+                    format!("the server side ({status})"),
+                    std::fs::read_to_string(log).unwrap_or_default(),
+                )
+                .into());
             }
             let addr = SocketAddr::new(first, 53);
             if client::resolve(addr, ".", Rtype::SOA, false, Duration::from_millis(200)).is_ok() {
@@ -538,7 +519,7 @@ fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
         .stdout(Stdio::null())
         .stderr(err)
         .spawn()
-        .map_err(|e| LabError::Spawn(program.into(), e))?;
+        .map_err(|e| CommandError::spawn(program, e))?;
     let start = Instant::now();
     loop {
         let text = std::fs::read_to_string(&err_path).unwrap_or_default();
@@ -546,10 +527,7 @@ fn start_tcpdump(pcap: &Path, work_dir: &Path) -> Result<Child, LabError> {
             return Ok(child);
         }
         if let Ok(Some(status)) = child.try_wait() {
-            return Err(LabError::Command {
-                command: format!("{program} ({status})"),
-                stderr: text,
-            });
+            return Err(CommandError::failed(format!("{program} ({status})"), text).into());
         }
         if start.elapsed() > START_WAIT {
             return Err(LabError::Timeout(format!("{program} to start")));

@@ -20,6 +20,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::LabError;
+use ldplayer_system::CommandError;
 
 /// The resolver side's end of the veth pair.
 pub const RESOLVER_IF: &str = "vres";
@@ -132,10 +133,11 @@ fn wait_for_other_netns(pid: u32, wait: Duration) -> Result<(), LabError> {
             Ok(theirs) if theirs != mine => return Ok(()),
             Ok(_) => {}
             Err(e) => {
-                return Err(LabError::Command {
-                    command: format!("the server side (process {pid})"),
-                    stderr: e.to_string(),
-                })
+                return Err(CommandError::failed(
+                    format!("the server side (process {pid})"),
+                    e.to_string(),
+                )
+                .into())
             }
         }
         if start.elapsed() > wait {
@@ -150,10 +152,7 @@ fn wait_for_other_netns(pid: u32, wait: Duration) -> Result<(), LabError> {
 /// Lets `dev` send and receive packets from and to 127/8 (otherwise dropped as martians).
 fn route_localnet(dev: &str) -> Result<(), LabError> {
     let path = format!("/proc/sys/net/ipv4/conf/{dev}/route_localnet");
-    std::fs::write(&path, "1").map_err(|e| LabError::Command {
-        command: format!("echo 1 > {path}"),
-        stderr: e.to_string(),
-    })
+    Ok(ldplayer_system::command::sysctl(&path, "1")?)
 }
 
 /// Sets up the server side, run inside it once the resolver side has moved `vsrv` in (waits up

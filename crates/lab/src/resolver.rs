@@ -14,6 +14,7 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use ldplayer_dns::Rtype;
+use ldplayer_system::CommandError;
 
 use crate::{client, validation, LabError};
 
@@ -412,7 +413,7 @@ pub fn start(
             } else {
                 format!("{} (apt-get install {})", kind.program(), kind.package())
             };
-            LabError::Spawn(program, e)
+            CommandError::spawn(program, e)
         })?;
     let mut r = RunningResolver {
         child,
@@ -427,10 +428,11 @@ pub fn start(
     let start = Instant::now();
     loop {
         if let Ok(Some(status)) = r.child.try_wait() {
-            return Err(LabError::Command {
-                command: format!("{kind} ({status})"),
-                stderr: std::fs::read_to_string(&r.log).unwrap_or_default(),
-            });
+            return Err(CommandError::failed(
+                format!("{kind} ({status})"),
+                std::fs::read_to_string(&r.log).unwrap_or_default(),
+            )
+            .into());
         }
         // Any answer (even SERVFAIL while the servers are still coming up) shows it listens;
         // its TLS and HTTPS ports accept connections.

@@ -25,6 +25,24 @@ pub enum CommandError {
     },
 }
 
+impl CommandError {
+    /// `program` could not be started; the name may carry a hint such as the package to install.
+    pub fn spawn(program: impl Into<String>, error: std::io::Error) -> Self {
+        CommandError::Spawn {
+            program: program.into(),
+            error,
+        }
+    }
+
+    /// `command` (a command line, or a step named like one) failed, saying `stderr`.
+    pub fn failed(command: impl Into<String>, stderr: impl Into<String>) -> Self {
+        CommandError::Failed {
+            command: command.into(),
+            stderr: stderr.into(),
+        }
+    }
+}
+
 /// Runs `program args` to completion with nothing on its standard input, failing with its
 /// standard error.
 pub fn run(program: &str, args: &[&str]) -> Result<(), CommandError> {
@@ -49,6 +67,14 @@ pub fn run(program: &str, args: &[&str]) -> Result<(), CommandError> {
 /// Runs `ip args` in this process's network namespace.
 pub fn ip(args: &[&str]) -> Result<(), CommandError> {
     run("ip", args)
+}
+
+/// Sets a kernel setting by writing `value` to its file under /proc/sys, failing as
+/// `echo VALUE > PATH` would: the lab and the experiment set the same few, and `sysctl` is not
+/// always installed.
+pub fn sysctl(path: &str, value: &str) -> Result<(), CommandError> {
+    std::fs::write(path, value)
+        .map_err(|e| CommandError::failed(format!("echo {value} > {path}"), e.to_string()))
 }
 
 /// tcpdump's arguments to capture on `iface` into the file named next (they end with `-w`): no
@@ -88,5 +114,15 @@ mod tests {
         let e = run("ldplayer-no-such-program", &[]).unwrap_err();
         assert!(matches!(e, CommandError::Spawn { .. }), "{e}");
         assert!(run("true", &[]).is_ok());
+    }
+
+    #[test]
+    fn a_setting_that_cannot_be_written_fails_as_the_shell_would_say() {
+        let path = "/proc/sys/net/ipv4/conf/ldplayer-no-such-device/rp_filter";
+        let e = sysctl(path, "0").unwrap_err();
+        assert!(
+            matches!(&e, CommandError::Failed { command, .. } if *command == format!("echo 0 > {path}")),
+            "{e}"
+        );
     }
 }
