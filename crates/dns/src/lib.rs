@@ -56,4 +56,4 @@ pub use records::{Records, Rr, Section};
 pub use rtype::Rtype;
 pub use tlds::BUSY_TLDS;
 pub use tsig::{Tkey, Tsig};
-pub use wire::decompress;
+pub use wire::{decompress, rdata_names, RdataNames};

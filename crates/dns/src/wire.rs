@@ -96,7 +96,8 @@ pub(crate) fn read_name(wire: &[u8], pos: usize, out: &mut Vec<u8>) -> Result<us
 /// because some servers compress them anyway and decoders are told to accept that. TKEY and TSIG
 /// (RFC 2930, RFC 8945) start with an algorithm name that must not be compressed, but decoders
 /// (tshark's, dnspython's) follow a pointer there, so it is validated and expanded like the others.
-pub(crate) enum RdataNames {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RdataNames {
     /// No names that can be compressed.
     None,
     /// One name at this offset into the RDATA.
@@ -107,7 +108,9 @@ pub(crate) enum RdataNames {
     Naptr,
 }
 
-pub(crate) fn rdata_names(rr_type: Rtype) -> RdataNames {
+/// Where a record type's RDATA holds names that a message may compress: the decoder expands
+/// them, and a zone checks them before it compresses its own answers.
+pub fn rdata_names(rr_type: Rtype) -> RdataNames {
     match rr_type {
         Rtype::NS
         | Rtype::MD

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 use crate::check::check_zone;
 use crate::name;
 use crate::reader::{parse_origin, read_zone, read_zone_bytes, ZoneRecord, ZoneText};
-use ldplayer_dns::{Class, Rtype};
+use ldplayer_dns::{rdata_names, Class, RdataNames, Rtype};
 
 /// An error while loading a zone, naming the file and line.
 #[derive(Debug, thiserror::Error)]
@@ -261,31 +261,23 @@ fn compressible(t: Rtype) -> bool {
     )
 }
 
-/// Checks that compressible rdata holds well-formed names where expected.
+/// Checks that compressible rdata holds well-formed names where the type puts them, and
+/// nothing after them but SOA's five counters.
 fn rdata_names_ok(t: Rtype, rdata: &[u8]) -> bool {
     let one = |r: &[u8]| name::wire_name_len(r) == Some(r.len());
-    match t {
-        Rtype::NS
-        | Rtype::MD
-        | Rtype::MF
-        | Rtype::CNAME
-        | Rtype::MB
-        | Rtype::MG
-        | Rtype::MR
-        | Rtype::PTR => one(rdata),
-        Rtype::SOA => match name::wire_name_len(rdata) {
-            Some(a) => match name::wire_name_len(&rdata[a..]) {
-                Some(b) => rdata.len() == a + b + 20,
+    match rdata_names(t) {
+        RdataNames::At(at) => rdata.len() > at && one(&rdata[at..]),
+        RdataNames::Two => {
+            let tail = if t == Rtype::SOA { 20 } else { 0 };
+            match name::wire_name_len(rdata) {
+                Some(a) => match name::wire_name_len(&rdata[a..]) {
+                    Some(b) => rdata.len() == a + b + tail,
+                    None => false,
+                },
                 None => false,
-            },
-            None => false,
-        },
-        Rtype::MINFO => match name::wire_name_len(rdata) {
-            Some(a) => one(&rdata[a..]),
-            None => false,
-        },
-        Rtype::MX => rdata.len() > 2 && one(&rdata[2..]),
-        _ => true,
+            }
+        }
+        RdataNames::None | RdataNames::Naptr => true,
     }
 }
 
@@ -713,4 +705,34 @@ fn split_sets(mut rs: Vec<ZoneRecord>) -> (Vec<RRset>, Vec<RRset>) {
     }
     sets.sort_by_key(|s: &RRset| first.iter().position(|&k| k == (0, s.rtype)));
     (sets, sigs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `a.b.` in wire form.
+    const NAME: &[u8] = b"\x01a\x01b\x00";
+
+    #[test]
+    fn names_are_checked_where_each_type_puts_them() {
+        assert!(rdata_names_ok(Rtype::NS, NAME));
+        assert!(!rdata_names_ok(Rtype::NS, &NAME[..4]), "a cut name");
+        let mx = [&[0, 10][..], NAME].concat();
+        assert!(rdata_names_ok(Rtype::MX, &mx));
+        assert!(!rdata_names_ok(Rtype::MX, &mx[..2]), "no exchange");
+        let minfo = [NAME, NAME].concat();
+        assert!(rdata_names_ok(Rtype::MINFO, &minfo));
+        assert!(!rdata_names_ok(Rtype::MINFO, &[&minfo[..], &[0]].concat()));
+        let soa = [NAME, NAME, &[0; 20]].concat();
+        assert!(rdata_names_ok(Rtype::SOA, &soa));
+        assert!(
+            !rdata_names_ok(Rtype::SOA, &soa[..soa.len() - 1]),
+            "a counter short"
+        );
+        assert!(
+            rdata_names_ok(Rtype::A, &[192, 0, 2, 1]),
+            "no names to check"
+        );
+    }
 }
