@@ -65,6 +65,20 @@ pub struct LineChart {
     pub series: Vec<Series>,
 }
 
+impl LineChart {
+    /// A latency CCDF: the share of answers slower than each latency, both axes logarithmic so
+    /// the tail stays readable. The replay's and the experiment's reports draw it alike.
+    pub fn latency_ccdf(series: Vec<Series>) -> Self {
+        LineChart {
+            x_label: "latency (ms)".into(),
+            y_label: "share of answers slower".into(),
+            x_scale: Scale::Log,
+            y_scale: Scale::Log,
+            series,
+        }
+    }
+}
+
 /// One named curve.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Series {

@@ -174,13 +174,7 @@ pub(crate) mod tests {
         figure(
             "latency-ccdf",
             "Latency CCDF per transport",
-            Plot::Lines(LineChart {
-                x_label: "latency (ms)".into(),
-                y_label: "share of answers slower".into(),
-                x_scale: Scale::Log,
-                y_scale: Scale::Log,
-                series,
-            }),
+            Plot::Lines(LineChart::latency_ccdf(series)),
         )
     }
 

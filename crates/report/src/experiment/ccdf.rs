@@ -4,7 +4,7 @@
 use super::latency::{at_least_ms, ccdf_ms, quantile_ms};
 use super::layout::{first_seen, num, Input, Inputs};
 use super::RunData;
-use crate::figure::{Figure, LineChart, Plot, Scale, Series, SeriesStyle, Table};
+use crate::figure::{Figure, LineChart, Plot, Series, SeriesStyle, Table};
 use crate::html::Section;
 
 /// Points per curve at most.
@@ -139,13 +139,7 @@ fn figure(
             ),
         }
     } else {
-        Plot::Lines(LineChart {
-            x_label: "latency (ms)".into(),
-            y_label: "share of answers slower".into(),
-            x_scale: Scale::Log,
-            y_scale: Scale::Log,
-            series,
-        })
+        Plot::Lines(LineChart::latency_ccdf(series))
     };
     let points = if few.is_empty() || too_few {
         String::new()
