@@ -54,7 +54,7 @@ pub use file::{
 pub use join::{JoinError, JoinReport, TraceFields, TraceJoin};
 /// The transport of a result ([`QueryResult::proto`]).
 pub use ldplayer_trace::Proto;
-pub use merge::{merge, InputReport, MergeReport, MERGE_WINDOW};
+pub use merge::{merge, merged_run_info, InputReport, MergeReport, MERGE_WINDOW};
 pub use result::{ErrorCounts, ErrorKind, Outcome, QueryResult, ResultSink};
 pub use run_info::{mark_complete, shard_of, ClockState, RunInfo, ShardId};
 pub use summary::{

@@ -187,6 +187,35 @@ impl<R: Read> Reordered<R> {
 /// An input's next result: its (index, target), the input, the result.
 type Head = ((u64, u16), usize, Key);
 
+/// What the merge of `inputs` says about its run while it is written (`complete` false until
+/// [`crate::mark_complete`]): the parts every input agrees on. The merged run kept a schedule
+/// or ran closed loop when its shards all say so; it keeps answers when every input does and
+/// names the targets they all name; the shards of one ramp share its spec and start, so the
+/// merged file keeps them and its summary and report judge the whole ramp.
+pub fn merged_run_info<R: Read>(inputs: &[ResultsReader<R>]) -> RunInfo {
+    /// The value every input gives, if they all give the same one.
+    fn shared<T: PartialEq + Clone>(mut values: impl Iterator<Item = Option<T>>) -> Option<T> {
+        let first = values.next()??;
+        values.all(|v| v.as_ref() == Some(&first)).then_some(first)
+    }
+    let infos = || inputs.iter().map(ResultsReader::run_info);
+    let ramp = shared(infos().map(|i| i.map(|i| (i.ramp, i.start_ns))))
+        .filter(|(ramp, _)| ramp.is_some())
+        .unwrap_or_default();
+    RunInfo {
+        complete: Some(false),
+        closed_loop: shared(infos().map(|i| i.and_then(|i| i.closed_loop))),
+        answers: inputs
+            .iter()
+            .all(ResultsReader::keeps_answers)
+            .then_some(true),
+        targets: shared(infos().map(|i| i.and_then(|i| i.targets.clone()))),
+        ramp: ramp.0,
+        start_ns: ramp.1,
+        ..RunInfo::default()
+    }
+}
+
 /// Merges `inputs` into `out` in trace order, holding back at most `window` results per input
 /// ([`MERGE_WINDOW`] is a good default). The caller finishes `out`.
 pub fn merge<R: Read, W: Write>(
@@ -399,5 +428,38 @@ mod tests {
         assert!(report.inputs[0].cut_short);
         assert_eq!(report.inputs[0].damage.results_lost, 2);
         assert!(!report.inputs[1].cut_short);
+    }
+
+    #[test]
+    fn the_merged_run_keeps_what_every_input_agrees_on() {
+        let with = |info: &RunInfo| {
+            let w = ResultsWriter::with_run_info(Vec::new(), info).unwrap();
+            w.into_inner().unwrap()
+        };
+        let shard = |closed_loop, targets: &[&str]| RunInfo {
+            closed_loop: Some(closed_loop),
+            targets: Some(targets.iter().map(|t| t.to_string()).collect()),
+            start_ns: Some(7),
+            ..RunInfo::default()
+        };
+        let merged = |files: &[Vec<u8>]| {
+            let readers: Vec<_> = files
+                .iter()
+                .map(|f| ResultsReader::new(&f[..]).unwrap())
+                .collect();
+            merged_run_info(&readers)
+        };
+        let agreed = merged(&[
+            with(&shard(true, &["a", "b"])),
+            with(&shard(true, &["a", "b"])),
+        ]);
+        assert_eq!(agreed.complete, Some(false), "complete only once marked");
+        assert_eq!(agreed.closed_loop, Some(true));
+        assert_eq!(agreed.targets, Some(vec!["a".to_string(), "b".to_string()]));
+        assert_eq!(agreed.start_ns, None, "a start is kept only with a ramp");
+        let split = merged(&[with(&shard(true, &["a"])), with(&shard(false, &["b"]))]);
+        assert_eq!((split.closed_loop, split.targets), (None, None));
+        let one_silent = merged(&[with(&shard(true, &["a"])), file(&[1])]);
+        assert_eq!((one_silent.closed_loop, one_silent.targets), (None, None));
     }
 }

@@ -8,8 +8,8 @@ use anyhow::{bail, Context, Result};
 use ldplayer_results::fidelity::Fidelity;
 use ldplayer_results::shard_checks::{input_name, missing_shards, shard_warnings};
 use ldplayer_results::{
-    export_csv, export_jsonl, mark_complete, merge, Capacity, CsvWriter, InputReport, JsonlWriter,
-    ResultsReader, ResultsWriter, RunInfo, Summary, TraceJoin, MERGE_WINDOW,
+    export_csv, export_jsonl, mark_complete, merge, merged_run_info, Capacity, CsvWriter,
+    InputReport, JsonlWriter, ResultsReader, ResultsWriter, Summary, TraceJoin, MERGE_WINDOW,
 };
 use std::fs::File;
 use std::io::Write;
@@ -34,41 +34,8 @@ fn merge_files(args: MergeArgs) -> Result<()> {
         .iter()
         .map(|f| ResultsReader::open(f).with_context(|| format!("cannot read {}", f.display())))
         .collect::<Result<Vec<_>>>()?;
-    // The merged run is complete only when every input's was: marked so at the end. It kept a
-    // schedule when its shards all say they did.
-    let closed_loop: Vec<Option<bool>> = readers
-        .iter()
-        .map(|r| r.run_info().and_then(|i| i.closed_loop))
-        .collect();
-    // It keeps answers when every input does, and names the targets they all name.
-    let targets: Vec<Option<Vec<String>>> = readers
-        .iter()
-        .map(|r| r.run_info().and_then(|i| i.targets.clone()))
-        .collect();
-    // The shards of one ramp share its start and its spec: the merged file keeps them, so that
-    // its summary and report judge the whole ramp.
-    let ramp_of = |r: &ResultsReader<File>| r.run_info().map(|i| (i.ramp, i.start_ns));
-    let first = readers.first().and_then(ramp_of);
-    let ramp = first
-        .filter(|f| f.0.is_some() && readers.iter().all(|r| ramp_of(r) == Some(*f)))
-        .unwrap_or_default();
-    let unfinished_run = RunInfo {
-        complete: Some(false),
-        closed_loop: closed_loop
-            .first()
-            .copied()
-            .flatten()
-            .filter(|first| closed_loop.iter().all(|c| *c == Some(*first))),
-        answers: readers.iter().all(|r| r.keeps_answers()).then_some(true),
-        targets: targets
-            .first()
-            .cloned()
-            .flatten()
-            .filter(|first| targets.iter().all(|t| t.as_ref() == Some(first))),
-        ramp: ramp.0,
-        start_ns: ramp.1,
-        ..RunInfo::default()
-    };
+    // The merged run is complete only when every input's was: marked so at the end.
+    let unfinished_run = merged_run_info(&readers);
     let mut out = ResultsWriter::with_run_info(Output::create(&args.output)?, &unfinished_run)?;
     let report = merge(readers, &mut out, MERGE_WINDOW)
         .with_context(|| format!("merging into {}", args.output.display()))?;
