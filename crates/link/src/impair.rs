@@ -4,8 +4,8 @@
 
 use std::net::IpAddr;
 
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use chacha20::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 use crate::client_delay::{AddressDelay, ClientPaths};
 use crate::params::{LinkParams, LossModel};
@@ -34,7 +34,7 @@ pub enum Verdict {
 /// The state of one direction of the link: the rate limiter's backlog, the loss model's
 /// state, the last departure (for FIFO order), the clients' extra delays if any and the
 /// random stream.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Impairment {
     delay_ns: u64,
     jitter_ns: u64,

@@ -7,10 +7,10 @@ use crate::error::MutateError;
 use crate::filter::View;
 use crate::plan::Plan;
 use crate::stats::MutateStats;
+use chacha20::rand_core::{Rng as _, SeedableRng};
+use chacha20::ChaCha8Rng;
 use ldplayer_dns::Message;
 use ldplayer_trace::{Record, Sink, SinkError, SkipReason};
-use rand_chacha::rand_core::{RngCore, SeedableRng};
-use rand_chacha::ChaCha8Rng;
 
 /// A [`Sink`] that applies a [`MutateConfig`] to every record and passes what remains to `S`.
 ///

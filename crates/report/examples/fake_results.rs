@@ -4,11 +4,11 @@
 //!
 //! Usage: `fake_results N FILE [QPS [SEED]]` (QPS defaults to 20000, SEED to 1).
 
+use chacha20::ChaCha8Rng;
 use ldplayer_dns::Rcode;
 use ldplayer_results::{ErrorKind, Outcome, QueryResult, ResultsWriter};
 use ldplayer_trace::Proto;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 use rand_distr::{Distribution, Exp, LogNormal, Normal};
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;

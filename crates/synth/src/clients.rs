@@ -5,7 +5,7 @@
 
 use crate::error::SynthError;
 use crate::rng::{below, mix64, Chance, Rng};
-use rand_chacha::rand_core::RngCore;
+use chacha20::rand_core::Rng as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The client population: where client `i` lives and whether it talks TCP.

@@ -3,8 +3,8 @@
 use crate::encode;
 use crate::error::SynthError;
 use crate::rng::{below, Chance, Rng};
+use chacha20::rand_core::Rng as _;
 use ldplayer_dns::{name_from_presentation, BUSY_TLDS, MAX_NAME_LEN};
-use rand_chacha::rand_core::RngCore;
 
 /// A root zone that delegates every TLD the root-like workload asks for (with glue in
 /// 192.0.2.0/24): what the embedded server answers root-like traces from when no zone is given

@@ -7,9 +7,9 @@ use crate::error::SynthError;
 use crate::names::{RootNames, UniqueNames};
 use crate::renewal::Schedule;
 use crate::rng::{self, below, exponential, mix64, Chance};
+use chacha20::rand_core::Rng as _;
 use ldplayer_dns::Rtype;
 use ldplayer_trace::{drive, Proto, Record, Sink, Source, TraceError};
-use rand_chacha::rand_core::RngCore;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// A seeded synthetic trace generator; a [`Source`] of DNS queries in time order.

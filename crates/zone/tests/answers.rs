@@ -225,7 +225,7 @@ fn include_is_followed() {
 
 #[test]
 fn never_panics_on_random_bytes() {
-    use rand::{Rng, SeedableRng};
+    use rand::{RngExt, SeedableRng};
     let s = example_set();
     let opts = AnswerOptions::default();
     let mut rng = rand::rngs::StdRng::seed_from_u64(1);
