@@ -190,6 +190,23 @@ fn the_server_stream_limit_holds_requests_back_until_streams_end() {
 }
 
 #[test]
+fn before_the_servers_settings_a_hundred_streams_go_out_then_its_limit_rules() {
+    // No SETTINGS yet: a burst of 150 opens 100 streams (what h2, nghttp2 and Go assume).
+    let mut c = client_with(150);
+    assert_eq!(c.streams.len(), 100);
+    // A server naming its limit: 120.
+    c.received(&frame(kind::SETTINGS, 0, 0, &[0, 3, 0, 0, 0, 120]));
+    assert_eq!(c.streams.len(), 120);
+    // A later SETTINGS without the limit keeps it.
+    c.received(&frame(kind::SETTINGS, 0, 0, &[0, 4, 0, 0, 255, 255]));
+    assert_eq!(c.streams.len(), 120);
+    // A server whose first SETTINGS names no limit has none: every request goes out.
+    let mut c = client_with(150);
+    c.received(&frame(kind::SETTINGS, 0, 0, &[]));
+    assert_eq!(c.streams.len(), 150);
+}
+
+#[test]
 fn goaway_fails_what_the_server_did_not_take_and_ping_is_answered() {
     let mut c = client_with(3);
     c.consume_output(c.output().len());
