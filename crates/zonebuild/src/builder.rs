@@ -16,8 +16,11 @@ use crate::exchange::{Exchange, Rr, Unused};
 use crate::hierarchy::{BuildReport, BuiltZone, Hierarchy};
 use crate::left_out::LeftOut;
 
+mod cuts;
 mod servers;
 mod ttl;
+
+use cuts::Cuts;
 
 /// Lowercase wire form of a name: the key of zones, nodes and addresses.
 pub(crate) type Key = Vec<u8>;
@@ -101,31 +104,43 @@ impl ZoneBuilder {
     /// Rebuilds the zones.
     pub fn build(mut self) -> Hierarchy {
         let taken = std::mem::take(&mut self.taken);
-        let mut exchanges = Vec::with_capacity(taken.len());
-        for parsed in parse_all(taken) {
+        let (parsed, cuts) = parse_all(taken);
+        let mut exchanges = Vec::with_capacity(parsed.len());
+        for parsed in parsed {
             match parsed {
                 Ok(e) => exchanges.push(e),
                 Err(why) => self.skip(why),
             }
         }
         let root_servers = std::mem::take(&mut self.root_servers);
-        Assembler::new(self, exchanges).run(&root_servers)
+        Assembler::new(self, exchanges, cuts).run(&root_servers)
     }
 }
 
-/// Parses the responses taken, in their order, on as many threads as there are cores (a
-/// million responses take seconds on one).
-fn parse_all(taken: Vec<Taken>) -> Vec<Result<Exchange, Unused>> {
+/// A run of responses parsed, and the zone cuts and addresses they show.
+type Parsed = (Vec<Result<Exchange, Unused>>, Cuts);
+
+/// Parses the responses taken, in their order, and finds their zone cuts and addresses (the
+/// first pass over them), on as many threads as there are cores: a million responses take
+/// seconds on one.
+fn parse_all(taken: Vec<Taken>) -> Parsed {
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .clamp(1, 8);
     let chunk = taken.len().div_ceil(threads).max(1);
-    let parse = |t: Taken| match t {
-        Taken::Wire(server, wire) => Exchange::parse_bytes(server, wire),
-        Taken::Parsed(e) => Ok(e),
+    let run = |c: Vec<Taken>| -> Parsed {
+        let parsed: Vec<_> = c
+            .into_iter()
+            .map(|t| match t {
+                Taken::Wire(server, wire) => Exchange::parse_bytes(server, wire),
+                Taken::Parsed(e) => Ok(e),
+            })
+            .collect();
+        let cuts = Cuts::of(parsed.iter().filter_map(|p| p.as_ref().ok()));
+        (parsed, cuts)
     };
     if threads == 1 || taken.len() < 1024 {
-        return taken.into_iter().map(parse).collect();
+        return run(taken);
     }
     let mut chunks: Vec<Vec<Taken>> = Vec::with_capacity(threads);
     let mut rest = taken;
@@ -138,15 +153,18 @@ fn parse_all(taken: Vec<Taken>) -> Vec<Result<Exchange, Unused>> {
     std::thread::scope(|scope| {
         let workers: Vec<_> = chunks
             .into_iter()
-            .map(|c| scope.spawn(move || c.into_iter().map(parse).collect::<Vec<_>>()))
+            .map(|c| scope.spawn(move || run(c)))
             .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
+        let mut all = Vec::new();
+        let mut cuts = Cuts::default();
+        for w in workers {
+            let (parsed, later) = w
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            all.extend(parsed);
+            cuts.merge(later);
+        }
+        (all, cuts)
     })
 }
 
@@ -182,7 +200,7 @@ struct Assembler {
 }
 
 impl Assembler {
-    fn new(b: ZoneBuilder, exchanges: Vec<Exchange>) -> Assembler {
+    fn new(b: ZoneBuilder, exchanges: Vec<Exchange>, cuts: Cuts) -> Assembler {
         let report = BuildReport {
             responses_used: exchanges.len() as u64,
             queries_seen: b.queries,
@@ -192,14 +210,14 @@ impl Assembler {
         Assembler {
             exchanges,
             report,
-            delegations: FxHashMap::default(),
-            addresses: FxHashMap::default(),
+            delegations: cuts.delegations,
+            addresses: cuts.addresses,
             zones: FxHashMap::default(),
         }
     }
 
     fn run(mut self, root_servers: &BTreeSet<IpAddr>) -> Hierarchy {
-        self.find_cuts_and_addresses();
+        self.make_zones();
         self.assign_servers(root_servers);
         let exchanges = std::mem::take(&mut self.exchanges);
         for e in &exchanges {
@@ -214,41 +232,9 @@ impl Assembler {
         self.finish()
     }
 
-    /// Every NS RRset makes a zone; every A/AAAA RRset gives addresses.
-    fn find_cuts_and_addresses(&mut self) {
+    /// A zone for the root and for every apex of a delegation seen.
+    fn make_zones(&mut self) {
         let root = Name::root_bytes();
-        for e in &self.exchanges {
-            let trusted = |section: usize| section != 0 || e.authoritative;
-            for (i, section) in [&e.answer, &e.authority, &e.additional].iter().enumerate() {
-                if !trusted(i) {
-                    continue;
-                }
-                // Only NS and address records matter here: the others are not grouped.
-                let wanted = |r: &Rr| match r.rtype() {
-                    Rtype::NS => i < 2,
-                    Rtype::A | Rtype::AAAA => true,
-                    _ => false,
-                };
-                if !section.iter().any(wanted) {
-                    continue;
-                }
-                for (k, set) in rrsets(section.iter().filter(|r| wanted(r))) {
-                    match set[0].rtype() {
-                        Rtype::NS => {
-                            self.delegations.entry(k.0).or_insert_with(|| {
-                                (set[0].owner().clone(), set.into_iter().cloned().collect())
-                            });
-                        }
-                        _ => {
-                            let v = self.addresses.entry(k.0).or_default();
-                            if !v.iter().any(|r| r.rtype() == set[0].rtype()) {
-                                v.extend(set.into_iter().cloned());
-                            }
-                        }
-                    }
-                }
-            }
-        }
         let apexes: Vec<(Key, Name<Bytes>)> = std::iter::once((key(&root), root))
             .chain(
                 self.delegations
