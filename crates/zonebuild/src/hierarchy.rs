@@ -11,7 +11,6 @@ use std::sync::Arc;
 use base64::Engine as _;
 use bytes::Bytes;
 use domain::base::iana::Rtype;
-use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::base::Name;
 use domain::rdata::AllRecordData;
 use ldplayer_zone::name::{canonical_key, parent};
@@ -49,8 +48,9 @@ impl BuiltZone {
             .records
             .iter()
             .map(|r| {
-                let mut k = Vec::new();
-                canonical_key(&key(r.owner()), &mut k);
+                // canonical_key lowercases: no lowercase copy first.
+                let mut k = Vec::with_capacity(r.owner().as_slice().len() + 1);
+                canonical_key(r.owner().as_slice(), &mut k);
                 let first = u8::from(r.rtype() != Rtype::SOA);
                 (first, k, r.rtype().to_int(), r)
             })
@@ -88,7 +88,8 @@ impl BuiltZone {
                     );
                 }
                 _ => {
-                    let _ = writeln!(out, "{}", r.display_zonefile(DisplayKind::Simple));
+                    crate::record_text::write_record(&mut out, r);
+                    out.push('\n');
                 }
             }
         }

@@ -44,6 +44,7 @@ mod exchange;
 pub mod from_files;
 mod hierarchy;
 mod left_out;
+mod record_text;
 pub mod sign;
 pub mod synthetic;
 
