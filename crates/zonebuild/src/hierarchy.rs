@@ -15,6 +15,7 @@ use domain::base::Name;
 use domain::rdata::AllRecordData;
 use ldplayer_zone::name::{canonical_key, parent};
 use ldplayer_zone::{Manifest, ManifestEntry, ZoneSource};
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use crate::builder::key;
@@ -184,16 +185,15 @@ pub struct BuildReport {
 /// The delegations of `zones` to zones that are not among them (see
 /// [`BuildReport::delegations_without_zone`]), in canonical order.
 fn delegations_without_zone(zones: &[BuiltZone]) -> Vec<String> {
-    let apexes: BTreeSet<Vec<u8>> = zones.iter().map(|z| key(&z.apex)).collect();
+    let apexes: FxHashSet<Vec<u8>> = zones.iter().map(|z| key(&z.apex)).collect();
     let mut missing: BTreeMap<Vec<u8>, String> = BTreeMap::new();
     for z in zones {
         let apex = key(&z.apex);
         let cuts: BTreeMap<Vec<u8>, &Rr> = z
             .records
             .iter()
-            .filter(|r| r.rtype() == Rtype::NS)
+            .filter(|r| r.rtype() == Rtype::NS && !r.owner().as_slice().eq_ignore_ascii_case(&apex))
             .map(|r| (key(r.owner()), r))
-            .filter(|(k, _)| *k != apex)
             .collect();
         for (cut, r) in &cuts {
             let mut above = parent(cut);
@@ -259,8 +259,9 @@ pub struct Written {
 impl Hierarchy {
     pub(crate) fn new(mut zones: Vec<BuiltZone>, mut report: BuildReport) -> Hierarchy {
         zones.sort_by_cached_key(|z| {
-            let mut k = Vec::new();
-            canonical_key(&key(&z.apex), &mut k);
+            // canonical_key lowercases: no lowercase copy first.
+            let mut k = Vec::with_capacity(z.apex.as_slice().len() + 1);
+            canonical_key(z.apex.as_slice(), &mut k);
             k
         });
         report.delegations_without_zone = delegations_without_zone(&zones);

@@ -67,6 +67,8 @@ impl Cuts {
 
     /// Adds what a later run of responses saw: what this run saw first stays.
     pub(super) fn merge(&mut self, later: Cuts) {
+        self.delegations.reserve(later.delegations.len());
+        self.addresses.reserve(later.addresses.len());
         for (k, d) in later.delegations {
             self.delegations.entry(k).or_insert(d);
         }
