@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use crate::exchange::{Exchange, Rr, Unused};
 use crate::hierarchy::{BuildReport, BuiltZone, Hierarchy};
 use crate::left_out::LeftOut;
+use crate::runs::in_runs;
 
 mod cuts;
 mod servers;
@@ -124,12 +125,8 @@ type Parsed = (Vec<Result<Exchange, Unused>>, Cuts);
 /// first pass over them), on as many threads as there are cores: a million responses take
 /// seconds on one.
 fn parse_all(taken: Vec<Taken>) -> Parsed {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    let chunk = taken.len().div_ceil(threads).max(1);
-    let run = |c: Vec<Taken>| -> Parsed {
-        let parsed: Vec<_> = c
+    let runs = in_runs(taken, 1024, |run| -> Parsed {
+        let parsed: Vec<_> = run
             .into_iter()
             .map(|t| match t {
                 Taken::Wire(server, wire) => Exchange::parse_bytes(server, wire),
@@ -138,34 +135,14 @@ fn parse_all(taken: Vec<Taken>) -> Parsed {
             .collect();
         let cuts = Cuts::of(parsed.iter().filter_map(|p| p.as_ref().ok()));
         (parsed, cuts)
-    };
-    if threads == 1 || taken.len() < 1024 {
-        return run(taken);
+    });
+    let mut all = Vec::with_capacity(runs.iter().map(|(p, _)| p.len()).sum());
+    let mut cuts = Cuts::default();
+    for (parsed, later) in runs {
+        all.extend(parsed);
+        cuts.merge(later);
     }
-    let mut chunks: Vec<Vec<Taken>> = Vec::with_capacity(threads);
-    let mut rest = taken;
-    while rest.len() > chunk {
-        let tail = rest.split_off(chunk);
-        chunks.push(rest);
-        rest = tail;
-    }
-    chunks.push(rest);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = chunks
-            .into_iter()
-            .map(|c| scope.spawn(move || run(c)))
-            .collect();
-        let mut all = Vec::new();
-        let mut cuts = Cuts::default();
-        for w in workers {
-            let (parsed, later) = w
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            all.extend(parsed);
-            cuts.merge(later);
-        }
-        (all, cuts)
-    })
+    (all, cuts)
 }
 
 /// A capture's records go in as a [`Sink`]: responses are taken with their source address as
@@ -505,34 +482,14 @@ fn built_zones(drafts: Vec<(Key, Draft)>) -> Vec<BuiltZone> {
             apex_ns_from_parent: d.apex_ns_from_parent,
         }
     };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    if threads == 1 || drafts.len() < 1024 {
-        return drafts.into_iter().map(build).collect();
+    let runs = in_runs(drafts, 1024, |run| {
+        run.into_iter().map(build).collect::<Vec<_>>()
+    });
+    let mut zones = Vec::with_capacity(runs.iter().map(Vec::len).sum());
+    for run in runs {
+        zones.extend(run);
     }
-    let per = drafts.len().div_ceil(threads);
-    let mut runs = Vec::with_capacity(threads);
-    let mut rest = drafts;
-    while rest.len() > per {
-        let tail = rest.split_off(per);
-        runs.push(rest);
-        rest = tail;
-    }
-    runs.push(rest);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = runs
-            .into_iter()
-            .map(|run| scope.spawn(move || run.into_iter().map(build).collect::<Vec<_>>()))
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
-            .collect()
-    })
+    zones
 }
 
 /// Groups a section's records into RRsets keyed by (owner, type, covered type), in order.

@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use crate::builder::key;
 use crate::exchange::Rr;
+use crate::runs::threads;
 
 /// One rebuilt zone.
 #[derive(Debug, Clone)]
@@ -633,14 +634,6 @@ pub(crate) fn plain_name(name: &Name<Bytes>) -> String {
         out.push('.');
     }
     out
-}
-
-/// How many threads write `n` zones: one per core, at most 8, at least 1.
-fn threads(n: usize) -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8)
-        .min(n.max(1))
 }
 
 /// Waits for every writer; the first error, or a panic as one.

@@ -45,6 +45,7 @@ pub mod from_files;
 mod hierarchy;
 mod left_out;
 mod record_text;
+mod runs;
 pub mod sign;
 pub mod synthetic;
 
