@@ -1,7 +1,7 @@
 //! From nameservers' responses to zones: zone cuts from NS records, nameserver addresses from
 //! glue and answers, each response's records filed into the zone of the server that sent it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{btree_map, BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
 use bytes::Bytes;
@@ -10,16 +10,24 @@ use domain::base::{Name, Record, Serial, Ttl};
 use domain::rdata::{AllRecordData, Soa};
 use ldplayer_trace::{Record as TraceRecord, Sink, SinkError};
 use ldplayer_zone::name::{is_subdomain, parent};
+use rustc_hash::FxHashMap;
 
 use crate::exchange::{Exchange, Rr, Unused};
 use crate::hierarchy::{BuildReport, BuiltZone, Hierarchy};
 use crate::left_out::LeftOut;
+use crate::runs::in_runs;
 
+mod cuts;
 mod servers;
 mod ttl;
 
+use cuts::Cuts;
+
 /// Lowercase wire form of a name: the key of zones, nodes and addresses.
 pub(crate) type Key = Vec<u8>;
+
+/// What an RRset is filed under in its zone: (owner's [`Key`], type, type covered by an RRSIG).
+type SetKey = (Key, u16, u16);
 
 pub(crate) fn key(name: &Name<Bytes>) -> Key {
     name.as_slice().to_ascii_lowercase()
@@ -97,53 +105,44 @@ impl ZoneBuilder {
     /// Rebuilds the zones.
     pub fn build(mut self) -> Hierarchy {
         let taken = std::mem::take(&mut self.taken);
-        let mut exchanges = Vec::with_capacity(taken.len());
-        for parsed in parse_all(taken) {
+        let (parsed, cuts) = parse_all(taken);
+        let mut exchanges = Vec::with_capacity(parsed.len());
+        for parsed in parsed {
             match parsed {
                 Ok(e) => exchanges.push(e),
                 Err(why) => self.skip(why),
             }
         }
         let root_servers = std::mem::take(&mut self.root_servers);
-        Assembler::new(self, exchanges).run(&root_servers)
+        Assembler::new(self, exchanges, cuts).run(&root_servers)
     }
 }
 
-/// Parses the responses taken, in their order, on as many threads as there are cores (a
-/// million responses take seconds on one).
-fn parse_all(taken: Vec<Taken>) -> Vec<Result<Exchange, Unused>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8);
-    let chunk = taken.len().div_ceil(threads).max(1);
-    let parse = |t: Taken| match t {
-        Taken::Wire(server, wire) => Exchange::parse_bytes(server, wire),
-        Taken::Parsed(e) => Ok(e),
-    };
-    if threads == 1 || taken.len() < 1024 {
-        return taken.into_iter().map(parse).collect();
-    }
-    let mut chunks: Vec<Vec<Taken>> = Vec::with_capacity(threads);
-    let mut rest = taken;
-    while rest.len() > chunk {
-        let tail = rest.split_off(chunk);
-        chunks.push(rest);
-        rest = tail;
-    }
-    chunks.push(rest);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> = chunks
+/// A run of responses parsed, and the zone cuts and addresses they show.
+type Parsed = (Vec<Result<Exchange, Unused>>, Cuts);
+
+/// Parses the responses taken, in their order, and finds their zone cuts and addresses (the
+/// first pass over them), on as many threads as there are cores: a million responses take
+/// seconds on one.
+fn parse_all(taken: Vec<Taken>) -> Parsed {
+    let runs = in_runs(taken, 1024, |run| -> Parsed {
+        let parsed: Vec<_> = run
             .into_iter()
-            .map(|c| scope.spawn(move || c.into_iter().map(parse).collect::<Vec<_>>()))
-            .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| {
-                w.join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            .map(|t| match t {
+                Taken::Wire(server, wire) => Exchange::parse_bytes(server, wire),
+                Taken::Parsed(e) => Ok(e),
             })
-            .collect()
-    })
+            .collect();
+        let cuts = Cuts::of(parsed.iter().filter_map(|p| p.as_ref().ok()));
+        (parsed, cuts)
+    });
+    let mut all = Vec::with_capacity(runs.iter().map(|(p, _)| p.len()).sum());
+    let mut cuts = Cuts::default();
+    for (parsed, later) in runs {
+        all.extend(parsed);
+        cuts.merge(later);
+    }
+    (all, cuts)
 }
 
 /// A capture's records go in as a [`Sink`]: responses are taken with their source address as
@@ -159,7 +158,7 @@ impl Sink for ZoneBuilder {
 struct Draft {
     apex: Name<Bytes>,
     /// RRsets by (owner, type, covered type); the first one seen wins.
-    sets: BTreeMap<(Key, u16, u16), Vec<Rr>>,
+    sets: BTreeMap<SetKey, Vec<Rr>>,
     servers: BTreeSet<IpAddr>,
     soa_synthesized: bool,
     apex_ns_from_parent: bool,
@@ -169,15 +168,16 @@ struct Assembler {
     exchanges: Vec<Exchange>,
     report: BuildReport,
     /// Zone apex → its NS names, from the first NS RRset seen for it anywhere.
-    delegations: HashMap<Key, (Name<Bytes>, Vec<Rr>)>,
+    delegations: FxHashMap<Key, (Name<Bytes>, Vec<Rr>)>,
     /// Name → its address records, from the first A/AAAA RRsets seen anywhere.
-    addresses: HashMap<Key, Vec<Rr>>,
-    /// The zones by apex (looked up for every record filed: hashed).
-    zones: HashMap<Key, Draft>,
+    addresses: FxHashMap<Key, Vec<Rr>>,
+    /// The zones by apex (looked up for every record filed: hashed, with FxHash: the keys are
+    /// names from the capture, and SipHash was 5% of a million responses' build).
+    zones: FxHashMap<Key, Draft>,
 }
 
 impl Assembler {
-    fn new(b: ZoneBuilder, exchanges: Vec<Exchange>) -> Assembler {
+    fn new(b: ZoneBuilder, exchanges: Vec<Exchange>, cuts: Cuts) -> Assembler {
         let report = BuildReport {
             responses_used: exchanges.len() as u64,
             queries_seen: b.queries,
@@ -187,14 +187,14 @@ impl Assembler {
         Assembler {
             exchanges,
             report,
-            delegations: HashMap::new(),
-            addresses: HashMap::new(),
-            zones: HashMap::new(),
+            delegations: cuts.delegations,
+            addresses: cuts.addresses,
+            zones: FxHashMap::default(),
         }
     }
 
     fn run(mut self, root_servers: &BTreeSet<IpAddr>) -> Hierarchy {
-        self.find_cuts_and_addresses();
+        self.make_zones();
         self.assign_servers(root_servers);
         let exchanges = std::mem::take(&mut self.exchanges);
         for e in &exchanges {
@@ -206,44 +206,20 @@ impl Assembler {
         self.complete_zones();
         self.restore_signed_ttls();
         let _ = freeing.join();
-        self.finish()
+        // So are the first pass's maps, while the zones are made (a quarter of a second).
+        let first_pass = (
+            std::mem::take(&mut self.delegations),
+            std::mem::take(&mut self.addresses),
+        );
+        let freeing = std::thread::spawn(move || drop(first_pass));
+        let hierarchy = self.finish();
+        let _ = freeing.join();
+        hierarchy
     }
 
-    /// Every NS RRset makes a zone; every A/AAAA RRset gives addresses.
-    fn find_cuts_and_addresses(&mut self) {
+    /// A zone for the root and for every apex of a delegation seen.
+    fn make_zones(&mut self) {
         let root = Name::root_bytes();
-        for e in &self.exchanges {
-            let trusted = |section: usize| section != 0 || e.authoritative;
-            for (i, section) in [&e.answer, &e.authority, &e.additional].iter().enumerate() {
-                if !trusted(i) {
-                    continue;
-                }
-                // Only NS and address records matter here: the others are not grouped.
-                let wanted = |r: &Rr| match r.rtype() {
-                    Rtype::NS => i < 2,
-                    Rtype::A | Rtype::AAAA => true,
-                    _ => false,
-                };
-                if !section.iter().any(wanted) {
-                    continue;
-                }
-                for (k, set) in rrsets(section.iter().filter(|r| wanted(r))) {
-                    match set[0].rtype() {
-                        Rtype::NS => {
-                            self.delegations
-                                .entry(k.0)
-                                .or_insert_with(|| (set[0].owner().clone(), set));
-                        }
-                        _ => {
-                            let v = self.addresses.entry(k.0).or_default();
-                            if !v.iter().any(|r| r.rtype() == set[0].rtype()) {
-                                v.extend(set);
-                            }
-                        }
-                    }
-                }
-            }
-        }
         let apexes: Vec<(Key, Name<Bytes>)> = std::iter::once((key(&root), root))
             .chain(
                 self.delegations
@@ -262,12 +238,13 @@ impl Assembler {
         }
     }
 
-    /// The deepest zone containing `name` (the name itself included).
-    fn closest_zone(&self, name: &[u8]) -> Option<Key> {
+    /// The deepest zone containing `name` (the name itself included): its apex, a suffix of
+    /// `name`.
+    fn closest_zone<'n>(&self, name: &'n [u8]) -> Option<&'n [u8]> {
         let mut cur = name;
         loop {
             if self.zones.contains_key(cur) {
-                return Some(cur.to_vec());
+                return Some(cur);
             }
             cur = parent(cur)?;
         }
@@ -323,7 +300,7 @@ impl Assembler {
                     // stand below the apex.
                     self.zones
                         .contains_key(&owner)
-                        .then(|| owner.clone())
+                        .then_some(&owner[..])
                         .ok_or(LeftOut::SoaWithoutZone)
                 } else {
                     self.served_zone(&owner, e.server, at_parent)
@@ -340,19 +317,19 @@ impl Assembler {
                         continue;
                     }
                 };
-                let Some(draft) = self.zones.get_mut(&zone) else {
+                let Some(draft) = self.zones.get_mut(zone) else {
                     continue;
                 };
-                match draft.sets.get(&(owner.clone(), rtype, covered)) {
-                    None => {
+                match draft.sets.entry((owner, rtype, covered)) {
+                    btree_map::Entry::Vacant(v) => {
                         self.report.records += set.len() as u64;
-                        draft.sets.insert((owner, rtype, covered), set);
+                        v.insert(set.into_iter().cloned().collect());
                     }
-                    Some(first) if !same_data(first, &set) => {
+                    btree_map::Entry::Occupied(first) if !same_data(first.get(), &set) => {
                         self.report.conflicts += 1;
                         self.report.leave_out(LeftOut::Conflict, &set, e.server);
                     }
-                    Some(_) => {}
+                    btree_map::Entry::Occupied(_) => {}
                 }
             }
         }
@@ -360,15 +337,21 @@ impl Assembler {
 
     /// The deepest zone that `server` serves and that contains `owner` (the owner itself
     /// left out when `at_parent` and it is not the root): the owner's ancestors looked up one
-    /// by one, so the cost does not grow with the number of zones.
-    fn served_zone(&self, owner: &[u8], server: IpAddr, at_parent: bool) -> Option<Key> {
+    /// by one, so the cost does not grow with the number of zones. Its apex, a suffix of
+    /// `owner`.
+    fn served_zone<'n>(
+        &self,
+        owner: &'n [u8],
+        server: IpAddr,
+        at_parent: bool,
+    ) -> Option<&'n [u8]> {
         let mut cur = Some(owner);
         while let Some(name) = cur {
             let skip = at_parent && name.len() == owner.len() && name.len() > 1;
             if !skip {
                 if let Some(z) = self.zones.get(name) {
                     if z.servers.contains(&server) {
-                        return Some(name.to_vec());
+                        return Some(name);
                     }
                 }
             }
@@ -385,13 +368,15 @@ impl Assembler {
         keys.sort_unstable();
         for k in &keys {
             let ns_key = (k.clone(), Rtype::NS.to_int(), 0);
-            let delegation = self.delegations.get(k).map(|(_, s)| s.clone());
+            // Cloned only where it is missing (most zones have their own apex NS, most parents
+            // the delegation from their referrals).
+            let delegation = self.delegations.get(k).map(|(_, s)| s);
             let Some(z) = self.zones.get_mut(k) else {
                 continue;
             };
             if !z.sets.contains_key(&ns_key) {
-                if let Some(set) = delegation.clone() {
-                    z.sets.insert(ns_key.clone(), set);
+                if let Some(set) = delegation {
+                    z.sets.insert(ns_key.clone(), set.clone());
                     z.apex_ns_from_parent = true;
                 }
             }
@@ -415,10 +400,9 @@ impl Assembler {
                 if let (Some(p), Some(set)) =
                     (parent(k).and_then(|p| self.closest_zone(p)), delegation)
                 {
-                    if let Some(pz) = self.zones.get_mut(&p) {
-                        if let std::collections::btree_map::Entry::Vacant(e) = pz.sets.entry(ns_key)
-                        {
-                            e.insert(set);
+                    if let Some(pz) = self.zones.get_mut(p) {
+                        if let btree_map::Entry::Vacant(e) = pz.sets.entry(ns_key) {
+                            e.insert(set.clone());
                             self.report.delegations_added += 1;
                         }
                     }
@@ -471,36 +455,59 @@ impl Assembler {
     }
 
     fn finish(mut self) -> Hierarchy {
-        let mut zones = Vec::new();
         let mut drafts: Vec<(Key, Draft)> = std::mem::take(&mut self.zones).into_iter().collect();
         drafts.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        for (_, d) in drafts {
-            if d.servers.is_empty() {
-                self.report
-                    .zones_without_servers
-                    .push(d.apex.fmt_with_dot().to_string());
-            }
-            zones.push(BuiltZone {
-                apex: d.apex,
-                records: d.sets.into_values().flatten().collect(),
-                servers: d.servers.into_iter().collect(),
-                soa_synthesized: d.soa_synthesized,
-                apex_ns_from_parent: d.apex_ns_from_parent,
-            });
-        }
+        self.report.zones_without_servers = drafts
+            .iter()
+            .filter(|(_, d)| d.servers.is_empty())
+            .map(|(_, d)| d.apex.fmt_with_dot().to_string())
+            .collect();
+        let zones = built_zones(drafts);
         Hierarchy::new(zones, self.report)
     }
 }
 
+/// The zones made from their drafts, in order: on as many threads as there are cores, each a
+/// run of zones (a quarter of a million zones took more than a second on one).
+fn built_zones(drafts: Vec<(Key, Draft)>) -> Vec<BuiltZone> {
+    let build = |(_, d): (Key, Draft)| {
+        // Sized first: a flattened iterator does not say how long it is.
+        let mut records = Vec::with_capacity(d.sets.values().map(Vec::len).sum());
+        records.extend(d.sets.into_values().flatten());
+        BuiltZone {
+            apex: d.apex,
+            records,
+            servers: d.servers.into_iter().collect(),
+            soa_synthesized: d.soa_synthesized,
+            apex_ns_from_parent: d.apex_ns_from_parent,
+        }
+    };
+    let runs = in_runs(drafts, 1024, |run| {
+        run.into_iter().map(build).collect::<Vec<_>>()
+    });
+    let mut zones = Vec::with_capacity(runs.iter().map(Vec::len).sum());
+    for run in runs {
+        zones.extend(run);
+    }
+    zones
+}
+
 /// Groups a section's records into RRsets keyed by (owner, type, covered type), in order.
-fn rrsets<'a>(records: impl IntoIterator<Item = &'a Rr>) -> Vec<((Key, u16, u16), Vec<Rr>)> {
-    let mut out: Vec<((Key, u16, u16), Vec<Rr>)> = Vec::new();
+/// The records are borrowed: most RRsets of a large capture were seen before (the same
+/// delegation in every referral), and are only cloned where they are kept.
+fn rrsets<'a>(records: impl IntoIterator<Item = &'a Rr>) -> Vec<(SetKey, Vec<&'a Rr>)> {
+    let mut out: Vec<(SetKey, Vec<&'a Rr>)> = Vec::new();
     for r in records {
         let (t, c) = set_type(r);
-        let k = (key(r.owner()), t, c);
-        match out.iter_mut().find(|(ok, _)| *ok == k) {
-            Some((_, v)) => v.push(r.clone()),
-            None => out.push((k, vec![r.clone()])),
+        let owner = r.owner().as_slice();
+        // The key of an owner already seen is not made again (it is lowercased into a new
+        // buffer).
+        match out
+            .iter_mut()
+            .find(|(ok, _)| ok.1 == t && ok.2 == c && owner.eq_ignore_ascii_case(&ok.0))
+        {
+            Some((_, v)) => v.push(r),
+            None => out.push(((key(r.owner()), t, c), vec![r])),
         }
     }
     out
@@ -515,7 +522,7 @@ fn split_by_type(rrs: Vec<Rr>) -> BTreeMap<u16, Vec<Rr>> {
 }
 
 /// The same records regardless of order and TTL.
-fn same_data(a: &[Rr], b: &[Rr]) -> bool {
+fn same_data(a: &[Rr], b: &[&Rr]) -> bool {
     a.len() == b.len() && a.iter().all(|x| b.iter().any(|y| x.data() == y.data()))
 }
 

@@ -11,15 +11,16 @@ use std::sync::Arc;
 use base64::Engine as _;
 use bytes::Bytes;
 use domain::base::iana::Rtype;
-use domain::base::zonefile_fmt::{DisplayKind, ZonefileFmt};
 use domain::base::Name;
 use domain::rdata::AllRecordData;
 use ldplayer_zone::name::{canonical_key, parent};
 use ldplayer_zone::{Manifest, ManifestEntry, ZoneSource};
+use rustc_hash::FxHashSet;
 use serde::Serialize;
 
 use crate::builder::key;
 use crate::exchange::Rr;
+use crate::runs::threads;
 
 /// One rebuilt zone.
 #[derive(Debug, Clone)]
@@ -49,8 +50,9 @@ impl BuiltZone {
             .records
             .iter()
             .map(|r| {
-                let mut k = Vec::new();
-                canonical_key(&key(r.owner()), &mut k);
+                // canonical_key lowercases: no lowercase copy first.
+                let mut k = Vec::with_capacity(r.owner().as_slice().len() + 1);
+                canonical_key(r.owner().as_slice(), &mut k);
                 let first = u8::from(r.rtype() != Rtype::SOA);
                 (first, k, r.rtype().to_int(), r)
             })
@@ -88,7 +90,8 @@ impl BuiltZone {
                     );
                 }
                 _ => {
-                    let _ = writeln!(out, "{}", r.display_zonefile(DisplayKind::Simple));
+                    crate::record_text::write_record(&mut out, r);
+                    out.push('\n');
                 }
             }
         }
@@ -183,16 +186,15 @@ pub struct BuildReport {
 /// The delegations of `zones` to zones that are not among them (see
 /// [`BuildReport::delegations_without_zone`]), in canonical order.
 fn delegations_without_zone(zones: &[BuiltZone]) -> Vec<String> {
-    let apexes: BTreeSet<Vec<u8>> = zones.iter().map(|z| key(&z.apex)).collect();
+    let apexes: FxHashSet<Vec<u8>> = zones.iter().map(|z| key(&z.apex)).collect();
     let mut missing: BTreeMap<Vec<u8>, String> = BTreeMap::new();
     for z in zones {
         let apex = key(&z.apex);
         let cuts: BTreeMap<Vec<u8>, &Rr> = z
             .records
             .iter()
-            .filter(|r| r.rtype() == Rtype::NS)
+            .filter(|r| r.rtype() == Rtype::NS && !r.owner().as_slice().eq_ignore_ascii_case(&apex))
             .map(|r| (key(r.owner()), r))
-            .filter(|(k, _)| *k != apex)
             .collect();
         for (cut, r) in &cuts {
             let mut above = parent(cut);
@@ -258,8 +260,9 @@ pub struct Written {
 impl Hierarchy {
     pub(crate) fn new(mut zones: Vec<BuiltZone>, mut report: BuildReport) -> Hierarchy {
         zones.sort_by_cached_key(|z| {
-            let mut k = Vec::new();
-            canonical_key(&key(&z.apex), &mut k);
+            // canonical_key lowercases: no lowercase copy first.
+            let mut k = Vec::with_capacity(z.apex.as_slice().len() + 1);
+            canonical_key(z.apex.as_slice(), &mut k);
             k
         });
         report.delegations_without_zone = delegations_without_zone(&zones);
@@ -631,14 +634,6 @@ pub(crate) fn plain_name(name: &Name<Bytes>) -> String {
         out.push('.');
     }
     out
-}
-
-/// How many threads write `n` zones: one per core, at most 8, at least 1.
-fn threads(n: usize) -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 8)
-        .min(n.max(1))
 }
 
 /// Waits for every writer; the first error, or a panic as one.

@@ -47,7 +47,7 @@ impl LeftOut {
 impl BuildReport {
     /// Counts the records of `set` (one RRset, or a section's records) left out for `why`, sent
     /// by `server`; the first few distinct RRsets of each reason are kept as examples.
-    pub(crate) fn leave_out(&mut self, why: LeftOut, set: &[Rr], server: IpAddr) {
+    pub(crate) fn leave_out(&mut self, why: LeftOut, set: &[&Rr], server: IpAddr) {
         let Some(first) = set.first() else { return };
         let n = set.len() as u64;
         *self

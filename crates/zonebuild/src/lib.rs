@@ -44,6 +44,8 @@ mod exchange;
 pub mod from_files;
 mod hierarchy;
 mod left_out;
+mod record_text;
+mod runs;
 pub mod sign;
 pub mod synthetic;
 

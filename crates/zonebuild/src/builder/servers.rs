@@ -1,12 +1,13 @@
 //! Which addresses serve which zone: the addresses of each zone's NS names, the root hints
 //! given, and what the responses themselves show (inferred, and reported).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use domain::base::iana::Rtype;
 use domain::rdata::AllRecordData;
 use ldplayer_zone::name::{is_subdomain, parent};
+use rustc_hash::FxHashMap;
 
 use super::{address, key, Assembler, Key};
 use crate::exchange::Exchange;
@@ -34,7 +35,7 @@ impl Assembler {
         if let Some(root) = self.zones.get_mut(&[0u8][..]) {
             root.servers.extend(root_servers.iter().copied());
         }
-        let mut zones_of: HashMap<IpAddr, Vec<&[u8]>> = HashMap::new();
+        let mut zones_of: FxHashMap<IpAddr, Vec<&[u8]>> = FxHashMap::default();
         for (k, z) in &self.zones {
             for ip in &z.servers {
                 zones_of.entry(*ip).or_default().push(k);
@@ -87,14 +88,14 @@ impl Assembler {
             if serves_some && (upward || self.served_zone(&child, e.server, true).is_some()) {
                 return None;
             }
-            return self.closest_zone(parent(&child)?);
+            return self.closest_zone(parent(&child)?).map(<[u8]>::to_vec);
         }
         let qname = key(&e.qname);
         if !e.authoritative {
             return if serves_some {
                 None
             } else {
-                self.closest_zone(&qname)
+                self.closest_zone(&qname).map(<[u8]>::to_vec)
             };
         }
         let ds = e.qtype == Rtype::DS && qname.len() > 1;
@@ -112,8 +113,8 @@ impl Assembler {
             // Below a zone's apex without an SOA, the zone is a guess (a cut may not have been
             // seen): taken only for a server that serves nothing yet.
             None if serves_some && !self.zones.contains_key(&qname) => return None,
-            None if at_parent => self.closest_zone(parent(&qname)?)?,
-            None => self.closest_zone(&qname)?,
+            None if at_parent => self.closest_zone(parent(&qname)?)?.to_vec(),
+            None => self.closest_zone(&qname)?.to_vec(),
         };
         match self.served_zone(&qname, e.server, at_parent) {
             Some(s) if s.len() >= zone.len() => None,
