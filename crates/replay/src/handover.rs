@@ -94,7 +94,16 @@ mod tests {
             hand_over(&tx, i, &|| true, &|| {}).unwrap();
         }
         assert!(tx.is_full());
-        let reader = std::thread::spawn(move || hand_over(&tx, 8, &|| true, &|| {}));
+        // The reader says when it waits (it asks whether the querier is alive only then).
+        let (waiting_tx, waiting_rx) = bounded::<()>(1);
+        let reader = std::thread::spawn(move || {
+            let alive = || {
+                let _ = waiting_tx.try_send(());
+                true
+            };
+            hand_over(&tx, 8, &alive, &|| {})
+        });
+        assert_eq!(waiting_rx.recv_timeout(Duration::from_secs(30)), Ok(()));
         assert_eq!(rx.recv(), Ok(0));
         // One taken: 7 of 8 is above the low-water mark (6), so the reader keeps waiting
         // rather than topping the channel up by one.
