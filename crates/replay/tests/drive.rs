@@ -186,3 +186,52 @@ fn a_fast_replay_reads_only_a_bounded_way_ahead_of_its_sends() {
     // The querier's channel (2,048 batches of 64) and its own queue (4,096) hold ≈ 135k.
     assert!(read > 0 && read < total / 4, "{read} of {total} read ahead");
 }
+
+/// With `--fast`, the queries a refill hands to several clients' sockets go out one
+/// `sendmmsg` per socket: a server sees each client's queries in runs, not one query per client
+/// in turn (which took a system call per query with 4 clients).
+#[test]
+fn a_fast_window_goes_out_in_runs_per_socket() {
+    let responder = std::net::UdpSocket::bind("127.0.0.1:0").expect("a socket");
+    responder
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .expect("a timeout");
+    let server = responder.local_addr().expect("its address");
+    let total = 400;
+    let answering = std::thread::spawn(move || {
+        let mut sources = Vec::new();
+        let mut buf = [0u8; 512];
+        while sources.len() < total {
+            let Ok((n, from)) = responder.recv_from(&mut buf) else {
+                break;
+            };
+            sources.push(from.port());
+            // The query itself with QR set answers it.
+            buf[2] |= 0x80;
+            let _ = responder.send_to(&buf[..n], from);
+        }
+        sources
+    });
+    let replays = vec![Replay::new(ReplayConfig {
+        queriers: 1,
+        timing: ldplayer_replay::Timing::Fast { max_in_flight: 100 },
+        timeout: Duration::from_secs(2),
+        ..ReplayConfig::new(server)
+    })
+    .expect("a valid configuration")];
+    let sink = Results::default();
+    // Four clients in turn, as `synth --clients 4` writes them.
+    let mut source = VecSource(alternating_trace(total, 4, 0, Proto::Udp));
+    let driven =
+        drive(&replays, vec![sink.clone()], &(), |sink| source.run(sink)).expect("the replay runs");
+    assert_eq!(driven.targets[0].stats.answered, total as u64);
+    let sources = answering.join().expect("the responder");
+    assert_eq!(sources.len(), total);
+    let runs = 1 + sources.windows(2).filter(|w| w[0] != w[1]).count();
+    // One query per client in turn made 400 runs; a socket's batch of a refill is one run (the
+    // first window of 100 is 4 runs, each refill of 12–13 queries at most 4 more).
+    assert!(
+        runs <= total / 2,
+        "{runs} runs of one client's queries in {total}"
+    );
+}
