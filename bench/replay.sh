@@ -3,11 +3,13 @@
 # Everything runs on loopback against a knotd started here; every load is bounded in count and time.
 #  1. --fast UDP: knotd pinned to core 0, the generator to core 1 (dnsperf's one thread with
 #     taskset, ldplayer's querier thread with --pin, which keeps its other threads off core 1);
-#     same run, same queries; qps and generator CPU per query.
+#     same run, same queries; qps and generator CPU per query, with one client (one socket,
+#     1,000 in flight) and at matched concurrency (4 sockets, 500 in flight: dnsperf -c 4 -q 500).
 #  2. Original timing: a synthetic 200k qps UDP trace of 30 s; ldplayer's own timing error and
 #     per-second rate error, and a tcpdump witness; drool -t keep on the same pcap for comparison.
 #  3. TCP: 10,000 clients at 100k qps with original timing; latency percentiles.
-# Usage: [TIMING_QPS=N] [WITNESS=0] [TIMING_FLAGS=--realtime] bench/replay.sh [OUTDIR] [fast|timing|tcp]...
+# Usage: [TIMING_QPS=N] [WITNESS=0] [TIMING_FLAGS=--realtime] [LDPLAYER=bin] [OLD_BIN=bin]
+#        [FAST_SECONDS=20] [FAST_SEND_TIMES="kernel user"] bench/replay.sh [OUTDIR] [fast|timing|tcp]...
 #        (needs knot, dnsperf, drool, tcpdump, tshark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,8 +17,10 @@ cd "$(dirname "$0")/.."
 out=${1:-bench/out}; shift || true
 parts=${*:-fast timing tcp}
 mkdir -p "$out"
-cargo build --release -q -p ldplayer
-bin=$PWD/target/release/ldplayer
+# LDPLAYER=path: that build instead of this tree's (none is built then); OLD_BIN=path: another
+# build beside it in the --fast rounds (before and after a change, same run, interleaved).
+if [ -z "${LDPLAYER:-}" ]; then cargo build --release -q -p ldplayer; fi
+bin=$(realpath "${LDPLAYER:-target/release/ldplayer}")
 port=${BENCH_PORT:-5353}
 
 knot_dir=$(mktemp -d)
@@ -53,31 +57,53 @@ CONF
 }
 stop_knot() { kill "$(cat "$knot_dir/pid")"; wait "$(cat "$knot_dir/pid")" 2>/dev/null || true; rm -f "$knot_dir/pid"; }
 
-cpu_of() { # time-file -> user+sys seconds
-  awk '{print $2 + $3}' "$1"
+cpu_of() { # time-file -> user+sys seconds (its last line: a command that was stopped has a note first)
+  awk 'END { print $2 + $3 }' "$1"
+}
+
+# One --fast round: dnsperf, then each ldplayer build with each kind of send times, on the same
+# queries; one line of figures. fast_round LABEL TRACE DNSPERF_FILE CLIENTS IN_FLIGHT
+fast_round() {
+  local label=$1 trace=$2 dfile=$3 clients=$4 inflight=$5 secs=${FAST_SECONDS:-20}
+  /usr/bin/time -f "%e %U %S %M" -o "$out/t-dnsperf" taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$dfile" \
+    -l "$secs" -c "$clients" -T 1 -q "$inflight" > "$out/dnsperf.txt" 2>&1
+  local dq dn dc line
+  dq=$(awk '/Queries per second/ { print $4 }' "$out/dnsperf.txt"); dn=$(awk '/Queries completed/ { print $3 }' "$out/dnsperf.txt")
+  dc=$(echo "$(cpu_of "$out/t-dnsperf") * 1000000 / $dn" | bc -l)
+  line="$label: dnsperf $dq qps ($dn answered, $(printf %.2f "$dc") µs CPU/query)"
+  local name b send_times lq ln lc
+  for name_bin in "${gens[@]}"; do
+    name=${name_bin%%|*}; b=${name_bin#*|}
+    # Kernel send timestamps (the default) and clock reads.
+    for send_times in ${FAST_SEND_TIMES:-kernel user}; do
+      # SIGINT after the run's seconds ends the replay as Ctrl-C would (its JSON is written).
+      /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout -s INT -k 30 "$secs" "$b" replay "$trace" \
+        --server 127.0.0.1:$port --fast --max-in-flight "$inflight" --queriers 1 --pin 1 --timeout 1 \
+        --send-times "$send_times" --json --dns-port 53 > "$out/ldp-fast.json" < /dev/null || true
+      lq=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(round(d['qps']))")
+      ln=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(d['answered'])")
+      lc=$(echo "$(cpu_of "$out/t-ldp") * 1000000 / $ln" | bc -l)
+      line="$line | $name ($send_times send times) $lq qps ($ln answered, $(printf %.2f "$lc") µs CPU/query, qps ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"), CPU ratio $(printf %.2f "$(echo "$lc / $dc" | bc -l)"))"
+    done
+  done
+  echo "$line"
 }
 
 if [[ " $parts " == *" fast "* ]]; then
-  echo "== --fast UDP: knotd on core 0 (1 UDP worker), generator on core 1, 20 s each"
+  secs=${FAST_SECONDS:-20}
+  echo "== --fast UDP: knotd on core 0 (1 UDP worker), generator on core 1, $secs s each"
+  echo "   one client (1 socket, 1,000 in flight) and matched concurrency (4 sockets, 500 in flight)"
+  gens=("ldplayer|$bin")
+  [ -n "${OLD_BIN:-}" ] && gens+=("OLD_BIN|$(realpath "$OLD_BIN")")
   # Wildcard names: every query answered from the zone, unique so nothing is cached anywhere.
-  $bin synth --workload fixed --interval 0.00001 -n 5000000 --clients 1 --zone w.example. -o "$out/fast.bin" -q
-  $bin convert "$out/fast.bin" --to text -o - -q | awk -F'\t' 'NR > 2 { print $13, $15 }' > "$out/fast.dnsperf"
+  for c in 1 4; do
+    $bin synth --workload fixed --interval 0.00001 -n 5000000 --clients $c --zone w.example. -o "$out/fast$c.bin" -q
+    $bin convert "$out/fast$c.bin" --to text -o - -q | awk -F'\t' 'NR > 2 { print $13, $15 }' > "$out/fast$c.dnsperf"
+  done
   start_knot 1
   for round in 1 2; do
-    /usr/bin/time -f "%e %U %S %M" -o "$out/t-dnsperf" taskset -c 1 dnsperf -s 127.0.0.1 -p "$port" -d "$out/fast.dnsperf" \
-      -l 20 -c 1 -T 1 -q 1000 > "$out/dnsperf.txt" 2>&1
-    dq=$(awk '/Queries per second/ { print $4 }' "$out/dnsperf.txt"); dn=$(awk '/Queries completed/ { print $3 }' "$out/dnsperf.txt")
-    line="round $round: dnsperf $dq qps ($dn answered, $(printf %.2f "$(echo "$(cpu_of "$out/t-dnsperf") * 1000000 / $dn" | bc -l)") µs CPU/query)"
-    # ldplayer with the kernel's send timestamps (the default) and with clock reads.
-    for send_times in kernel user; do
-      /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout 60 $bin replay "$out/fast.bin" --server 127.0.0.1:$port \
-        --fast --max-in-flight 1000 --queriers 1 --pin 1 --timeout 1 --send-times $send_times --json --dns-port 53 \
-        > "$out/ldp-fast.json" < /dev/null &
-      ldp=$!; sleep 20; pkill -INT -f 'ldplayer replay' 2>/dev/null || true; wait $ldp || true
-      lq=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(round(d['qps']))"); ln=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(d['answered'])")
-      line="$line | ldplayer ($send_times send times) $lq qps ($ln answered, $(printf %.2f "$(echo "$(cpu_of "$out/t-ldp") * 1000000 / $ln" | bc -l)") µs CPU/query, ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"))"
-    done
-    echo "$line"
+    fast_round "round $round, 1 client" "$out/fast1.bin" "$out/fast1.dnsperf" 1 1000
+    fast_round "round $round, 4 clients" "$out/fast4.bin" "$out/fast4.dnsperf" 4 500
   done
   stop_knot
 fi

@@ -6,6 +6,7 @@ use crate::config::{ReplayConfig, Timing};
 use crate::cpu::{self, Confinement};
 use crate::distributor::{Batch, Distributor, QueryMeta, Schedule};
 use crate::error::ReplayError;
+use crate::handover;
 use crate::live::Live;
 use crate::querier::{self, ResultBatch, Setup, WAKER};
 use crate::stats::ReplayStats;
@@ -289,10 +290,14 @@ impl QuerierHandle {
         let next = self.recycle.try_recv().unwrap_or_default();
         let batch = std::mem::replace(&mut self.batch, next);
         let tx = self.tx.as_ref().ok_or(SinkError::Stopped)?;
-        tx.send(batch)
-            .map_err(|_| SinkError::Other("a querier thread ended early".into()))?;
-        let _ = self.waker.wake();
-        Ok(())
+        let thread = &self.thread;
+        let alive = || thread.as_ref().is_some_and(|t| !t.is_finished());
+        let waker = &self.waker;
+        let wake = || {
+            let _ = waker.wake();
+        };
+        handover::hand_over(tx, batch, &alive, &wake)
+            .map_err(|_| SinkError::Other("a querier thread ended early".into()))
     }
 }
 

@@ -67,6 +67,7 @@ mod distributor;
 mod drive;
 mod engine;
 mod error;
+mod handover;
 mod live;
 mod net;
 mod population;

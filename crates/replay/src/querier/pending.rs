@@ -8,6 +8,8 @@ use std::collections::VecDeque;
 /// queries have been looked at ([`super::ahead`]).
 pub(super) struct Pending {
     batches: VecDeque<Batch>,
+    /// Queries queued and not taken yet, in all batches.
+    queued: usize,
     /// The first query of the front batch not taken yet.
     cursor: usize,
     /// Queued queries past `cursor` that were looked at ahead of their time.
@@ -27,6 +29,7 @@ impl Pending {
     pub(super) fn new(recycle: Sender<Batch>) -> Pending {
         Pending {
             batches: VecDeque::new(),
+            queued: 0,
             cursor: 0,
             scanned_ahead: 0,
             recycle,
@@ -35,7 +38,13 @@ impl Pending {
 
     /// Queues a batch behind the others.
     pub(super) fn push(&mut self, b: Batch) {
+        self.queued += b.queries.len();
         self.batches.push_back(b);
+    }
+
+    /// How many queries are queued and not taken yet.
+    pub(super) fn queued(&self) -> usize {
+        self.queued
     }
 
     /// Whether every query was taken.
@@ -62,6 +71,7 @@ impl Pending {
     /// Takes the query that [`Pending::next`] returned.
     pub(super) fn advance(&mut self) {
         self.cursor += 1;
+        self.queued = self.queued.saturating_sub(1);
         self.scanned_ahead = self.scanned_ahead.saturating_sub(1);
     }
 

@@ -10,6 +10,7 @@ use super::transport::MatchKey;
 use super::NONE;
 use crate::cause::{kind_of_io, Cause};
 use crate::clock;
+use crate::config::Timing;
 use crate::net;
 use ldplayer_dns::flag;
 use ldplayer_results::{ErrorKind, Outcome};
@@ -345,7 +346,18 @@ impl Transport for UdpSessions {
         if self.out.is_empty() {
             return;
         }
-        let out = std::mem::take(&mut self.out);
+        let mut out = std::mem::take(&mut self.out);
+        if matches!(ctx.config.timing, Timing::Fast { .. }) && out.len() > 1 {
+            // One `sendmmsg` per socket: a trace that takes its clients in turn queued them one
+            // socket after another, and each query went out with a system call of its own (4
+            // clients under --fast: one `send` per query). Stable, so each socket keeps its
+            // queries' order; only with --fast, where nothing is due at a set time.
+            let slots = &ctx.inflight.slots;
+            out.sort_by_key(|&s| match slots[s as usize].via {
+                Via::Udp { sock, .. } => sock,
+                _ => NONE,
+            });
+        }
         let mut start = 0;
         let mut failed: Vec<(Vec<u32>, ErrorKind, Cause)> = Vec::new();
         let mut refused: Vec<(u32, u64)> = Vec::new();
@@ -428,7 +440,6 @@ impl Transport for UdpSessions {
             ctx.inflight
                 .fail_udp(sock, uid, ErrorKind::Refused, &cause, ctx.sink);
         }
-        let mut out = out;
         out.clear();
         self.out = out;
     }
