@@ -76,18 +76,19 @@ CONF
       -O doh-uri=https://127.0.0.1:$port/dns-query > "$out/dnsperf-doh.txt" 2>&1 || true
     dq=$(awk '/Queries per second/ { print $4 }' "$out/dnsperf-doh.txt"); dn=$(awk '/Queries completed/ { print $3 }' "$out/dnsperf-doh.txt")
     line="round $round: dnsperf -m doh $dq qps ($dn answered, $(printf %.2f "$(echo "$(cpu_of "$work/t-dnsperf") * 1000000 / $dn" | bc -l)") µs CPU/query)"
-    /usr/bin/time -f "%e %U %S %M" -o "$work/t-ldp" timeout $((seconds + 30)) $bin replay "$work/fast.bin" \
+    /usr/bin/time -f "%e %U %S %M" -o "$work/t-ldp" timeout -s INT -k 30 "$seconds" $bin replay "$work/fast.bin" \
       --server 127.0.0.1:$port --proto doh --tls-ca "$work/ca.pem" --fast --max-in-flight 1000 --queriers 1 --pin 1 \
       --timeout 2 --json > "$out/ldp-doh-fast.json" < /dev/null &
-    # SIGINT to ldplayer itself (time does not pass it on): it stops, finishes and reports.
-    ldp=$!; for _ in $(seq $((seconds * 5))); do kill -0 $ldp 2>/dev/null || break; sleep 0.2; done; pkill -INT -f "ldplayer replay $work/fast.bin" 2>/dev/null || true; wait $ldp || true
+    # timeout sends SIGINT to ldplayer itself after the run's seconds: it stops, finishes and
+    # reports (a pattern for pkill could match someone else's replay).
+    ldp=$!; wait $ldp || true
     read -r lq ln <<< "$(python3 -c "import json;d=json.load(open('$out/ldp-doh-fast.json'));print(round(d['qps']), d['answered'])")"
     line="$line | ldplayer --proto doh $lq qps ($ln answered, $(printf %.2f "$(echo "$(cpu_of "$work/t-ldp") * 1000000 / $ln" | bc -l)") µs CPU/query; qps ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"))"
     if [ -n "${OLD_BIN:-}" ]; then # another build beside this one (before/after a change)
-      /usr/bin/time -f "%e %U %S %M" -o "$work/t-old" timeout $((seconds + 30)) "$OLD_BIN" replay "$work/fast.bin" \
+      /usr/bin/time -f "%e %U %S %M" -o "$work/t-old" timeout -s INT -k 30 "$seconds" "$OLD_BIN" replay "$work/fast.bin" \
         --server 127.0.0.1:$port --proto doh --tls-ca "$work/ca.pem" --fast --max-in-flight 1000 --queriers 1 --pin 1 \
         --timeout 2 --json > "$out/old-doh-fast.json" < /dev/null &
-      ldp=$!; for _ in $(seq $((seconds * 5))); do kill -0 $ldp 2>/dev/null || break; sleep 0.2; done; pkill -INT -f "$OLD_BIN replay $work/fast.bin" 2>/dev/null || true; wait $ldp || true
+      ldp=$!; wait $ldp || true
       read -r oq on <<< "$(python3 -c "import json;d=json.load(open('$out/old-doh-fast.json'));print(round(d['qps']), d['answered'])")"
       line="$line | OLD_BIN $oq qps ($on answered, $(printf %.2f "$(echo "$(cpu_of "$work/t-old") * 1000000 / $on" | bc -l)") µs CPU/query)"
     fi
@@ -201,11 +202,10 @@ if [[ " $parts " == *" doq-fast "* ]]; then
     for g in "${gens[@]}"; do
       IFS='|' read -r label gen extra <<< "$g"
       # shellcheck disable=SC2086 # $extra is a list of flags
-      /usr/bin/time -f "%e %U %S %M" -o "$work/t-doq" timeout $((seconds + 30)) $gen replay "$work/doq-fast.bin" \
+      /usr/bin/time -f "%e %U %S %M" -o "$work/t-doq" timeout -s INT -k 30 "$seconds" $gen replay "$work/doq-fast.bin" \
         --server 127.0.0.1:$quic --proto doq --tls-ca "$work/ca.pem" --fast --max-in-flight 1000 --queriers 1 --pin 1 \
         --timeout 2 --json $extra > "$out/ldp-doq-fast.json" < /dev/null &
-      ldp=$!; for _ in $(seq $((seconds * 5))); do kill -0 $ldp 2>/dev/null || break; sleep 0.2; done
-      pkill -INT -f "replay $work/doq-fast.bin" 2>/dev/null || true; wait $ldp || true
+      ldp=$!; wait $ldp || true
       read -r q n e <<< "$(python3 -c "import json;d=json.load(open('$out/ldp-doq-fast.json'));print(round(d['qps']), d['answered'], sum(d['errors'].values()) + d['timeouts'])")"
       line="$line | $label $q qps ($n answered, $e failed, $(printf %.2f "$(echo "$(cpu_of "$work/t-doq") * 1000000 / $n" | bc -l)") µs CPU/query)"
     done
