@@ -272,3 +272,93 @@ fn connections_carry_at_most_the_queries_asked() {
     assert!((50..=100).contains(&opened), "{opened} connections");
     assert_eq!(capped["connections"]["opened"], opened, "{capped:#}");
 }
+
+/// Runs `ldplayer` with `args` to its end (it must succeed) and returns its standard output and
+/// how many times its threads gave up the CPU of their own accord (`ru_nvcsw`, from `wait4`).
+#[allow(clippy::zombie_processes)] // reaped by `wait4`, which also gives the child's rusage
+fn ldplayer_with_switches(args: &[&str]) -> (Vec<u8>, i64) {
+    use std::io::Read;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("ldplayer runs");
+    let mut stdout = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("piped")
+        .read_to_end(&mut stdout)
+        .expect("read");
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 reaps the child spawned above and fills it in.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid, "wait4: {}", std::io::Error::last_os_error());
+    assert!(
+        libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+        "ldplayer {args:?} failed ({status})"
+    );
+    (stdout, usage.ru_nvcsw)
+}
+
+/// A ramp's querier wakes a little past each due send and sends all that is due by then, in
+/// one go, rather than waking for every query (which cost more CPU a query than resperf's
+/// spinning): the send stamps of a ramp to 20,000 q/s come in groups, not one by one. And with
+/// answers to come it sleeps outside `epoll_wait`, so that answers do not wake it one by one
+/// (on loopback the server's send pays for each such wake-up): its threads give up the CPU far
+/// fewer times than answers come.
+#[test]
+fn a_ramp_sends_what_is_due_together_and_is_not_woken_by_each_answer() {
+    if !tools(&[("unbound", "unbound")]) {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let unbound = Unbound::start(dir.path(), 100_000);
+    let trace = trace(dir.path(), 21_000);
+    let server = unbound.addr();
+    let results = s(&dir.path().join("ramp.res"));
+    let (stdout, switches) = ldplayer_with_switches(&[
+        "replay",
+        &trace,
+        "--server",
+        &server,
+        "--ramp-to",
+        "20000",
+        "--ramp-s",
+        "2",
+        "--results",
+        &results,
+        "--json",
+    ]);
+    let out: serde_json::Value = serde_json::from_slice(&stdout).expect("JSON");
+    assert_eq!(out["results"], 20_000, "{out:#}");
+    let answered = out["answered"].as_i64().expect("answered");
+    assert!(answered > 19_000, "{out:#}");
+    // Woken by each answer, the querier alone gave up the CPU about once an answer.
+    assert!(
+        switches * 3 < answered,
+        "{switches} voluntary context switches for {answered} answers"
+    );
+    let csv = String::from_utf8(ldplayer(&["results", "export", "--csv", &results]).stdout)
+        .expect("utf-8");
+    let mut header = csv.lines().next().expect("a header").split(',');
+    let sent_col = header.position(|c| c == "sent_ns").expect("sent_ns");
+    let mut sent: Vec<i64> = csv
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split(',').nth(sent_col)?.parse().ok())
+        .filter(|&t| t > 0)
+        .collect();
+    assert!(sent.len() > 19_000, "{} sends stamped", sent.len());
+    sent.sort_unstable();
+    // Sends of one wake-up go out microseconds apart; sends woken for one by one are at least
+    // 50 µs apart at this ramp's top rate and further below it.
+    let groups = 1 + sent.windows(2).filter(|w| w[1] - w[0] > 25_000).count();
+    assert!(
+        groups * 4 < sent.len(),
+        "{} sends in {groups} groups: sent one by one",
+        sent.len()
+    );
+}
