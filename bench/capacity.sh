@@ -16,9 +16,17 @@
 # Bounded: every ramp lasts RAMP_S seconds and holds at most top × RAMP_S / 2 queries, each
 # run is under `timeout`; about 12 × (RAMP_S + 10) s a round.
 # Usage: bench/capacity.sh [OUTDIR]
-#   env RAMP_S (20), CLIENTS (100), UDP_TOP (50000), TCP_TOP (50000), DOT_TOP (40000), CPU_TOP
+#   env RAMP_S (20), CLIENTS (100), UDP_TOP (80000), TCP_TOP (50000), DOT_TOP (40000), CPU_TOP
 #   (10000), MAX_LOSS (1, %), LATENCY_MS (100), ROUNDS (2), PHASES ("capacity cpu"), LDPLAYER
-#   (a built binary), LDPLAYER_FLAGS (more replay flags); TABLE_ONLY=1 tabulates OUTDIR again.
+#   (a built binary), LDPLAYER_FLAGS (more replay flags), SERVER_CPU (percent of core 0 unbound
+#   may use, as a cgroup CPU quota; 25; 100: no quota), PROTOS ("udp tcp tls"); TABLE_ONLY=1
+#   tabulates OUTDIR again.
+# resperf is run with -e (the trace's queries carry EDNS, 1,232 bytes, and so do resperf's then) and
+# -i 1: it judges its loss bound over 1 s buckets (default 0.5 s), as ldplayer judges its seconds.
+# SERVER_CPU: on a quiet 2-core machine unbound with a whole core kept up with both tools'
+# ramps to 50,000 q/s, where each generator is near its own limit on the other core: then
+# neither finds unbound's capacity, only its own. Holding unbound to a share of its core puts
+# its capacity well below both, so that the two ramps measure the same server limit.
 # Needs: unbound, dnsperf (resperf), openssl, python3, taskset, /usr/bin/time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,9 +36,11 @@ ramp_s=${RAMP_S:-20}
 clients=${CLIENTS:-100}
 max_loss=${MAX_LOSS:-1}
 rounds=${ROUNDS:-2}
-declare -A top=([udp]=${UDP_TOP:-50000} [tcp]=${TCP_TOP:-50000} [tls]=${DOT_TOP:-40000})
+declare -A top=([udp]=${UDP_TOP:-80000} [tcp]=${TCP_TOP:-50000} [tls]=${DOT_TOP:-40000})
 cpu_top=${CPU_TOP:-10000}
 latency_ms=${LATENCY_MS:-100}
+server_cpu=${SERVER_CPU:-25}
+protos=${PROTOS:-udp tcp tls}
 phases=${PHASES:-capacity cpu}
 ldp_flags=${LDPLAYER_FLAGS:-}
 declare -A resperf_mode=([udp]=udp [tcp]=tcp [tls]=dot)
@@ -90,7 +100,7 @@ PY
 if [[ -n "${TABLE_ONLY:-}" ]]; then table; exit 0; fi
 work=$(mktemp -d)
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$work"; }
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2> /dev/null || true; done; sleep 0.2; cpu_quota_cleanup; rm -rf "$work"; }
 trap cleanup EXIT
 ulimit -n 65536 2> /dev/null || ulimit -n "$(ulimit -Hn)"
 free_port() { python3 -c 'import socket; t = socket.socket(); t.bind(("127.0.0.1", 0)); print(t.getsockname()[1])'; }
@@ -116,8 +126,10 @@ remote-control:
   control-enable: no
 CONF
 start_unbound "$work" "$tls_port"
+quota=""
+if (( server_cpu < 100 )); then cpu_quota "${pids[-1]}" "$server_cpu"; quota=" (at most $server_cpu% of it: a cgroup CPU quota)"; fi
 version=$(unbound -V | awk 'NR == 1 {print $2}')
-echo "== unbound $version, 1 thread on core 0; generators on core 1; ramp 0 → top over $ramp_s s, loss bound $max_loss%; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "== unbound $version, 1 thread on core 0$quota; generators on core 1; ramp 0 → top over $ramp_s s, loss bound $max_loss%; $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
 
 # The queries: the ramp's count (top × ramp_s / 2) of unique names under example., from one
 # client (UDP) or CLIENTS clients (TCP, DoT); resperf reads the same names and types.
@@ -126,7 +138,7 @@ make_trace() { # name proto count
   "$bin" synth --workload fixed --interval 0.00001 -n "$3" --clients "$c" --zone example. -o "$work/$1.bin" -q
   "$bin" convert "$work/$1.bin" --to text -o - -q | awk -F'\t' 'NR > 2 { print $13, $15 }' > "$work/$1.resperf"
 }
-for proto in udp tcp tls; do
+for proto in $protos; do
   make_trace "$proto" "$proto" $(( ${top[$proto]} * ramp_s / 2 + 1000 ))
   make_trace "cpu-$proto" "$proto" $(( cpu_top * ramp_s / 2 + 1000 ))
 done
@@ -140,7 +152,7 @@ ramp() {
   local name=$kind-$proto-r$round
   # resperf: its maximum throughput and the loss there, the queries it sent.
   /usr/bin/time -f "%e %U %S %M" -o "$work/time" timeout $((ramp_s + 60)) taskset -c 1 \
-    resperf -M "${resperf_mode[$proto]}" -s 127.0.0.1 -p "$p" -d "$work/$trace.resperf" -m "$t" \
+    resperf -e -i 1 -M "${resperf_mode[$proto]}" -s 127.0.0.1 -p "$p" -d "$work/$trace.resperf" -m "$t" \
     -r "$ramp_s" -L "$loss" -C "$c" -t 2 -b 4096 -P "$out/resperf-$name.gnuplot" \
     > "$out/resperf-$name.txt" 2>&1 || true
   python3 - "$out/resperf-$name.txt" "$work/time" "$kind" "$round" "$proto" "$t" >> "$out/runs.tsv" << 'PY'
@@ -190,12 +202,12 @@ PY
 printf 'kind\tround\ttool\tproto\ttop\tcapacity\tloss_pct\tcapacity_latency_bound\tsent\tanswered\tcpu_s\tus_per_query\tnote\n' > "$out/runs.tsv"
 for round in $(seq 1 "$rounds"); do
   if [[ " $phases " == *" capacity "* ]]; then
-    for proto in udp tcp tls; do
+    for proto in $protos; do
       ramp capacity "$round" "$proto" "${top[$proto]}" "$max_loss"
     done
   fi
   if [[ " $phases " == *" cpu "* ]]; then
-    for proto in udp tcp tls; do
+    for proto in $protos; do
       ramp cpu "$round" "$proto" "$cpu_top" 100
     done
   fi

@@ -78,3 +78,28 @@ start_unbound() {
   taskset -c 0 unbound -d -c "$1/unbound.conf" 2> "$1/unbound.log" & pids+=($!)
   for _ in $(seq 50); do (exec 3<> "/dev/tcp/127.0.0.1/$2") 2> /dev/null && break; sleep 0.2; done
 }
+
+# cpu_quota PID PERCENT: holds process PID (and the threads it starts later) to PERCENT of one
+# core, over 5 ms periods, with a CPU cgroup of its own (v2 `cpu.max`, else v1's CFS quota; as
+# root). Used to put a server's capacity below what each load generator can offer on a small
+# machine, so that a ramp finds the server's limit rather than the generator's. The group is
+# left behind empty when the process ends; `cpu_quota_cleanup` removes the groups made here.
+cpu_quota() {
+  local pid=$1 pct=$2 group
+  if [[ -f /sys/fs/cgroup/cgroup.controllers ]]; then
+    group=/sys/fs/cgroup/ldplayer-bench-$pid
+    grep -qw cpu /sys/fs/cgroup/cgroup.subtree_control || echo +cpu > /sys/fs/cgroup/cgroup.subtree_control
+    mkdir "$group"
+    echo "$((pct * 50)) 5000" > "$group/cpu.max"
+    echo "$pid" > "$group/cgroup.procs"
+  else
+    group=/sys/fs/cgroup/cpu/ldplayer-bench-$pid
+    mkdir "$group"
+    echo 5000 > "$group/cpu.cfs_period_us"
+    echo "$((pct * 50))" > "$group/cpu.cfs_quota_us"
+    echo "$pid" > "$group/cgroup.procs"
+  fi
+  cpu_quota_groups+=("$group")
+}
+cpu_quota_groups=()
+cpu_quota_cleanup() { for g in "${cpu_quota_groups[@]}"; do rmdir "$g" 2> /dev/null || true; done; }
