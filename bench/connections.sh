@@ -3,13 +3,14 @@
 # connections (knotd) and TLS sessions (nsd) from one ldplayer process, each original client on
 # its own loopback address (--source-prefix 127.0.0.0/8), with the generator's memory per idle
 # connection. Loopback only; bounded in count and time.
-# Usage: bench/connections.sh [OUTDIR] [TCP_CLIENTS] [TLS_CLIENTS]   (env TCP_RATE, TLS_RATE: qps)
+# Usage: bench/connections.sh [OUTDIR] [TCP_CLIENTS] [TLS_CLIENTS]   (env TCP_RATE, TLS_RATE: qps;
+#   LDPLAYER=/path/to/ldplayer: another build, e.g. before and after a change; no build then)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out}; tcp_clients=${2:-50000}; tls_clients=${3:-20000}
 mkdir -p "$out"
-cargo build --release -q -p ldplayer
-bin=$PWD/target/release/ldplayer
+if [ -z "${LDPLAYER:-}" ]; then cargo build --release -q -p ldplayer; fi
+bin=${LDPLAYER:-$PWD/target/release/ldplayer}
 # Each connection is a file descriptor on both sides: raise the limit as far as allowed, and cap
 # the client counts below it (without CAP_SYS_RESOURCE the hard limit cannot be raised).
 ulimit -n 400000 2>/dev/null || ulimit -n "$(ulimit -Hn)"

@@ -15,6 +15,9 @@ mod values;
 
 use clap::Parser;
 
+#[global_allocator]
+static ALLOCATOR: ldplayer_system::allocator::Allocator = ldplayer_system::allocator::Allocator;
+
 fn main() {
     ldplayer_system::process::restore_default_sigpipe();
     // The lab's server side and the sides of an experiment's run: this program started again
