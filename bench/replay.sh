@@ -9,7 +9,7 @@
 #     per-second rate error, and a tcpdump witness; drool -t keep on the same pcap for comparison.
 #  3. TCP: 10,000 clients at 100k qps with original timing; latency percentiles.
 # Usage: [TIMING_QPS=N] [WITNESS=0] [TIMING_FLAGS=--realtime] [LDPLAYER=bin] [OLD_BIN=bin]
-#        [FAST_SECONDS=20] [FAST_SEND_TIMES="kernel user"] bench/replay.sh [OUTDIR] [fast|timing|tcp]...
+#        [FAST_SECONDS=20] [FAST_SEND_TIMES="default kernel user"] bench/replay.sh [OUTDIR] [fast|timing|tcp]...
 #        (needs knot, dnsperf, drool, tcpdump, tshark)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,12 +74,16 @@ fast_round() {
   local name b send_times lq ln lc
   for name_bin in "${gens[@]}"; do
     name=${name_bin%%|*}; b=${name_bin#*|}
-    # Kernel send timestamps (the default) and clock reads.
-    for send_times in ${FAST_SEND_TIMES:-kernel user}; do
+    # The build's default send times under --fast (since 2026-11-28 kernel stamps of every 8th
+    # datagram of a batch, `kernel-sampled`; before, of every datagram), every datagram's
+    # kernel stamp, and clock reads.
+    for send_times in ${FAST_SEND_TIMES:-default kernel user}; do
+      local flag=(--send-times "$send_times")
+      [ "$send_times" = default ] && flag=()
       # SIGINT after the run's seconds ends the replay as Ctrl-C would (its JSON is written).
       /usr/bin/time -f "%e %U %S %M" -o "$out/t-ldp" timeout -s INT -k 30 "$secs" "$b" replay "$trace" \
         --server 127.0.0.1:$port --fast --max-in-flight "$inflight" --queriers 1 --pin 1 --timeout 1 \
-        --send-times "$send_times" --json --dns-port 53 > "$out/ldp-fast.json" < /dev/null || true
+        "${flag[@]}" --json --dns-port 53 > "$out/ldp-fast.json" < /dev/null || true
       lq=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(round(d['qps']))")
       ln=$(python3 -c "import json;d=json.load(open('$out/ldp-fast.json'));print(d['answered'])")
       lc=$(echo "$(cpu_of "$out/t-ldp") * 1000000 / $ln" | bc -l)

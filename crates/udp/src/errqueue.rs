@@ -38,6 +38,23 @@ pub fn enable_send_timestamps(fd: RawFd, stream: bool) -> io::Result<()> {
     )
 }
 
+/// Like [`enable_send_timestamps`] for a datagram socket, but stamps only the datagrams sent
+/// with [`send_connected_stamping`] asking for it (a `SO_TIMESTAMPING` control message per
+/// datagram): their keys then count the stamped datagrams only. Each stamp costs the kernel a
+/// queued message and a wake-up of the socket's waiters, and the reader a message off the error
+/// queue: with every datagram stamped, about a sixth of the query engine's CPU under `--fast`.
+pub fn enable_send_timestamps_on_request(fd: RawFd) -> io::Result<()> {
+    let flags = libc::SOF_TIMESTAMPING_SOFTWARE
+        | libc::SOF_TIMESTAMPING_OPT_ID
+        | libc::SOF_TIMESTAMPING_OPT_TSONLY;
+    set_int_option(
+        fd,
+        libc::SOL_SOCKET,
+        libc::SO_TIMESTAMPING,
+        flags as libc::c_int,
+    )
+}
+
 /// Control-message space of one error-queue message: a `scm_timestamping` (48 bytes) and a
 /// `sock_extended_err` with its offender address (16 + 28 bytes), each with its header.
 const ERRQUEUE_CONTROL_WORDS: usize = 24;

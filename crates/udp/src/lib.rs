@@ -248,6 +248,41 @@ mod tests {
         assert_eq!(batch.recv(c.as_raw_fd(), Wait::No).unwrap(), 0);
     }
 
+    /// Stamps asked for datagram by datagram: only those come, keyed by their count, each
+    /// within its send call; the datagrams between go out unstamped.
+    #[test]
+    fn send_stamps_come_for_the_datagrams_that_ask() {
+        let a = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let b = UdpSocket::bind("127.0.0.1:0").unwrap();
+        a.connect(b.local_addr().unwrap()).unwrap();
+        enable_send_timestamps_on_request(a.as_raw_fd()).unwrap();
+        let msgs: Vec<[u8; 20]> = (0..10u8).map(|i| [i; 20]).collect();
+        let msgs: Vec<&[u8]> = msgs.iter().map(|m| &m[..]).collect();
+        let mut windows = Vec::new();
+        for _ in 0..2 {
+            let before = now();
+            let (n, err) = send_connected_stamping(a.as_raw_fd(), &msgs, |i| i == 0 || i == 9);
+            assert_eq!((n, err.map(|e| e.kind())), (10, None));
+            windows.push((before, now()));
+        }
+        assert_eq!(send_connected(a.as_raw_fd(), &msgs[..3]).0, 3);
+        let mut stamps = Vec::new();
+        assert_eq!(read_send_stamps(a.as_raw_fd(), &mut stamps).unwrap(), 4);
+        for (i, st) in stamps.iter().enumerate() {
+            assert_eq!(st.key, i as u32);
+            let (lo, hi) = windows[i / 2];
+            assert!(st.ns >= lo && st.ns <= hi, "{st:?} outside {lo}..{hi}");
+        }
+        assert!(stamps[0].ns <= stamps[1].ns && stamps[2].ns <= stamps[3].ns);
+        let mut got = RecvBatch::new();
+        b.set_read_timeout(Some(std::time::Duration::from_secs(2)))
+            .unwrap();
+        let mut total = 0;
+        while total < 23 {
+            total += got.recv(b.as_raw_fd(), Wait::ForOne).unwrap();
+        }
+    }
+
     /// One datagram at a time, with its kernel receive stamp: taken at arrival, not when read;
     /// a datagram longer than the buffer is refused rather than cut silently.
     #[test]

@@ -118,6 +118,78 @@ fn send_batch(fd: RawFd, dest: Option<&SockAddr>, msgs: &[&[u8]]) -> (usize, Opt
     (done, None)
 }
 
+/// Like [`send_connected`], with the kernel's send stamp asked for the datagrams `stamp` picks
+/// (by index in `msgs`), on a socket set up with [`enable_send_timestamps_on_request`]: one
+/// `sendmmsg` per [`BATCH`] datagrams, even for one.
+pub fn send_connected_stamping(
+    fd: RawFd,
+    msgs: &[&[u8]],
+    stamp: impl Fn(usize) -> bool,
+) -> (usize, Option<io::Error>) {
+    // One control message serves every datagram that asks: the kernel only reads it.
+    const SPACE: usize = 24;
+    let mut control = [0u64; SPACE / 8];
+    // SAFETY: a msghdr pointing at `control` (24 bytes, aligned) lets the CMSG_* helpers address
+    // the first header inside it; CMSG_SPACE of a u32 is 24 bytes on 64-bit Linux, checked.
+    let len = unsafe {
+        let space = libc::CMSG_SPACE(std::mem::size_of::<u32>() as u32) as usize;
+        assert!(space <= SPACE, "control space");
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = space;
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_SOCKET;
+        (*c).cmsg_type = libc::SO_TIMESTAMPING;
+        (*c).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<u32>() as u32) as usize;
+        std::ptr::write_unaligned(
+            libc::CMSG_DATA(c).cast::<u32>(),
+            libc::SOF_TIMESTAMPING_TX_SOFTWARE,
+        );
+        space
+    };
+    let mut done = 0;
+    while done < msgs.len() {
+        let chunk = &msgs[done..(done + BATCH).min(msgs.len())];
+        // SAFETY: zeroed iovec/mmsghdr are valid; every pointer points into `chunk` or
+        // `control`, which outlive the call, and the kernel only reads through them.
+        let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+        let mut hdr: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for (i, m) in chunk.iter().enumerate() {
+            iov[i] = libc::iovec {
+                iov_base: m.as_ptr() as *mut libc::c_void,
+                iov_len: m.len(),
+            };
+            hdr[i].msg_hdr.msg_iov = &mut iov[i];
+            hdr[i].msg_hdr.msg_iovlen = 1;
+            if stamp(done + i) {
+                hdr[i].msg_hdr.msg_control = control.as_mut_ptr().cast();
+                hdr[i].msg_hdr.msg_controllen = len;
+            }
+        }
+        // SAFETY: `hdr[..chunk.len()]` is initialised as above.
+        let n = unsafe {
+            libc::sendmmsg(
+                fd,
+                hdr.as_mut_ptr(),
+                chunk.len() as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return (done, Some(e));
+        }
+        if n == 0 {
+            return (done, Some(io::Error::from(io::ErrorKind::WriteZero)));
+        }
+        done += n as usize;
+    }
+    (done, None)
+}
+
 /// One datagram without the `mmsghdr` set-up (the common case with one socket per client).
 fn send_one(fd: RawFd, dest: Option<&SockAddr>, msg: &[u8]) -> (usize, Option<io::Error>) {
     loop {

@@ -192,10 +192,13 @@ pub struct ReplayArgs {
     #[arg(long, value_enum, default_value_t = Stack::Lean)]
     pub stack: Stack,
     /// Where each query's send time comes from: `kernel`, the kernel's timestamp of its last
-    /// packet (SO_TIMESTAMPING, one more system call per query), or `user`, the clock read
-    /// before the send call (cheaper; on a busy or virtual machine tens of µs early).
-    #[arg(long, value_name = "SOURCE", value_enum, default_value_t = SendTimes::Kernel)]
-    pub send_times: SendTimes,
+    /// packet (SO_TIMESTAMPING); `kernel-sampled`, over UDP the kernel's stamps of every 8th
+    /// datagram of each batch sent together and of its last, the datagrams between timed by
+    /// interpolation (a stamp costs the kernel a message and the querier a read); or `user`,
+    /// the clock read before the send call (cheaper; on a busy or virtual machine tens of µs
+    /// early). Default: `kernel`, with --fast `kernel-sampled`.
+    #[arg(long, value_name = "SOURCE", value_enum)]
+    pub send_times: Option<SendTimes>,
     /// UDP/TCP port carrying DNS in captures (repeat for several).
     #[arg(long = "dns-port", value_name = "PORT", default_values_t = [53u16], allow_negative_numbers = true, value_parser = crate::values::port)]
     pub dns_ports: Vec<u16>,
@@ -216,6 +219,9 @@ pub struct ReplayArgs {
 pub enum SendTimes {
     /// The kernel's timestamp of the query's last packet.
     Kernel,
+    /// Over UDP, the kernel's timestamps of every 8th datagram of a batch sent together and of
+    /// its last; the datagrams between are timed by interpolation between the two around them.
+    KernelSampled,
     /// The clock read just before the send call.
     User,
 }

@@ -4,7 +4,7 @@
 
 use super::answer::Mismatch;
 use super::inflight::{Reply, Via};
-use super::send_times::SendTimes;
+use super::send_times::{stamps_asked, SendTimes};
 use super::session::{Ctx, Readiness, Transport, TOKEN_SPAN};
 use super::transport::MatchKey;
 use super::NONE;
@@ -29,6 +29,9 @@ struct UdpSock {
     datagrams: u64,
     /// Queries waiting for the kernel's send stamps; `None` without them.
     send_times: Option<SendTimes>,
+    /// The kernel stamps only the datagrams that ask, a sample of each `sendmmsg`
+    /// ([`SendTimes::expect_sampled`]); otherwise every datagram.
+    stamp_ends: bool,
     /// ICMP reports come through the error queue (`IP_RECVERR`), with the send stamps.
     icmp_queued: bool,
     prev: u32,
@@ -47,6 +50,8 @@ pub(super) struct UdpSessions {
     lru_tail: u32,
     /// Queries to send at the next [`Transport::flush`], in order.
     out: Vec<u32>,
+    /// The queries (slot, generation) of one `sendmmsg` that asked for stamps at its ends.
+    stamped: Vec<(u32, u32)>,
     recv: RecvBatch,
     /// Where an answer is copied out of `recv` before it is completed.
     answer_buf: Vec<u8>,
@@ -65,6 +70,7 @@ impl UdpSessions {
             lru_head: NONE,
             lru_tail: NONE,
             out: Vec::new(),
+            stamped: Vec::new(),
             recv: RecvBatch::with_timestamps(),
             answer_buf: Vec::with_capacity(RECV_BUF),
             stamps: Vec::new(),
@@ -167,8 +173,14 @@ impl UdpSessions {
         }
         let server = ctx.config.server;
         let mut sock = net::udp_socket(local, &server)?;
+        let stamp_ends = !ctx.config.stamp_every_datagram;
+        let fd = sock.as_raw_fd();
         let send_times = (ctx.config.kernel_send_times
-            && ldplayer_udp::enable_send_timestamps(sock.as_raw_fd(), false).is_ok())
+            && if stamp_ends {
+                ldplayer_udp::enable_send_timestamps_on_request(fd).is_ok()
+            } else {
+                ldplayer_udp::enable_send_timestamps(fd, false).is_ok()
+            })
         .then(SendTimes::default);
         // The error events that bring the stamps would hide an ICMP report that came with
         // them: have it queued beside them.
@@ -196,6 +208,7 @@ impl UdpSessions {
             sock,
             datagrams: 0,
             send_times,
+            stamp_ends,
             icmp_queued,
             prev: NONE,
             next: NONE,
@@ -387,16 +400,44 @@ impl Transport for UdpSessions {
                 msgs[i] = &slots[s as usize].wire;
             }
             let now = clock::now_ns();
-            let (n, err) = ldplayer_udp::send_connected(fd, &msgs[..group.len()]);
+            let msgs = &msgs[..group.len()];
+            let stamping = u.stamp_ends && u.send_times.is_some();
+            let (n, err) = if stamping {
+                ldplayer_udp::send_connected_stamping(fd, msgs, |i| stamps_asked(i, msgs.len()))
+            } else {
+                ldplayer_udp::send_connected(fd, msgs)
+            };
+            self.stamped.clear();
             for (i, &s) in group[..n].iter().enumerate() {
                 let slot = &mut slots[s as usize];
-                if slot.sent_ns == 0 {
+                let first_send = slot.sent_ns == 0;
+                if first_send {
                     slot.sent_ns = now;
                     ctx.sink.first_sends += 1;
-                    if let Some(t) = u.send_times.as_mut() {
-                        t.expect(s, slot.gen, u.datagrams + i as u64 + 1);
-                    }
                 }
+                match u.send_times.as_mut() {
+                    // A query sent again keeps its first send time; its datagram keeps its
+                    // place among the stamped ones (no slot).
+                    Some(_) if stamping => {
+                        self.stamped
+                            .push((if first_send { s } else { u32::MAX }, slot.gen));
+                    }
+                    Some(t) if first_send => t.expect(s, slot.gen, u.datagrams + i as u64 + 1),
+                    _ => {}
+                }
+            }
+            if let (true, Some(t)) = (stamping, u.send_times.as_mut()) {
+                // If not all went out, the last, which asked, did not: the stamps of those that
+                // did are expected, the queries after the last of them keep their clock reads.
+                let asked = if n == group.len() {
+                    n
+                } else {
+                    (0..n)
+                        .rev()
+                        .find(|&i| stamps_asked(i, group.len()))
+                        .map_or(0, |i| i + 1)
+                };
+                t.expect_sampled(&self.stamped[..asked]);
             }
             u.datagrams += n as u64;
             if n < group.len()
