@@ -10,11 +10,15 @@ mod binary;
 use binary::ldplayer;
 use ldplayer_testbed::{knot, nsd_tls, prerequisite, witness::Tcpdump};
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Largest median difference allowed between ldplayer's latency and the wire's, in µs.
 const AGREEMENT_US: f64 = 20.0;
+
+/// Held by each test while it replays under tcpdump: the two would share the cores, and the
+/// witness drops packets and the timing spreads when they do.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn s(p: &Path) -> String {
     p.display().to_string()
@@ -133,26 +137,26 @@ fn quantile(sorted: &[f64], q: f64) -> f64 {
     sorted[((sorted.len() - 1) as f64 * q).round() as usize]
 }
 
-#[test]
-fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
-    if !prerequisite::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
-        return;
-    }
-    let (server, _ca) = nsd_tls();
-    let (plain, tls) = (server.addr.port(), server.tls_addr.expect("tls").port());
-    let dir = tempfile::tempdir().expect("scratch");
-    let trace = dir.path().join("t.bin");
-    // 300 queries 3 ms apart from 10 clients: connections are opened and reused.
+/// A trace of `n` queries for unique names under example., `interval` seconds apart from
+/// `clients` clients, and its question names by index.
+fn unique_names_trace(
+    dir: &Path,
+    n: usize,
+    interval: &str,
+    clients: usize,
+) -> (PathBuf, Vec<String>) {
+    let trace = dir.join("t.bin");
+    let (n, clients) = (n.to_string(), clients.to_string());
     ldplayer(&[
         "synth",
         "--workload",
         "fixed",
         "--interval",
-        "0.003",
+        interval,
         "-n",
-        "300",
+        &n,
         "--clients",
-        "10",
+        &clients,
         "--zone",
         "example.",
         "-o",
@@ -160,6 +164,50 @@ fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
         "-q",
     ]);
     let names = names_by_index(&trace);
+    (trace, names)
+}
+
+/// One replay (`replay TRACE` and `args`, writing `label`.res) while tcpdump captures `filter`
+/// into `label`.pcap, TLS keys logged to `label`.keys; returns those three files and tcpdump's
+/// statistics.
+fn replay_witnessed(
+    dir: &Path,
+    label: &str,
+    filter: &[&str],
+    trace: &Path,
+    args: &[&str],
+) -> (PathBuf, PathBuf, PathBuf, String) {
+    let capture = dir.join(format!("{label}.pcap"));
+    let keylog = dir.join(format!("{label}.keys"));
+    let results = dir.join(format!("{label}.res"));
+    let dump = Tcpdump::start(&capture, filter);
+    let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
+        .args(["replay", &s(trace)])
+        .args(args)
+        .args(["--results", &s(&results), "-q"])
+        .env("SSLKEYLOGFILE", &keylog)
+        .output()
+        .expect("ldplayer runs");
+    let statistics = dump.stop();
+    assert!(
+        out.status.success(),
+        "replay {label}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (results, capture, keylog, statistics)
+}
+
+#[test]
+fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
+    if !prerequisite::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
+        return;
+    }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (server, _ca) = nsd_tls();
+    let (plain, tls) = (server.addr.port(), server.tls_addr.expect("tls").port());
+    let dir = tempfile::tempdir().expect("scratch");
+    // 300 queries 3 ms apart from 10 clients: connections are opened and reused.
+    let (trace, names) = unique_names_trace(dir.path(), 300, "0.003", 10);
     assert_eq!(names.len(), 300);
 
     for proto in ["udp", "tcp", "tls"] {
@@ -175,29 +223,19 @@ fn latencies_agree_with_the_wire_for_udp_tcp_and_tls() {
         let mut attempt = 0;
         let (results, ours, wire, mut diffs) = loop {
             attempt += 1;
-            let capture = dir.path().join(format!("{proto}-{attempt}.pcap"));
-            let keylog = dir.path().join(format!("{proto}-{attempt}.keys"));
-            let results = dir.path().join(format!("{proto}-{attempt}.res"));
             let (p, t) = (plain.to_string(), tls.to_string());
-            let dump = Tcpdump::start(&capture, &["port", &p, "or", "port", &t]);
-            let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
-                .args(["replay", &s(&trace), "--server", &target.to_string()])
-                .args([
+            let (results, capture, keylog, statistics) = replay_witnessed(
+                dir.path(),
+                &format!("{proto}-{attempt}"),
+                &["port", &p, "or", "port", &t],
+                &trace,
+                &[
+                    "--server",
+                    &target.to_string(),
                     "--proto",
                     proto,
                     "--tls-insecure",
-                    "--results",
-                    &s(&results),
-                    "-q",
-                ])
-                .env("SSLKEYLOGFILE", &keylog)
-                .output()
-                .expect("ldplayer runs");
-            let statistics = dump.stop();
-            assert!(
-                out.status.success(),
-                "replay {proto}: {}",
-                String::from_utf8_lossy(&out.stderr)
+                ],
             );
             let ours = own_latencies(&results, &names);
             let wire = wire_latencies(&capture, &keylog, plain, tls);
@@ -273,57 +311,34 @@ fn fast_udp_batches_are_timed_as_the_wire_shows_them() {
     if !prerequisite::tools(&[("tcpdump", "tcpdump"), ("tshark", "tshark")]) {
         return;
     }
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     // Knot: nsd's response rate limiting would slip half of the answers at this rate.
     let server = knot();
     let plain = server.addr.port();
     let dir = tempfile::tempdir().expect("scratch");
-    let trace = dir.path().join("t.bin");
     // One client, one socket: 4,000 queries, 200 in flight, sent 25 at a time (the window is
     // topped up by eighths).
-    ldplayer(&[
-        "synth",
-        "--workload",
-        "fixed",
-        "--interval",
-        "0.0001",
-        "-n",
-        "4000",
-        "--clients",
-        "1",
-        "--zone",
-        "example.",
-        "-o",
-        &s(&trace),
-        "-q",
-    ]);
-    let names = names_by_index(&trace);
+    let (trace, names) = unique_names_trace(dir.path(), 4000, "0.0001", 1);
     let mut spread = HashMap::new();
     for send_times in ["default", "kernel", "user"] {
         let mut attempt = 0;
         let diffs = loop {
             attempt += 1;
-            let capture = dir.path().join(format!("{send_times}-{attempt}.pcap"));
-            let results = dir.path().join(format!("{send_times}-{attempt}.res"));
             let p = plain.to_string();
-            let dump = Tcpdump::start(&capture, &["udp", "port", &p]);
-            let out = Command::new(env!("CARGO_BIN_EXE_ldplayer"))
-                .args(["replay", &s(&trace), "--server", &server.addr.to_string()])
-                .args(["--fast", "--max-in-flight", "200"])
-                .args(match send_times {
-                    "default" => vec![],
-                    chosen => vec!["--send-times", chosen],
-                })
-                .args(["--results", &s(&results), "-q"])
-                .output()
-                .expect("ldplayer runs");
-            let statistics = dump.stop();
-            assert!(
-                out.status.success(),
-                "replay: {}",
-                String::from_utf8_lossy(&out.stderr)
+            let server = server.addr.to_string();
+            let mut args = vec!["--server", &server, "--fast", "--max-in-flight", "200"];
+            if send_times != "default" {
+                args.extend(["--send-times", send_times]);
+            }
+            let (results, capture, keylog, statistics) = replay_witnessed(
+                dir.path(),
+                &format!("{send_times}-{attempt}"),
+                &["udp", "port", &p],
+                &trace,
+                &args,
             );
             let ours = own_latencies(&results, &names);
-            let wire = wire_latencies(&capture, &dir.path().join("none.keys"), plain, 0);
+            let wire = wire_latencies(&capture, &keylog, plain, 0);
             assert!(ours.len() >= 3_900, "only {} of 4,000 answered", ours.len());
             let diffs: Vec<f64> = ours
                 .iter()

@@ -39,8 +39,9 @@ pub fn enable_send_timestamps(fd: RawFd, stream: bool) -> io::Result<()> {
 }
 
 /// Like [`enable_send_timestamps`] for a datagram socket, but stamps only the datagrams sent
-/// with [`send_connected_stamping`] asking for it (a `SO_TIMESTAMPING` control message per
-/// datagram): their keys then count the stamped datagrams only. Each stamp costs the kernel a
+/// with [`send_connected_stamping`](crate::send_connected_stamping) asking for it (a
+/// `SO_TIMESTAMPING` control message per datagram): their keys then count the stamped
+/// datagrams only. Each stamp costs the kernel a
 /// queued message and a wake-up of the socket's waiters, and the reader a message off the error
 /// queue: with every datagram stamped, about a sixth of the query engine's CPU under `--fast`.
 pub fn enable_send_timestamps_on_request(fd: RawFd) -> io::Result<()> {

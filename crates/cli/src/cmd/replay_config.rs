@@ -94,7 +94,7 @@ pub(crate) fn config(args: &ReplayArgs, target: &str) -> Result<ReplayConfig> {
     c.retry_truncated_over_tcp = !args.no_tc_retry;
     c.honor_keepalive = !args.no_keepalive;
     // Under --fast a UDP socket sends 32 datagrams a call, and stamping every one cost a
-    // sixth of the generator's CPU; stamps every 8th kept each query within 6 µs of the wire
+    // sixth of the generator's CPU; stamps every 8th kept each query within 10 µs of the wire
     // (latency_witness.rs).
     let send_times = args.send_times.unwrap_or(if args.fast {
         SendTimes::KernelSampled
