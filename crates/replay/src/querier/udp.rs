@@ -31,7 +31,7 @@ struct UdpSock {
     send_times: Option<SendTimes>,
     /// The kernel stamps only the datagrams that ask, a sample of each `sendmmsg`
     /// ([`SendTimes::expect_sampled`]); otherwise every datagram.
-    stamp_ends: bool,
+    stamp_sampled: bool,
     /// ICMP reports come through the error queue (`IP_RECVERR`), with the send stamps.
     icmp_queued: bool,
     prev: u32,
@@ -50,7 +50,7 @@ pub(super) struct UdpSessions {
     lru_tail: u32,
     /// Queries to send at the next [`Transport::flush`], in order.
     out: Vec<u32>,
-    /// The queries (slot, generation) of one `sendmmsg` that asked for stamps at its ends.
+    /// The queries (slot, generation) of one `sendmmsg` sent with sampled stamps, in order.
     stamped: Vec<(u32, u32)>,
     recv: RecvBatch,
     /// Where an answer is copied out of `recv` before it is completed.
@@ -173,10 +173,10 @@ impl UdpSessions {
         }
         let server = ctx.config.server;
         let mut sock = net::udp_socket(local, &server)?;
-        let stamp_ends = !ctx.config.stamp_every_datagram;
+        let stamp_sampled = !ctx.config.stamp_every_datagram;
         let fd = sock.as_raw_fd();
         let send_times = (ctx.config.kernel_send_times
-            && if stamp_ends {
+            && if stamp_sampled {
                 ldplayer_udp::enable_send_timestamps_on_request(fd).is_ok()
             } else {
                 ldplayer_udp::enable_send_timestamps(fd, false).is_ok()
@@ -208,7 +208,7 @@ impl UdpSessions {
             sock,
             datagrams: 0,
             send_times,
-            stamp_ends,
+            stamp_sampled,
             icmp_queued,
             prev: NONE,
             next: NONE,
@@ -401,7 +401,7 @@ impl Transport for UdpSessions {
             }
             let now = clock::now_ns();
             let msgs = &msgs[..group.len()];
-            let stamping = u.stamp_ends && u.send_times.is_some();
+            let stamping = u.stamp_sampled && u.send_times.is_some();
             let (n, err) = if stamping {
                 ldplayer_udp::send_connected_stamping(fd, msgs, |i| stamps_asked(i, msgs.len()))
             } else {
