@@ -4,8 +4,8 @@
 //! The two suit different work. `zones build` decodes a million responses into tens of millions
 //! of small names and records, copies some into zones and frees the rest: glibc's allocator was
 //! a fifth of its samples (`_int_malloc`, `unlink_chunk`, `malloc_consolidate`), and under
-//! mimalloc the worst case of `bench/zones.sh` took 0.76–0.83 of the wall time (farm-bench,
-//! five pairs each). The replay holds thousands of idle connections, each a few small
+//! mimalloc the worst case of `bench/zones.sh` took 0.85 of the wall time (farm-bench, five
+//! pairs, 0.66–0.87 pair by pair). The replay holds thousands of idle connections, each a few small
 //! long-lived buffers: under mimalloc a TCP connection took 1.8–2.8 KB of the generator's memory
 //! instead of 1.1 KB and a TLS session 6.9–9.3 KB instead of 5.2 (`bench/connections.sh`),
 //! where its goal is 4 KiB for an idle one. So the program starts on glibc's allocator and a

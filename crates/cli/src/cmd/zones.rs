@@ -333,7 +333,7 @@ fn warn_delegations_without_zone(missing: &[String]) {
 
 fn build(mut args: ZonesBuildArgs) -> Result<()> {
     // Tens of millions of small names and records, most freed again: mimalloc's kind of work
-    // (0.76–0.83 of the wall time under glibc's allocator, docs/performance.md).
+    // (the worst case in 0.85 of glibc's wall time, docs/performance.md).
     ldplayer_system::allocator::use_mimalloc();
     // A resolver's dnstap log: the responses it received from upstream are the hierarchy.
     args.read
