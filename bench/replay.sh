@@ -4,13 +4,14 @@
 #  1. --fast UDP: knotd pinned to core 0, the generator to core 1 (dnsperf's one thread with
 #     taskset, ldplayer's querier thread with --pin, which keeps its other threads off core 1);
 #     same run, same queries; qps and generator CPU per query, with one client (one socket,
-#     1,000 in flight) and at matched concurrency (4 sockets, 500 in flight: dnsperf -c 4 -q 500).
+#     1,000 in flight) and at matched concurrency (4 sockets, 500 in flight: dnsperf -c 4 -q 500);
+#     beside them the kernel's floor, bench/udp-floor.c (the same queries and in-flight count).
 #  2. Original timing: a synthetic 200k qps UDP trace of 30 s; ldplayer's own timing error and
 #     per-second rate error, and a tcpdump witness; drool -t keep on the same pcap for comparison.
 #  3. TCP: 10,000 clients at 100k qps with original timing; latency percentiles.
 # Usage: [TIMING_QPS=N] [WITNESS=0] [TIMING_FLAGS=--realtime] [LDPLAYER=bin] [OLD_BIN=bin]
 #        [FAST_SECONDS=20] [FAST_SEND_TIMES="default kernel user"] bench/replay.sh [OUTDIR] [fast|timing|tcp]...
-#        (needs knot, dnsperf, drool, tcpdump, tshark)
+#        (needs knot, dnsperf, drool, tcpdump, tshark, cc)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -90,6 +91,17 @@ fast_round() {
       line="$line | $name ($send_times send times) $lq qps ($ln answered, $(printf %.2f "$lc") µs CPU/query, qps ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"), CPU ratio $(printf %.2f "$(echo "$lc / $dc" | bc -l)"))"
     done
   done
+  # The kernel's floor: bench/udp-floor.c does only the system calls of a batched closed loop
+  # on one socket, nothing per query besides; below its CPU per answer no socket generator goes.
+  # With -g it sends each run of equal-sized queries as one UDP GSO datagram (these queries
+  # are nearly all of one size: the best case for segmentation offload).
+  local floor
+  for floor in "" -g; do
+    taskset -c 1 "$out/udp-floor" -s 127.0.0.1 -p "$port" -d "$dfile" -l "$secs" -q "$inflight" $floor > "$out/floor.json"
+    lq=$(python3 -c "import json;print(json.load(open('$out/floor.json'))['qps'])")
+    lc=$(python3 -c "import json;print(json.load(open('$out/floor.json'))['cpu_us_per_answer'])")
+    line="$line | kernel floor (udp-floor${floor:+ -g}, 1 socket) $lq qps ($(printf %.2f "$lc") µs CPU/answer, qps ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"), CPU ratio $(printf %.2f "$(echo "$lc / $dc" | bc -l)"))"
+  done
   echo "$line"
 }
 
@@ -97,6 +109,7 @@ if [[ " $parts " == *" fast "* ]]; then
   secs=${FAST_SECONDS:-20}
   echo "== --fast UDP: knotd on core 0 (1 UDP worker), generator on core 1, $secs s each"
   echo "   one client (1 socket, 1,000 in flight) and matched concurrency (4 sockets, 500 in flight)"
+  cc -O2 -Wall -o "$out/udp-floor" bench/udp-floor.c
   gens=("ldplayer|$bin")
   [ -n "${OLD_BIN:-}" ] && gens+=("OLD_BIN|$(realpath "$OLD_BIN")")
   # Wildcard names: every query answered from the zone, unique so nothing is cached anywhere.
