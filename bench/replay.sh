@@ -95,12 +95,13 @@ fast_round() {
   # on one socket, nothing per query besides; below its CPU per answer no socket generator goes.
   # With -g it sends each run of equal-sized queries as one UDP GSO datagram (these queries
   # are nearly all of one size: the best case for segmentation offload).
-  local floor
-  for floor in "" -g; do
-    taskset -c 1 "$out/udp-floor" -s 127.0.0.1 -p "$port" -d "$dfile" -l "$secs" -q "$inflight" $floor > "$out/floor.json"
+  local floor gso
+  for floor in udp-floor "udp-floor -g"; do
+    gso=(); [ "$floor" != udp-floor ] && gso=(-g)
+    taskset -c 1 "$out/udp-floor" -s 127.0.0.1 -p "$port" -d "$dfile" -l "$secs" -q "$inflight" "${gso[@]}" > "$out/floor.json"
     lq=$(python3 -c "import json;print(json.load(open('$out/floor.json'))['qps'])")
     lc=$(python3 -c "import json;print(json.load(open('$out/floor.json'))['cpu_us_per_answer'])")
-    line="$line | kernel floor (udp-floor${floor:+ -g}, 1 socket) $lq qps ($(printf %.2f "$lc") µs CPU/answer, qps ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"), CPU ratio $(printf %.2f "$(echo "$lc / $dc" | bc -l)"))"
+    line="$line | kernel floor ($floor, 1 socket) $lq qps ($(printf %.2f "$lc") µs CPU/answer, qps ratio $(printf %.2f "$(echo "$lq / $dq" | bc -l)"), CPU ratio $(printf %.2f "$(echo "$lc / $dc" | bc -l)"))"
   done
   echo "$line"
 }
